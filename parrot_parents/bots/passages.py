@@ -1,0 +1,141 @@
+"""Value types flowing through the query pipeline: hits (children) and passages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from parrot_parents.stores.markers import row_kind
+from parrot_parents.stores.results import SearchResult
+
+__all__ = ["Hit", "Passage", "PassageKind"]
+
+PassageKind = Literal["child", "parent", "parent_chunk", "window", "merged"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A child returned by the search (and possibly reordered by a reranker).
+
+    Attributes:
+        id, text, metadata: the child row.
+        score: cosine similarity in [-1, 1] (higher is better).
+        rank: 0-based rank after search and rerank.
+        rerank_score: raw reranker score when a reranker ran, else None.
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    score: float | None
+    rank: int
+    rerank_score: float | None = None
+
+    @classmethod
+    def from_result(cls, result: SearchResult, rank: int) -> Hit:
+        return cls(result.id, result.content, dict(result.metadata), result.score, rank)
+
+    @property
+    def parent_id(self) -> str | None:
+        value = self.metadata.get("parent_document_id")
+        return None if value in (None, "") else str(value)
+
+    @property
+    def document_id(self) -> str | None:
+        value = self.metadata.get("document_id")
+        return None if value is None else str(value)
+
+    @property
+    def start_index(self) -> int | None:
+        value = self.metadata.get("start_index")
+        return value if isinstance(value, int) else None
+
+    @property
+    def end_index(self) -> int | None:
+        value = self.metadata.get("end_index")
+        return value if isinstance(value, int) else None
+
+
+@dataclass
+class Passage:
+    """One unit of context handed to the LLM.
+
+    Attributes:
+        id: row id (child or parent), or a synthetic id for windows and merged spans.
+        text: the passage text.
+        kind: ``child``, ``parent`` (whole document), ``parent_chunk``, ``window``
+            (neighbouring children around a hit) or ``merged`` (touching spans joined).
+        score: the best hit's similarity (higher is better).
+        rank: 0-based position in the context.
+        document_id: source document; start_index/end_index: character offsets into it.
+        source: a human-readable origin (file path) when known.
+        child_ids: the hits this passage stands for.
+        metadata: the row's metadata (for parents and children).
+    """
+
+    id: str
+    text: str
+    kind: PassageKind
+    score: float | None
+    rank: int
+    document_id: str | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+    source: str | None = None
+    child_ids: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> Passage:
+        return cls(
+            id=hit.id,
+            text=hit.text,
+            kind="child",
+            score=hit.score,
+            rank=hit.rank,
+            document_id=hit.document_id,
+            start_index=hit.start_index,
+            end_index=hit.end_index,
+            source=_source(hit.metadata),
+            child_ids=[hit.id],
+            metadata=dict(hit.metadata),
+        )
+
+    @classmethod
+    def from_parent(cls, parent_id: str, text: str, metadata: dict[str, Any],
+                    hits: list[Hit]) -> Passage:
+        best = hits[0]
+        start, end = metadata.get("start_index"), metadata.get("end_index")
+        kind = row_kind(metadata)
+        return cls(
+            id=parent_id,
+            text=text,
+            kind="parent" if kind == "child" else kind,
+            score=best.score,
+            rank=best.rank,
+            document_id=str(metadata.get("document_id") or best.document_id or "") or None,
+            start_index=start if isinstance(start, int) else None,
+            end_index=end if isinstance(end, int) else None,
+            source=_source(metadata) or _source(best.metadata),
+            child_ids=[h.id for h in hits],
+            metadata=dict(metadata),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form used by the CLI and the HTTP service."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source or self.document_id,
+            "document_id": self.document_id,
+            "start_index": self.start_index,
+            "end_index": self.end_index,
+            "score": self.score,
+            "kind": self.kind,
+            "child_ids": list(self.child_ids),
+        }
+
+
+def _source(metadata: dict[str, Any]) -> str | None:
+    value = metadata.get("source") or metadata.get("document_id")
+    return None if value is None else str(value)

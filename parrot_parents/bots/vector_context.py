@@ -1,0 +1,237 @@
+"""The query pipeline of a bot: search children, rerank, keep the top K, expand.
+
+The order is fixed (spec FEAT-128, "Composition with the cross-encoder reranker"):
+
+1. ``similarity_search`` over children (parents excluded);
+2. the reranker, when configured, scores the *children* and the top ``limit`` are kept;
+3. parent expansion folds the kept children into their parents (dedup).
+
+A failing optional stage (reranker, parent fetch) degrades to the children and is
+recorded in ``meta["fallbacks"]``; hits are never dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from parrot_parents.bots.context import format_context
+from parrot_parents.bots.expansion import expand_hits, group_by_parent
+from parrot_parents.bots.passages import Hit, Passage
+from parrot_parents.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from parrot_parents.rerankers.abstract import AbstractReranker
+    from parrot_parents.stores.abstract import AbstractStore
+    from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+
+__all__ = ["Retrieval", "VectorContextMixin", "resolve_override"]
+
+
+def resolve_override(per_call: Any, configured: Any, default: Any) -> Any:
+    """Resolution order of every setting: per-call value, then the bot's, then the default."""
+    if per_call is not None:
+        return per_call
+    if configured is not None:
+        return configured
+    return default
+
+
+@dataclass
+class Retrieval:
+    """What :meth:`VectorContextMixin.retrieve` found: passages in order, and ``meta``."""
+
+    passages: list[Passage]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def context(self) -> str:
+        return format_context(self.passages)
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)
+
+
+def _check_limit(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+class VectorContextMixin:
+    """Adds :meth:`get_vector_context` to a bot.
+
+    The bot provides ``store`` (an :class:`AbstractStore`), ``parent_searcher``
+    (:class:`AbstractParentSearcher` or None), ``reranker`` (:class:`AbstractReranker`
+    or None), ``expand_to_parent`` (bool), ``context_search_limit`` (int) and
+    ``rerank_candidates`` (int or None: children searched before reranking, default
+    4 x limit).
+    """
+
+    store: AbstractStore | None
+    parent_searcher: AbstractParentSearcher | None
+    reranker: AbstractReranker | None
+    expand_to_parent: bool
+    context_search_limit: int
+    rerank_candidates: int | None
+
+    async def get_vector_context(
+        self,
+        question: str,
+        *,
+        expand_to_parent: bool | None = None,
+        limit: int | None = None,
+        filter: dict[str, Any] | None = None,
+        rerank_candidates: int | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """Retrieve context for ``question``.
+
+        Args:
+            question: the user's question.
+            expand_to_parent: per-call override; resolution is this argument, then the
+                bot's ``expand_to_parent``, then False.
+            limit: children kept after search/rerank (default: the bot's
+                ``context_search_limit``).
+            filter: ``cmetadata`` containment filter passed to the store.
+            rerank_candidates: children searched before reranking (default 4 x limit).
+
+        Returns:
+            ``(context, meta)``: the passages joined with source headers, and a dict with
+            ``children`` (ids, scores, ranks), ``parents``, ``folded``, ``expanded``,
+            ``fallbacks``, ``context_chars``, ``timings_ms`` and ``passages``.
+
+        Raises:
+            ConfigurationError: expansion requested without a parent searcher, or a bad
+                ``limit``.
+        """
+        retrieval = await self.retrieve(
+            question,
+            expand_to_parent=expand_to_parent,
+            limit=limit,
+            filter=filter,
+            rerank_candidates=rerank_candidates,
+        )
+        return retrieval.context, retrieval.meta
+
+    async def retrieve(
+        self,
+        question: str,
+        *,
+        expand_to_parent: bool | None = None,
+        limit: int | None = None,
+        filter: dict[str, Any] | None = None,
+        rerank_candidates: int | None = None,
+    ) -> Retrieval:
+        """Run the pipeline and return structured passages (see :meth:`get_vector_context`)."""
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigurationError(f"question must be a non-empty string, got {question!r}")
+        expand = bool(resolve_override(expand_to_parent, self.expand_to_parent, False))
+        if expand and self.parent_searcher is None:
+            raise ConfigurationError(
+                "expand_to_parent=True needs a parent searcher",
+                hint="pass parent_searcher=InTableParentSearcher(store=store) to the bot",
+            )
+        if self.store is None:
+            raise ConfigurationError("the bot has no store", hint="pass store=PgVectorStore(...)")
+        k = _check_limit(resolve_override(limit, self.context_search_limit, 10), "limit")
+        candidates = k
+        if self.reranker is not None:
+            candidates = _check_limit(
+                resolve_override(rerank_candidates, self.rerank_candidates, 4 * k),
+                "rerank_candidates",
+            )
+            candidates = max(candidates, k)
+        started = time.perf_counter()
+        meta: dict[str, Any] = {
+            "question": question,
+            "expand_to_parent": expand,
+            "expanded": False,
+            "limit": k,
+            "fallbacks": [],
+            "timings_ms": {},
+        }
+
+        t = time.perf_counter()
+        results = await self.store.similarity_search(question, limit=candidates, filter=filter)
+        meta["timings_ms"]["search"] = _ms(t)
+        hits = [Hit.from_result(r, i) for i, r in enumerate(results)]
+        meta["candidates"] = len(hits)
+
+        hits = await self._rerank_stage(question, hits, k, meta)
+        meta["children"] = [
+            {"id": h.id, "score": h.score, "rerank_score": h.rerank_score, "rank": h.rank,
+             "parent_id": h.parent_id}
+            for h in hits
+        ]
+
+        passages = [Passage.from_hit(h) for h in hits]
+        if expand:
+            passages = await self._expand_stage(hits, meta) or passages
+        meta["passages"] = len(passages)
+        meta["context_chars"] = sum(len(p.text) for p in passages)
+        meta["timings_ms"]["total"] = _ms(started)
+        return Retrieval(passages, meta)
+
+    async def _rerank_stage(
+        self, question: str, hits: list[Hit], k: int, meta: dict[str, Any]
+    ) -> list[Hit]:
+        """Rerank the children and keep the top ``k``; vector order on any failure."""
+        if self.reranker is None or not hits:
+            return hits[:k]
+        t = time.perf_counter()
+        try:
+            ranked = await self.reranker.rerank(question, [_hit_document(h) for h in hits], top_n=k)
+            scores = [r.score for r in ranked]
+            if any(s is None or (isinstance(s, float) and math.isnan(s)) for s in scores):
+                raise ValueError("the reranker returned NaN scores")
+            out = []
+            for rank, r in enumerate(ranked):
+                hit = hits[r.original_rank]
+                out.append(Hit(hit.id, hit.text, hit.metadata, hit.score, rank, float(r.score)))
+            meta["reranked"] = True
+            return out
+        except Exception as exc:
+            meta["reranked"] = False
+            meta["fallbacks"].append(
+                {"stage": "rerank", "error": f"{type(exc).__name__}: {exc}",
+                 "action": f"kept the vector order, truncated to {k}"}
+            )
+            return hits[:k]
+        finally:
+            meta["timings_ms"]["rerank"] = _ms(t)
+
+    async def _expand_stage(self, hits: list[Hit], meta: dict[str, Any]) -> list[Passage] | None:
+        """Fold hits into their parents; None (keep the children) when the fetch fails."""
+        assert self.parent_searcher is not None
+        t = time.perf_counter()
+        parent_ids = list(group_by_parent(hits))
+        try:
+            parents = await self.parent_searcher.fetch(parent_ids) if parent_ids else {}
+        except Exception as exc:
+            meta["fallbacks"].append(
+                {"stage": "parent_fetch", "error": f"{type(exc).__name__}: {exc}",
+                 "action": "returned the children unexpanded"}
+            )
+            meta["timings_ms"]["expand"] = _ms(t)
+            return None
+        result = expand_hits(hits, parents)
+        meta["expanded"] = bool(result.folded)
+        meta["parents"] = list(result.folded)
+        meta["folded"] = result.folded
+        if result.missing:
+            meta["missing_parents"] = result.missing
+            meta["fallbacks"].append(
+                {"stage": "parent_fetch", "error": f"{len(result.missing)} parent(s) not found",
+                 "action": "kept all of their children", "parent_ids": result.missing}
+            )
+        meta["timings_ms"]["expand"] = _ms(t)
+        return result.passages
+
+
+def _hit_document(hit: Hit) -> Any:
+    from langchain_core.documents import Document
+
+    return Document(id=hit.id, page_content=hit.text, metadata=dict(hit.metadata))

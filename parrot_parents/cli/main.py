@@ -1,0 +1,76 @@
+"""Entry point of the ``parrot-parents`` command (also ``python -m parrot_parents``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import os
+import sys
+import warnings
+
+from parrot_parents import __version__
+
+__all__ = ["build_parser", "main"]
+
+# Each module registers one command (or group) with a ``register(subparsers)`` function.
+COMMAND_MODULES = [
+    "parrot_parents.cli.ingest",
+    "parrot_parents.cli.ask",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="parrot-parents",
+        description="Parent-child retrieval on PostgreSQL + pgvector.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def _quiet() -> None:
+    # Model loading libraries are chatty; users want the command's output.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except Exception:  # pragma: no cover - transformers is a dependency
+        pass
+    warnings.filterwarnings("ignore")
+    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; errors print one line (``--debug`` for a traceback). Returns the exit code."""
+    _quiet()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = asyncio.run(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        from parrot_parents.errors import ParrotParentsError
+
+        kind = "error" if isinstance(exc, ParrotParentsError) else type(exc).__name__
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"parrot-parents: {kind}: {message}", file=sys.stderr)
+        return 2
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

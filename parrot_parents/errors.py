@@ -1,0 +1,71 @@
+"""Exception hierarchy of parrot-parents.
+
+Every error raised on purpose by the package derives from :class:`ParrotParentsError`.
+Client mistakes also derive from the matching built-in (``ValueError``,
+``FileNotFoundError``) so that generic callers still catch them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "DocumentReadError",
+    "ModelLoadError",
+    "ParrotParentsError",
+    "SchemaMismatchError",
+    "StoreError",
+]
+
+
+class ParrotParentsError(Exception):
+    """Base class of every error raised by parrot-parents.
+
+    ``hint`` optionally says how to fix the problem; it is appended to ``str(err)``.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message} ({hint})")
+
+
+class ConfigurationError(ParrotParentsError, ValueError):
+    """A parameter, identifier or configuration value is invalid."""
+
+
+class SchemaMismatchError(ParrotParentsError):
+    """An existing table does not have the schema the store expects.
+
+    Attributes:
+        expected_dimension: the embedding dimension of the configured model.
+        actual_dimension: the dimension of the ``embedding`` column in the table.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_dimension: int | None = None,
+        actual_dimension: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.expected_dimension = expected_dimension
+        self.actual_dimension = actual_dimension
+        super().__init__(message, hint=hint)
+
+
+class StoreError(ParrotParentsError):
+    """The database could not be reached or refused an operation."""
+
+
+class DocumentReadError(ParrotParentsError, ValueError):
+    """A source file could not be read as text (bad encoding, NUL bytes, missing)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"cannot read {path!r}: {reason}")
+
+
+class ModelLoadError(ParrotParentsError, ValueError):
+    """A model could not be loaded, or is not of a supported shape."""

@@ -1,0 +1,142 @@
+"""Base class of the loaders: read sources, build the hierarchy, write it to a store."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.loaders.hierarchy import (
+    DEFAULT_PARENT_OVERLAP,
+    DEFAULT_PARENT_SIZE,
+    DEFAULT_THRESHOLD,
+    DocumentHierarchy,
+    LateChunkingProcessor,
+    validate_parent_sizes,
+)
+from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.ids import content_document_id
+
+__all__ = ["AbstractLoader", "IngestReport"]
+
+
+@dataclass
+class IngestReport:
+    """What an ingestion did: documents written, rows, failures and warnings per source."""
+
+    documents: int = 0
+    parents: int = 0
+    children: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+
+
+class AbstractLoader(ABC):
+    """Loads documents and turns them into the parent/child hierarchy.
+
+    Args:
+        child_chunk_size: maximum child length in characters (default 400).
+        child_chunk_overlap: characters shared by neighbouring children (default 0).
+        late_chunking: embed children with late chunking (see
+            :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
+        embedding: the embedding model; all-MiniLM-L6-v2 by default.
+    """
+
+    def __init__(
+        self,
+        *,
+        child_chunk_size: int = 400,
+        child_chunk_overlap: int = 0,
+        late_chunking: bool = False,
+        embedding: SentenceTransformerEmbeddings | None = None,
+    ) -> None:
+        self.processor = LateChunkingProcessor(
+            child_chunk_size=child_chunk_size,
+            child_chunk_overlap=child_chunk_overlap,
+            embedding=embedding,
+            late_chunking=late_chunking,
+        )
+
+    @abstractmethod
+    def load(self) -> list[Document]:
+        """Read the sources; one ``Document`` per source with ``metadata["document_id"]``."""
+
+    async def _chunk_with_late_chunking(
+        self,
+        documents: Sequence[Document],
+        vector_store: AbstractStore | None = None,
+        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        *,
+        progress: Callable[[int], None] | None = None,
+        batch_documents: int = 8,
+    ) -> list[Document]:
+        """Build the 2- or 3-level hierarchy of ``documents`` (sizes in characters).
+
+        Args:
+            documents: source documents; ``metadata["document_id"]`` (or ``Document.id``)
+                names each one, a content hash otherwise.
+            vector_store: when given, children are embedded and every document's rows
+                replace its previous rows in one transaction each.
+            parent_chunk_threshold_tokens: documents longer than this many characters get
+                3 levels (default 16000).
+            parent_chunk_size_tokens: parent_chunk length in characters (default 4000).
+            parent_chunk_overlap_tokens: overlap of neighbouring parent_chunks in
+                characters (default 200); must be smaller than the size.
+            progress: called with the number of documents finished after each batch.
+            batch_documents: documents embedded together.
+
+        Returns:
+            Parents and children of all documents as ``Document``s (parents first per
+            document); children carry ``is_chunk`` and ``parent_document_id``.
+
+        Raises:
+            ConfigurationError (``ValueError``): bad sizes, e.g. overlap >= size.
+        """
+        validate_parent_sizes(
+            parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
+        )
+        hierarchies = [
+            self.processor.build_hierarchy(
+                doc.page_content,
+                _document_id(doc),
+                doc.metadata,
+                parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
+                parent_chunk_size_tokens=parent_chunk_size_tokens,
+                parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+            )
+            for doc in documents
+        ]
+        out: list[Document] = []
+        for start in range(0, len(hierarchies), batch_documents):
+            batch = hierarchies[start : start + batch_documents]
+            if vector_store is not None:
+                await self.processor.embed_hierarchies(batch)
+                for h in batch:
+                    await _write(vector_store, h)
+            for h in batch:
+                out.extend(h.documents())
+            if progress is not None:
+                progress(len(batch))
+        return out
+
+
+def _document_id(doc: Document) -> str:
+    meta: dict[str, Any] = doc.metadata or {}
+    return str(meta.get("document_id") or doc.id or content_document_id(doc.page_content))
+
+
+async def _write(store: AbstractStore, h: DocumentHierarchy) -> None:
+    docs = h.documents()
+    vectors: list[list[float] | None] = [None] * len(h.parents)
+    vectors += [c.embedding for c in h.children]
+    replace = getattr(store, "replace_document", None)
+    if replace is not None:
+        await replace(h.document_id, docs, embeddings=vectors)
+    else:
+        await store.add_documents(docs, embeddings=vectors)

@@ -1,0 +1,35 @@
+"""Description of one child chunk produced by the hierarchy processor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ChunkInfo"]
+
+
+@dataclass
+class ChunkInfo:
+    """A child chunk and its place in the hierarchy.
+
+    Attributes:
+        chunk_id: deterministic row id.
+        parent_id: id of its parent row (whole document or parent_chunk).
+        document_id: id of the source document.
+        chunk_index: 0-based position among the document's children.
+        start_index: character offset of the child in the source text (inclusive).
+        end_index: character offset of the child's end in the source text (exclusive).
+        text: ``source[start_index:end_index]``.
+        metadata: the row's metadata (markers included).
+        embedding: the child's vector once embedded, else None.
+    """
+
+    chunk_id: str
+    parent_id: str
+    document_id: str
+    chunk_index: int
+    start_index: int
+    end_index: int
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: list[float] | None = None

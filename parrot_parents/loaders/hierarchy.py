@@ -1,0 +1,282 @@
+"""Builds the 2- or 3-level parent/child hierarchy of a document and embeds its children.
+
+Sizes follow the parent-child retrieval spec (FEAT-128) and are in **characters**, although
+the spec's parameter names end in ``_tokens``:
+
+* a document of at most ``parent_chunk_threshold_tokens`` (16000) characters is stored
+  whole as the parent (2 levels, ``is_full_document: true``);
+* a longer document is cut into overlapping ``parent_chunk`` rows of
+  ``parent_chunk_size_tokens`` (4000) characters with ``parent_chunk_overlap_tokens`` (200)
+  characters of overlap, and the document itself is not stored (3 levels);
+* children are cut inside their parent on sentence and word boundaries
+  (``child_chunk_size``, default 400 characters).
+
+Children are embedded either one by one, or with late chunking (Günther et al., 2024,
+arXiv:2409.04701): the transformer reads the whole parent once and each child's vector
+is pooled from the token vectors inside its span, so it carries the parent's context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.loaders.chunk_info import ChunkInfo
+from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
+from parrot_parents.stores.ids import make_row_id
+from parrot_parents.stores.markers import PARENT_CHUNK
+
+__all__ = ["DocumentHierarchy", "LateChunkingProcessor", "validate_parent_sizes"]
+
+DEFAULT_THRESHOLD = 16000
+DEFAULT_PARENT_SIZE = 4000
+DEFAULT_PARENT_OVERLAP = 200
+
+
+def validate_parent_sizes(threshold: int, size: int, overlap: int) -> None:
+    """Check the spec's three size parameters (characters).
+
+    Raises:
+        ConfigurationError (a ``ValueError``): a size below 1, a negative overlap, or
+            ``overlap >= size``.
+    """
+    if threshold < 1:
+        raise ConfigurationError(
+            f"parent_chunk_threshold_tokens must be >= 1 character, got {threshold!r}"
+        )
+    if size < 1:
+        raise ConfigurationError(f"parent_chunk_size_tokens must be >= 1 character, got {size!r}")
+    if overlap < 0 or overlap >= size:
+        raise ConfigurationError(
+            f"parent_chunk_overlap_tokens must be in [0, parent_chunk_size_tokens={size}), "
+            f"got {overlap!r}",
+            hint="an overlap as large as the parent would never advance",
+        )
+
+
+@dataclass
+class DocumentHierarchy:
+    """Parents and children of one source document (before or after embedding).
+
+    ``parents`` are LangChain ``Document``s with ids; ``children`` are :class:`ChunkInfo`
+    whose offsets are characters of ``text``; ``levels`` is 2 or 3.
+    """
+
+    document_id: str
+    text: str
+    levels: int
+    parents: list[Document] = field(default_factory=list)
+    children: list[ChunkInfo] = field(default_factory=list)
+
+    def child_documents(self) -> list[Document]:
+        """Children as ``Document``s (ids set, embeddings not included)."""
+        return [
+            Document(id=c.chunk_id, page_content=c.text, metadata=dict(c.metadata))
+            for c in self.children
+        ]
+
+    def documents(self) -> list[Document]:
+        """Parents first, then children."""
+        return [*self.parents, *self.child_documents()]
+
+
+class LateChunkingProcessor:
+    """Cuts documents into the parent/child hierarchy and embeds the children.
+
+    Args:
+        child_chunk_size: maximum child length in characters, default 400.
+        child_chunk_overlap: characters shared by neighbouring children, default 0.
+        embedding: the embedding model; all-MiniLM-L6-v2 by default.
+        late_chunking: pool child vectors from one pass over the parent (True) or embed
+            each child on its own (False, default). See
+            :mod:`parrot_parents.embeddings.late_chunking` for the models that qualify.
+
+    Raises:
+        ConfigurationError: bad sizes; a model unfit for late chunking (when enabled, at
+            :meth:`warm_up` or the first embedding).
+    """
+
+    def __init__(
+        self,
+        *,
+        child_chunk_size: int = 400,
+        child_chunk_overlap: int = 0,
+        embedding: SentenceTransformerEmbeddings | None = None,
+        late_chunking: bool = False,
+    ) -> None:
+        # Validate now, not at first use.
+        split_spans("", child_chunk_size, child_chunk_overlap)
+        self.child_chunk_size = child_chunk_size
+        self.child_chunk_overlap = child_chunk_overlap
+        self.embedding = embedding or SentenceTransformerEmbeddings()
+        self.late_chunking = late_chunking
+        self._late: Any = None
+
+    # -- structure (pure) ------------------------------------------------------------
+
+    def build_hierarchy(
+        self,
+        document_text: str,
+        document_id: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        force_three_level: bool = False,
+    ) -> DocumentHierarchy:
+        """Split one document; nothing is embedded. Sizes in characters.
+
+        Returns a 2-level hierarchy when ``len(document_text) <= threshold`` (and not
+        ``force_three_level``), else a 3-level one. Empty text yields no rows.
+        """
+        validate_parent_sizes(
+            parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
+        )
+        if not isinstance(document_id, str) or not document_id:
+            raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
+        base = {k: v for k, v in (metadata or {}).items() if k not in _RESERVED}
+        base["document_id"] = document_id
+        three = force_three_level or len(document_text) > parent_chunk_threshold_tokens
+        hierarchy = DocumentHierarchy(document_id, document_text, 3 if three else 2)
+        if not document_text.strip():
+            return hierarchy
+        if three:
+            spans = split_spans(
+                document_text,
+                parent_chunk_size_tokens,
+                parent_chunk_overlap_tokens,
+                separators=PARENT_SEPARATORS,
+            )
+            kind = "parent_chunk"
+        else:
+            spans = [(0, len(document_text))]
+            kind = "parent"
+        seen_children: set[tuple[int, int]] = set()
+        for parent_index, (p_start, p_end) in enumerate(spans):
+            parent_id = make_row_id(document_id, kind, p_start, p_end)
+            meta = {**base, "chunk_index": parent_index, "start_index": p_start,
+                    "end_index": p_end, "is_chunk": False}
+            if three:
+                meta["document_type"] = PARENT_CHUNK
+            else:
+                meta["is_full_document"] = True
+            hierarchy.parents.append(
+                Document(id=parent_id, page_content=document_text[p_start:p_end], metadata=meta)
+            )
+            parent_text = document_text[p_start:p_end]
+            for c_start, c_end in split_spans(
+                parent_text, self.child_chunk_size, self.child_chunk_overlap
+            ):
+                start, end = p_start + c_start, p_start + c_end
+                # Overlapping parent_chunks can cut the very same child twice; keep the first.
+                if (start, end) in seen_children:
+                    continue
+                seen_children.add((start, end))
+                chunk_id = make_row_id(document_id, "child", start, end)
+                index = len(hierarchy.children)
+                child_meta = {**base, "is_chunk": True, "parent_document_id": parent_id,
+                              "chunk_index": index, "start_index": start, "end_index": end}
+                hierarchy.children.append(
+                    ChunkInfo(chunk_id, parent_id, document_id, index, start, end,
+                              document_text[start:end], child_meta)
+                )
+        return hierarchy
+
+    # -- embedding ---------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Load the model (and check it qualifies for late chunking when enabled)."""
+        self.embedding.warm_up()
+        if self.late_chunking and self._late is None:
+            from parrot_parents.embeddings.late_chunking import LateChunkingEmbedder
+
+            self._late = LateChunkingEmbedder(self.embedding)
+            self._late.warm_up()
+
+    async def embed_hierarchies(self, hierarchies: Sequence[DocumentHierarchy]) -> None:
+        """Fill ``ChunkInfo.embedding`` of every child, batching across documents."""
+        children = [c for h in hierarchies for c in h.children]
+        if not children:
+            return
+        if not self.late_chunking:
+            vectors = await self.embedding.aembed_documents([c.text for c in children])
+            for child, vector in zip(children, vectors, strict=True):
+                child.embedding = vector
+            return
+        self.warm_up()
+        items: list[tuple[str, list[tuple[int, int]]]] = []
+        owners: list[list[ChunkInfo]] = []
+        for h in hierarchies:
+            by_parent: dict[str, list[ChunkInfo]] = {}
+            for c in h.children:
+                by_parent.setdefault(c.parent_id, []).append(c)
+            for parent in h.parents:
+                kids = by_parent.get(str(parent.id), [])
+                if not kids:
+                    continue
+                offset = int(parent.metadata["start_index"])
+                items.append(
+                    (parent.page_content, [(c.start_index - offset, c.end_index - offset)
+                                           for c in kids])
+                )
+                owners.append(kids)
+        results = await self._late.aembed_spans(items)
+        for kids, vectors in zip(owners, results, strict=True):
+            for child, vector in zip(kids, vectors, strict=True):
+                child.embedding = list(vector)
+
+    # -- spec entry points ---------------------------------------------------------------
+
+    async def process_document_three_level(
+        self,
+        document_text: str,
+        document_id: str,
+        metadata: dict[str, Any] | None = None,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+    ) -> tuple[list[Document], list[ChunkInfo]]:
+        """Split an oversized document into parent_chunks and embedded children.
+
+        Sizes are characters. Returns ``(parent_chunks, children)``; the document itself
+        is not among the parents.
+
+        Raises:
+            ConfigurationError (``ValueError``): ``overlap >= size`` or sizes below 1.
+        """
+        hierarchy = self.build_hierarchy(
+            document_text,
+            document_id,
+            metadata,
+            parent_chunk_size_tokens=parent_chunk_size_tokens,
+            parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+            force_three_level=True,
+        )
+        await self.embed_hierarchies([hierarchy])
+        return hierarchy.parents, hierarchy.children
+
+    async def process_document_two_level(
+        self,
+        document_text: str,
+        document_id: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> tuple[list[Document], list[ChunkInfo]]:
+        """Store the whole document as the parent and embed its children."""
+        hierarchy = self.build_hierarchy(
+            document_text, document_id, metadata,
+            parent_chunk_threshold_tokens=max(len(document_text), 1),
+        )
+        await self.embed_hierarchies([hierarchy])
+        return hierarchy.parents, hierarchy.children
+
+
+# Keys the hierarchy owns; a caller's metadata cannot override them.
+_RESERVED = frozenset(
+    {"is_chunk", "is_full_document", "document_type", "parent_document_id", "chunk_index",
+     "start_index", "end_index", "document_id"}
+)

@@ -1,0 +1,110 @@
+"""Loader for plain-text and Markdown files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from langchain_core.documents import Document
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import DocumentReadError
+from parrot_parents.loaders.abstract import AbstractLoader, IngestReport
+from parrot_parents.loaders.hierarchy import (
+    DEFAULT_PARENT_OVERLAP,
+    DEFAULT_PARENT_SIZE,
+    DEFAULT_THRESHOLD,
+)
+from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file
+from parrot_parents.stores.abstract import AbstractStore
+
+__all__ = ["TextLoader"]
+
+
+class TextLoader(AbstractLoader):
+    """Reads ``.txt``/``.md`` files (or directories of them) as UTF-8 documents.
+
+    Args:
+        paths: files and/or directories; optional (``load`` then returns ``[]``).
+        on_bad_bytes: ``"error"`` (default) reports a file with invalid UTF-8 or NUL bytes
+            as failed and goes on with the others; ``"replace"`` cleans it and reports it.
+        child_chunk_size, child_chunk_overlap, late_chunking, embedding: see
+            :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path] | str | Path | None = None,
+        *,
+        on_bad_bytes: OnBadBytes = "error",
+        child_chunk_size: int = 400,
+        child_chunk_overlap: int = 0,
+        late_chunking: bool = False,
+        embedding: SentenceTransformerEmbeddings | None = None,
+    ) -> None:
+        super().__init__(
+            child_chunk_size=child_chunk_size,
+            child_chunk_overlap=child_chunk_overlap,
+            late_chunking=late_chunking,
+            embedding=embedding,
+        )
+        if paths is None:
+            self.paths: list[str | Path] = []
+        elif isinstance(paths, str | Path):
+            self.paths = [paths]
+        else:
+            self.paths = list(paths)
+        self.on_bad_bytes = on_bad_bytes
+        self.report = IngestReport()
+
+    def load(self) -> list[Document]:
+        """Read every file; a bad file lands in ``self.report.failed``, the rest load."""
+        docs: list[Document] = []
+        for path, document_id in discover_files(self.paths):
+            try:
+                result = read_text_file(path, on_bad_bytes=self.on_bad_bytes)
+            except DocumentReadError as exc:
+                self.report.failed[str(path)] = exc.reason
+                continue
+            if result.warnings:
+                self.report.warnings[str(path)] = list(result.warnings)
+            if not result.text.strip():
+                self.report.warnings.setdefault(str(path), []).append("empty file skipped")
+                continue
+            docs.append(
+                Document(
+                    page_content=result.text,
+                    metadata={"document_id": document_id, "source": str(path)},
+                )
+            )
+        return docs
+
+    async def ingest(
+        self,
+        vector_store: AbstractStore,
+        *,
+        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        """Load the files and write their hierarchies to ``vector_store``.
+
+        Returns the :class:`IngestReport` (also kept on ``self.report``).
+        """
+        docs = self.load()
+        rows = await self._chunk_with_late_chunking(
+            docs,
+            vector_store=vector_store,
+            parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
+            parent_chunk_size_tokens=parent_chunk_size_tokens,
+            parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+            progress=progress,
+        )
+        self.report.documents += len(docs)
+        for row in rows:
+            if row.metadata.get("is_chunk"):
+                self.report.children += 1
+            else:
+                self.report.parents += 1
+        return self.report

@@ -1,0 +1,47 @@
+"""Interface every vector store of parrot-parents implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from parrot_parents.stores.results import SearchResult
+
+__all__ = ["AbstractStore"]
+
+
+class AbstractStore(ABC):
+    """A collection of parent and child rows with vector search over the children."""
+
+    @abstractmethod
+    async def add_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> list[str]:
+        """Insert or update rows; returns their ids in input order."""
+
+    @abstractmethod
+    async def similarity_search(
+        self,
+        query: str,
+        limit: int = 10,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+    ) -> list[SearchResult]:
+        """Nearest rows to ``query``, best first."""
+
+    @abstractmethod
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """Children of each parent, ordered by ``start_index``."""
+
+    @abstractmethod
+    async def delete(self, document_id: str) -> int:
+        """Remove a source document's parents and children; returns the rows deleted."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections. Safe to call twice."""

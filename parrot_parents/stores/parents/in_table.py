@@ -1,0 +1,74 @@
+"""Parent searcher for parents stored in the same table as their children."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from sqlalchemy import select, text
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.markers import PARENT_PREDICATE
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+from parrot_parents.stores.postgres import PgVectorStore
+
+__all__ = ["InTableParentSearcher"]
+
+
+class InTableParentSearcher(AbstractParentSearcher):
+    """Fetches parents from the store's own table with one parameterised statement.
+
+    The statement (spec FEAT-128)::
+
+        SELECT id, document, cmetadata FROM <schema>.<table>
+        WHERE id = ANY(:ids)
+          AND ((cmetadata->>'is_full_document')::boolean = true
+               OR cmetadata->>'document_type' = 'parent_chunk')
+
+    Children are never returned, even when their id is asked for.
+
+    Args:
+        store: the :class:`PgVectorStore` holding parents and children.
+
+    Raises:
+        ConfigurationError: ``store`` is not a PgVectorStore.
+    """
+
+    def __init__(self, store: PgVectorStore) -> None:
+        if not isinstance(store, PgVectorStore):
+            raise ConfigurationError(
+                f"InTableParentSearcher needs a PgVectorStore, got {type(store).__name__}"
+            )
+        self.store = store
+
+    async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        """One ``SELECT ... WHERE id = ANY(:ids)``; see :meth:`AbstractParentSearcher.fetch`."""
+        ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
+        if not ids:
+            return {}
+        engine, table = await self.store._ready()
+        stmt = (
+            select(table.c.id, table.c.document, table.c.cmetadata)
+            .where(table.c.id.in_(ids))
+            .where(text(PARENT_PREDICATE))
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {
+            r.id: Document(id=r.id, page_content=r.document, metadata=dict(r.cmetadata or {}))
+            for r in rows
+        }
+
+    async def health_check(self) -> bool:
+        """True when the table answers a trivial query."""
+        try:
+            engine, table = await self.store._ready()
+            async with engine.connect() as conn:
+                await conn.execute(select(table.c.id).limit(1))
+        except Exception:
+            return False
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "in_table"}

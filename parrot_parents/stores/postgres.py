@@ -1,0 +1,480 @@
+"""PostgreSQL + pgvector store (SQLAlchemy 2 async, asyncpg, pgvector-python)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from sqlalchemy import MetaData, Table, delete, event, func, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
+from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.ids import content_document_id, row_id_for
+from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent, normalize_markers
+from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.schema import HNSWIndex, collection_table
+from parrot_parents.stores.search_options import HNSWQueryOptions
+
+__all__ = ["PgVectorStore", "to_async_dsn"]
+
+_MAX_LIMIT = 10_000
+
+
+def to_async_dsn(dsn: str) -> str:
+    """Rewrite ``postgresql://`` / ``postgres://`` DSNs for SQLAlchemy's asyncpg dialect."""
+    url = make_url(dsn)
+    if url.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
+        url = url.set(drivername="postgresql+asyncpg")
+    elif url.drivername != "postgresql+asyncpg":
+        raise ConfigurationError(f"expected a postgresql:// DSN, got driver {url.drivername!r}")
+    return url.render_as_string(hide_password=False)
+
+
+class PgVectorStore(AbstractStore):
+    """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
+
+    Parents and children share the table; parents have ``embedding = NULL`` and so never
+    enter the index. See :mod:`parrot_parents.stores.schema` for the columns and indexes
+    and :mod:`parrot_parents.stores.markers` for the metadata keys.
+
+    Args:
+        dsn: ``postgresql://`` DSN. ``None`` reads ``$PARROT_PARENTS_DSN`` and otherwise
+            starts the embedded PostgreSQL (see :mod:`parrot_parents.stores.embedded`).
+        table: collection (table) name, default ``"documents"``; validated identifier.
+        schema: PostgreSQL schema, default ``"public"``; validated identifier.
+        embedding: the embedding model; default all-MiniLM-L6-v2 (384 dimensions).
+        dimension: embedding length; read from the model when None.
+        hnsw: index build parameters. search_options: query-time HNSW settings.
+        embed_batch_size: children embedded per model call in :meth:`add_documents`.
+        collection: alias of ``table``.
+
+    Nothing connects at construction; the first call (or ``await store.connect()``,
+    or ``async with store``) creates the extension, the table and its indexes when
+    missing, and checks an existing table's embedding dimension.
+
+    Raises:
+        ConfigurationError: bad identifiers or parameters (at construction).
+        SchemaMismatchError: the table exists with another embedding dimension.
+        StoreError: the server cannot be reached.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        table: str | None = None,
+        *,
+        schema: str = "public",
+        embedding: SentenceTransformerEmbeddings | None = None,
+        dimension: int | None = None,
+        hnsw: HNSWIndex | None = None,
+        search_options: HNSWQueryOptions | None = None,
+        embed_batch_size: int = 64,
+        collection: str | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if table is not None and collection is not None and table != collection:
+            raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
+        self.table = validate_identifier(table or collection or "documents", "table")
+        self.schema = validate_identifier(schema, "schema")
+        if embed_batch_size < 1:
+            raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")
+        self.embedding = embedding or SentenceTransformerEmbeddings()
+        self._dimension = dimension
+        self.hnsw = hnsw or HNSWIndex()
+        self.search_options = search_options or HNSWQueryOptions()
+        self.embed_batch_size = embed_batch_size
+        self._dsn = dsn
+        self._engine_kwargs = dict(engine_kwargs or {})
+        self._engine: AsyncEngine | None = None
+        self._table: Table | None = None
+        self._connect_lock = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def collection(self) -> str:
+        """Alias of :attr:`table`."""
+        return self.table
+
+    @property
+    def dimension(self) -> int:
+        """Embedding length (loads the model when it was not given)."""
+        if self._dimension is None:
+            self._dimension = self.embedding.dimension
+        return self._dimension
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine; only after :meth:`connect`."""
+        if self._engine is None:
+            raise StoreError("the store is not connected", hint="await store.connect() first")
+        return self._engine
+
+    @property
+    def sa_table(self) -> Table:
+        """The SQLAlchemy ``Table`` of the collection; only after :meth:`connect`."""
+        if self._table is None:
+            raise StoreError("the store is not connected", hint="await store.connect() first")
+        return self._table
+
+    @property
+    def qualified_name(self) -> str:
+        """``schema.table`` (both validated identifiers)."""
+        return f"{self.schema}.{self.table}"
+
+    async def connect(self) -> PgVectorStore:
+        """Connect, create the extension/table/indexes when missing, check the schema."""
+        async with self._connect_lock:
+            if self._engine is not None:
+                return self
+            dimension = await asyncio.to_thread(lambda: self.dimension)
+            raw_dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
+            engine = create_async_engine(to_async_dsn(raw_dsn), **self._engine_kwargs)
+            try:
+                await self._create_extension(engine)
+                event.listen(engine.sync_engine, "connect", _register_vector)
+                self._table = collection_table(
+                    self.table, dimension, schema=self.schema, metadata=MetaData(),
+                    hnsw=self.hnsw,
+                )
+                async with engine.begin() as conn:
+                    await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
+                    await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
+                    await self._check_dimension(conn, dimension)
+            except BaseException:
+                await engine.dispose()
+                raise
+            self._engine = engine
+        return self
+
+    async def _create_extension(self, engine: AsyncEngine) -> None:
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        except SQLAlchemyError as exc:
+            raise StoreError(
+                f"cannot prepare the pgvector extension: {exc.__class__.__name__}",
+                hint="the server needs pgvector >= 0.8 installed",
+            ) from exc
+
+    async def _check_dimension(self, conn: AsyncConnection, expected: int) -> None:
+        row = await conn.execute(
+            text(
+                "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+                " JOIN pg_class c ON c.oid = a.attrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = :schema AND c.relname = :table"
+                " AND a.attname = 'embedding' AND NOT a.attisdropped"
+            ),
+            {"schema": self.schema, "table": self.table},
+        )
+        found = row.scalar_one_or_none()
+        if found is None:
+            raise SchemaMismatchError(
+                f"table {self.qualified_name} has no 'embedding' column",
+                expected_dimension=expected,
+            )
+        actual = int(found.split("(")[1].rstrip(")")) if "(" in found else None
+        if actual != expected:
+            raise SchemaMismatchError(
+                f"table {self.qualified_name} stores {found}, the model gives vector({expected})",
+                expected_dimension=expected,
+                actual_dimension=actual,
+                hint="use another table, or the model the table was built with",
+            )
+
+    async def close(self) -> None:
+        """Dispose of the connection pool. Safe to call twice."""
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await asyncio.shield(engine.dispose())
+
+    async def __aenter__(self) -> PgVectorStore:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _ready(self) -> tuple[AsyncEngine, Table]:
+        if self._engine is None:
+            await self.connect()
+        return self.engine, self.sa_table
+
+    # -- writes ------------------------------------------------------------------------
+
+    def _rows(
+        self,
+        documents: Sequence[Document],
+        embeddings: Sequence[Sequence[float] | None] | None,
+    ) -> list[dict[str, Any]]:
+        if embeddings is not None and len(embeddings) != len(documents):
+            raise ConfigurationError(
+                f"got {len(embeddings)} embeddings for {len(documents)} documents"
+            )
+        rows = []
+        for i, doc in enumerate(documents):
+            if not isinstance(doc, Document):
+                raise ConfigurationError(f"documents[{i}] is {type(doc).__name__}, not Document")
+            meta = normalize_markers(doc.metadata or {})
+            meta.setdefault("document_id", content_document_id(doc.page_content))
+            meta["document_id"] = str(meta["document_id"])
+            vector = embeddings[i] if embeddings is not None else None
+            if vector is not None and len(vector) != self.dimension:
+                raise ConfigurationError(
+                    f"embeddings[{i}] has {len(vector)} values, expected {self.dimension}"
+                )
+            rows.append(
+                {
+                    "id": doc.id or row_id_for(doc.page_content, meta),
+                    "document": doc.page_content,
+                    "cmetadata": meta,
+                    "embedding": None if is_parent(meta) else vector,
+                }
+            )
+        return rows
+
+    async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
+        todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
+        for start in range(0, len(todo), self.embed_batch_size):
+            batch = todo[start : start + self.embed_batch_size]
+            vectors = await self.embedding.aembed_documents([r["document"] for r in batch])
+            for row, vector in zip(batch, vectors, strict=True):
+                row["embedding"] = vector
+
+    async def add_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> list[str]:
+        """Insert or update rows, one transaction per source document.
+
+        Markers are normalised (:func:`~parrot_parents.stores.markers.normalize_markers`);
+        children without a given vector are embedded in batches; parents are stored
+        without one. Ids come from ``Document.id`` or are derived deterministically from
+        ``document_id`` and the span, so adding the same rows twice leaves one copy.
+
+        Args:
+            documents: LangChain ``Document``s (parents and/or children).
+            embeddings: optional precomputed vectors aligned with ``documents``
+                (``None`` entries are embedded here).
+
+        Returns:
+            The row ids, in input order.
+
+        Raises:
+            ConfigurationError: a non-Document, or a vector of the wrong length.
+            StoreError: the database refused the write (nothing of that document is kept).
+        """
+        rows = self._rows(documents, embeddings)
+        await self._embed_missing(rows)
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            groups[row["cmetadata"]["document_id"]].append(row)
+        for group in groups.values():
+            await self._write(group, replace_document_id=None)
+        return [r["id"] for r in rows]
+
+    async def replace_document(
+        self,
+        document_id: str,
+        documents: Sequence[Document],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> list[str]:
+        """Atomically replace every row of ``document_id`` by ``documents``.
+
+        Used by the loaders: re-chunking a document with other sizes leaves no stale rows.
+        Delete and insert run in one transaction, so readers never see a half-written
+        document, and a failure keeps the previous version.
+        """
+        rows = self._rows(documents, embeddings)
+        for row in rows:
+            if row["cmetadata"]["document_id"] != document_id:
+                raise ConfigurationError(
+                    f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
+                    f"not {document_id!r}"
+                )
+        await self._embed_missing(rows)
+        await self._write(rows, replace_document_id=document_id)
+        return [r["id"] for r in rows]
+
+    async def _write(self, rows: list[dict[str, Any]], replace_document_id: str | None) -> None:
+        engine, table = await self._ready()
+        stmt = pg_insert(table)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[table.c.id],
+            set_={
+                "document": stmt.excluded.document,
+                "embedding": stmt.excluded.embedding,
+                "cmetadata": stmt.excluded.cmetadata,
+            },
+        )
+        try:
+            async with engine.begin() as conn:
+                if replace_document_id is not None:
+                    await conn.execute(
+                        delete(table).where(
+                            table.c.cmetadata["document_id"].astext == replace_document_id
+                        )
+                    )
+                if rows:
+                    # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
+                    await conn.execute(stmt, rows)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"write to {self.qualified_name} failed: {exc.orig or exc}") from exc
+
+    async def delete(self, document_id: str) -> int:
+        """Remove every row (parents and children) of a source document, in one statement."""
+        engine, table = await self._ready()
+        async with engine.begin() as conn:
+            result = await conn.execute(
+                delete(table).where(table.c.cmetadata["document_id"].astext == str(document_id))
+            )
+        return int(result.rowcount or 0)
+
+    async def drop(self) -> None:
+        """Drop the collection's table (tests and ``eval`` use throwaway collections)."""
+        engine, table = await self._ready()
+        async with engine.begin() as conn:
+            await conn.run_sync(table.drop, checkfirst=True)
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def similarity_search(
+        self,
+        query: str,
+        limit: int = 10,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+    ) -> list[SearchResult]:
+        """The ``limit`` rows nearest to ``query`` by cosine distance, best first.
+
+        Args:
+            query: question text; embedded with the store's model.
+            limit: rows wanted, 1..10000, default 10. When at least ``limit`` rows match,
+                exactly ``limit`` come back, even under a selective ``filter``
+                (pgvector iterative index scans, see :class:`HNSWQueryOptions`).
+            include_parents: also return rows marked as parents (legacy behaviour).
+                Default False applies the spec's legacy-compatible predicate: marked
+                children and rows without any marker are returned, parents are not.
+            filter: JSON containment filter on ``cmetadata`` (``cmetadata @> filter``),
+                e.g. ``{"document_id": "handbook"}``.
+
+        Returns:
+            :class:`SearchResult` rows with ``score`` (cosine similarity, higher is better)
+            and ``distance`` (cosine distance, lower is better).
+
+        Raises:
+            ConfigurationError: ``limit`` out of range or ``filter`` not a dict.
+        """
+        vector = await self.embedding.aembed_query(query)
+        return await self.similarity_search_by_vector(
+            vector, limit=limit, include_parents=include_parents, filter=filter
+        )
+
+    async def similarity_search_by_vector(
+        self,
+        vector: Sequence[float],
+        limit: int = 10,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+    ) -> list[SearchResult]:
+        """:meth:`similarity_search` with a precomputed query vector."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
+            raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
+        if filter is not None and not isinstance(filter, dict):
+            raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
+        if len(vector) != self.dimension:
+            raise ConfigurationError(
+                f"query vector has {len(vector)} values, expected {self.dimension}"
+            )
+        engine, table = await self._ready()
+        distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
+        stmt = select(table.c.id, table.c.document, table.c.cmetadata, distance).where(
+            table.c.embedding.is_not(None)
+        )
+        if not include_parents:
+            stmt = stmt.where(text(CHILD_PREDICATE))
+        if filter:
+            stmt = stmt.where(table.c.cmetadata.contains(filter))
+        stmt = stmt.order_by(distance).limit(limit)
+        opts = self.search_options
+        async with engine.begin() as conn:
+            # SET LOCAL semantics (is_local=true): the settings live exactly as long as this
+            # transaction, which also runs the query, so they take effect and never leak.
+            await conn.execute(
+                text(
+                    "SELECT set_config('hnsw.ef_search', :ef, true),"
+                    " set_config('hnsw.iterative_scan', :mode, true),"
+                    " set_config('hnsw.max_scan_tuples', :mst, true)"
+                ),
+                {
+                    "ef": str(max(opts.ef_search, min(limit, 1000))),
+                    "mode": opts.iterative_scan,
+                    "mst": str(opts.max_scan_tuples),
+                },
+            )
+            result = await conn.execute(stmt)
+            rows = result.all()
+        return [
+            SearchResult(
+                id=r.id,
+                content=r.document,
+                metadata=dict(r.cmetadata or {}),
+                score=None if r.distance is None else 1.0 - float(r.distance),
+                distance=None if r.distance is None else float(r.distance),
+            )
+            for r in rows
+        ]
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """Children of each parent id, ordered by ``start_index``; one statement.
+
+        Unknown parent ids are absent from the result; an empty input touches nothing.
+        """
+        ids = list(dict.fromkeys(str(p) for p in parent_ids))
+        if not ids:
+            return {}
+        engine, table = await self._ready()
+        parent_key = table.c.cmetadata["parent_document_id"].astext
+        stmt = (
+            select(table.c.id, table.c.document, table.c.cmetadata)
+            .where(parent_key.in_(ids))
+            .order_by(parent_key, text("(cmetadata->>'start_index')::int"))
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out: dict[str, list[SearchResult]] = defaultdict(list)
+        for r in rows:
+            meta = dict(r.cmetadata or {})
+            out[str(meta["parent_document_id"])].append(
+                SearchResult(id=r.id, content=r.document, metadata=meta)
+            )
+        return dict(out)
+
+    async def count(self, *, include_parents: bool = True) -> int:
+        """Number of rows (children only when ``include_parents`` is False)."""
+        engine, table = await self._ready()
+        stmt = select(func.count()).select_from(table)
+        if not include_parents:
+            stmt = stmt.where(text(CHILD_PREDICATE))
+        async with engine.connect() as conn:
+            return int((await conn.execute(stmt)).scalar_one())
+
+
+def _register_vector(dbapi_connection: Any, _record: Any) -> None:
+    # pgvector's asyncpg codec, registered on every new pooled connection.
+    from pgvector.asyncpg import register_vector
+
+    dbapi_connection.run_async(register_vector)

@@ -1,0 +1,99 @@
+"""Table definition of a collection, shared by the store and the migrations.
+
+One table per collection::
+
+    id         text primary key
+    embedding  vector(d)   NULL for parents, so parents never enter the HNSW index
+    document   text
+    cmetadata  jsonb
+
+Indexes: HNSW (cosine) on ``embedding``; btree on ``cmetadata->>'parent_document_id'``
+(children of a parent) and ``cmetadata->>'document_id'`` (delete / re-ingest); GIN
+(``jsonb_path_ops``) on ``cmetadata`` for ``@>`` metadata filters. Fetching a parent by id
+uses the primary key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Column, Index, MetaData, Table, Text, text
+from sqlalchemy.dialects.postgresql import JSONB
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.identifiers import validate_identifier
+
+__all__ = ["HNSWIndex", "collection_table"]
+
+
+@dataclass(frozen=True)
+class HNSWIndex:
+    """HNSW build parameters (pgvector defaults: ``m=16``, ``ef_construction=64``)."""
+
+    m: int = 16
+    ef_construction: int = 64
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.m <= 100:
+            raise ConfigurationError(f"HNSWIndex.m must be in [2, 100], got {self.m!r}")
+        if not 4 <= self.ef_construction <= 1000 or self.ef_construction < 2 * self.m:
+            raise ConfigurationError(
+                f"HNSWIndex.ef_construction must be in [4, 1000] and >= 2*m, "
+                f"got {self.ef_construction!r} with m={self.m!r}"
+            )
+
+
+def collection_table(
+    name: str,
+    dimension: int,
+    *,
+    schema: str = "public",
+    metadata: MetaData | None = None,
+    hnsw: HNSWIndex | None = None,
+) -> Table:
+    """Build the SQLAlchemy ``Table`` of a collection (nothing is executed).
+
+    Args:
+        name: table name; validated as an identifier.
+        dimension: embedding length (384 for all-MiniLM-L6-v2).
+        schema: PostgreSQL schema, default ``"public"``.
+        metadata: SQLAlchemy ``MetaData`` to attach to; a new one by default.
+        hnsw: HNSW build parameters; pgvector defaults when None.
+
+    Raises:
+        ConfigurationError: a bad identifier or a dimension outside 1..16000.
+    """
+    validate_identifier(name, "table")
+    validate_identifier(schema, "schema")
+    if not isinstance(dimension, int) or not 1 <= dimension <= 16000:
+        raise ConfigurationError(f"dimension must be in 1..16000, got {dimension!r}")
+    hnsw = hnsw or HNSWIndex()
+    md = metadata if metadata is not None else MetaData()
+    table = Table(
+        name,
+        md,
+        Column("id", Text, primary_key=True),
+        Column("embedding", Vector(dimension), nullable=True),
+        Column("document", Text, nullable=False),
+        Column("cmetadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        schema=schema,
+    )
+    # Index names are derived from the (validated) table name; 63-char limit respected.
+    base = name[:40]
+    Index(
+        f"{base}_embedding_hnsw",
+        table.c.embedding,
+        postgresql_using="hnsw",
+        postgresql_with={"m": hnsw.m, "ef_construction": hnsw.ef_construction},
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    )
+    Index(f"{base}_parent_id_idx", text("(cmetadata->>'parent_document_id')"))
+    Index(f"{base}_document_id_idx", text("(cmetadata->>'document_id')"))
+    Index(
+        f"{base}_cmetadata_gin",
+        table.c.cmetadata,
+        postgresql_using="gin",
+        postgresql_ops={"cmetadata": "jsonb_path_ops"},
+    )
+    return table

@@ -8,8 +8,12 @@ Client mistakes also derive from the matching built-in (``ValueError``,
 from __future__ import annotations
 
 __all__ = [
+    "BotConfigError",
+    "BotNotFoundError",
     "ConfigurationError",
     "DocumentReadError",
+    "LLMError",
+    "LLMNotConfiguredError",
     "ModelLoadError",
     "ParrotParentsError",
     "SchemaMismatchError",
@@ -69,3 +73,50 @@ class DocumentReadError(ParrotParentsError, ValueError):
 
 class ModelLoadError(ParrotParentsError, ValueError):
     """A model could not be loaded, or is not of a supported shape."""
+
+
+class BotConfigError(ConfigurationError):
+    """A bot's configuration (a row of the ``bots`` table, or a write to it) is invalid.
+
+    Attributes:
+        bot: the bot's name (``None`` when the name itself is missing).
+        problems: ``[(key, message), ...]``; ``key`` is dotted, e.g.
+            ``"reranker_config.batch_size"``.
+    """
+
+    def __init__(
+        self,
+        bot: str | None,
+        problems: list[tuple[str, str]],
+        *,
+        hint: str | None = None,
+    ) -> None:
+        self.bot = bot
+        self.problems = list(problems)
+        who = "bot" if bot is None else f"bot {bot!r}"
+        detail = "; ".join(f"{key}: {msg}" if key else msg for key, msg in self.problems)
+        super().__init__(f"{who}: {detail}", hint=hint)
+
+
+class BotNotFoundError(ParrotParentsError, LookupError):
+    """No bot of that name exists (or it is disabled)."""
+
+    def __init__(self, name: str, *, hint: str | None = None) -> None:
+        self.name = name
+        super().__init__(f"no bot named {name!r}", hint=hint)
+
+
+class LLMError(ParrotParentsError):
+    """The LLM endpoint failed or answered something that is not a chat completion.
+
+    Attributes:
+        status: the HTTP status of the endpoint's answer, when there was one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
+        self.status = status
+        super().__init__(message, hint=hint)
+
+
+class LLMNotConfiguredError(ParrotParentsError):
+    """``ask`` was called but no LLM endpoint is configured."""

@@ -42,16 +42,16 @@ class AbstractBot:
             # The seed's examples inject only the searcher; it knows its store.
             store = getattr(parent_searcher, "store", None)
         if not isinstance(expand_to_parent, bool):
-            raise ConfigurationError(
-                f"expand_to_parent must be a bool, got {expand_to_parent!r}"
-            )
+            raise ConfigurationError(f"expand_to_parent must be a bool, got {expand_to_parent!r}")
         if expand_to_parent and parent_searcher is None:
             raise ConfigurationError(
                 "expand_to_parent=True needs a parent searcher",
                 hint="pass parent_searcher=InTableParentSearcher(store=store)",
             )
-        for key, value in (("context_search_limit", context_search_limit),
-                           ("rerank_candidates", rerank_candidates)):
+        for key, value in (
+            ("context_search_limit", context_search_limit),
+            ("rerank_candidates", rerank_candidates),
+        ):
             if value is None and key == "rerank_candidates":
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -102,8 +102,9 @@ class Passage:
         )
 
     @classmethod
-    def from_parent(cls, parent_id: str, text: str, metadata: dict[str, Any],
-                    hits: list[Hit]) -> Passage:
+    def from_parent(
+        cls, parent_id: str, text: str, metadata: dict[str, Any], hits: list[Hit]
+    ) -> Passage:
         best = hits[0]
         start, end = metadata.get("start_index"), metadata.get("end_index")
         kind = row_kind(metadata)

@@ -162,8 +162,13 @@ class VectorContextMixin:
 
         hits = await self._rerank_stage(question, hits, k, meta)
         meta["children"] = [
-            {"id": h.id, "score": h.score, "rerank_score": h.rerank_score, "rank": h.rank,
-             "parent_id": h.parent_id}
+            {
+                "id": h.id,
+                "score": h.score,
+                "rerank_score": h.rerank_score,
+                "rank": h.rank,
+                "parent_id": h.parent_id,
+            }
             for h in hits
         ]
 
@@ -196,8 +201,11 @@ class VectorContextMixin:
         except Exception as exc:
             meta["reranked"] = False
             meta["fallbacks"].append(
-                {"stage": "rerank", "error": f"{type(exc).__name__}: {exc}",
-                 "action": f"kept the vector order, truncated to {k}"}
+                {
+                    "stage": "rerank",
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "action": f"kept the vector order, truncated to {k}",
+                }
             )
             return hits[:k]
         finally:
@@ -212,8 +220,11 @@ class VectorContextMixin:
             parents = await self.parent_searcher.fetch(parent_ids) if parent_ids else {}
         except Exception as exc:
             meta["fallbacks"].append(
-                {"stage": "parent_fetch", "error": f"{type(exc).__name__}: {exc}",
-                 "action": "returned the children unexpanded"}
+                {
+                    "stage": "parent_fetch",
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "action": "returned the children unexpanded",
+                }
             )
             meta["timings_ms"]["expand"] = _ms(t)
             return None
@@ -224,8 +235,12 @@ class VectorContextMixin:
         if result.missing:
             meta["missing_parents"] = result.missing
             meta["fallbacks"].append(
-                {"stage": "parent_fetch", "error": f"{len(result.missing)} parent(s) not found",
-                 "action": "kept all of their children", "parent_ids": result.missing}
+                {
+                    "stage": "parent_fetch",
+                    "error": f"{len(result.missing)} parent(s) not found",
+                    "action": "kept all of their children",
+                    "parent_ids": result.missing,
+                }
             )
         meta["timings_ms"]["expand"] = _ms(t)
         return result.passages

@@ -13,8 +13,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("ask", help="retrieve the context for a question")
     p.add_argument("question")
     add_store_options(p)
-    p.add_argument("--expand", action=argparse.BooleanOptionalAction, default=True,
-                   help="expand hits to their parents (default: --expand)")
+    p.add_argument(
+        "--expand",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="expand hits to their parents (default: --expand)",
+    )
     p.add_argument("--limit", type=int, default=5, help="children kept (default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -45,13 +49,17 @@ async def run(args: argparse.Namespace) -> int:
         return 0
     for i, p in enumerate(retrieval.passages, 1):
         score = "n/a" if p.score is None else f"{p.score:.3f}"
-        print(f"[{i}] {p.source or p.document_id}  chars {p.start_index}-{p.end_index}  "
-              f"{p.kind}  score {score}")
+        print(
+            f"[{i}] {p.source or p.document_id}  chars {p.start_index}-{p.end_index}  "
+            f"{p.kind}  score {score}"
+        )
         print(p.text.strip())
         print()
     m = retrieval.meta
-    print(f"-- {len(retrieval.passages)} passage(s), {m['context_chars']} characters, "
-          f"expanded={m['expanded']}, {m['timings_ms']['total']:.0f} ms")
+    print(
+        f"-- {len(retrieval.passages)} passage(s), {m['context_chars']} characters, "
+        f"expanded={m['expanded']}, {m['timings_ms']['total']:.0f} ms"
+    )
     for f in m["fallbacks"]:
         print(f"-- fallback: {f['stage']}: {f['error']}")
     return 0

@@ -16,15 +16,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_store_options(p)
     p.add_argument("--child-size", type=int, default=400, help="child size in characters")
     p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
-    p.add_argument("--parent-threshold", type=int, default=16000,
-                   help="documents longer than this (characters) get parent_chunks")
+    p.add_argument(
+        "--parent-threshold",
+        type=int,
+        default=16000,
+        help="documents longer than this (characters) get parent_chunks",
+    )
     p.add_argument("--parent-size", type=int, default=4000, help="parent_chunk size (chars)")
-    p.add_argument("--parent-overlap", type=int, default=200,
-                   help="parent_chunk overlap (chars)")
-    p.add_argument("--late-chunking", action=argparse.BooleanOptionalAction, default=None,
-                   help="embed children with late chunking (default: the loader's default)")
-    p.add_argument("--on-bad-bytes", choices=["error", "replace"], default="error",
-                   help="files with invalid UTF-8 or NUL bytes: report as failed, or clean")
+    p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
+    p.add_argument(
+        "--late-chunking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed children with late chunking (default: the loader's default)",
+    )
+    p.add_argument(
+        "--on-bad-bytes",
+        choices=["error", "replace"],
+        default="error",
+        help="files with invalid UTF-8 or NUL bytes: report as failed, or clean",
+    )
     p.set_defaults(func=run)
 
 

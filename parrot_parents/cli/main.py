@@ -18,6 +18,7 @@ __all__ = ["build_parser", "main"]
 COMMAND_MODULES = [
     "parrot_parents.cli.ingest",
     "parrot_parents.cli.ask",
+    "parrot_parents.cli.eval",
 ]
 
 

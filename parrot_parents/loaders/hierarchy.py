@@ -160,8 +160,13 @@ class LateChunkingProcessor:
         seen_children: set[tuple[int, int]] = set()
         for parent_index, (p_start, p_end) in enumerate(spans):
             parent_id = make_row_id(document_id, kind, p_start, p_end)
-            meta = {**base, "chunk_index": parent_index, "start_index": p_start,
-                    "end_index": p_end, "is_chunk": False}
+            meta = {
+                **base,
+                "chunk_index": parent_index,
+                "start_index": p_start,
+                "end_index": p_end,
+                "is_chunk": False,
+            }
             if three:
                 meta["document_type"] = PARENT_CHUNK
             else:
@@ -180,11 +185,25 @@ class LateChunkingProcessor:
                 seen_children.add((start, end))
                 chunk_id = make_row_id(document_id, "child", start, end)
                 index = len(hierarchy.children)
-                child_meta = {**base, "is_chunk": True, "parent_document_id": parent_id,
-                              "chunk_index": index, "start_index": start, "end_index": end}
+                child_meta = {
+                    **base,
+                    "is_chunk": True,
+                    "parent_document_id": parent_id,
+                    "chunk_index": index,
+                    "start_index": start,
+                    "end_index": end,
+                }
                 hierarchy.children.append(
-                    ChunkInfo(chunk_id, parent_id, document_id, index, start, end,
-                              document_text[start:end], child_meta)
+                    ChunkInfo(
+                        chunk_id,
+                        parent_id,
+                        document_id,
+                        index,
+                        start,
+                        end,
+                        document_text[start:end],
+                        child_meta,
+                    )
                 )
         return hierarchy
 
@@ -222,8 +241,10 @@ class LateChunkingProcessor:
                     continue
                 offset = int(parent.metadata["start_index"])
                 items.append(
-                    (parent.page_content, [(c.start_index - offset, c.end_index - offset)
-                                           for c in kids])
+                    (
+                        parent.page_content,
+                        [(c.start_index - offset, c.end_index - offset) for c in kids],
+                    )
                 )
                 owners.append(kids)
         results = await self._late.aembed_spans(items)
@@ -268,7 +289,9 @@ class LateChunkingProcessor:
     ) -> tuple[list[Document], list[ChunkInfo]]:
         """Store the whole document as the parent and embed its children."""
         hierarchy = self.build_hierarchy(
-            document_text, document_id, metadata,
+            document_text,
+            document_id,
+            metadata,
             parent_chunk_threshold_tokens=max(len(document_text), 1),
         )
         await self.embed_hierarchies([hierarchy])
@@ -277,6 +300,14 @@ class LateChunkingProcessor:
 
 # Keys the hierarchy owns; a caller's metadata cannot override them.
 _RESERVED = frozenset(
-    {"is_chunk", "is_full_document", "document_type", "parent_document_id", "chunk_index",
-     "start_index", "end_index", "document_id"}
+    {
+        "is_chunk",
+        "is_full_document",
+        "document_type",
+        "parent_document_id",
+        "chunk_index",
+        "start_index",
+        "end_index",
+        "document_id",
+    }
 )

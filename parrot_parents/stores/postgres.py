@@ -84,7 +84,8 @@ class PgVectorStore(AbstractStore):
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
-        self.table = validate_identifier(table or collection or "documents", "table")
+        chosen = table if table is not None else collection
+        self.table = validate_identifier("documents" if chosen is None else chosen, "table")
         self.schema = validate_identifier(schema, "schema")
         if embed_batch_size < 1:
             raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")
@@ -144,7 +145,10 @@ class PgVectorStore(AbstractStore):
                 await self._create_extension(engine)
                 event.listen(engine.sync_engine, "connect", _register_vector)
                 self._table = collection_table(
-                    self.table, dimension, schema=self.schema, metadata=MetaData(),
+                    self.table,
+                    dimension,
+                    schema=self.schema,
+                    metadata=MetaData(),
                     hnsw=self.hnsw,
                 )
                 async with engine.begin() as conn:

@@ -40,6 +40,4 @@ class HNSWQueryOptions:
                 f"got {self.iterative_scan!r}"
             )
         if self.max_scan_tuples < 1:
-            raise ConfigurationError(
-                f"max_scan_tuples must be >= 1, got {self.max_scan_tuples!r}"
-            )
+            raise ConfigurationError(f"max_scan_tuples must be >= 1, got {self.max_scan_tuples!r}")

@@ -1,0 +1,182 @@
+"""Alembic migrations of parrot-parents, shipped in the wheel as ``parrot_parents.migrations``.
+
+The revisions (``versions/``) create, in order:
+
+* ``0001`` the ``vector`` extension and the named collection tables with their indexes
+  (the same ``Table`` the store builds: :func:`parrot_parents.stores.schema.collection_table`);
+* ``0002`` the ``bots`` table, its CHECK constraints and its ``updated_at`` trigger;
+* ``0003`` ``parrot_parents_backfill``, the checkpoints of the marker backfill.
+
+Alembic records the applied revision in ``parrot_parents_alembic_version``, so the package
+can share a database with an application's own alembic history.
+
+Every function here is synchronous (alembic is) and opens its own asyncpg connection; call
+it through ``asyncio.to_thread`` from async code. ``dsn`` defaults to
+``$PARROT_PARENTS_DSN``, else the embedded server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.identifiers import validate_identifier
+
+__all__ = [
+    "DEFAULT_DIMENSION",
+    "VERSION_TABLE",
+    "alembic_config",
+    "current",
+    "downgrade",
+    "heads",
+    "history",
+    "script_location",
+    "upgrade",
+]
+
+#: Table where alembic records the applied revision.
+VERSION_TABLE = "parrot_parents_alembic_version"
+#: Embedding length of collections created by the migrations (all-MiniLM-L6-v2).
+DEFAULT_DIMENSION = 384
+
+T = TypeVar("T")
+
+
+def script_location() -> Path:
+    """Directory holding ``env.py`` and ``versions/`` (inside the installed package)."""
+    return Path(str(resources.files(__name__)))
+
+
+def alembic_config(
+    dsn: str | None = None,
+    *,
+    collections: Sequence[str] = (),
+    dimension: int = DEFAULT_DIMENSION,
+    schema: str = "public",
+) -> Config:
+    """An alembic ``Config`` for this package's migrations (no ``alembic.ini`` needed).
+
+    Args:
+        dsn: PostgreSQL DSN; resolved when the migrations run (see module docstring).
+        collections: collection tables that revision 0001 creates (upgrade) or drops
+            (downgrade); validated identifiers.
+        dimension: embedding length of the created collections, 1..16000, default 384.
+        schema: PostgreSQL schema of the collections, default ``"public"``.
+
+    Raises:
+        ConfigurationError: a bad collection or schema name, or dimension.
+    """
+    names = [validate_identifier(c, "collection") for c in collections]
+    validate_identifier(schema, "schema")
+    if isinstance(dimension, bool) or not isinstance(dimension, int):
+        raise ConfigurationError(f"dimension must be an int, got {dimension!r}")
+    if not 1 <= dimension <= 16000:
+        raise ConfigurationError(f"dimension must be in 1..16000, got {dimension!r}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(script_location()))
+    # Kept out of the ini options: configparser would interpolate '%' in passwords.
+    cfg.attributes.update(dsn=dsn, collections=names, dimension=dimension, schema=schema)
+    return cfg
+
+
+def _resolved(dsn: str | None) -> str:
+    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.stores.postgres import to_async_dsn
+
+    return to_async_dsn(resolve_dsn(dsn))
+
+
+def _with_connection(dsn: str | None, fn: Callable[[Connection], T]) -> T:
+    async def go() -> T:
+        engine = create_async_engine(_resolved(dsn), poolclass=NullPool)
+        try:
+            async with engine.begin() as conn:
+                return await conn.run_sync(fn)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
+def upgrade(
+    dsn: str | None = None,
+    revision: str = "head",
+    *,
+    collections: Sequence[str] = (),
+    dimension: int = DEFAULT_DIMENSION,
+    schema: str = "public",
+) -> list[str]:
+    """Upgrade to ``revision`` (default ``head``), then make sure ``collections`` exist.
+
+    Revision 0001 creates the collections named when it first runs; later calls with new
+    names create those too (idempotently), whatever revision the database is at.
+
+    Returns:
+        The collections created by this call (tables that did not exist before).
+
+    Raises:
+        ConfigurationError: bad names (see :func:`alembic_config`).
+        sqlalchemy.exc.SQLAlchemyError, alembic.util.CommandError: the migration failed
+            (each revision runs in its own transaction and is rolled back on failure).
+    """
+    from parrot_parents.migrations.collection_tables import ensure_collections
+
+    cfg = alembic_config(dsn, collections=collections, dimension=dimension, schema=schema)
+    cfg.attributes["created"] = created = []
+    command.upgrade(cfg, revision)
+    if collections:
+        created += _with_connection(
+            dsn,
+            lambda conn: ensure_collections(conn, cfg.attributes["collections"], dimension, schema),
+        )
+    return list(dict.fromkeys(created))
+
+
+def downgrade(
+    dsn: str | None = None,
+    revision: str = "-1",
+    *,
+    collections: Sequence[str] = (),
+    schema: str = "public",
+) -> None:
+    """Downgrade to ``revision`` (``"-1"``: one step; ``"base"``: everything).
+
+    Going below 0001 drops the ``collections`` named here, and only those: a downgrade
+    never drops a collection it was not told about.
+    """
+    cfg = alembic_config(dsn, collections=collections, schema=schema)
+    command.downgrade(cfg, revision)
+
+
+def current(dsn: str | None = None) -> str | None:
+    """The revision the database is at; None before the first upgrade."""
+
+    def read(conn: Connection) -> str | None:
+        ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        return ctx.get_current_revision()
+
+    return _with_connection(dsn, read)
+
+
+def heads() -> list[str]:
+    """Head revision(s) shipped with this package."""
+    return list(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+def history() -> list[dict[str, Any]]:
+    """Shipped revisions, oldest first: ``[{"revision", "down_revision", "doc"}, ...]``."""
+    script = ScriptDirectory.from_config(alembic_config())
+    revs = list(script.walk_revisions())[::-1]
+    return [{"revision": r.revision, "down_revision": r.down_revision, "doc": r.doc} for r in revs]

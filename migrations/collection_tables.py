@@ -1,0 +1,66 @@
+"""Collection tables in the migrations: created and dropped with the store's own definition.
+
+The table and its indexes come from :func:`parrot_parents.stores.schema.collection_table`,
+so a collection created by ``parrot-parents migrate`` is identical to one the store creates
+on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, MetaData, inspect, text
+
+from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.schema import collection_table
+
+__all__ = ["drop_collections", "ensure_collections", "migration_options"]
+
+
+def migration_options() -> tuple[list[str], int, str]:
+    """``(collections, dimension, schema)`` of the running migration.
+
+    Read from ``Config.attributes`` (set by :func:`parrot_parents.migrations.alembic_config`)
+    or, when alembic runs from its own command line, from ``-x collections=a,b``,
+    ``-x dimension=384`` and ``-x schema=public``.
+    """
+    from alembic import context
+
+    from parrot_parents.migrations import DEFAULT_DIMENSION
+
+    attrs = context.config.attributes
+    x = context.get_x_argument(as_dictionary=True)
+    names = attrs.get("collections")
+    if names is None:
+        names = [n for n in x.get("collections", "").split(",") if n.strip()]
+    dimension = int(attrs.get("dimension") or x.get("dimension") or DEFAULT_DIMENSION)
+    schema = attrs.get("schema") or x.get("schema") or "public"
+    return [validate_identifier(n.strip(), "collection") for n in names], dimension, schema
+
+
+def ensure_collections(
+    conn: Connection, names: Sequence[str], dimension: int, schema: str = "public"
+) -> list[str]:
+    """Create the missing collection tables (and the extension/schema); return those created.
+
+    Existing tables are left as they are, whatever their content.
+    """
+    validate_identifier(schema, "schema")
+    conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+    conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+    created = []
+    for name in names:
+        if inspect(conn).has_table(name, schema=schema):
+            continue
+        table = collection_table(name, dimension, schema=schema, metadata=MetaData())
+        table.metadata.create_all(conn, checkfirst=True)
+        created.append(name)
+    return created
+
+
+def drop_collections(conn: Connection, names: Sequence[str], schema: str = "public") -> None:
+    """Drop the named collection tables (with their indexes) when they exist."""
+    validate_identifier(schema, "schema")
+    for name in names:
+        validate_identifier(name, "collection")
+        conn.execute(text(f'DROP TABLE IF EXISTS "{schema}"."{name}"'))

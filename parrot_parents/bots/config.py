@@ -1,0 +1,259 @@
+"""Strict configuration of a database-driven bot: one row of the ``bots`` table.
+
+:func:`validate_bot` is the single gate every row passes, when it is loaded
+(:class:`~parrot_parents.bots.manager.BotManager`, ``Chatbot.from_database``) and when it
+is written (:class:`~parrot_parents.bots.repository.BotRepository`, the ``bots`` CLI, the
+HTTP API). It rejects unknown keys, wrong types (no coercion: ``"5"`` is not an int) and
+out-of-range values, and raises one :class:`~parrot_parents.errors.BotConfigError` naming
+the bot and every bad key.
+
+A row, with defaults::
+
+    name                    required; 1-63 of [A-Za-z0-9_.-], starting with a letter/digit
+    description             ""          (at most 2000 characters)
+    collection              required; the table searched (a SQL identifier)
+    expand_to_parent        False
+    expansion_mode          "parent"    | "auto_merge:T" (0 < T <= 1) | "window:N" (N >= 1)
+    context_search_limit    10          children kept after search/rerank, 1..1000
+    context_budget          None        context size limit (unit: the bot's, see Chatbot),
+                                        1..10_000_000
+    reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
+    parent_searcher_config  {"type": "in_table"}
+    enabled                 True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from parrot_parents.errors import BotConfigError, ConfigurationError
+from parrot_parents.rerankers.cross_encoder import DEFAULT_RERANKER_MODEL
+
+if TYPE_CHECKING:
+    from parrot_parents.bots.registry import Registries
+
+__all__ = [
+    "BOT_KEYS",
+    "BotSettings",
+    "CrossEncoderRerankerConfig",
+    "InTableParentSearcherConfig",
+    "apply_changes",
+    "parse_assignment",
+    "parse_expansion_mode",
+    "validate_bot",
+]
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+COLLECTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
+_MODE = re.compile(r"^(parent|auto_merge:(?P<t>[0-9]*\.?[0-9]+)|window:(?P<n>[0-9]{1,6}))$")
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+def _mode_problem(value: object) -> str | None:
+    m = _MODE.match(value) if isinstance(value, str) else None
+    if m is None:
+        return "must be 'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)"
+    if m.group("t") is not None and not 0 < float(m.group("t")) <= 1:
+        return "the auto_merge threshold T must be in (0, 1]"
+    if m.group("n") is not None and int(m.group("n")) < 1:
+        return "the window size N must be >= 1"
+    return None
+
+
+def parse_expansion_mode(value: str) -> str:
+    """Check an expansion mode string and return it unchanged.
+
+    Accepted: ``"parent"``, ``"auto_merge:T"`` with ``0 < T <= 1`` (the fraction of a
+    parent's children that must hit), ``"window:N"`` with ``N >= 1`` (children on each side).
+
+    Raises:
+        ConfigurationError: any other value; the message says which part is wrong.
+    """
+    problem = _mode_problem(value)
+    if problem is not None:
+        raise ConfigurationError(f"expansion_mode {value!r}: {problem}")
+    return value
+
+
+class InTableParentSearcherConfig(BaseModel):
+    """``{"type": "in_table"}``: parents are read from the bot's own collection table."""
+
+    model_config = _STRICT
+
+
+class CrossEncoderRerankerConfig(BaseModel):
+    """``{"type": "cross_encoder", ...}``: see :class:`CrossEncoderReranker` for the meaning."""
+
+    model_config = _STRICT
+
+    model: str = Field(DEFAULT_RERANKER_MODEL, min_length=1, max_length=1024)
+    batch_size: int = Field(32, ge=1, le=4096)
+    max_length: int = Field(512, ge=4, le=8192)
+    device: str = Field("cpu", pattern=r"^(cpu|mps|cuda(:[0-9]{1,3})?)$")
+
+
+class BotSettings(BaseModel):
+    """A validated bot row (without its id and timestamps); frozen."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = Field("", max_length=2000)
+    collection: str = Field(pattern=COLLECTION_PATTERN)
+    expand_to_parent: bool = False
+    expansion_mode: str = "parent"
+    context_search_limit: int = Field(10, ge=1, le=1000)
+    context_budget: int | None = Field(None, ge=1, le=10_000_000)
+    reranker_config: dict[str, Any] | None = None
+    parent_searcher_config: dict[str, Any] | None = Field(
+        default_factory=lambda: {"type": "in_table"}
+    )
+    enabled: bool = True
+
+    @field_validator("expansion_mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        problem = _mode_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    def to_row(self) -> dict[str, Any]:
+        """Column values for an INSERT/UPDATE."""
+        return self.model_dump()
+
+
+#: Keys a row (and a write) may carry.
+BOT_KEYS = tuple(BotSettings.model_fields)
+_JSON_KEYS = {"reranker_config", "parent_searcher_config"}
+_STR_KEYS = {"name", "description", "collection", "expansion_mode"}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _problems(
+    exc: ValidationError, model: type[BaseModel], prefix: str = ""
+) -> list[tuple[str, str]]:
+    out = []
+    for err in exc.errors(include_url=False):
+        key = prefix + ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            known = sorted(model.model_fields)
+            msg = f"unknown key (known keys: {', '.join(known) or 'none'})"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            msg = f"{err['msg'].removeprefix('Value error, ')}, got {_short(err['input'])}"
+        out.append((key, msg))
+    return out
+
+
+def _check_plugin(
+    key: str, config: dict[str, Any] | None, registry: Any
+) -> tuple[dict[str, Any] | None, list[tuple[str, str]]]:
+    if config is None:
+        return None, []
+    try:
+        name, params = registry.validate(config)
+    except ValidationError as exc:
+        model = registry.config_model(config["type"])
+        return config, _problems(exc, model, f"{key}.")
+    except ConfigurationError as exc:
+        return config, [(f"{key}.type", exc.message)]
+    return {"type": name, **params}, []
+
+
+def validate_bot(
+    data: Mapping[str, Any],
+    *,
+    registries: Registries | None = None,
+) -> BotSettings:
+    """Validate a bot row or write strictly and return :class:`BotSettings`.
+
+    Args:
+        data: column values (``id``, ``created_at`` and ``updated_at`` are ignored).
+        registries: type names for the two JSON configs; the process default when None.
+
+    Raises:
+        BotConfigError: every problem found, each as ``(dotted key, message)``; the message
+            names the bot, e.g. ``bot 'hr': reranker_config.batch_size: Input should be a
+            valid integer, got '8'``.
+    """
+    if not isinstance(data, Mapping):
+        raise BotConfigError(None, [("", f"expected a mapping of keys, got {_short(data)}")])
+    values = {k: v for k, v in data.items() if k not in ("id", "created_at", "updated_at")}
+    name = values.get("name") if isinstance(values.get("name"), str) else None
+    try:
+        settings = BotSettings.model_validate(values)
+    except ValidationError as exc:
+        raise BotConfigError(name, _problems(exc, BotSettings)) from None
+    if registries is None:
+        from parrot_parents.bots.registry import default_registries
+
+        registries = default_registries()
+    problems: list[tuple[str, str]] = []
+    reranker, bad = _check_plugin("reranker_config", settings.reranker_config, registries.rerankers)
+    problems += bad
+    searcher, bad = _check_plugin(
+        "parent_searcher_config", settings.parent_searcher_config, registries.parent_searchers
+    )
+    problems += bad
+    if settings.expand_to_parent and settings.parent_searcher_config is None:
+        problems.append(
+            ("expand_to_parent", "true needs a parent_searcher_config, e.g. {'type': 'in_table'}")
+        )
+    if problems:
+        raise BotConfigError(settings.name, problems)
+    return settings.model_copy(
+        update={"reranker_config": reranker, "parent_searcher_config": searcher}
+    )
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """Parse one ``key=value`` of ``parrot-parents bots set``.
+
+    String keys (``name``, ``description``, ``collection``, ``expansion_mode``) keep the
+    text as it is. Other values are read as JSON (``true``, ``5``, ``null``,
+    ``{"type": "in_table"}``); a value that is not JSON stays a string, so validation
+    then names the wrong type. ``reranker_config.model=/models/x`` sets one key inside a
+    JSON config.
+
+    Raises:
+        ConfigurationError: no ``=`` or an empty key.
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigurationError(f"expected key=value, got {text!r}")
+    if key in _STR_KEYS:
+        return key, raw
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def apply_changes(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``current`` updated with ``changes``; dotted keys update inside a JSON config.
+
+    ``{"reranker_config.batch_size": 8}`` sets one key of ``reranker_config`` (creating the
+    object when it was null). Unknown keys are kept, so that :func:`validate_bot` names them.
+    """
+    out = dict(current)
+    for key, value in changes.items():
+        head, dot, sub = key.partition(".")
+        if dot and head in _JSON_KEYS:
+            config = dict(out.get(head) or {})
+            config[sub] = value
+            out[head] = config
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,377 @@
+"""``BotManager``: the enabled rows of the ``bots`` table, loaded as :class:`Chatbot`s.
+
+* **Isolation.** Each row is validated and built on its own. A bad row (invalid config,
+  missing collection, unloadable model) is recorded in :attr:`BotManager.errors` and
+  logged; it never stops the other bots from loading.
+* **Reload.** :meth:`BotManager.refresh` re-reads only the rows that changed since the last
+  load (every write changes a row's version), so flipping ``expand_to_parent`` takes
+  effect at the next refresh without a restart; :meth:`BotManager.reload` rebuilds all.
+* **Sharing.** Bots on the same collection share one store (one connection pool), and all
+  stores share one embedding model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.bots.config import BotSettings, validate_bot
+from parrot_parents.bots.registry import Registries, default_registries
+from parrot_parents.bots.repository import BotRepository
+from parrot_parents.errors import (
+    BotConfigError,
+    BotNotFoundError,
+    ParrotParentsError,
+    SchemaMismatchError,
+)
+from parrot_parents.stores.postgres import PgVectorStore
+
+__all__ = ["BotManager", "LoadReport", "build_bot", "collection_exists", "load_bot"]
+
+logger = logging.getLogger(__name__)
+B = TypeVar("B", bound=Chatbot)
+_HEALTH_TIMEOUT_S = 5.0
+
+
+@dataclass
+class LoadReport:
+    """What a load, reload or refresh did: bots ``loaded``, ``failed`` (name -> reason),
+    ``removed`` (deleted or disabled rows) and ``unchanged``."""
+
+    loaded: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.loaded or self.failed or self.removed)
+
+
+async def collection_exists(engine: AsyncEngine, collection: str, schema: str = "public") -> bool:
+    """True when the table ``schema.collection`` exists."""
+    async with engine.connect() as conn:
+        found = await conn.execute(
+            text("SELECT to_regclass(format('%I.%I', CAST(:s AS text), CAST(:t AS text)))"),
+            {"s": schema, "t": collection},
+        )
+        return found.scalar_one() is not None
+
+
+async def build_bot(
+    settings: BotSettings,
+    store: PgVectorStore,
+    *,
+    registries: Registries | None = None,
+    warm_up: bool = True,
+    bot_class: type[B] = Chatbot,  # type: ignore[assignment]
+) -> B:
+    """Build a bot from validated settings and a connected store.
+
+    The parent searcher and reranker are created through ``registries`` by type name.
+    ``expansion_mode`` and ``context_budget`` are passed to the bot when its constructor
+    takes them, and otherwise set as attributes.
+
+    Raises:
+        BotConfigError: a plugin rejected its config, or the reranker model cannot load
+            (with ``warm_up``); the key names the config.
+    """
+    registries = registries or default_registries()
+    name = settings.name
+    searcher = reranker = None
+    try:
+        if settings.parent_searcher_config is not None:
+            searcher = registries.parent_searchers.build(
+                settings.parent_searcher_config, store=store
+            )
+    except ParrotParentsError as exc:
+        raise BotConfigError(name, [("parent_searcher_config", exc.message)]) from exc
+    try:
+        if settings.reranker_config is not None:
+            reranker = registries.rerankers.build(settings.reranker_config)
+            if warm_up:
+                await asyncio.to_thread(reranker.warm_up)
+    except ParrotParentsError as exc:
+        raise BotConfigError(name, [("reranker_config", exc.message)]) from exc
+    kwargs: dict[str, Any] = {
+        "name": name,
+        "store": store,
+        "parent_searcher": searcher,
+        "expand_to_parent": settings.expand_to_parent,
+        "context_search_limit": settings.context_search_limit,
+        "reranker": reranker,
+    }
+    extra = {"expansion_mode": settings.expansion_mode, "context_budget": settings.context_budget}
+    accepted = inspect.signature(bot_class).parameters
+    kwargs.update({k: v for k, v in extra.items() if k in accepted})
+    try:
+        bot = bot_class(**kwargs)
+    except ParrotParentsError as exc:
+        raise BotConfigError(name, [("", exc.message)]) from exc
+    for key, value in extra.items():
+        if key not in accepted:
+            setattr(bot, key, value)
+    bot.description = settings.description  # type: ignore[attr-defined]
+    bot.collection = settings.collection  # type: ignore[attr-defined]
+    bot.settings = settings  # type: ignore[attr-defined]
+    return bot
+
+
+async def load_bot(
+    name: str,
+    *,
+    dsn: str | None = None,
+    embedding: Any = None,
+    registries: Registries | None = None,
+    table: str = "bots",
+    schema: str = "public",
+    warm_up: bool = True,
+    bot_class: type[B] = Chatbot,  # type: ignore[assignment]
+) -> B:
+    """Load one bot from its row, with its own store (closed by ``bot.close()``).
+
+    Raises:
+        BotNotFoundError: no row of that name, or the row is disabled.
+        BotConfigError: the row is invalid, its collection is missing or was built with
+            another embedding dimension, or a plugin failed to build.
+        StoreError: the database cannot be reached or the bots table is missing.
+    """
+    registries = registries or default_registries()
+    async with BotRepository(dsn, table=table, schema=schema, registries=registries) as repo:
+        row = await repo.get_row(name)
+        if not row.get("enabled", True):
+            raise BotNotFoundError(
+                name, hint=f"the bot is disabled: `parrot-parents bots set {name} enabled=true`"
+            )
+        settings = validate_bot(row, registries=registries)
+        engine = await repo.engine()
+        if not await collection_exists(engine, settings.collection):
+            raise BotConfigError(
+                name, [("collection", f"table 'public.{settings.collection}' does not exist")]
+            )
+    store = PgVectorStore(dsn=dsn, table=settings.collection, embedding=embedding)
+    try:
+        await store.connect()
+        return await build_bot(
+            settings, store, registries=registries, warm_up=warm_up, bot_class=bot_class
+        )
+    except SchemaMismatchError as exc:
+        await store.close()
+        raise BotConfigError(name, [("collection", exc.message)]) from exc
+    except BaseException:
+        await store.close()
+        raise
+
+
+class BotManager:
+    """Loads and serves the bots of a database.
+
+    Args:
+        dsn: PostgreSQL DSN (default ``$PARROT_PARENTS_DSN``, else the embedded server).
+        embedding: the embedding model shared by every store; all-MiniLM-L6-v2 when None.
+            Every collection must have been built with it.
+        registries: type names for the JSON configs; the process default when None.
+        table, schema: the bots table, default ``public.bots``.
+        warm_up: load reranker models while loading bots (default True), so that a
+            missing model makes that bot fail at load, not at its first query.
+
+    Attributes:
+        bots: ``{name: Chatbot}`` of the bots that loaded.
+        errors: ``{name: reason}`` of the enabled rows that did not.
+
+    Usable with ``async with`` (loads on enter, closes on exit).
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        embedding: Any = None,
+        registries: Registries | None = None,
+        table: str = "bots",
+        schema: str = "public",
+        warm_up: bool = True,
+    ) -> None:
+        self.dsn = dsn
+        self.registries = registries or default_registries()
+        self.repository = BotRepository(dsn, table=table, schema=schema, registries=self.registries)
+        self.warm_up = warm_up
+        self.bots: dict[str, Chatbot] = {}
+        self.errors: dict[str, str] = {}
+        self._embedding = embedding
+        self._stores: dict[str, PgVectorStore] = {}
+        self._versions: dict[str, str] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def embedding(self) -> Any:
+        if self._embedding is None:
+            from parrot_parents.embeddings.sentence_transformer import (
+                SentenceTransformerEmbeddings,
+            )
+
+            self._embedding = SentenceTransformerEmbeddings()
+        return self._embedding
+
+    def get(self, name: str) -> Chatbot:
+        """The loaded bot ``name``.
+
+        Raises:
+            BotConfigError: the row exists but failed to load (the reason is in the message).
+            BotNotFoundError: no enabled row of that name.
+        """
+        bot = self.bots.get(name)
+        if bot is not None:
+            return bot
+        if name in self.errors:
+            raise BotConfigError(name, [("", self.errors[name])], hint="fix the row and reload")
+        raise BotNotFoundError(name, hint=f"known bots: {sorted(self.bots)}")
+
+    # -- loading ------------------------------------------------------------------------
+
+    async def load(self) -> LoadReport:
+        """Load every enabled row (rebuilding bots already loaded)."""
+        return await self.reload()
+
+    async def reload(self, name: str | None = None) -> LoadReport:
+        """Rebuild all bots, or only ``name``, from their current rows."""
+        async with self._lock:
+            if name is None:
+                self._versions.clear()
+            else:
+                self._versions.pop(name, None)
+            return await self._sync()
+
+    async def refresh(self) -> LoadReport:
+        """Rebuild only the bots whose rows changed, appeared or went away since the last
+        load; a cheap query when nothing changed.
+
+        Raises:
+            StoreError: the bots table cannot be read (bots already loaded stay as they are).
+        """
+        async with self._lock:
+            return await self._sync()
+
+    async def _sync(self) -> LoadReport:
+        report = LoadReport()
+        versions = await self.repository.fingerprints()
+        for gone in [n for n in self._versions if n not in versions]:
+            self._drop(gone, report)
+        for bot_name, version in versions.items():
+            if self._versions.get(bot_name) == version:
+                report.unchanged.append(bot_name)
+                continue
+            await self._load_one(bot_name, report)
+            self._versions[bot_name] = version
+        self._versions = {n: v for n, v in self._versions.items() if n in versions}
+        await self._close_unused_stores()
+        for bot_name, reason in report.failed.items():
+            logger.warning("bot %r not loaded: %s", bot_name, reason)
+        return report
+
+    def _drop(self, name: str, report: LoadReport) -> None:
+        if self.bots.pop(name, None) is not None or self.errors.pop(name, None) is not None:
+            report.removed.append(name)
+        self._versions.pop(name, None)
+
+    async def _load_one(self, name: str, report: LoadReport) -> None:
+        try:
+            row = await self.repository.get_row(name)
+        except BotNotFoundError:
+            self._drop(name, report)
+            return
+        if not row.get("enabled", True):
+            self._drop(name, report)
+            return
+        try:
+            settings = validate_bot(row, registries=self.registries)
+            store = await self._store(settings)
+            bot = await build_bot(settings, store, registries=self.registries, warm_up=self.warm_up)
+        except ParrotParentsError as exc:
+            reason = exc.message if isinstance(exc, BotConfigError) else str(exc)
+            self._fail(name, reason.removeprefix(f"bot {name!r}: "), report)
+            return
+        except Exception as exc:  # an isolated row must never stop the others
+            logger.exception("bot %r failed to load", name)
+            self._fail(name, f"could not be loaded ({type(exc).__name__})", report)
+            return
+        self.bots[name] = bot
+        self.errors.pop(name, None)
+        report.loaded.append(name)
+
+    def _fail(self, name: str, reason: str, report: LoadReport) -> None:
+        self.bots.pop(name, None)
+        self.errors[name] = reason
+        report.failed[name] = reason
+
+    async def _store(self, settings: BotSettings) -> PgVectorStore:
+        store = self._stores.get(settings.collection)
+        if store is not None:
+            return store
+        engine = await self.repository.engine()
+        if not await collection_exists(engine, settings.collection):
+            raise BotConfigError(
+                settings.name,
+                [("collection", f"table 'public.{settings.collection}' does not exist")],
+                hint=f"ingest into it, or run `parrot-parents migrate --collection "
+                f"{settings.collection}`",
+            )
+        store = PgVectorStore(dsn=self.dsn, table=settings.collection, embedding=self.embedding)
+        try:
+            await store.connect()
+        except SchemaMismatchError as exc:
+            raise BotConfigError(settings.name, [("collection", exc.message)]) from exc
+        self._stores[settings.collection] = store
+        return store
+
+    async def _close_unused_stores(self) -> None:
+        used = {getattr(b, "collection", None) for b in self.bots.values()}
+        for collection in [c for c in self._stores if c not in used]:
+            await self._stores.pop(collection).close()
+
+    # -- health and lifecycle -----------------------------------------------------------
+
+    async def health(self) -> dict[str, Any]:
+        """``{"database": bool, "bots": {name: {"parent_searcher": bool | None}},
+        "failed": [names]}``; ``parent_searcher`` is None for a bot without one."""
+        try:
+            engine = await self.repository.engine()
+            async with asyncio.timeout(_HEALTH_TIMEOUT_S), engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+            database = True
+        except Exception:
+            database = False
+        bots: dict[str, Any] = {}
+        for name, bot in sorted(self.bots.items()):
+            ok: bool | None = None
+            if bot.parent_searcher is not None:
+                try:
+                    async with asyncio.timeout(_HEALTH_TIMEOUT_S):
+                        ok = bool(await bot.parent_searcher.health_check())
+                except Exception:
+                    ok = False
+            bots[name] = {"parent_searcher": ok}
+        return {"database": database, "bots": bots, "failed": sorted(self.errors)}
+
+    async def close(self) -> None:
+        """Close the stores and the repository. Safe to call twice."""
+        self.bots.clear()
+        self._versions.clear()
+        stores, self._stores = self._stores, {}
+        for store in stores.values():
+            await store.close()
+        await self.repository.close()
+
+    async def __aenter__(self) -> BotManager:
+        await self.load()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

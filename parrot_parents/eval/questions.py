@@ -1,0 +1,151 @@
+"""Question sets: a CSV of questions with character-span references into corpus files.
+
+Format (the one of the shared chunking benchmark)::
+
+    question,references,corpus_id
+    "How long is the notice?","[{""content"": ""thirty days"", ""start_index"": 812,
+    ""end_index"": 823}]",contracts
+
+(one CSV record; a quoted field may span lines).
+
+* ``question``: the text sent to the retriever.
+* ``references``: a JSON list of ``{"content", "start_index", "end_index"}``. The indices
+  are **character** offsets (Python ``str`` indices, end exclusive) into the corpus file
+  read as UTF-8; ``content`` is optional and, when given, must equal that slice.
+* ``corpus_id``: the corpus file's name without its suffix (``contracts`` for
+  ``corpora/contracts.md``).
+
+The question's ``qid`` is its 0-based row index, as in run files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from parrot_parents.errors import ConfigurationError, DocumentReadError
+
+__all__ = ["REQUIRED_COLUMNS", "Question", "Reference", "check_references", "load_questions"]
+
+REQUIRED_COLUMNS = ("question", "references", "corpus_id")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One span of a question's answer: characters ``[start, end)`` of its corpus.
+
+    ``content`` is the expected text of the span, or None when the CSV did not give it.
+    """
+
+    start: int
+    end: int
+    content: str | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    """A row of the question set; ``qid`` is its 0-based row index."""
+
+    qid: int
+    question: str
+    corpus_id: str
+    references: tuple[Reference, ...]
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read a question CSV (see the module docstring), in file order.
+
+    Raises:
+        DocumentReadError: the file is missing or not UTF-8.
+        ConfigurationError: a required column is missing, a row's ``references`` is not a
+            JSON list of spans with ``0 <= start_index <= end_index``, or a question or
+            corpus id is empty. The message names the row (``qid``).
+    """
+    p = Path(path)
+    try:
+        with p.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ConfigurationError(
+                    f"{str(p)!r} lacks the column(s) {missing}, found {reader.fieldnames!r}",
+                    hint="the header must be: question,references,corpus_id",
+                )
+            rows = list(reader)
+    except FileNotFoundError as exc:
+        raise DocumentReadError(str(p), "no such file") from exc
+    except UnicodeDecodeError as exc:
+        raise DocumentReadError(str(p), f"not valid UTF-8 at byte {exc.start}") from exc
+    return [_parse_row(qid, row) for qid, row in enumerate(rows)]
+
+
+def _parse_row(qid: int, row: Mapping[str, Any]) -> Question:
+    question = (row.get("question") or "").strip()
+    corpus_id = (row.get("corpus_id") or "").strip()
+    if not question:
+        raise ConfigurationError(f"question {qid}: the question text is empty")
+    if not corpus_id:
+        raise ConfigurationError(f"question {qid}: corpus_id is empty")
+    try:
+        raw = json.loads(row.get("references") or "")
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(
+            f"question {qid}: references is not JSON: {exc.msg}",
+            hint='expected [{"content": ..., "start_index": int, "end_index": int}, ...]',
+        ) from exc
+    if not isinstance(raw, list) or not raw:
+        raise ConfigurationError(
+            f"question {qid}: references must be a non-empty JSON list, got {raw!r}"
+        )
+    return Question(qid, question, corpus_id, tuple(_parse_reference(qid, r) for r in raw))
+
+
+def _parse_reference(qid: int, ref: Any) -> Reference:
+    start = ref.get("start_index") if isinstance(ref, dict) else None
+    end = ref.get("end_index") if isinstance(ref, dict) else None
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+    if not ok or not 0 <= start <= end:  # type: ignore[operator]
+        raise ConfigurationError(
+            f"question {qid}: bad reference {ref!r}",
+            hint="start_index and end_index are ints with 0 <= start_index <= end_index",
+        )
+    content = ref.get("content")
+    return Reference(start, end, None if content is None else str(content))
+
+
+def check_references(questions: Sequence[Question], corpora: Mapping[str, str]) -> None:
+    """Check every reference against the corpus texts it points into.
+
+    Args:
+        questions: the question set.
+        corpora: ``{corpus_id: text}``.
+
+    Raises:
+        ConfigurationError: a question names an unknown corpus, a reference ends past its
+            corpus, or its ``content`` differs from the text at its offsets (offsets
+            counted in bytes, or a file re-saved with other line endings, cause this).
+    """
+    for q in questions:
+        text = corpora.get(q.corpus_id)
+        if text is None:
+            raise ConfigurationError(
+                f"question {q.qid}: corpus {q.corpus_id!r} not found, "
+                f"known corpora: {sorted(corpora)}",
+                hint=f"add {q.corpus_id}.md to the corpora directory",
+            )
+        for ref in q.references:
+            if ref.end > len(text):
+                raise ConfigurationError(
+                    f"question {q.qid}: reference [{ref.start}, {ref.end}) ends past "
+                    f"{q.corpus_id!r} ({len(text)} characters)"
+                )
+            if ref.content is not None and text[ref.start : ref.end] != ref.content:
+                raise ConfigurationError(
+                    f"question {q.qid}: reference [{ref.start}, {ref.end}) of {q.corpus_id!r} "
+                    f"reads {text[ref.start : ref.end][:60]!r}, expected {ref.content[:60]!r}",
+                    hint="offsets are Python str (character) indices into the UTF-8 file",
+                )

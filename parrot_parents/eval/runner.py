@@ -1,0 +1,460 @@
+"""Run a question set through the real ingest and query pipeline, and score it.
+
+One evaluation:
+
+1. reads every ``<corpus_id>.md`` (or ``.txt``) of the corpora directory and checks the
+   questions' references against those texts;
+2. ingests each file as one document (``document_id`` = corpus id) into a **fresh**
+   collection: a new, uniquely named table, dropped afterwards unless ``keep``. All
+   corpora share that collection and no question is filtered to its corpus;
+3. sends every question through :meth:`Chatbot.retrieve`, the pipeline behind
+   ``get_vector_context`` (search, rerank, expansion), and records the passages in the
+   order they are handed to the LLM, as character spans of the corpus files;
+4. writes the run file and scores it with :mod:`parrot_parents.eval.scorer`.
+
+Timings: ingest wall time (hierarchy, embedding, writes; model loading excluded) and
+tokens/s, where tokens are the embedding tokenizer's tokens of the corpus text without
+special tokens (the same count for every configuration); per-question wall time of
+``retrieve`` in milliseconds (query embedding included) after one untimed warm-up query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from parrot_parents.errors import ConfigurationError, ParrotParentsError
+from parrot_parents.eval.questions import Question, check_references, load_questions
+from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
+from parrot_parents.loaders.hierarchy import (
+    DEFAULT_PARENT_OVERLAP,
+    DEFAULT_PARENT_SIZE,
+    DEFAULT_THRESHOLD,
+    validate_parent_sizes,
+)
+from parrot_parents.loaders.readers import read_text_file
+
+__all__ = [
+    "CORPUS_SUFFIXES",
+    "EvalConfig",
+    "EvalResult",
+    "load_corpora",
+    "passage_span",
+    "percentile",
+    "run_eval",
+]
+
+#: Corpus files read from the corpora directory.
+CORPUS_SUFFIXES = (".md", ".txt")
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One retriever configuration to evaluate; validated at construction.
+
+    Attributes:
+        child_size: maximum child length in characters (default 400).
+        child_overlap: characters shared by neighbouring children (default 0).
+        parent_size: ``parent_chunk`` length in characters. When given, the threshold
+            defaults to it too, so every document longer than ``parent_size`` is cut into
+            parent_chunks of that size (3 levels) and shorter ones stay whole (2 levels).
+            None keeps the loader's defaults (4000, threshold 16000).
+        parent_threshold: documents longer than this many characters get parent_chunks;
+            overrides the default described under ``parent_size``.
+        parent_overlap: characters shared by neighbouring parent_chunks (default 200).
+        expand: fold hits into their parents (``expand_to_parent``); default True.
+        late_chunking: embed children with late chunking; None keeps the loader default.
+        limit: children kept after search and rerank (default 10).
+        budget: per-call context budget in characters, forwarded to ``retrieve`` only
+            when set (needs a bot that supports it).
+        mode: per-call expansion mode (``parent``, ``auto_merge:T``, ``window:N``),
+            forwarded only when set (needs a bot that supports it).
+        reranker: cross-encoder model name or directory; None for no reranking.
+        model: embedding model name or directory; None for all-MiniLM-L6-v2.
+        dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.
+        collection: table name; None for a fresh ``eval_<random>`` name.
+        keep: keep the collection after the run instead of dropping it.
+        ks: passage cut-offs of the @k metrics.
+        budgets: character budgets of recall@Bc.
+    """
+
+    child_size: int = 400
+    child_overlap: int = 0
+    parent_size: int | None = None
+    parent_threshold: int | None = None
+    parent_overlap: int = DEFAULT_PARENT_OVERLAP
+    expand: bool = True
+    late_chunking: bool | None = None
+    limit: int = 10
+    budget: int | None = None
+    mode: str | None = None
+    reranker: str | None = None
+    model: str | None = None
+    dsn: str | None = None
+    collection: str | None = None
+    keep: bool = False
+    ks: tuple[int, ...] = DEFAULT_KS
+    budgets: tuple[int, ...] = DEFAULT_BUDGETS
+
+    def __post_init__(self) -> None:
+        for name in ("child_size", "limit"):
+            _positive(name, getattr(self, name))
+        for name in ("parent_size", "parent_threshold", "budget"):
+            if getattr(self, name) is not None:
+                _positive(name, getattr(self, name))
+        if isinstance(self.child_overlap, bool) or not isinstance(self.child_overlap, int) or (
+            not 0 <= self.child_overlap < self.child_size
+        ):
+            raise ConfigurationError(
+                f"child_overlap must be an int in [0, child_size={self.child_size}), "
+                f"got {self.child_overlap!r}"
+            )
+        validate_parent_sizes(self.threshold_chars, self.parent_chars, self.parent_overlap)
+        if not self.ks or not self.budgets:
+            raise ConfigurationError("ks and budgets must each name at least one value")
+        for k in (*self.ks, *self.budgets):
+            _positive("ks/budgets value", k)
+        if self.mode is not None and not self.mode.strip():
+            raise ConfigurationError(f"mode must be a non-empty string, got {self.mode!r}")
+
+    @property
+    def parent_chars(self) -> int:
+        """The parent_chunk size actually used, in characters."""
+        return self.parent_size if self.parent_size is not None else DEFAULT_PARENT_SIZE
+
+    @property
+    def threshold_chars(self) -> int:
+        """The 3-level threshold actually used, in characters."""
+        if self.parent_threshold is not None:
+            return self.parent_threshold
+        return self.parent_size if self.parent_size is not None else DEFAULT_THRESHOLD
+
+    def retrieve_kwargs(self) -> dict[str, Any]:
+        """Per-call arguments of ``retrieve``: budget and mode only when they are set."""
+        kwargs: dict[str, Any] = {"expand_to_parent": self.expand, "limit": self.limit}
+        if self.budget is not None:
+            kwargs["budget"] = self.budget
+        if self.mode is not None:
+            kwargs["mode"] = self.mode
+        return kwargs
+
+
+def _positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
+
+
+@dataclass
+class EvalResult:
+    """Scores, timings and bookkeeping of one evaluation.
+
+    Attributes:
+        metrics: the scorer's output (``recall@5``, ``recall@2000c``, ``chars@5``, ...).
+        timings: ``ingest_seconds``, ``ingest_tokens``, ``ingest_tokens_per_second``,
+            ``query_p50_ms``, ``query_p95_ms``, ``query_mean_ms``, ``queries``.
+        ingest: ``corpora``, ``characters``, ``parents`` and ``children`` rows, and the
+            ``late_chunking`` actually used.
+        diagnostics: ``fallbacks`` (questions whose ``meta`` reports a fallback) and
+            ``text_mismatches`` (passages whose text is not the corpus text at their span).
+        config: the configuration evaluated.
+        run_path: the run file written.
+        collection: the table used; ``kept`` tells whether it still exists.
+    """
+
+    metrics: dict[str, float | int]
+    timings: dict[str, float | int]
+    ingest: dict[str, Any]
+    diagnostics: dict[str, int]
+    config: EvalConfig
+    run_path: Path
+    collection: str
+    kept: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``--json``)."""
+        config = asdict(self.config)
+        config["ks"], config["budgets"] = list(self.config.ks), list(self.config.budgets)
+        return {
+            "metrics": self.metrics,
+            "timings": self.timings,
+            "ingest": self.ingest,
+            "diagnostics": self.diagnostics,
+            "config": config,
+            "run": str(self.run_path),
+            "collection": self.collection,
+            "kept": self.kept,
+        }
+
+
+def load_corpora(directory: str | Path) -> dict[str, str]:
+    """``{corpus_id: text}`` of every ``*.md``/``*.txt`` file directly in ``directory``.
+
+    Files are read as strict UTF-8 (a BOM is dropped), so that character offsets match
+    the ones of the question set.
+
+    Raises:
+        DocumentReadError: the directory is missing, or a file is not valid UTF-8.
+        ConfigurationError: no corpus file, or two files with the same corpus id.
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        from parrot_parents.errors import DocumentReadError
+
+        raise DocumentReadError(str(d), "not a directory of corpus files")
+    corpora: dict[str, str] = {}
+    for path in sorted(d.iterdir()):
+        if not path.is_file() or path.suffix.lower() not in CORPUS_SUFFIXES:
+            continue
+        if path.stem in corpora:
+            raise ConfigurationError(f"two corpus files in {str(d)!r} have the id {path.stem!r}")
+        corpora[path.stem] = read_text_file(path).text
+    if not corpora:
+        raise ConfigurationError(
+            f"no corpus file in {str(d)!r}", hint="expected <corpus_id>.md or <corpus_id>.txt"
+        )
+    return corpora
+
+
+def passage_span(passage: Any, corpora: Mapping[str, str]) -> RunPassage:
+    """``(corpus_id, start, end)`` of a retrieved passage, checked against the corpora.
+
+    Raises:
+        ParrotParentsError: the passage has no document id or offsets, names an unknown
+            corpus, or its offsets fall outside the corpus text.
+    """
+    cid, start, end = passage.document_id, passage.start_index, passage.end_index
+    text = corpora.get(cid) if cid is not None else None
+    if text is None or not isinstance(start, int) or not isinstance(end, int):
+        raise ParrotParentsError(
+            f"passage {passage.id!r} ({passage.kind}) has no usable span: "
+            f"document_id={cid!r}, start_index={start!r}, end_index={end!r}",
+            hint="every passage handed to the LLM must map to characters of a corpus file",
+        )
+    if not 0 <= start <= end <= len(text):
+        raise ParrotParentsError(
+            f"passage {passage.id!r} spans [{start}, {end}), outside {cid!r} "
+            f"({len(text)} characters)"
+        )
+    return cid, start, end
+
+
+def count_tokens(embedding: Any, texts: Sequence[str]) -> int:
+    """Tokens of ``texts`` under the embedding model's tokenizer, special tokens excluded."""
+    tokenizer = embedding.model.tokenizer
+    return sum(
+        len(tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]) for t in texts
+    )
+
+
+async def run_eval(
+    questions_path: str | Path,
+    corpora_dir: str | Path,
+    out_path: str | Path,
+    config: EvalConfig | None = None,
+    *,
+    log: Log | None = None,
+) -> EvalResult:
+    """Evaluate ``config`` on a question set (see the module docstring).
+
+    Args:
+        questions_path: the questions CSV (:mod:`parrot_parents.eval.questions`).
+        corpora_dir: directory of ``<corpus_id>.md`` files.
+        out_path: the run file to write (JSONL, the shared scorer's format).
+        config: the configuration; defaults of :class:`EvalConfig` when None.
+        log: called with one-line progress messages.
+
+    Raises:
+        ConfigurationError: bad question set or corpora, or ``budget``/``mode`` given to a
+            bot whose ``retrieve`` does not take them.
+        StoreError: the database cannot be reached.
+    """
+    config = config or EvalConfig()
+    say = log or (lambda _msg: None)
+    questions = load_questions(questions_path)
+    corpora = load_corpora(corpora_dir)
+    check_references(questions, corpora)
+    session = _Session(config)
+    _check_retrieve_supports(session.bot.retrieve, config)
+    try:
+        ingest, timings = await session.ingest(corpora)
+        say(
+            f"ingested {len(corpora)} corpora into {session.collection!r}: "
+            f"{ingest['children']} children, {ingest['parents']} parents in "
+            f"{timings['ingest_seconds']:.1f} s"
+        )
+        run, latencies, diagnostics = await _query_all(session, questions, corpora, config)
+    finally:
+        await session.close()
+    write_run(out_path, run)
+    say(f"wrote {len(run)} questions to {str(out_path)!r}")
+    timings.update(
+        queries=len(latencies),
+        query_p50_ms=round(percentile(latencies, 50), 2),
+        query_p95_ms=round(percentile(latencies, 95), 2),
+        query_mean_ms=round(sum(latencies) / len(latencies), 2) if latencies else 0.0,
+    )
+    metrics = score_run(questions, run, config.ks, config.budgets)
+    return EvalResult(
+        metrics, timings, ingest, diagnostics, config, Path(out_path), session.collection,
+        config.keep,
+    )
+
+
+def _check_retrieve_supports(retrieve: Callable[..., Any], config: EvalConfig) -> None:
+    params = inspect.signature(retrieve).parameters
+    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    for name, value in (("budget", config.budget), ("mode", config.mode)):
+        if value is not None and name not in params and not takes_kwargs:
+            raise ConfigurationError(
+                f"--{name} {value!r} was given, but this version's Chatbot.retrieve has no "
+                f"{name!r} argument",
+                hint=f"drop --{name}, or upgrade to a version with per-call {name}",
+            )
+
+
+async def _query_all(
+    session: Any, questions: Sequence[Question], corpora: Mapping[str, str], config: EvalConfig
+) -> tuple[dict[int, list[RunPassage]], list[float], dict[str, int]]:
+    kwargs = config.retrieve_kwargs()
+    run: dict[int, list[RunPassage]] = {}
+    latencies: list[float] = []
+    diagnostics = {"fallbacks": 0, "text_mismatches": 0}
+    if questions:
+        await session.bot.retrieve(questions[0].question, **kwargs)  # warm-up, untimed
+    for q in questions:
+        started = time.perf_counter()
+        retrieval = await session.bot.retrieve(q.question, **kwargs)
+        latencies.append((time.perf_counter() - started) * 1000.0)
+        spans = []
+        for passage in retrieval.passages:
+            cid, start, end = passage_span(passage, corpora)
+            if passage.text != corpora[cid][start:end]:
+                diagnostics["text_mismatches"] += 1
+            spans.append((cid, start, end))
+        run[q.qid] = spans
+        if retrieval.meta.get("fallbacks"):
+            diagnostics["fallbacks"] += 1
+    return run, latencies, diagnostics
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The ``pct``-th percentile of ``values``, interpolating linearly between ranks.
+
+    Same definition as ``numpy.percentile``'s default; 0.0 for no values.
+    """
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * pct / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def fresh_collection_name() -> str:
+    """A new table name: ``eval_`` and 16 random hex digits."""
+    return f"eval_{uuid.uuid4().hex[:16]}"
+
+
+class _Session:
+    """The store, loader and bot of one evaluation, on a fresh collection."""
+
+    def __init__(self, config: EvalConfig) -> None:
+        from parrot_parents.bots.chatbot import Chatbot
+        from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+        from parrot_parents.loaders.text import TextLoader
+        from parrot_parents.stores.parents.in_table import InTableParentSearcher
+        from parrot_parents.stores.postgres import PgVectorStore
+
+        self.config = config
+        self.collection = config.collection or fresh_collection_name()
+        self.embedding = SentenceTransformerEmbeddings(config.model)
+        self.store = PgVectorStore(dsn=config.dsn, table=self.collection, embedding=self.embedding)
+        late = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
+        self.loader = TextLoader(
+            child_chunk_size=config.child_size,
+            child_chunk_overlap=config.child_overlap,
+            embedding=self.embedding,
+            **late,
+        )
+        self.reranker: Any = None
+        if config.reranker is not None:
+            from parrot_parents.rerankers import CrossEncoderReranker
+
+            self.reranker = CrossEncoderReranker(config.reranker)
+        self.bot = Chatbot(
+            store=self.store,
+            parent_searcher=InTableParentSearcher(store=self.store),
+            expand_to_parent=config.expand,
+            context_search_limit=config.limit,
+            reranker=self.reranker,
+        )
+        self._owned = False
+
+    async def ingest(self, corpora: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Write every corpus into the collection; returns ``(ingest, timings)``."""
+        config = self.config
+        # Load the models before the clock starts: loading is not ingest throughput.
+        await asyncio.to_thread(self.loader.processor.warm_up)
+        if self.reranker is not None and hasattr(self.reranker, "warm_up"):
+            await asyncio.to_thread(self.reranker.warm_up)
+        await self.store.connect()
+        if config.collection is not None and await self.store.count() > 0:
+            raise ConfigurationError(
+                f"collection {self.collection!r} already holds rows; an evaluation needs a "
+                "fresh one",
+                hint="leave out --collection to get a new table",
+            )
+        self._owned = True
+        tokens = await asyncio.to_thread(count_tokens, self.embedding, list(corpora.values()))
+        documents = [
+            Document(page_content=text, metadata={"document_id": cid, "source": cid})
+            for cid, text in corpora.items()
+        ]
+        started = time.perf_counter()
+        rows = await self.loader._chunk_with_late_chunking(
+            documents,
+            vector_store=self.store,
+            parent_chunk_threshold_tokens=config.threshold_chars,
+            parent_chunk_size_tokens=config.parent_chars,
+            parent_chunk_overlap_tokens=config.parent_overlap,
+        )
+        seconds = time.perf_counter() - started
+        children = sum(1 for r in rows if r.metadata.get("is_chunk"))
+        ingest = {
+            "corpora": len(corpora),
+            "characters": sum(len(t) for t in corpora.values()),
+            "parents": len(rows) - children,
+            "children": children,
+            "late_chunking": bool(self.loader.processor.late_chunking),
+        }
+        timings = {
+            "ingest_seconds": round(seconds, 3),
+            "ingest_tokens": tokens,
+            "ingest_tokens_per_second": round(tokens / seconds, 1) if seconds > 0 else 0.0,
+        }
+        return ingest, timings
+
+    async def close(self) -> None:
+        """Drop the collection (unless kept), then release the store and the reranker."""
+        try:
+            if self._owned and not self.config.keep:
+                await self.store.drop()
+        finally:
+            await self.bot.close()
+            close = getattr(self.reranker, "close", None)
+            if close is not None:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result

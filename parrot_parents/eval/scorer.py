@@ -1,0 +1,207 @@
+"""Score a retrieval run against questions with character-span references.
+
+The definitions are those of the shared benchmark scorer (``shared/benchmarks/score.py``),
+re-implemented here so that users can score their own data without it; a test checks that
+both give the same numbers on the same run.
+
+Units: every span is ``(start, end)`` in **characters** (Python ``str`` offsets into the
+corpus file, end exclusive). A *run* maps each question's 0-based row index (``qid``) to
+its passages, in the order they are handed to the LLM, each as ``(corpus_id, start, end)``.
+
+Metrics (means over all questions; a question missing from the run scores 0):
+
+``recall@k``
+    share of the question's reference characters covered by the first ``k`` passages
+    (only passages from the question's own corpus can cover its references).
+``precision@k``
+    covered reference characters / characters of the first ``k`` passages. A character
+    handed over twice is paid twice.
+``iou@k``
+    covered / (passage characters + uncovered reference characters).
+``recall@Bc``
+    recall once the passages, in rank order, are cut to a budget of ``B`` characters:
+    whole passages while they fit, then a prefix of the one that crosses the budget.
+``chars@k``
+    characters handed over by the first ``k`` passages (passages of every corpus count).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.eval.questions import Question
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "DEFAULT_KS",
+    "Run",
+    "RunPassage",
+    "Span",
+    "budget_cut",
+    "covered_chars",
+    "load_run",
+    "metric_order",
+    "score_run",
+    "union_spans",
+    "write_run",
+]
+
+Span = tuple[int, int]
+#: One passage of a run: ``(corpus_id, start, end)``, characters, end exclusive.
+RunPassage = tuple[str, int, int]
+#: ``{qid: passages in rank order}``.
+Run = Mapping[int, Sequence[RunPassage]]
+
+#: Cut-offs (passages) of recall/precision/iou/chars@k.
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+#: Budgets (characters) of recall@Bc.
+DEFAULT_BUDGETS: tuple[int, ...] = (1000, 2000, 4000, 8000)
+
+
+def union_spans(spans: Iterable[Span]) -> list[Span]:
+    """Sorted, disjoint spans covering the same characters; empty spans are dropped.
+
+    Spans that overlap or touch (``(0, 5)`` and ``(5, 9)``) are joined.
+    """
+    out: list[list[int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return [(s, e) for s, e in out]
+
+
+def _length(spans: Iterable[Span]) -> int:
+    return sum(end - start for start, end in spans)
+
+
+def covered_chars(references: Iterable[Span], spans: Iterable[Span]) -> int:
+    """Reference characters inside at least one span (both sides unioned first)."""
+    passages = union_spans(spans)
+    total = 0
+    for ref_start, ref_end in union_spans(references):
+        for start, end in passages:
+            overlap = min(ref_end, end) - max(ref_start, start)
+            if overlap > 0:
+                total += overlap
+    return total
+
+
+def budget_cut(spans: Sequence[Span], budget: int) -> list[Span]:
+    """Cut spans, in order, to ``budget`` characters in all.
+
+    Whole spans are kept while they fit; the span that crosses the budget keeps its first
+    characters; later spans are dropped. ``budget_cut([(0, 600), (900, 1500)], 1000)``
+    gives ``[(0, 600), (900, 1300)]``.
+    """
+    out: list[Span] = []
+    used = 0
+    for start, end in spans:
+        if used >= budget:
+            break
+        take = min(end - start, budget - used)
+        out.append((start, start + take))
+        used += take
+    return out
+
+
+def score_run(
+    questions: Sequence[Question],
+    run: Run,
+    ks: Sequence[int] = DEFAULT_KS,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+) -> dict[str, float | int]:
+    """Mean metrics of ``run`` over ``questions`` (see the module docstring).
+
+    Args:
+        questions: the question set, in file order (``qid`` is the index).
+        run: passages per qid, in rank order; absent qids score 0.
+        ks: passage cut-offs.
+        budgets: context budgets in characters.
+
+    Returns:
+        ``{"recall@5": ..., "recall@2000c": ..., "chars@5": ..., "questions": n,
+        "answered": qids in the run}`` with the shared scorer's key names.
+    """
+    n = len(questions)
+    acc: dict[str, float] = {}
+    for qid, q in enumerate(questions):
+        passages = list(run.get(qid, ()))
+        refs = [(r.start, r.end) for r in q.references]
+        ref_len = _length(union_spans(refs))
+        for k in ks:
+            top = passages[:k]
+            own = [(s, e) for c, s, e in top if c == q.corpus_id]
+            cov = covered_chars(refs, own)
+            spent = sum(e - s for _, s, e in top)
+            _add(acc, f"recall@{k}", cov / ref_len if ref_len else 0.0)
+            _add(acc, f"precision@{k}", cov / spent if spent else 0.0)
+            _add(acc, f"iou@{k}", cov / (spent + ref_len - cov) if spent + ref_len else 0.0)
+            _add(acc, f"chars@{k}", float(spent))
+        for b in budgets:
+            cut = budget_cut([(s, e) for _, s, e in passages], b)
+            own = [span for span, (c, _, _) in zip(cut, passages, strict=False) if c == q.corpus_id]
+            _add(acc, f"recall@{b}c", covered_chars(refs, own) / ref_len if ref_len else 0.0)
+    means: dict[str, float | int] = {k: v / n for k, v in acc.items()} if n else {}
+    means["questions"] = n
+    means["answered"] = len(run)
+    return means
+
+
+def _add(acc: dict[str, float], key: str, value: float) -> None:
+    acc[key] = acc.get(key, 0.0) + value
+
+
+def metric_order(key: str) -> tuple[str, int, str]:
+    """Sort key that groups metrics by name, then by cut-off (``recall@5`` < ``recall@10``)."""
+    return (key.split("@")[0], len(key), key)
+
+
+def write_run(path: str | Path, run: Run) -> None:
+    """Write ``run`` as JSONL: ``{"qid", "passages": [{"corpus_id", "start", "end"}]}``."""
+    with Path(path).open("w", encoding="utf-8") as f:
+        for qid in sorted(run):
+            passages = [{"corpus_id": c, "start": s, "end": e} for c, s, e in run[qid]]
+            f.write(json.dumps({"qid": qid, "passages": passages}, ensure_ascii=False) + "\n")
+
+
+def load_run(path: str | Path, n_questions: int) -> dict[int, list[RunPassage]]:
+    """Read a run file written by :func:`write_run` (or by any other retriever).
+
+    Raises:
+        ConfigurationError: a qid outside ``[0, n_questions)`` or repeated, or a span that
+            is not two ints with ``0 <= start <= end``; the message gives ``file:line``.
+    """
+    run: dict[int, list[RunPassage]] = {}
+    with Path(path).open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            obj = json.loads(line)
+            qid = obj.get("qid")
+            if isinstance(qid, bool) or not isinstance(qid, int) or not 0 <= qid < n_questions:
+                raise ConfigurationError(
+                    f"{where}: qid {qid!r} is not a row of the question set "
+                    f"(expected 0..{n_questions - 1})"
+                )
+            if qid in run:
+                raise ConfigurationError(f"{where}: qid {qid} appears twice")
+            passages: list[RunPassage] = []
+            for p in obj.get("passages", []):
+                start, end = p.get("start"), p.get("end")
+                if not (_is_int(start) and _is_int(end) and 0 <= start <= end):
+                    raise ConfigurationError(
+                        f"{where}: bad span {p!r}", hint="expected ints with 0 <= start <= end"
+                    )
+                passages.append((str(p["corpus_id"]), start, end))
+            run[qid] = passages
+    return run
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

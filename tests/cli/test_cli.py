@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from parrot_parents.cli.main import main
+from tests.conftest import REPO_ROOT, unique_table
+
+EXAMPLES = REPO_ROOT / "examples" / "corpus"
+
+
+def test_ingest_then_ask_json_with_and_without_expansion(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = unique_table("cli")
+    assert main(["ingest", str(EXAMPLES), "--collection", table, "--dsn", pg_dsn]) == 0
+    out = capsys.readouterr().out
+    assert "ingested 5 document(s)" in out
+    question = "How will I be paid, and when?"
+    base = ["ask", question, "--collection", table, "--dsn", pg_dsn, "--limit", "4", "--json"]
+    assert main([*base, "--no-expand"]) == 0
+    children = json.loads(capsys.readouterr().out)
+    assert main([*base, "--expand"]) == 0
+    expanded = json.loads(capsys.readouterr().out)
+    assert {p["kind"] for p in children["passages"]} == {"child"}
+    assert children["meta"]["expanded"] is False
+    assert expanded["meta"]["expanded"] is True
+    assert "parent_chunk" in {p["kind"] for p in expanded["passages"]}
+    for p in expanded["passages"]:
+        assert set(p) >= {
+            "text",
+            "source",
+            "document_id",
+            "start_index",
+            "end_index",
+            "score",
+            "kind",
+        }
+        source = (EXAMPLES / p["document_id"]).read_text(encoding="utf-8")
+        assert source[p["start_index"] : p["end_index"]] == p["text"]
+    assert len(expanded["context"]) > len(children["context"])
+    # Plain output names each passage's source and offsets.
+    assert main(base[:-1]) == 0
+    text = capsys.readouterr().out
+    assert "[1] " in text and "chars " in text
+
+
+def test_errors_are_one_line_without_traceback(pg_dsn: str) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "parrot_parents",
+            "ask",
+            "q",
+            "--collection",
+            "bad-name",
+            "--dsn",
+            pg_dsn,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "parrot-parents: error: invalid table name 'bad-name' (use 1-63 characters: letters, "
+        "digits and '_', not starting with a digit)"
+    ]
+    assert "Traceback" not in proc.stderr
+
+
+def test_ingest_reports_bad_files_and_keeps_good_ones(
+    tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ok.md").write_text("Fine text.", encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
+    code = main(["ingest", str(tmp_path), "--collection", unique_table("cli"), "--dsn", pg_dsn])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "ingested 1 document(s)" in captured.out
+    assert "bad.txt: not valid UTF-8" in captured.err

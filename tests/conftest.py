@@ -1,0 +1,71 @@
+"""Shared fixtures: a real PostgreSQL with pgvector, and the real embedding model.
+
+The database is ``$PARROT_PARENTS_TEST_DSN`` when set, otherwise an embedded PostgreSQL
+(pgserver) started once per test session in a temporary directory and deleted after.
+Every test that needs a collection gets its own uniquely named table.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.stores.postgres import PgVectorStore
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_BENCH = REPO_ROOT.parent / "shared" / "benchmarks"
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """DSN of the test server (external or embedded)."""
+    external = os.environ.get("PARROT_PARENTS_TEST_DSN")
+    if external:
+        yield external
+        return
+    import pgserver
+
+    # Not under pytest's basetemp: concurrent pytest runs prune each other's old basetemps.
+    data = Path(tempfile.mkdtemp(prefix="parrot-parents-pg-")) / "data"
+    server = pgserver.get_server(data, cleanup_mode="delete")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def embeddings() -> SentenceTransformerEmbeddings:
+    """The real default model (all-MiniLM-L6-v2, bundled offline), loaded once."""
+    emb = SentenceTransformerEmbeddings()
+    emb.warm_up()
+    return emb
+
+
+def unique_table(prefix: str = "t") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def store(
+    pg_dsn: str, embeddings: SentenceTransformerEmbeddings
+) -> AsyncIterator[PgVectorStore]:
+    """A connected store on a fresh table, dropped after the test."""
+    s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings)
+    await s.connect()
+    try:
+        yield s
+    finally:
+        try:
+            await s.drop()
+        finally:
+            await s.close()

@@ -3,15 +3,17 @@
 Every row is one ``parrot-parents eval`` command line: it is parsed by the CLI's own parser
 and run by the CLI's own code (:func:`parrot_parents.cli.eval.evaluate`), in one process so
 the embedding model loads once. Each row ingests the corpora into its own fresh collection.
-Run files go to ``.bench/runs/`` (git-ignored); the table replaces the text between
-``<!-- <table>:start -->`` and ``<!-- <table>:end -->`` in the document, so every other
-section of the file survives. A table missing from the file is appended.
+Run files and each row's results (``<slug>.json``) go to ``.bench/runs/`` (git-ignored).
+The table replaces the text between ``<!-- <table>:start -->`` and ``<!-- <table>:end -->``
+in the document, so every other section of the file survives; a table missing from the
+file is appended.
 
 Usage (from the repository root, with the virtual environment active)::
 
     python benchmarks/eval_table.py                 # every table, default paths
     python benchmarks/eval_table.py --table issue3  # one table
     python benchmarks/eval_table.py --list          # the rows and their commands
+    python benchmarks/eval_table.py --render-only   # rewrite from the saved results
 
 The question set and corpora default to ``../shared/benchmarks/chunking_eval``.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import os
 import platform
 import shlex
@@ -170,17 +173,20 @@ def _f(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def render(table: Table, results: Sequence[tuple[Row, Any]], started: str,
-           load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
-    """Markdown of one table with its notes, peers, machine and command."""
+def render(table: Table, results: Sequence[tuple[Row, dict[str, Any]]], started: str,
+           load: tuple[Sequence[float], Sequence[float]]) -> str:
+    """Markdown of one table with its notes, peers, machine and command.
+
+    ``results`` pairs each row with its :meth:`EvalResult.to_dict`.
+    """
     head = ("| configuration | late chunking | recall@5 | precision@5 | iou@5 | recall@1000c "
             "| recall@2000c | recall@4000c | recall@8000c | chars@5 | query p50 / p95 ms "
             "| ingest s (tokens/s) |")
     lines = [f"### {table.title}", "", head, "|---|---|" + "---:|" * 10]
     for row, r in results:
-        m, t = r.metrics, r.timings
+        m, t = r["metrics"], r["timings"]
         lines.append(
-            f"| {row.label} | {'on' if r.ingest['late_chunking'] else 'off'} "
+            f"| {row.label} | {'on' if r['ingest']['late_chunking'] else 'off'} "
             f"| {_f(m['recall@5'])} | {_f(m['precision@5'])} | {_f(m['iou@5'])} "
             f"| {_f(m['recall@1000c'])} | {_f(m['recall@2000c'])} | {_f(m['recall@4000c'])} "
             f"| {_f(m['recall@8000c'])} | {m['chars@5']:.0f} "
@@ -190,15 +196,22 @@ def render(table: Table, results: Sequence[tuple[Row, Any]], started: str,
     first = results[0][1] if results else None
     corpus = ""
     if first is not None:
-        corpus = (f" Corpus: {first.ingest['corpora']} files, {first.ingest['characters']} "
-                  f"characters, {first.timings['ingest_tokens']} tokens of the embedding "
-                  f"model's tokenizer; {first.metrics['questions']} questions.")
+        corpus = (f" Corpus: {first['ingest']['corpora']} files, "
+                  f"{first['ingest']['characters']} characters, "
+                  f"{first['timings']['ingest_tokens']} tokens of the embedding model's "
+                  f"tokenizer; {first['metrics']['questions']} questions.")
+    fallbacks = sum(r["diagnostics"]["fallbacks"] for _, r in results)
+    mismatches = sum(r["diagnostics"]["text_mismatches"] for _, r in results)
+    checks = (f"Checks: {mismatches} passage(s) whose text differs from its corpus span, "
+              f"{fallbacks} question(s) with a pipeline fallback, over all rows.")
     load_note = (f"Load average (1, 5, 15 min) {_load(load[0])} at the start and "
                  f"{_load(load[1])} at the end: the machine is shared, so timings are "
                  "indicative.")
     lines += [
         "",
         table.notes + corpus,
+        "",
+        checks,
         "",
         "Query times are the wall time of `Chatbot.retrieve` per question (query embedding, "
         "search and expansion included), after one untimed warm-up query. Ingest time "
@@ -250,12 +263,22 @@ async def build(table: Table, questions: Path, corpora: Path, runs: Path) -> str
     results = []
     for i, row in enumerate(table.rows, 1):
         print(f"[{i}/{len(table.rows)}] {display_argv(row)}", file=sys.stderr)
-        result = await run_row(row, questions, corpora, runs)
-        m = result.metrics
+        result = (await run_row(row, questions, corpora, runs)).to_dict()
+        (runs / f"{row.slug}.json").write_text(json.dumps(result, indent=2) + "\n")
+        m = result["metrics"]
         print(f"    recall@5 {m['recall@5']:.3f}  recall@2000c {m['recall@2000c']:.3f}  "
-              f"ingest {result.timings['ingest_seconds']:.1f} s", file=sys.stderr)
+              f"ingest {result['timings']['ingest_seconds']:.1f} s", file=sys.stderr)
         results.append((row, result))
-    return render(table, results, started, (load_before, os.getloadavg()))
+    load = (load_before, os.getloadavg())
+    (runs / f"{table.name}.meta.json").write_text(json.dumps({"started": started, "load": load}))
+    return render(table, results, started, load)
+
+
+def rerender(table: Table, runs: Path) -> str:
+    """The table from the results saved by the last full run (no evaluation)."""
+    meta = json.loads((runs / f"{table.name}.meta.json").read_text())
+    results = [(row, json.loads((runs / f"{row.slug}.json").read_text())) for row in table.rows]
+    return render(table, results, meta["started"], meta["load"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,12 +290,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="document to update")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="directory of run files")
     ap.add_argument("--list", action="store_true", help="print the rows' commands and exit")
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite the tables from the results saved in --runs, running nothing")
     a = ap.parse_args(argv)
     tables = [TABLES[name] for name in (a.table or sorted(TABLES))]
     if a.list:
         for table in tables:
             for row in table.rows:
                 print(display_argv(row))
+        return 0
+    if a.render_only:
+        for table in tables:
+            replace_section(a.doc, table.name, rerender(table, a.runs))
         return 0
     if not a.questions.is_file():
         print(f"no question set at {a.questions}", file=sys.stderr)

@@ -11,13 +11,15 @@ Alembic records the applied revision in ``parrot_parents_alembic_version``, so t
 can share a database with an application's own alembic history.
 
 Every function here is synchronous (alembic is) and opens its own asyncpg connection; call
-it through ``asyncio.to_thread`` from async code. ``dsn`` defaults to
+it through ``asyncio.to_thread`` from async code. Concurrent calls are safe: they run one
+at a time within a process, and under an advisory lock across processes. ``dsn`` defaults to
 ``$PARROT_PARENTS_DSN``, else the embedded server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -52,6 +54,10 @@ VERSION_TABLE = "parrot_parents_alembic_version"
 DEFAULT_DIMENSION = 384
 
 T = TypeVar("T")
+
+# Alembic's ``context``/``op`` proxies are module globals: one command at a time per
+# process. Across processes, env.py takes a PostgreSQL advisory lock.
+_COMMAND_LOCK = threading.Lock()
 
 
 def script_location() -> Path:
@@ -135,7 +141,8 @@ def upgrade(
 
     cfg = alembic_config(dsn, collections=collections, dimension=dimension, schema=schema)
     cfg.attributes["created"] = created = []
-    command.upgrade(cfg, revision)
+    with _COMMAND_LOCK:
+        command.upgrade(cfg, revision)
     if collections:
         created += _with_connection(
             dsn,
@@ -157,7 +164,8 @@ def downgrade(
     never drops a collection it was not told about.
     """
     cfg = alembic_config(dsn, collections=collections, schema=schema)
-    command.downgrade(cfg, revision)
+    with _COMMAND_LOCK:
+        command.downgrade(cfg, revision)
 
 
 def current(dsn: str | None = None) -> str | None:

@@ -21,9 +21,10 @@ _MODE = r"^(parent|auto_merge:(0*\.[0-9]*[1-9][0-9]*|0*1(\.0*)?)|window:0*[1-9][
 
 
 def _is_object_with_type(column: str) -> str:
+    # coalesce: a missing 'type' gives NULL, which a CHECK would let through.
     return (
-        f"{column} IS NULL OR (jsonb_typeof({column}) = 'object'"
-        f" AND jsonb_typeof({column} -> 'type') = 'string')"
+        f"{column} IS NULL OR coalesce(jsonb_typeof({column}) = 'object'"
+        f" AND jsonb_typeof({column} -> 'type') = 'string', false)"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from parrot_parents.bots.modes import parse_mode
 from parrot_parents.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -25,6 +26,9 @@ class AbstractBot:
         context_search_limit: children kept after search and rerank; default 10.
         reranker: optional cross-encoder reranker applied to the children.
         rerank_candidates: children searched before reranking; default 4 x limit.
+        context_budget: context budget in characters of passage text (the unit of the
+            shared scorer's ``recall@Bc``); None (default) means no budget.
+        expansion_mode: ``parent`` (default), ``auto_merge:T`` or ``window:N``.
     """
 
     def __init__(
@@ -37,6 +41,8 @@ class AbstractBot:
         context_search_limit: int = 10,
         reranker: AbstractReranker | None = None,
         rerank_candidates: int | None = None,
+        context_budget: int | None = None,
+        expansion_mode: str = "parent",
     ) -> None:
         if store is None and parent_searcher is not None:
             # The seed's examples inject only the searcher; it knows its store.
@@ -63,6 +69,8 @@ class AbstractBot:
         self.context_search_limit = context_search_limit
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
+        self.context_budget = context_budget
+        self.expansion_mode = str(parse_mode(expansion_mode))
 
     def config(self) -> dict[str, Any]:
         """The bot's settings as plain values (for ``meta`` and the HTTP service)."""
@@ -71,6 +79,8 @@ class AbstractBot:
             "expand_to_parent": self.expand_to_parent,
             "context_search_limit": self.context_search_limit,
             "rerank_candidates": self.rerank_candidates,
+            "context_budget": self.context_budget,
+            "expansion_mode": self.expansion_mode,
             "reranker": None if self.reranker is None else self.reranker.to_dict(),
             "parent_searcher": None
             if self.parent_searcher is None

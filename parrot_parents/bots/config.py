@@ -46,6 +46,7 @@ __all__ = [
     "parse_assignment",
     "parse_expansion_mode",
     "validate_bot",
+    "validation_problems",
 ]
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -139,9 +140,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _problems(
+def validation_problems(
     exc: ValidationError, model: type[BaseModel], prefix: str = ""
 ) -> list[tuple[str, str]]:
+    """``[(dotted key, message), ...]`` of a pydantic error, in the package's wording:
+    ``unknown key (known keys: ...)``, ``required key is missing``, or pydantic's message
+    followed by ``got <value>``."""
     out = []
     for err in exc.errors(include_url=False):
         key = prefix + ".".join(str(p) for p in err["loc"])
@@ -157,15 +161,13 @@ def _problems(
 
 
 def _check_plugin(
-    key: str, config: dict[str, Any] | None, registry: Any
-) -> tuple[dict[str, Any] | None, list[tuple[str, str]]]:
-    if config is None:
-        return None, []
+    key: str, config: dict[str, Any], registry: Any
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     try:
         name, params = registry.validate(config)
     except ValidationError as exc:
         model = registry.config_model(config["type"])
-        return config, _problems(exc, model, f"{key}.")
+        return config, validation_problems(exc, model, f"{key}.")
     except ConfigurationError as exc:
         return config, [(f"{key}.type", exc.message)]
     return {"type": name, **params}, []
@@ -191,30 +193,31 @@ def validate_bot(
         raise BotConfigError(None, [("", f"expected a mapping of keys, got {_short(data)}")])
     values = {k: v for k, v in data.items() if k not in ("id", "created_at", "updated_at")}
     name = values.get("name") if isinstance(values.get("name"), str) else None
-    try:
-        settings = BotSettings.model_validate(values)
-    except ValidationError as exc:
-        raise BotConfigError(name, _problems(exc, BotSettings)) from None
     if registries is None:
         from parrot_parents.bots.registry import default_registries
 
         registries = default_registries()
     problems: list[tuple[str, str]] = []
-    reranker, bad = _check_plugin("reranker_config", settings.reranker_config, registries.rerankers)
-    problems += bad
-    searcher, bad = _check_plugin(
-        "parent_searcher_config", settings.parent_searcher_config, registries.parent_searchers
-    )
-    problems += bad
+    plugins: dict[str, dict[str, Any] | None] = {}
+    for key, registry in (
+        ("reranker_config", registries.rerankers),
+        ("parent_searcher_config", registries.parent_searchers),
+    ):
+        raw = values.get(key, BotSettings.model_fields[key].get_default(call_default_factory=True))
+        if isinstance(raw, dict):
+            plugins[key], bad = _check_plugin(key, raw, registry)
+            problems += bad
+    try:
+        settings = BotSettings.model_validate(values)
+    except ValidationError as exc:
+        raise BotConfigError(name, validation_problems(exc, BotSettings) + problems) from None
     if settings.expand_to_parent and settings.parent_searcher_config is None:
         problems.append(
             ("expand_to_parent", "true needs a parent_searcher_config, e.g. {'type': 'in_table'}")
         )
     if problems:
         raise BotConfigError(settings.name, problems)
-    return settings.model_copy(
-        update={"reranker_config": reranker, "parent_searcher_config": searcher}
-    )
+    return settings.model_copy(update=plugins)
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from parrot_parents.bots.context import format_context
 from parrot_parents.bots.expansion import expand_hits, group_by_parent
+from parrot_parents.bots.modes import ExpansionMode, parse_mode
+from parrot_parents.bots.packing import pack
 from parrot_parents.bots.passages import Hit, Passage
+from parrot_parents.bots.widening import auto_merge_passages, window_passages
 from parrot_parents.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -86,6 +89,8 @@ class VectorContextMixin:
         limit: int | None = None,
         filter: dict[str, Any] | None = None,
         rerank_candidates: int | None = None,
+        budget: int | None = None,
+        mode: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
         """Retrieve context for ``question``.
 
@@ -97,6 +102,11 @@ class VectorContextMixin:
                 ``context_search_limit``).
             filter: ``cmetadata`` containment filter passed to the store.
             rerank_candidates: children searched before reranking (default 4 x limit).
+            budget: context budget in characters of passage text (default: the bot's
+                ``context_budget``; None means no budget). See
+                :mod:`parrot_parents.bots.packing`.
+            mode: expansion mode, ``parent`` | ``auto_merge:T`` | ``window:N`` (default:
+                the bot's ``expansion_mode``, else ``parent``); used when expanding.
 
         Returns:
             ``(context, meta)``: the passages joined with source headers, and a dict with
@@ -113,6 +123,8 @@ class VectorContextMixin:
             limit=limit,
             filter=filter,
             rerank_candidates=rerank_candidates,
+            budget=budget,
+            mode=mode,
         )
         return retrieval.context, retrieval.meta
 
@@ -124,6 +136,8 @@ class VectorContextMixin:
         limit: int | None = None,
         filter: dict[str, Any] | None = None,
         rerank_candidates: int | None = None,
+        budget: int | None = None,
+        mode: str | None = None,
     ) -> Retrieval:
         """Run the pipeline and return structured passages (see :meth:`get_vector_context`)."""
         if not isinstance(question, str) or not question.strip():
@@ -137,6 +151,12 @@ class VectorContextMixin:
         if self.store is None:
             raise ConfigurationError("the bot has no store", hint="pass store=PgVectorStore(...)")
         k = _check_limit(resolve_override(limit, self.context_search_limit, 10), "limit")
+        chosen_mode = parse_mode(
+            resolve_override(mode, getattr(self, "expansion_mode", None), "parent")
+        )
+        chars = resolve_override(budget, getattr(self, "context_budget", None), None)
+        if chars is not None:
+            chars = _check_limit(chars, "budget")
         candidates = k
         if self.reranker is not None:
             candidates = _check_limit(
@@ -150,6 +170,7 @@ class VectorContextMixin:
             "expand_to_parent": expand,
             "expanded": False,
             "limit": k,
+            "mode": str(chosen_mode),
             "fallbacks": [],
             "timings_ms": {},
         }
@@ -174,7 +195,13 @@ class VectorContextMixin:
 
         passages = [Passage.from_hit(h) for h in hits]
         if expand:
-            passages = await self._expand_stage(hits, meta) or passages
+            passages = await self._expand_stage(hits, chosen_mode, meta) or passages
+        if chars is not None:
+            t = time.perf_counter()
+            packed = pack(passages, hits, chars)
+            passages = packed.passages
+            meta["packing"] = packed.meta()
+            meta["timings_ms"]["pack"] = _ms(t)
         meta["passages"] = len(passages)
         meta["context_chars"] = sum(len(p.text) for p in passages)
         meta["timings_ms"]["total"] = _ms(started)
@@ -211,13 +238,50 @@ class VectorContextMixin:
         finally:
             meta["timings_ms"]["rerank"] = _ms(t)
 
-    async def _expand_stage(self, hits: list[Hit], meta: dict[str, Any]) -> list[Passage] | None:
-        """Fold hits into their parents; None (keep the children) when the fetch fails."""
-        assert self.parent_searcher is not None
+    async def _expand_stage(
+        self, hits: list[Hit], mode: ExpansionMode, meta: dict[str, Any]
+    ) -> list[Passage] | None:
+        """Widen the hits per ``mode``; None (keep the children) when a fetch fails."""
+        assert self.parent_searcher is not None and self.store is not None
         t = time.perf_counter()
         parent_ids = list(group_by_parent(hits))
         try:
+            if mode.name == "window":
+                ranges = [
+                    (
+                        h.document_id,
+                        h.metadata["chunk_index"] - mode.window,
+                        h.metadata["chunk_index"] + mode.window,
+                    )
+                    for h in hits
+                    if h.document_id is not None and isinstance(h.metadata.get("chunk_index"), int)
+                ]
+                neighbours = await self.store.fetch_chunk_ranges(ranges)  # type: ignore[attr-defined]
+                parent_ids = list(
+                    dict.fromkeys(
+                        [
+                            *parent_ids,
+                            *(
+                                str(r.metadata["parent_document_id"])
+                                for rows in neighbours.values()
+                                for r in rows
+                                if r.metadata.get("parent_document_id")
+                            ),
+                        ]
+                    )
+                )
+                parents = await self.parent_searcher.fetch(parent_ids) if parent_ids else {}
+                passages = window_passages(hits, neighbours, parents, mode.window or 1, meta)
+                meta["expanded"] = any(p.kind == "window" for p in passages)
+                meta["timings_ms"]["expand"] = _ms(t)
+                return passages
             parents = await self.parent_searcher.fetch(parent_ids) if parent_ids else {}
+            if mode.name == "auto_merge":
+                children = await self.store.fetch_children(list(parents))
+                passages = auto_merge_passages(hits, parents, children, mode.threshold or 1.0, meta)
+                meta["expanded"] = any(p.kind != "child" for p in passages)
+                meta["timings_ms"]["expand"] = _ms(t)
+                return passages
         except Exception as exc:
             meta["fallbacks"].append(
                 {

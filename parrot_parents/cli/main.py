@@ -19,6 +19,10 @@ COMMAND_MODULES = [
     "parrot_parents.cli.ingest",
     "parrot_parents.cli.ask",
     "parrot_parents.cli.eval",
+    "parrot_parents.cli.migrate",
+    "parrot_parents.cli.bots",
+    "parrot_parents.cli.serve",
+    "parrot_parents.cli.backfill",
 ]
 
 

@@ -7,8 +7,14 @@
   question through the bot and times both (``parrot-parents eval``).
 """
 
-from parrot_parents.eval.questions import Question, Reference, check_references, load_questions
-from parrot_parents.eval.runner import EvalConfig, EvalResult, load_corpora, run_eval
+from parrot_parents.eval.questions import (
+    Question,
+    Reference,
+    check_references,
+    load_corpora,
+    load_questions,
+)
+from parrot_parents.eval.runner import EvalConfig, EvalResult, run_eval
 from parrot_parents.eval.scorer import load_run, score_run, write_run
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Question sets: a CSV of questions with character-span references into corpus files.
+"""Question sets: a CSV of questions with character-span references, and their corpora.
 
 Format (the one of the shared chunking benchmark)::
 
@@ -28,10 +28,21 @@ from pathlib import Path
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError, DocumentReadError
+from parrot_parents.loaders.readers import read_text_file
 
-__all__ = ["REQUIRED_COLUMNS", "Question", "Reference", "check_references", "load_questions"]
+__all__ = [
+    "CORPUS_SUFFIXES",
+    "REQUIRED_COLUMNS",
+    "Question",
+    "Reference",
+    "check_references",
+    "load_corpora",
+    "load_questions",
+]
 
 REQUIRED_COLUMNS = ("question", "references", "corpus_id")
+#: Corpus files read from the corpora directory.
+CORPUS_SUFFIXES = (".md", ".txt")
 
 
 @dataclass(frozen=True)
@@ -149,3 +160,30 @@ def check_references(questions: Sequence[Question], corpora: Mapping[str, str]) 
                     f"reads {text[ref.start : ref.end][:60]!r}, expected {ref.content[:60]!r}",
                     hint="offsets are Python str (character) indices into the UTF-8 file",
                 )
+
+
+def load_corpora(directory: str | Path) -> dict[str, str]:
+    """``{corpus_id: text}`` of every ``*.md``/``*.txt`` file directly in ``directory``.
+
+    Files are read as strict UTF-8 (a BOM is dropped), so that character offsets match
+    the ones of the question set.
+
+    Raises:
+        DocumentReadError: the directory is missing, or a file is not valid UTF-8.
+        ConfigurationError: no corpus file, or two files with the same corpus id.
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        raise DocumentReadError(str(d), "not a directory of corpus files")
+    corpora: dict[str, str] = {}
+    for path in sorted(d.iterdir()):
+        if not path.is_file() or path.suffix.lower() not in CORPUS_SUFFIXES:
+            continue
+        if path.stem in corpora:
+            raise ConfigurationError(f"two corpus files in {str(d)!r} have the id {path.stem!r}")
+        corpora[path.stem] = read_text_file(path).text
+    if not corpora:
+        raise ConfigurationError(
+            f"no corpus file in {str(d)!r}", hint="expected <corpus_id>.md or <corpus_id>.txt"
+        )
+    return corpora

@@ -25,14 +25,19 @@ import inspect
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
-from parrot_parents.eval.questions import Question, check_references, load_questions
+from parrot_parents.eval.questions import (
+    Question,
+    check_references,
+    load_corpora,
+    load_questions,
+)
 from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_OVERLAP,
@@ -40,20 +45,14 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_THRESHOLD,
     validate_parent_sizes,
 )
-from parrot_parents.loaders.readers import read_text_file
 
 __all__ = [
-    "CORPUS_SUFFIXES",
     "EvalConfig",
     "EvalResult",
-    "load_corpora",
     "passage_span",
     "percentile",
     "run_eval",
 ]
-
-#: Corpus files read from the corpora directory.
-CORPUS_SUFFIXES = (".md", ".txt")
 
 Log = Callable[[str], None]
 
@@ -179,7 +178,6 @@ class EvalResult:
     run_path: Path
     collection: str
     kept: bool
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``--json``)."""
@@ -195,35 +193,6 @@ class EvalResult:
             "collection": self.collection,
             "kept": self.kept,
         }
-
-
-def load_corpora(directory: str | Path) -> dict[str, str]:
-    """``{corpus_id: text}`` of every ``*.md``/``*.txt`` file directly in ``directory``.
-
-    Files are read as strict UTF-8 (a BOM is dropped), so that character offsets match
-    the ones of the question set.
-
-    Raises:
-        DocumentReadError: the directory is missing, or a file is not valid UTF-8.
-        ConfigurationError: no corpus file, or two files with the same corpus id.
-    """
-    d = Path(directory)
-    if not d.is_dir():
-        from parrot_parents.errors import DocumentReadError
-
-        raise DocumentReadError(str(d), "not a directory of corpus files")
-    corpora: dict[str, str] = {}
-    for path in sorted(d.iterdir()):
-        if not path.is_file() or path.suffix.lower() not in CORPUS_SUFFIXES:
-            continue
-        if path.stem in corpora:
-            raise ConfigurationError(f"two corpus files in {str(d)!r} have the id {path.stem!r}")
-        corpora[path.stem] = read_text_file(path).text
-    if not corpora:
-        raise ConfigurationError(
-            f"no corpus file in {str(d)!r}", hint="expected <corpus_id>.md or <corpus_id>.txt"
-        )
-    return corpora
 
 
 def passage_span(passage: Any, corpora: Mapping[str, str]) -> RunPassage:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from sqlalchemy import MetaData, Table, delete, event, func, select, text
+from sqlalchemy import Integer, MetaData, Table, and_, delete, event, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -463,6 +463,38 @@ class PgVectorStore(AbstractStore):
         for r in rows:
             meta = dict(r.cmetadata or {})
             out[str(meta["parent_document_id"])].append(
+                SearchResult(id=r.id, content=r.document, metadata=meta)
+            )
+        return dict(out)
+
+    async def fetch_chunk_ranges(
+        self, ranges: Sequence[tuple[str, int, int]]
+    ) -> dict[str, list[SearchResult]]:
+        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``.
+
+        One statement for all ranges; results per document, ordered by ``chunk_index``.
+        Used by the ``window:N`` expansion mode.
+        """
+        if not ranges:
+            return {}
+        engine, table = await self._ready()
+        doc_key = table.c.cmetadata["document_id"].astext
+        index = table.c.cmetadata["chunk_index"].astext.cast(Integer)
+        cond = or_(
+            *[and_(doc_key == str(d), index.between(int(lo), int(hi))) for d, lo, hi in ranges]
+        )
+        stmt = (
+            select(table.c.id, table.c.document, table.c.cmetadata)
+            .where(text(CHILD_PREDICATE))
+            .where(cond)
+            .order_by(doc_key, index)
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out: dict[str, list[SearchResult]] = defaultdict(list)
+        for r in rows:
+            meta = dict(r.cmetadata or {})
+            out[str(meta["document_id"])].append(
                 SearchResult(id=r.id, content=r.document, metadata=meta)
             )
         return dict(out)

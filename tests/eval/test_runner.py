@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.cli.main import main
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.eval.questions import load_questions
-from parrot_parents.eval.runner import EvalConfig, load_corpora, run_eval
+from parrot_parents.eval.questions import load_corpora, load_questions
+from parrot_parents.eval.runner import EvalConfig, run_eval
 from parrot_parents.eval.scorer import load_run, score_run
 from parrot_parents.stores.postgres import to_async_dsn
 

@@ -1,0 +1,213 @@
+"""``parrot-parents bots list|show|add|set|remove``: manage bot rows without SQL.
+
+Every write goes through :class:`~parrot_parents.bots.repository.BotRepository`, which
+validates exactly as the HTTP API does; a bad value is refused with a message naming the
+bot and the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from parrot_parents.cli.common import print_json
+from parrot_parents.stores.embedded import DSN_ENV
+
+__all__ = ["register"]
+
+
+def _dsn(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dsn",
+        default=None,
+        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
+    )
+
+
+def _json_arg(text: str) -> Any:
+    if text.lower() in ("none", "null"):
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = subparsers.add_parser("bots", help="list, add, change and remove bot rows")
+    sub = group.add_subparsers(dest="bots_command", required=True)
+
+    p = sub.add_parser("list", help="list the bot rows (invalid ones are flagged)")
+    _dsn(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_list)
+
+    p = sub.add_parser("show", help="print one bot row as JSON")
+    p.add_argument("name")
+    _dsn(p)
+    p.set_defaults(func=run_show)
+
+    p = sub.add_parser("add", help="create a bot row")
+    p.add_argument("name")
+    p.add_argument("--collection", required=True, help="collection (table) the bot searches")
+    p.add_argument("--description", default="", help="free text")
+    p.add_argument(
+        "--expand-to-parent",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="fold hits into their parents (default: off)",
+    )
+    p.add_argument(
+        "--expansion-mode", default="parent", help="parent | auto_merge:T | window:N (parent)"
+    )
+    p.add_argument("--limit", type=int, default=10, help="context_search_limit (10)")
+    p.add_argument("--budget", type=int, default=None, help="context_budget (default: none)")
+    p.add_argument(
+        "--reranker-config",
+        type=_json_arg,
+        default=None,
+        help='JSON, e.g. \'{"type": "cross_encoder", "model": "/models/ms-marco"}\'',
+    )
+    p.add_argument(
+        "--parent-searcher-config",
+        type=_json_arg,
+        default={"type": "in_table"},
+        help='JSON (default: \'{"type": "in_table"}\'), or none',
+    )
+    p.add_argument("--disabled", action="store_true", help="create it disabled")
+    _dsn(p)
+    p.set_defaults(func=run_add)
+
+    p = sub.add_parser(
+        "set",
+        help="change settings: key=value ...",
+        description="Values are JSON (true, 5, null, {...}); text keys (description, "
+        "collection, expansion_mode, name) take the text as is. A dotted key such as "
+        "reranker_config.batch_size=16 changes one key of a JSON config.",
+    )
+    p.add_argument("name")
+    p.add_argument("assignments", nargs="+", metavar="key=value")
+    _dsn(p)
+    p.set_defaults(func=run_set)
+
+    p = sub.add_parser("remove", help="delete a bot row")
+    p.add_argument("name")
+    _dsn(p)
+    p.set_defaults(func=run_remove)
+
+
+def _repo(args: argparse.Namespace) -> Any:
+    from parrot_parents.bots.repository import BotRepository
+
+    return BotRepository(args.dsn)
+
+
+def _status(row: dict[str, Any]) -> str:
+    from parrot_parents.bots.config import validate_bot
+    from parrot_parents.errors import BotConfigError
+
+    try:
+        validate_bot(row)
+    except BotConfigError as exc:
+        return "invalid: " + "; ".join(f"{k}: {m}" if k else m for k, m in exc.problems)
+    return "ok" if row["enabled"] else "disabled"
+
+
+async def run_list(args: argparse.Namespace) -> int:
+    async with _repo(args) as repo:
+        rows = await repo.list_rows()
+    if args.json:
+        print_json(
+            [{**{k: v for k, v in r.items() if k != "id"}, "status": _status(r)} for r in rows]
+        )
+        return 0
+    if not rows:
+        print("no bots (add one with `parrot-parents bots add NAME --collection C`)")
+        return 0
+    header = ("NAME", "COLLECTION", "EXPAND", "MODE", "LIMIT", "BUDGET", "RERANKER", "STATUS")
+    table = [header]
+    for r in rows:
+        reranker = (r["reranker_config"] or {}).get("type", "-") if r["reranker_config"] else "-"
+        table.append(
+            (
+                r["name"],
+                r["collection"],
+                "yes" if r["expand_to_parent"] else "no",
+                r["expansion_mode"],
+                str(r["context_search_limit"]),
+                "-" if r["context_budget"] is None else str(r["context_budget"]),
+                str(reranker),
+                _status(r),
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
+        print("  ".join([*cells, row[-1]]))
+    return 0
+
+
+async def run_show(args: argparse.Namespace) -> int:
+    async with _repo(args) as repo:
+        row = await repo.get_row(args.name)
+    print_json({**{k: v for k, v in row.items() if k != "id"}, "status": _status(row)})
+    return 0
+
+
+async def _warn_missing_collection(repo: Any, collection: str) -> None:
+    from parrot_parents.bots.manager import collection_exists
+
+    if not await collection_exists(await repo.engine(), collection):
+        print(
+            f"warning: collection {collection!r} does not exist yet; the bot will not load "
+            f"until you ingest into it (or run `parrot-parents migrate --collection "
+            f"{collection}`)",
+            file=sys.stderr,
+        )
+
+
+async def run_add(args: argparse.Namespace) -> int:
+    data = {
+        "name": args.name,
+        "collection": args.collection,
+        "description": args.description,
+        "expand_to_parent": args.expand_to_parent,
+        "expansion_mode": args.expansion_mode,
+        "context_search_limit": args.limit,
+        "context_budget": args.budget,
+        "reranker_config": args.reranker_config,
+        "parent_searcher_config": args.parent_searcher_config,
+        "enabled": not args.disabled,
+    }
+    async with _repo(args) as repo:
+        settings = await repo.create(data)
+        await _warn_missing_collection(repo, settings.collection)
+    print(f"added bot {settings.name!r} on collection {settings.collection!r}")
+    return 0
+
+
+async def run_set(args: argparse.Namespace) -> int:
+    from parrot_parents.bots.config import parse_assignment
+
+    changes = dict(parse_assignment(a) for a in args.assignments)
+    async with _repo(args) as repo:
+        before = await repo.get_row(args.name)
+        settings = await repo.update(args.name, changes)
+        if settings.collection != before["collection"]:
+            await _warn_missing_collection(repo, settings.collection)
+    after = settings.model_dump()
+    for key in sorted(after):
+        if before.get(key) != after[key]:
+            print(f"{settings.name}: {key}: {before.get(key)!r} -> {after[key]!r}")
+    if all(before.get(k) == v for k, v in after.items()):
+        print(f"{settings.name}: no change")
+    return 0
+
+
+async def run_remove(args: argparse.Namespace) -> int:
+    async with _repo(args) as repo:
+        await repo.delete(args.name)
+    print(f"removed bot {args.name!r}")
+    return 0

@@ -1,0 +1,109 @@
+"""``parrot-parents serve``: the HTTP service over the bots of the database."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from parrot_parents.stores.embedded import DSN_ENV
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from parrot_parents.server.app import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
+
+    p = subparsers.add_parser(
+        "serve",
+        help="serve the bots over HTTP",
+        description="Loads every enabled bot row and serves /api/v1 (see /openapi.json). "
+        "A bad row is reported and skipped. /ask needs PARROT_PARENTS_LLM_BASE_URL and "
+        "PARROT_PARENTS_LLM_MODEL (and optionally PARROT_PARENTS_LLM_API_KEY).",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (8080; 0 picks a free one)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help=f"bearer token required on every route but /health (default: ${TOKEN_ENV}; "
+        "none: no auth, and bot writes over HTTP are refused)",
+    )
+    p.add_argument(
+        "--dsn",
+        default=None,
+        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
+    )
+    p.add_argument(
+        "--model", default=None, help="embedding model name or path (default: all-MiniLM-L6-v2)"
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"request body limit in bytes ({DEFAULT_MAX_BODY_BYTES})",
+    )
+    p.add_argument(
+        "--auto-reload",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="reload changed bot rows before each request (default: on)",
+    )
+    p.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from parrot_parents.bots.llm import ChatCompletionsClient
+    from parrot_parents.bots.manager import BotManager
+    from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+    from parrot_parents.server.app import TOKEN_ENV, create_app
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    llm = ChatCompletionsClient.from_env()
+    embedding = SentenceTransformerEmbeddings(args.model)
+    await asyncio.to_thread(embedding.warm_up)
+    manager = BotManager(args.dsn, embedding=embedding)
+    try:
+        report = await manager.load()
+        app = create_app(
+            manager,
+            token=token,
+            llm=llm,
+            max_body_bytes=args.max_body_bytes,
+            auto_reload=args.auto_reload,
+            close_on_cleanup=True,
+        )
+    except BaseException:
+        await manager.close()
+        if llm is not None:
+            await llm.close()
+        raise
+    if report.failed:
+        print(f"{len(report.failed)} bot(s) not loaded (see the warnings above)", file=sys.stderr)
+    runner = web.AppRunner(app, access_log_format='%a "%r" %s %Tfs')
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        addresses = ", ".join(f"http://{h}:{p}" for h, p, *_ in runner.addresses)
+        print(
+            f"serving {len(manager.bots)} bot(s) on {addresses} "
+            f"(auth: {'bearer token' if token else 'none'}; "
+            f"ask: {'LLM ' + llm.settings.model if llm else 'off, no LLM configured'})",
+            flush=True,
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        print("stopping", file=sys.stderr)
+    finally:
+        await runner.cleanup()
+    return 0

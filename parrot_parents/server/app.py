@@ -1,0 +1,90 @@
+"""The aiohttp application of ``parrot-parents serve``.
+
+Endpoints (see ``/openapi.json``)::
+
+    GET    /health                          database + parent-searcher readiness (no token)
+    GET    /api/v1/bots                     the bots, loaded and failed
+    GET    /api/v1/bots/{name}              one bot's row and status
+    PUT    /api/v1/bots/{name}              create or replace a bot      (needs a token)
+    PATCH  /api/v1/bots/{name}              change some settings         (needs a token)
+    DELETE /api/v1/bots/{name}              remove a bot                 (needs a token)
+    POST   /api/v1/bots/{name}/context      passages + meta for a question
+    POST   /api/v1/bots/{name}/ask          LLM answer (501 without an LLM)
+    POST   /api/v1/reload                   rebuild every bot now
+    GET    /openapi.json, /openapi.yaml     this contract
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from parrot_parents.bots.llm import ChatCompletionsClient
+from parrot_parents.bots.manager import BotManager
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.server.middleware import auth_middleware, error_middleware
+from parrot_parents.server.routes import routes
+from parrot_parents.server.state import STATE, ServerState
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKEN_ENV", "create_app"]
+
+#: Environment variable holding the bearer token of ``parrot-parents serve``.
+TOKEN_ENV = "PARROT_PARENTS_TOKEN"
+#: Default request body limit: 64 KiB.
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+
+def create_app(
+    manager: BotManager,
+    *,
+    token: str | None = None,
+    llm: ChatCompletionsClient | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    auto_reload: bool = True,
+    close_on_cleanup: bool = False,
+) -> web.Application:
+    """Build the application around a loaded :class:`BotManager`.
+
+    Args:
+        manager: the bots (call ``await manager.load()`` first, or let the first request's
+            refresh load them).
+        token: bearer token required on every route but ``/health``; None: no auth, and
+            bot writes over HTTP are refused (403).
+        llm: the chat-completions client of ``/ask``; None: ``/ask`` answers 501.
+        max_body_bytes: request body limit (bytes), default 64 KiB; larger bodies get 413.
+        auto_reload: before each request, reload the bot rows that changed (one small
+            query), so a row edited with ``parrot-parents bots set`` applies at once.
+        close_on_cleanup: close the manager and the LLM client when the app shuts down.
+
+    Raises:
+        ConfigurationError: an empty token or a non-positive body limit.
+    """
+    if token is not None and not token.strip():
+        raise ConfigurationError("the bearer token must not be empty")
+    if (
+        isinstance(max_body_bytes, bool)
+        or not isinstance(max_body_bytes, int)
+        or max_body_bytes < 1
+    ):
+        raise ConfigurationError(f"max_body_bytes must be an int >= 1, got {max_body_bytes!r}")
+    app = web.Application(
+        middlewares=[error_middleware, auth_middleware(token)],
+        client_max_size=max_body_bytes,
+    )
+    app[STATE] = ServerState(
+        manager=manager,
+        llm=llm,
+        writes_enabled=token is not None,
+        max_body_bytes=max_body_bytes,
+        auto_reload=auto_reload,
+    )
+    app.add_routes(routes)
+
+    async def cleanup(app: web.Application) -> None:
+        if close_on_cleanup:
+            state = app[STATE]
+            if state.llm is not None:
+                await state.llm.close()
+            await state.manager.close()
+
+    app.on_cleanup.append(cleanup)
+    return app

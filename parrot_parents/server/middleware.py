@@ -1,0 +1,139 @@
+"""Middlewares of the HTTP service: bearer-token auth, and errors as JSON.
+
+Every error answer is ``{"error": message, "details": [...], "request_id": id}``. The
+message is written for the client; SQL text, driver messages and tracebacks only go to
+the server's log (under the same ``request_id``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy.exc import SQLAlchemyError
+
+from parrot_parents.errors import (
+    BotConfigError,
+    BotNotFoundError,
+    ConfigurationError,
+    LLMError,
+    LLMNotConfiguredError,
+    StoreError,
+)
+from parrot_parents.server.schemas import BadRequest
+from parrot_parents.server.state import STATE
+
+__all__ = ["PUBLIC_PATHS", "auth_middleware", "error_middleware", "json_error", "json_response"]
+
+logger = logging.getLogger("parrot_parents.server")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: Paths served without a token.
+PUBLIC_PATHS = frozenset({"/health"})
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    """A JSON response (non-JSON values such as datetimes become strings)."""
+    return web.json_response(data, status=status, dumps=_dumps)
+
+
+def json_error(
+    status: int,
+    message: str,
+    *,
+    request: web.Request | None = None,
+    details: list[dict[str, str]] | None = None,
+    hint: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    """The error body shared by every failure."""
+    body: dict[str, Any] = {"error": message}
+    if hint:
+        body["hint"] = hint
+    if details:
+        body["details"] = details
+    if request is not None and "request_id" in request:
+        body["request_id"] = request["request_id"]
+    resp = json_response(body, status=status)
+    if headers:
+        resp.headers.update(headers)
+    return resp
+
+
+def auth_middleware(token: str | None) -> Callable[[web.Request, Handler], Awaitable[Any]]:
+    """Require ``Authorization: Bearer <token>`` on every path but :data:`PUBLIC_PATHS`.
+
+    With ``token=None`` every request passes. The comparison is constant-time.
+    """
+    expected = None if token is None else token.encode()
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if expected is None or request.path in PUBLIC_PATHS:
+            return await handler(request)
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+            return json_error(
+                401,
+                "missing or wrong bearer token",
+                request=request,
+                hint="send the header 'Authorization: Bearer <token>'",
+                headers={"WWW-Authenticate": 'Bearer realm="parrot-parents"'},
+            )
+        return await handler(request)
+
+    return middleware
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Map exceptions to JSON errors; log unexpected ones with their traceback."""
+    request["request_id"] = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex[:16]
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        message = exc.reason
+        if exc.status == 413:
+            message = (
+                f"the body is larger than the limit of {request.app[STATE].max_body_bytes} bytes"
+            )
+        response = json_error(exc.status, message, request=request)
+        if exc.status == 405 and "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+    except BadRequest as exc:
+        response = json_error(400, exc.message, request=request, details=exc.details)
+    except BotNotFoundError as exc:
+        response = json_error(404, exc.message, request=request, hint=exc.hint)
+    except BotConfigError as exc:
+        details = [{"key": k, "message": m} for k, m in exc.problems]
+        response = json_error(400, exc.message, request=request, details=details, hint=exc.hint)
+    except LLMNotConfiguredError as exc:
+        response = json_error(501, exc.message, request=request, hint=exc.hint)
+    except LLMError as exc:
+        logger.warning("[%s] LLM failure: %s", request["request_id"], exc)
+        status = "" if exc.status is None else f" (HTTP {exc.status})"
+        response = json_error(502, f"the LLM request failed{status}", request=request)
+    except ConfigurationError as exc:
+        response = json_error(400, exc.message, request=request, hint=exc.hint)
+    except (StoreError, SQLAlchemyError):
+        logger.exception("[%s] database failure", request["request_id"])
+        response = json_error(503, "the database is unavailable", request=request)
+    except Exception:
+        logger.exception(
+            "[%s] unhandled error on %s %s", request["request_id"], request.method, request.path
+        )
+        response = json_error(500, "internal error", request=request)
+    response.headers["X-Request-Id"] = request["request_id"]
+    return response

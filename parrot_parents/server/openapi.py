@@ -1,0 +1,268 @@
+"""OpenAPI 3.1 description of the HTTP service.
+
+:func:`build_spec` derives the request schemas from the pydantic models the service
+validates with, so the description cannot drift from the validation. The same document is
+shipped as ``openapi.json`` and ``openapi.yaml`` next to this module; regenerate both with
+``python -m parrot_parents.server.openapi`` (a test checks that they are current).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from parrot_parents import __version__
+from parrot_parents.bots.config import BotSettings
+from parrot_parents.server.schemas import AskRequest, ContextRequest
+
+__all__ = ["build_spec", "shipped_yaml"]
+
+_REF = "#/components/schemas/{model}"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": _json(_ref("Error"))}
+
+
+_PASSAGE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "text": {"type": "string"},
+        "source": {"type": ["string", "null"]},
+        "document_id": {"type": ["string", "null"]},
+        "start_index": {"type": ["integer", "null"], "description": "character offset"},
+        "end_index": {"type": ["integer", "null"], "description": "character offset"},
+        "score": {"type": ["number", "null"], "description": "cosine similarity, higher is better"},
+        "kind": {"enum": ["child", "parent", "parent_chunk", "window", "merged"]},
+        "child_ids": {"type": "array", "items": {"type": "string"}},
+    },
+}
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {"type": "string"},
+        "hint": {"type": "string"},
+        "details": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"key": {"type": "string"}, "message": {"type": "string"}},
+            },
+        },
+        "request_id": {"type": "string"},
+    },
+}
+_CONTEXT_RESPONSE = {
+    "type": "object",
+    "properties": {
+        "bot": {"type": "string"},
+        "context": {"type": "string", "description": "passages joined under source headers"},
+        "passages": {"type": "array", "items": _ref("Passage")},
+        "meta": {"type": "object", "description": "children, parents, fallbacks, timings_ms"},
+    },
+}
+_ASK_RESPONSE = {
+    "type": "object",
+    "properties": {
+        "bot": {"type": "string"},
+        "answer": {"type": "string"},
+        "passages": {"type": "array", "items": _ref("Passage")},
+        "meta": {"type": "object", "description": "retrieval meta plus meta.llm"},
+    },
+}
+_BOT = {
+    "allOf": [
+        _ref("BotSettings"),
+        {
+            "type": "object",
+            "properties": {
+                "status": {"enum": ["loaded", "failed", "disabled"]},
+                "error": {"type": "string"},
+                "created_at": {"type": "string", "format": "date-time"},
+                "updated_at": {"type": "string", "format": "date-time"},
+            },
+        },
+    ]
+}
+_HEALTH = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["ok", "degraded", "unavailable"]},
+        "database": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        "bots": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {"parent_searcher": {"type": ["boolean", "null"]}},
+            },
+        },
+        "failed_bots": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+_AUTH = [{"bearer": []}]
+_COMMON = {
+    "401": _error("missing or wrong bearer token (when the server has one)"),
+    "404": _error("no bot of that name"),
+}
+
+
+def _op(summary: str, responses: dict[str, Any], body: str | None = None) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "security": _AUTH, "responses": responses}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": _json(_ref(body))}
+    return op
+
+
+def _ok(schema_name: str, description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": _json(_ref(schema_name))}
+
+
+@cache
+def build_spec() -> dict[str, Any]:
+    """The OpenAPI document as a dict."""
+    schemas = {
+        m.__name__: m.model_json_schema(ref_template=_REF)
+        for m in (ContextRequest, AskRequest, BotSettings)
+    }
+    put = dict(schemas["BotSettings"], required=["collection"], title="BotWrite")
+    patch = {
+        "type": "object",
+        "description": "Any subset of the BotSettings keys; dotted keys such as "
+        "'reranker_config.batch_size' change one key of a JSON config.",
+    }
+    schemas.update(
+        BotWrite=put,
+        BotPatch=patch,
+        Passage=_PASSAGE,
+        Error=_ERROR,
+        ContextResponse=_CONTEXT_RESPONSE,
+        AskResponse=_ASK_RESPONSE,
+        Bot=_BOT,
+        Health=_HEALTH,
+    )
+    bad = {"400": _error("malformed body: the message and details say what is wrong")}
+    big = {"413": _error("body larger than the limit (64 KiB by default)")}
+    unavailable = {"503": _error("the bot failed to load, or the database is unavailable")}
+    writes = {"403": _error("bot writes are disabled (the server has no token)")}
+    bot_path = {
+        "parameters": [_NAME],
+        "get": _op("One bot's row and load status", {"200": _ok("Bot"), **_COMMON}),
+        "put": _op(
+            "Create a bot, or replace its settings",
+            {"200": _ok("Bot"), "201": _ok("Bot", "created"), **bad, **writes, **_COMMON},
+            "BotWrite",
+        ),
+        "patch": _op(
+            'Change some settings, e.g. {"expand_to_parent": true}',
+            {"200": _ok("Bot"), **bad, **writes, **_COMMON},
+            "BotPatch",
+        ),
+        "delete": _op("Remove a bot", {"204": {"description": "removed"}, **writes, **_COMMON}),
+    }
+    paths = {
+        "/health": {
+            "get": {
+                "summary": "Database and parent-searcher readiness (no token needed)",
+                "security": [],
+                "responses": {
+                    "200": _ok("Health", "the database is up"),
+                    "503": _ok("Health", "the database is down"),
+                },
+            }
+        },
+        "/api/v1/bots": {
+            "get": _op(
+                "The bots, loaded and failed",
+                {
+                    "200": {
+                        "description": "OK",
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {"bots": {"type": "array", "items": _ref("Bot")}},
+                            }
+                        ),
+                    },
+                    "401": _COMMON["401"],
+                },
+            )
+        },
+        "/api/v1/bots/{name}": bot_path,
+        "/api/v1/bots/{name}/context": {
+            "parameters": [_NAME],
+            "post": _op(
+                "Retrieve the passages for a question",
+                {"200": _ok("ContextResponse"), **bad, **big, **_COMMON, **unavailable},
+                "ContextRequest",
+            ),
+        },
+        "/api/v1/bots/{name}/ask": {
+            "parameters": [_NAME],
+            "post": _op(
+                "Answer a question with the LLM, from the bot's passages",
+                {
+                    "200": _ok("AskResponse"),
+                    **bad,
+                    **big,
+                    **_COMMON,
+                    "501": _error("no LLM is configured"),
+                    "502": _error("the LLM request failed"),
+                    **unavailable,
+                },
+                "AskRequest",
+            ),
+        },
+        "/api/v1/reload": {
+            "post": _op("Rebuild every bot from its row now", {"200": {"description": "OK"}})
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "parrot-parents",
+            "version": __version__,
+            "description": "Parent-child retrieval bots over HTTP. Send "
+            "'Authorization: Bearer <token>' when the server was started with a token.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def shipped_yaml() -> str:
+    """The ``openapi.yaml`` file shipped with the package."""
+    return (resources.files(__package__) / "openapi.yaml").read_text(encoding="utf-8")
+
+
+def write_files(directory: Path | None = None) -> None:
+    """Write ``openapi.json`` and ``openapi.yaml`` (needs PyYAML)."""
+    import yaml
+
+    out = directory or Path(__file__).parent
+    spec = json.loads(json.dumps(build_spec()))  # no shared objects: no YAML anchors
+    (out / "openapi.json").write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+    (out / "openapi.yaml").write_text(
+        yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
+
+
+if __name__ == "__main__":
+    write_files()

@@ -1,0 +1,233 @@
+"""Handlers of the HTTP service. They parse, call the bots, and format; no logic of their own.
+
+See :mod:`parrot_parents.server.openapi` (served at ``/openapi.json``) for the contract.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy.exc import SQLAlchemyError
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.bots.prompt import retrieval_overrides
+from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
+from parrot_parents.server.middleware import json_error, json_response
+from parrot_parents.server.schemas import AskRequest, ContextRequest, read_body, read_object
+from parrot_parents.server.state import STATE, ServerState
+
+__all__ = ["routes"]
+
+logger = logging.getLogger("parrot_parents.server")
+routes = web.RouteTableDef()
+
+
+def _state(request: web.Request) -> ServerState:
+    return request.app[STATE]
+
+
+async def _refresh(request: web.Request) -> None:
+    """Pick up changed bot rows (cheap when nothing changed); keep serving on failure."""
+    state = _state(request)
+    if not state.auto_reload:
+        return
+    try:
+        await state.manager.refresh()
+    except (StoreError, SQLAlchemyError) as exc:
+        logger.warning("[%s] could not refresh the bots: %s", request["request_id"], exc)
+
+
+def _describe(bot: Chatbot) -> dict[str, Any]:
+    settings = getattr(bot, "settings", None)
+    data = settings.model_dump() if settings is not None else bot.config()
+    return {**data, "status": "loaded"}
+
+
+def _lookup(request: web.Request) -> Chatbot | web.Response:
+    name = request.match_info["name"]
+    try:
+        return _state(request).manager.get(name)
+    except BotConfigError:
+        reason = _state(request).manager.errors.get(name, "invalid configuration")
+        return json_error(
+            503,
+            f"bot {name!r} is not available: it failed to load",
+            request=request,
+            details=[{"key": "", "message": reason}],
+            hint="fix its row (`parrot-parents bots set`), it reloads on the next request",
+        )
+
+
+@routes.get("/health")
+async def health(request: web.Request) -> web.Response:
+    """Database and each bot's parent-searcher readiness; 503 when the database is down."""
+    await _refresh(request)
+    h = await _state(request).manager.health()
+    searchers_ok = all(b["parent_searcher"] is not False for b in h["bots"].values())
+    if not h["database"]:
+        status = "unavailable"
+    elif searchers_ok and not h["failed"]:
+        status = "ok"
+    else:
+        status = "degraded"
+    body = {
+        "status": status,
+        "database": {"ok": h["database"]},
+        "bots": h["bots"],
+        "failed_bots": h["failed"],
+    }
+    return json_response(body, status=200 if h["database"] else 503)
+
+
+@routes.get("/api/v1/bots")
+async def list_bots(request: web.Request) -> web.Response:
+    """The loaded bots, and the enabled rows that failed to load."""
+    await _refresh(request)
+    manager = _state(request).manager
+    bots = [_describe(b) for _, b in sorted(manager.bots.items())]
+    failed = [
+        {"name": n, "status": "failed", "error": reason}
+        for n, reason in sorted(manager.errors.items())
+    ]
+    return json_response({"bots": bots + failed})
+
+
+@routes.get("/api/v1/bots/{name}")
+async def get_bot(request: web.Request) -> web.Response:
+    """One bot's row (also when disabled or invalid) and its load status."""
+    await _refresh(request)
+    return await _bot_row(request, request.match_info["name"])
+
+
+async def _bot_row(request: web.Request, name: str, status: int = 200) -> web.Response:
+    manager = _state(request).manager
+    row = await manager.repository.get_row(name)
+    row = {k: v for k, v in row.items() if k != "id"}
+    if name in manager.bots:
+        row["status"] = "loaded"
+    elif name in manager.errors:
+        row.update(status="failed", error=manager.errors[name])
+    else:
+        row["status"] = "disabled"
+    return json_response(row, status=status)
+
+
+def _writes_refused(request: web.Request) -> web.Response | None:
+    if _state(request).writes_enabled:
+        return None
+    return json_error(
+        403,
+        "bot writes are disabled on a server without a token",
+        request=request,
+        hint="start the server with --token (or PARROT_PARENTS_TOKEN), or use "
+        "`parrot-parents bots`",
+    )
+
+
+async def _after_write(request: web.Request, name: str, status: int) -> web.Response:
+    """Load the change at once, then answer with the row and its load status."""
+    await _state(request).manager.refresh()
+    if status == 204:
+        return web.Response(status=204)
+    return await _bot_row(request, name, status)
+
+
+@routes.put("/api/v1/bots/{name}")
+async def put_bot(request: web.Request) -> web.Response:
+    """Create the bot, or replace all its settings (absent keys take their defaults)."""
+    refused = _writes_refused(request)
+    if refused is not None:
+        return refused
+    name = request.match_info["name"]
+    data = await read_object(request)
+    _, created = await _state(request).manager.repository.put(name, data)
+    return await _after_write(request, name, 201 if created else 200)
+
+
+@routes.patch("/api/v1/bots/{name}")
+async def patch_bot(request: web.Request) -> web.Response:
+    """Change some settings, e.g. ``{"expand_to_parent": true}``; validated as a whole."""
+    refused = _writes_refused(request)
+    if refused is not None:
+        return refused
+    name = request.match_info["name"]
+    changes = await read_object(request)
+    settings = await _state(request).manager.repository.update(name, changes)
+    return await _after_write(request, settings.name, 200)
+
+
+@routes.delete("/api/v1/bots/{name}")
+async def delete_bot(request: web.Request) -> web.Response:
+    """Remove the bot's row."""
+    refused = _writes_refused(request)
+    if refused is not None:
+        return refused
+    name = request.match_info["name"]
+    await _state(request).manager.repository.delete(name)
+    return await _after_write(request, name, 204)
+
+
+@routes.post("/api/v1/reload")
+async def reload(request: web.Request) -> web.Response:
+    """Rebuild every bot from its row now."""
+    report = await _state(request).manager.reload()
+    return json_response(
+        {"loaded": report.loaded, "failed": report.failed, "removed": report.removed}
+    )
+
+
+@routes.post("/api/v1/bots/{name}/context")
+async def context(request: web.Request) -> web.Response:
+    """The passages a bot retrieves for a question, with ``meta``."""
+    await _refresh(request)
+    bot = _lookup(request)
+    if isinstance(bot, web.Response):
+        return bot
+    body = await read_body(request, ContextRequest)
+    kwargs = retrieval_overrides(bot, **body.overrides())
+    retrieval = await bot.retrieve(body.question, **kwargs)
+    return json_response(
+        {
+            "bot": bot.name,
+            "context": retrieval.context,
+            "passages": [p.to_dict() for p in retrieval.passages],
+            "meta": retrieval.meta,
+        }
+    )
+
+
+@routes.post("/api/v1/bots/{name}/ask")
+async def ask(request: web.Request) -> web.Response:
+    """The LLM's answer from the bot's passages; 501 when no LLM is configured."""
+    llm = _state(request).llm
+    if llm is None:
+        raise LLMNotConfiguredError(
+            "no LLM is configured on this server",
+            hint="set PARROT_PARENTS_LLM_BASE_URL and PARROT_PARENTS_LLM_MODEL before "
+            "`parrot-parents serve`, or use /context",
+        )
+    await _refresh(request)
+    bot = _lookup(request)
+    if isinstance(bot, web.Response):
+        return bot
+    body = await read_body(request, AskRequest)
+    answer = await bot.ask(body.question, llm=llm, max_tokens=body.max_tokens, **body.overrides())
+    return json_response({"bot": bot.name, **answer.to_dict()})
+
+
+@routes.get("/openapi.json")
+async def openapi_json(request: web.Request) -> web.Response:
+    """The OpenAPI 3.1 description of this service."""
+    from parrot_parents.server.openapi import build_spec
+
+    return json_response(build_spec())
+
+
+@routes.get("/openapi.yaml")
+async def openapi_yaml(request: web.Request) -> web.Response:
+    """The same description as YAML (the file shipped with the package)."""
+    from parrot_parents.server.openapi import shipped_yaml
+
+    return web.Response(text=shipped_yaml(), content_type="application/yaml")

@@ -1,0 +1,32 @@
+"""What the HTTP handlers share: the bot manager, the LLM client and the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from parrot_parents.bots.llm import ChatCompletionsClient
+from parrot_parents.bots.manager import BotManager
+
+__all__ = ["STATE", "ServerState"]
+
+
+@dataclass
+class ServerState:
+    """Attributes:
+    manager: the loaded bots.
+    llm: the chat-completions client, or None (``ask`` answers 501).
+    writes_enabled: bot writes (PUT/PATCH/DELETE) are allowed; only with a token.
+    max_body_bytes: request body limit in bytes.
+    auto_reload: refresh changed bot rows before each request.
+    """
+
+    manager: BotManager
+    llm: ChatCompletionsClient | None
+    writes_enabled: bool
+    max_body_bytes: int
+    auto_reload: bool
+
+
+STATE = web.AppKey("parrot_parents_state", ServerState)

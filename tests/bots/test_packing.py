@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import pytest
+
+from parrot_parents.bots.packing import SourceIndex, pack
+from parrot_parents.bots.passages import Hit, Passage
+
+SOURCE = "".join(f"Sentence {i:03d} of the source text. " for i in range(200))  # 6000 chars
+
+
+def child(i: int, start: int, end: int, rank: int, parent: str = "P") -> Hit:
+    return Hit(f"c{i}", SOURCE[start:end],
+               {"document_id": "d", "start_index": start, "end_index": end,
+                "parent_document_id": parent}, 0.9 - rank / 100, rank)
+
+
+def parent_passage(start: int, end: int, hits: list[Hit], rank: int = 0) -> Passage:
+    return Passage(f"P{start}", SOURCE[start:end], "parent_chunk", 0.9, rank, "d", start, end,
+                   None, [h.id for h in hits])
+
+
+def test_a_parent_that_fits_is_taken_whole() -> None:
+    h = child(1, 100, 200, 0)
+    result = pack([parent_passage(0, 1000, [h])], [h], 1500)
+    assert [(p.start_index, p.end_index, p.kind) for p in result.passages] == [
+        (0, 1000, "parent_chunk")]
+    assert result.used == 1000 and not result.substituted
+
+
+@pytest.mark.parametrize("budget", [150, 400, 999])
+def test_a_parent_that_does_not_fit_becomes_a_window_around_its_hits(budget: int) -> None:
+    hits = [child(1, 2000, 2100, 0), child(2, 2300, 2400, 1)]
+    result = pack([parent_passage(0, 4000, hits)], hits, budget)
+    assert result.used <= budget
+    assert result.substituted and result.substituted[0]["id"] == "P0"
+    assert all(p.kind == "window" for p in result.passages)
+    for p in result.passages:
+        assert p.text == SOURCE[p.start_index:p.end_index]
+    spans = [(p.start_index, p.end_index) for p in result.passages]
+    # The best hit is always inside a window; growth is symmetric around the hits.
+    assert any(s <= 2000 and 2100 <= e for s, e in spans)
+    if budget >= 400:
+        assert any(s <= 2300 and 2400 <= e for s, e in spans)  # the second hit too
+        assert result.used >= budget - 2
+    if budget == 999:
+        assert len(spans) == 1  # the two windows grew into each other
+
+
+def test_overlapping_and_touching_spans_are_merged_never_repeated() -> None:
+    a, b = child(1, 0, 300, 0), child(2, 200, 500, 1)
+    c = child(3, 500, 700, 2)
+    passages = [Passage.from_hit(h) for h in (a, b, c)]
+    result = pack(passages, [a, b, c], 10_000)
+    assert [(p.start_index, p.end_index) for p in result.passages] == [(0, 700)]
+    assert result.passages[0].text == SOURCE[0:700]
+    assert result.passages[0].kind == "merged"
+    assert result.used == 700
+
+
+def test_nothing_beyond_the_budget_and_cut_children_are_reported() -> None:
+    hits = [child(i, i * 1000, i * 1000 + 400, i) for i in range(5)]
+    result = pack([Passage.from_hit(h) for h in hits], hits, 1000)
+    assert result.used == 1000
+    assert sum(len(p.text) for p in result.passages) == 1000
+    assert result.truncated == ["c2"]
+    assert result.cut == ["c3", "c4"]
+    third = result.passages[2]
+    assert third.text == SOURCE[third.start_index:third.end_index]
+
+
+def test_overlapping_parent_chunks_join_into_one_source() -> None:
+    idx = SourceIndex()
+    idx.add("d", 0, SOURCE[0:4000])
+    idx.add("d", 3800, SOURCE[3800:6000])
+    assert idx.slice("d", 3500, 4500) == SOURCE[3500:4500]
+    assert idx.slice("x", 0, 10) is None
+
+
+def test_rank_order_is_kept() -> None:
+    a, b = child(1, 3000, 3100, 0), child(2, 100, 200, 1)
+    result = pack([Passage.from_hit(a), Passage.from_hit(b)], [a, b], 5000)
+    assert [p.start_index for p in result.passages] == [3000, 100]

@@ -75,14 +75,24 @@ async def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     ap.add_argument("--runs", default=str(ROOT / ".bench" / "runs"))
     ap.add_argument("--dsn", default=None)
+    ap.add_argument("--child-sizes", default=None,
+                    help="comma-separated child sizes to run instead of the default grid")
+    ap.add_argument("--queries", default=None,
+                    help="comma-separated indexes into QUERIES to run (default: all)")
     args = ap.parse_args()
+    ingests = INGESTS
+    if args.child_sizes:
+        ingests = [(f"c{c}/p4000", int(c), True, 4000) for c in args.child_sizes.split(",")]
+    queries = QUERIES
+    if args.queries:
+        queries = [QUERIES[int(i)] for i in args.queries.split(",")]
     questions = load_questions(BENCH / "chunking_eval" / "questions.csv")
     corpora = load_corpora(BENCH / "chunking_eval" / "corpora")
     emb = SentenceTransformerEmbeddings()
     runs_dir = Path(args.runs)
     runs_dir.mkdir(parents=True, exist_ok=True)
     rows: list[str] = []
-    for ilabel, child, late, parent in INGESTS:
+    for ilabel, child, late, parent in ingests:
         store = PgVectorStore(dsn=args.dsn, table=fresh_collection_name(), embedding=emb)
         loader = TextLoader(child_chunk_size=child, late_chunking=late, embedding=emb)
         from langchain_core.documents import Document
@@ -97,7 +107,7 @@ async def main() -> None:
         ingest_s = time.perf_counter() - t0
         bot = Chatbot(store=store, parent_searcher=InTableParentSearcher(store=store))
         try:
-            for qlabel, expand, mode, budgeted, limit in QUERIES:
+            for qlabel, expand, mode, budgeted, limit in queries:
                 recalls, lats, useds = {}, [], []
                 for b in BUDGETS if budgeted else (None,):
                     run, lat, used = await _run_queries(bot, questions, expand, mode, b, limit)

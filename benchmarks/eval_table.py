@@ -66,12 +66,20 @@ def _children_rows() -> list[Row]:
     rows = []
     for size in (250, 400):
         for late in (False, True):
-            rows.append(Row(
-                f"children-{size}-{'late' if late else 'plain'}",
-                f"children only, {size}-char children, top 40",
-                ("--no-expand", "--child-size", str(size), "--limit", "40",
-                 "--late-chunking" if late else "--no-late-chunking"),
-            ))
+            rows.append(
+                Row(
+                    f"children-{size}-{'late' if late else 'plain'}",
+                    f"children only, {size}-char children, top 40",
+                    (
+                        "--no-expand",
+                        "--child-size",
+                        str(size),
+                        "--limit",
+                        "40",
+                        "--late-chunking" if late else "--no-late-chunking",
+                    ),
+                )
+            )
     return rows
 
 
@@ -79,12 +87,22 @@ def _expansion_rows() -> list[Row]:
     rows = []
     for parent in (2000, 4000):
         for late in (False, True):
-            rows.append(Row(
-                f"expand-400-{parent}-{'late' if late else 'plain'}",
-                f"expansion, 400-char children, {parent}-char parents, k=10",
-                ("--expand", "--child-size", "400", "--parent-size", str(parent),
-                 "--limit", "10", "--late-chunking" if late else "--no-late-chunking"),
-            ))
+            rows.append(
+                Row(
+                    f"expand-400-{parent}-{'late' if late else 'plain'}",
+                    f"expansion, 400-char children, {parent}-char parents, k=10",
+                    (
+                        "--expand",
+                        "--child-size",
+                        "400",
+                        "--parent-size",
+                        str(parent),
+                        "--limit",
+                        "10",
+                        "--late-chunking" if late else "--no-late-chunking",
+                    ),
+                )
+            )
     return rows
 
 
@@ -112,34 +130,58 @@ PEER_ROWS = [
     ("plain 300-char chunks, no overlap, top 40", "0.733", "0.685", "0.772", "0.852", "—"),
     ("plain 400-char chunks, no overlap, top 40", "0.749", "0.654", "0.773", "0.878", "1692"),
     ("plain 600-char chunks, no overlap, top 40", "0.800", "0.609", "0.773", "0.881", "—"),
-    ("LangChain ParentDocumentRetriever (child 400, parent 2000, k=10)",
-     "0.946", "0.355", "0.707", "0.837", "7463"),
-    ("LlamaIndex AutoMergingRetriever (2048/512/128 tokens, top 12)",
-     "0.879", "0.364", "0.572", "0.802", "5057"),
+    (
+        "LangChain ParentDocumentRetriever (child 400, parent 2000, k=10)",
+        "0.946",
+        "0.355",
+        "0.707",
+        "0.837",
+        "7463",
+    ),
+    (
+        "LlamaIndex AutoMergingRetriever (2048/512/128 tokens, top 12)",
+        "0.879",
+        "0.364",
+        "0.572",
+        "0.802",
+        "5057",
+    ),
 ]
 
-PEERS = "\n".join([
-    "Peer figures from issue 3, measured on the same dev set with the same model",
-    "(all-MiniLM-L6-v2) and the same scorer:",
-    "",
-    "| retriever (dev set) | recall@5 | recall@1000c | recall@2000c | recall@4000c | chars@5 |",
-    "|---|---:|---:|---:|---:|---:|",
-    *("| " + " | ".join(r) + " |" for r in PEER_ROWS),
-    "",
-])
+PEERS = "\n".join(
+    [
+        "Peer figures from issue 3, measured on the same dev set with the same model",
+        "(all-MiniLM-L6-v2) and the same scorer:",
+        "",
+        "| retriever (dev set) | recall@5 | recall@1000c | recall@2000c | recall@4000c | chars@5 |",
+        "|---|---:|---:|---:|---:|---:|",
+        *("| " + " | ".join(r) + " |" for r in PEER_ROWS),
+        "",
+    ]
+)
 
 
 def eval_argv(row: Row, questions: Path, corpora: Path, runs: Path) -> list[str]:
     """The ``parrot-parents`` arguments of ``row``."""
-    return ["eval", "--questions", str(questions), "--corpora", str(corpora),
-            "--out", str(runs / f"{row.slug}.jsonl"), *row.options, *SCORING]
+    return [
+        "eval",
+        "--questions",
+        str(questions),
+        "--corpora",
+        str(corpora),
+        "--out",
+        str(runs / f"{row.slug}.jsonl"),
+        *row.options,
+        *SCORING,
+    ]
 
 
 def display_argv(row: Row) -> str:
     """The row's command as a user would type it from the repository root."""
     bench = "../shared/benchmarks/chunking_eval"
-    argv = eval_argv(row, Path(f"{bench}/questions.csv"), Path(f"{bench}/corpora"),
-                     Path(".bench/runs"))
+    argv = eval_argv(
+        row, Path(f"{bench}/questions.csv"), Path(f"{bench}/corpora"), Path(".bench/runs")
+    )
     return "parrot-parents " + shlex.join(argv)
 
 
@@ -164,24 +206,32 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (f"{os.cpu_count()} CPU cores (`os.cpu_count()`), {model}; "
-            f"torch {torch.__version__} with {torch.get_num_threads()} threads; "
-            f"Python {platform.python_version()}, {platform.system()} {platform.machine()}")
+    return (
+        f"{os.cpu_count()} CPU cores (`os.cpu_count()`), {model}; "
+        f"torch {torch.__version__} with {torch.get_num_threads()} threads; "
+        f"Python {platform.python_version()}, {platform.system()} {platform.machine()}"
+    )
 
 
 def _f(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def render(table: Table, results: Sequence[tuple[Row, dict[str, Any]]], started: str,
-           load: tuple[Sequence[float], Sequence[float]]) -> str:
+def render(
+    table: Table,
+    results: Sequence[tuple[Row, dict[str, Any]]],
+    started: str,
+    load: tuple[Sequence[float], Sequence[float]],
+) -> str:
     """Markdown of one table with its notes, peers, machine and command.
 
     ``results`` pairs each row with its :meth:`EvalResult.to_dict`.
     """
-    head = ("| configuration | late chunking | recall@5 | precision@5 | iou@5 | recall@1000c "
-            "| recall@2000c | recall@4000c | recall@8000c | chars@5 | query p50 / p95 ms "
-            "| ingest s (tokens/s) |")
+    head = (
+        "| configuration | late chunking | recall@5 | precision@5 | iou@5 | recall@1000c "
+        "| recall@2000c | recall@4000c | recall@8000c | chars@5 | query p50 / p95 ms "
+        "| ingest s (tokens/s) |"
+    )
     lines = [f"### {table.title}", "", head, "|---|---|" + "---:|" * 10]
     for row, r in results:
         m, t = r["metrics"], r["timings"]
@@ -196,17 +246,23 @@ def render(table: Table, results: Sequence[tuple[Row, dict[str, Any]]], started:
     first = results[0][1] if results else None
     corpus = ""
     if first is not None:
-        corpus = (f" Corpus: {first['ingest']['corpora']} files, "
-                  f"{first['ingest']['characters']} characters, "
-                  f"{first['timings']['ingest_tokens']} tokens of the embedding model's "
-                  f"tokenizer; {first['metrics']['questions']} questions.")
+        corpus = (
+            f" Corpus: {first['ingest']['corpora']} files, "
+            f"{first['ingest']['characters']} characters, "
+            f"{first['timings']['ingest_tokens']} tokens of the embedding model's "
+            f"tokenizer; {first['metrics']['questions']} questions."
+        )
     fallbacks = sum(r["diagnostics"]["fallbacks"] for _, r in results)
     mismatches = sum(r["diagnostics"]["text_mismatches"] for _, r in results)
-    checks = (f"Checks: {mismatches} passage(s) whose text differs from its corpus span, "
-              f"{fallbacks} question(s) with a pipeline fallback, over all rows.")
-    load_note = (f"Load average (1, 5, 15 min) {_load(load[0])} at the start and "
-                 f"{_load(load[1])} at the end: the machine is shared, so timings are "
-                 "indicative.")
+    checks = (
+        f"Checks: {mismatches} passage(s) whose text differs from its corpus span, "
+        f"{fallbacks} question(s) with a pipeline fallback, over all rows."
+    )
+    load_note = (
+        f"Load average (1, 5, 15 min) {_load(load[0])} at the start and "
+        f"{_load(load[1])} at the end: the machine is shared, so timings are "
+        "indicative."
+    )
     lines += [
         "",
         table.notes + corpus,
@@ -266,8 +322,11 @@ async def build(table: Table, questions: Path, corpora: Path, runs: Path) -> str
         result = (await run_row(row, questions, corpora, runs)).to_dict()
         (runs / f"{row.slug}.json").write_text(json.dumps(result, indent=2) + "\n")
         m = result["metrics"]
-        print(f"    recall@5 {m['recall@5']:.3f}  recall@2000c {m['recall@2000c']:.3f}  "
-              f"ingest {result['timings']['ingest_seconds']:.1f} s", file=sys.stderr)
+        print(
+            f"    recall@5 {m['recall@5']:.3f}  recall@2000c {m['recall@2000c']:.3f}  "
+            f"ingest {result['timings']['ingest_seconds']:.1f} s",
+            file=sys.stderr,
+        )
         results.append((row, result))
     load = (load_before, os.getloadavg())
     (runs / f"{table.name}.meta.json").write_text(json.dumps({"started": started, "load": load}))
@@ -283,15 +342,22 @@ def rerender(table: Table, runs: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--table", choices=sorted(TABLES), action="append",
-                    help="table to regenerate (repeatable; default: all)")
+    ap.add_argument(
+        "--table",
+        choices=sorted(TABLES),
+        action="append",
+        help="table to regenerate (repeatable; default: all)",
+    )
     ap.add_argument("--questions", type=Path, default=BENCH / "questions.csv")
     ap.add_argument("--corpora", type=Path, default=BENCH / "corpora")
     ap.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="document to update")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="directory of run files")
     ap.add_argument("--list", action="store_true", help="print the rows' commands and exit")
-    ap.add_argument("--render-only", action="store_true",
-                    help="rewrite the tables from the results saved in --runs, running nothing")
+    ap.add_argument(
+        "--render-only",
+        action="store_true",
+        help="rewrite the tables from the results saved in --runs, running nothing",
+    )
     a = ap.parse_args(argv)
     tables = [TABLES[name] for name in (a.table or sorted(TABLES))]
     if a.list:

@@ -43,48 +43,98 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "question, write the run file and print recall/precision/iou@k, recall@Bc "
         "(B characters of context), chars@k and timings. Sizes are in characters.",
     )
-    p.add_argument("--questions", required=True,
-                   help="CSV with columns question, references, corpus_id")
+    p.add_argument(
+        "--questions", required=True, help="CSV with columns question, references, corpus_id"
+    )
     p.add_argument("--corpora", required=True, help="directory of <corpus_id>.md files")
     p.add_argument("--out", required=True, help="run file to write (JSONL)")
-    p.add_argument("--expand", action=argparse.BooleanOptionalAction, default=True,
-                   help="expand hits to their parents (default: --expand)")
-    p.add_argument("--late-chunking", action=argparse.BooleanOptionalAction, default=None,
-                   help="embed children with late chunking (default: the loader's default)")
-    p.add_argument("--child-size", type=int, default=400,
-                   help="maximum child size in characters (default 400)")
-    p.add_argument("--child-overlap", type=int, default=0,
-                   help="child overlap in characters (default 0)")
-    p.add_argument("--parent-size", type=int, default=None,
-                   help="parent_chunk size in characters; the 3-level threshold defaults to "
-                   "it too, so any document longer than N is cut into N-character "
-                   "parent_chunks (default: 4000, threshold 16000)")
-    p.add_argument("--parent-threshold", type=int, default=None,
-                   help="documents longer than this many characters get parent_chunks "
-                   "(default: --parent-size, else 16000)")
-    p.add_argument("--parent-overlap", type=int, default=200,
-                   help="parent_chunk overlap in characters (default 200)")
-    p.add_argument("--limit", type=int, default=10,
-                   help="children kept after search and rerank (default 10)")
-    p.add_argument("--budget", type=int, default=None,
-                   help="context budget in characters, passed to retrieve() per call")
-    p.add_argument("--mode", default=None,
-                   help="expansion mode passed to retrieve() per call: parent, "
-                   "auto_merge:T or window:N")
-    p.add_argument("--reranker", default=None, metavar="MODEL",
-                   help="cross-encoder model name or directory to rerank the children")
-    p.add_argument("--dsn", default=None,
-                   help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)")
-    p.add_argument("--model", default=None,
-                   help="embedding model name or path (default: all-MiniLM-L6-v2)")
-    p.add_argument("--collection", default=None,
-                   help="table to create (must be new or empty; default: eval_<random>)")
-    p.add_argument("--keep", action="store_true",
-                   help="keep the collection after the run (default: drop it)")
-    p.add_argument("--ks", type=_int_list, default=(1, 3, 5, 10),
-                   help="passage cut-offs of the @k metrics (default 1,3,5,10)")
-    p.add_argument("--budgets", type=_int_list, default=(1000, 2000, 4000, 8000),
-                   help="character budgets of recall@Bc (default 1000,2000,4000,8000)")
+    p.add_argument(
+        "--expand",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="expand hits to their parents (default: --expand)",
+    )
+    p.add_argument(
+        "--late-chunking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed children with late chunking (default: the loader's default)",
+    )
+    p.add_argument(
+        "--child-size", type=int, default=400, help="maximum child size in characters (default 400)"
+    )
+    p.add_argument(
+        "--child-overlap", type=int, default=0, help="child overlap in characters (default 0)"
+    )
+    p.add_argument(
+        "--parent-size",
+        type=int,
+        default=None,
+        help="parent_chunk size in characters; the 3-level threshold defaults to "
+        "it too, so any document longer than N is cut into N-character "
+        "parent_chunks (default: 4000, threshold 16000)",
+    )
+    p.add_argument(
+        "--parent-threshold",
+        type=int,
+        default=None,
+        help="documents longer than this many characters get parent_chunks "
+        "(default: --parent-size, else 16000)",
+    )
+    p.add_argument(
+        "--parent-overlap",
+        type=int,
+        default=200,
+        help="parent_chunk overlap in characters (default 200)",
+    )
+    p.add_argument(
+        "--limit", type=int, default=10, help="children kept after search and rerank (default 10)"
+    )
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="context budget in characters, passed to retrieve() per call",
+    )
+    p.add_argument(
+        "--mode",
+        default=None,
+        help="expansion mode passed to retrieve() per call: parent, auto_merge:T or window:N",
+    )
+    p.add_argument(
+        "--reranker",
+        default=None,
+        metavar="MODEL",
+        help="cross-encoder model name or directory to rerank the children",
+    )
+    p.add_argument(
+        "--dsn",
+        default=None,
+        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
+    )
+    p.add_argument(
+        "--model", default=None, help="embedding model name or path (default: all-MiniLM-L6-v2)"
+    )
+    p.add_argument(
+        "--collection",
+        default=None,
+        help="table to create (must be new or empty; default: eval_<random>)",
+    )
+    p.add_argument(
+        "--keep", action="store_true", help="keep the collection after the run (default: drop it)"
+    )
+    p.add_argument(
+        "--ks",
+        type=_int_list,
+        default=(1, 3, 5, 10),
+        help="passage cut-offs of the @k metrics (default 1,3,5,10)",
+    )
+    p.add_argument(
+        "--budgets",
+        type=_int_list,
+        default=(1000, 2000, 4000, 8000),
+        help="character budgets of recall@Bc (default 1000,2000,4000,8000)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -139,18 +189,24 @@ async def run(args: argparse.Namespace) -> int:
     for key in sorted((k for k in m if "@" in k), key=metric_order):
         value = m[key]
         print(f"{key:>16}  {value:.1f}" if key.startswith("chars@") else f"{key:>16}  {value:.4f}")
-    print(f"ingest: {t['ingest_seconds']:.1f} s, {t['ingest_tokens']} tokens, "
-          f"{t['ingest_tokens_per_second']:.0f} tokens/s ({i['corpora']} corpora, "
-          f"{i['parents']} parents, {i['children']} children, "
-          f"late chunking {'on' if i['late_chunking'] else 'off'})")
-    print(f"query: p50 {t['query_p50_ms']:.1f} ms, p95 {t['query_p95_ms']:.1f} ms, "
-          f"mean {t['query_mean_ms']:.1f} ms over {t['queries']} questions "
-          "(query embedding included)")
+    print(
+        f"ingest: {t['ingest_seconds']:.1f} s, {t['ingest_tokens']} tokens, "
+        f"{t['ingest_tokens_per_second']:.0f} tokens/s ({i['corpora']} corpora, "
+        f"{i['parents']} parents, {i['children']} children, "
+        f"late chunking {'on' if i['late_chunking'] else 'off'})"
+    )
+    print(
+        f"query: p50 {t['query_p50_ms']:.1f} ms, p95 {t['query_p95_ms']:.1f} ms, "
+        f"mean {t['query_mean_ms']:.1f} ms over {t['queries']} questions "
+        "(query embedding included)"
+    )
     d = result.diagnostics
     if d["fallbacks"] or d["text_mismatches"]:
-        print(f"warning: {d['fallbacks']} question(s) with a pipeline fallback, "
-              f"{d['text_mismatches']} passage(s) whose text differs from their span",
-              file=sys.stderr)
+        print(
+            f"warning: {d['fallbacks']} question(s) with a pipeline fallback, "
+            f"{d['text_mismatches']} passage(s) whose text differs from their span",
+            file=sys.stderr,
+        )
     kept = f"kept as {result.collection!r}" if result.kept else "dropped"
     print(f"run: {result.run_path} (collection {kept})")
     return 0

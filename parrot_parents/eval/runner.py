@@ -49,6 +49,9 @@ from parrot_parents.loaders.hierarchy import (
 __all__ = [
     "EvalConfig",
     "EvalResult",
+    "count_tokens",
+    "fresh_collection_name",
+    "load_corpora",  # re-exported from parrot_parents.eval.questions
     "passage_span",
     "percentile",
     "run_eval",
@@ -111,8 +114,10 @@ class EvalConfig:
         for name in ("parent_size", "parent_threshold", "budget"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
-        if isinstance(self.child_overlap, bool) or not isinstance(self.child_overlap, int) or (
-            not 0 <= self.child_overlap < self.child_size
+        if (
+            isinstance(self.child_overlap, bool)
+            or not isinstance(self.child_overlap, int)
+            or (not 0 <= self.child_overlap < self.child_size)
         ):
             raise ConfigurationError(
                 f"child_overlap must be an int in [0, child_size={self.child_size}), "
@@ -275,7 +280,13 @@ async def run_eval(
     )
     metrics = score_run(questions, run, config.ks, config.budgets)
     return EvalResult(
-        metrics, timings, ingest, diagnostics, config, Path(out_path), session.collection,
+        metrics,
+        timings,
+        ingest,
+        diagnostics,
+        config,
+        Path(out_path),
+        session.collection,
         config.keep,
     )
 

@@ -41,7 +41,7 @@ class AbstractLoader(ABC):
     Args:
         child_chunk_size: maximum child length in characters (default 400).
         child_chunk_overlap: characters shared by neighbouring children (default 0).
-        late_chunking: embed children with late chunking (see
+        late_chunking: embed children with late chunking, default True (see
             :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
     """
@@ -51,7 +51,7 @@ class AbstractLoader(ABC):
         *,
         child_chunk_size: int = 400,
         child_chunk_overlap: int = 0,
-        late_chunking: bool = False,
+        late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
     ) -> None:
         self.processor = LateChunkingProcessor(

@@ -92,8 +92,9 @@ class LateChunkingProcessor:
         child_chunk_size: maximum child length in characters, default 400.
         child_chunk_overlap: characters shared by neighbouring children, default 0.
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
-        late_chunking: pool child vectors from one pass over the parent (True) or embed
-            each child on its own (False, default). See
+        late_chunking: pool child vectors from one pass over the parent (True, the
+            default: +5 to +7 points of recall@5 on the shared dev set, see
+            docs/benchmarks.md) or embed each child on its own (False). See
             :mod:`parrot_parents.embeddings.late_chunking` for the models that qualify.
 
     Raises:
@@ -107,7 +108,7 @@ class LateChunkingProcessor:
         child_chunk_size: int = 400,
         child_chunk_overlap: int = 0,
         embedding: SentenceTransformerEmbeddings | None = None,
-        late_chunking: bool = False,
+        late_chunking: bool = True,
     ) -> None:
         # Validate now, not at first use.
         split_spans("", child_chunk_size, child_chunk_overlap)

@@ -39,7 +39,7 @@ class TextLoader(AbstractLoader):
         on_bad_bytes: OnBadBytes = "error",
         child_chunk_size: int = 400,
         child_chunk_overlap: int = 0,
-        late_chunking: bool = False,
+        late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
     ) -> None:
         super().__init__(

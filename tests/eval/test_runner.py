@@ -135,8 +135,15 @@ async def test_expansion_run_hands_over_parent_chunks_of_at_most_the_parent_size
     questions, corpora_dir = dataset
     out = tmp_path / "run.jsonl"
     # --parent-size 300 also sets the threshold: both ~650-character corpora get 3 levels.
-    config = EvalConfig(child_size=120, parent_size=300, parent_overlap=0, expand=True,
-                        late_chunking=late, limit=5, dsn=pg_dsn)
+    config = EvalConfig(
+        child_size=120,
+        parent_size=300,
+        parent_overlap=0,
+        expand=True,
+        late_chunking=late,
+        limit=5,
+        dsn=pg_dsn,
+    )
     result = await run_eval(questions, corpora_dir, out, config)
 
     corpora = load_corpora(corpora_dir)
@@ -145,8 +152,11 @@ async def test_expansion_run_hands_over_parent_chunks_of_at_most_the_parent_size
         spans = [(p["corpus_id"], p["start"], p["end"]) for p in json.loads(line)["passages"]]
         assert len(spans) == len(set(spans))  # each parent once
         assert all(end - start <= 300 for _, start, end in spans)
-    lengths = [p["end"] - p["start"] for line in out.read_text().splitlines()
-               for p in json.loads(line)["passages"]]
+    lengths = [
+        p["end"] - p["start"]
+        for line in out.read_text().splitlines()
+        for p in json.loads(line)["passages"]
+    ]
     assert max(lengths) > 120  # parents, not children
     assert result.ingest["late_chunking"] is late
     assert result.ingest["parents"] >= 4
@@ -154,21 +164,47 @@ async def test_expansion_run_hands_over_parent_chunks_of_at_most_the_parent_size
     assert result.diagnostics["text_mismatches"] == 0
 
 
-async def test_budget_is_forwarded_to_retrieve_or_refused_clearly(
-    pg_dsn: str, dataset: tuple[Path, Path], tmp_path: Path
+@pytest.mark.parametrize("mode", [None, "parent", "window:1"])
+async def test_budget_and_mode_are_forwarded_to_retrieve_or_refused_clearly(
+    pg_dsn: str, dataset: tuple[Path, Path], tmp_path: Path, mode: str | None
 ) -> None:
     questions, corpora_dir = dataset
     out = tmp_path / "run.jsonl"
-    config = EvalConfig(child_size=120, parent_size=300, parent_overlap=0, budget=250,
-                        limit=5, dsn=pg_dsn)
+    config = EvalConfig(
+        child_size=120,
+        parent_size=300,
+        parent_overlap=0,
+        budget=250,
+        mode=mode,
+        limit=5,
+        dsn=pg_dsn,
+    )
     if "budget" not in inspect.signature(Chatbot.retrieve).parameters:
         with pytest.raises(ConfigurationError, match=r"--budget 250 was given, but"):
             await run_eval(questions, corpora_dir, out, config)
         return
-    await run_eval(questions, corpora_dir, out, config)
+    result = await run_eval(questions, corpora_dir, out, config)
+    _assert_valid_corpus_spans(out, load_corpora(corpora_dir), len(QUESTIONS))
     for line in out.read_text().splitlines():
         passages = json.loads(line)["passages"]
         assert sum(p["end"] - p["start"] for p in passages) <= 250
+    assert result.diagnostics["text_mismatches"] == 0
+    assert result.metrics["recall@1000c"] >= 0.5, result.metrics  # answers fit in 250
+
+
+async def test_reranker_option_reranks_the_children_without_fallback(
+    pg_dsn: str, dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from parrot_parents.rerankers.testing import build_tiny_cross_encoder
+
+    questions, corpora_dir = dataset
+    model = build_tiny_cross_encoder(tmp_path / "tiny-ce")
+    out = tmp_path / "run.jsonl"
+    config = EvalConfig(child_size=120, expand=False, limit=3, reranker=str(model), dsn=pg_dsn)
+    result = await run_eval(questions, corpora_dir, out, config)
+    _assert_valid_corpus_spans(out, load_corpora(corpora_dir), len(QUESTIONS))
+    assert result.diagnostics["fallbacks"] == 0
+    assert result.to_dict()["config"]["reranker"] == str(model)
 
 
 async def test_a_question_naming_an_unknown_corpus_fails_before_ingest(
@@ -191,17 +227,48 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
     questions, corpora_dir = dataset
     out = tmp_path / "run.jsonl"
     table = f"eval_kept_{uuid.uuid4().hex[:8]}"
-    code = main([
-        "eval", "--questions", str(questions), "--corpora", str(corpora_dir), "--out", str(out),
-        "--no-expand", "--no-late-chunking", "--child-size", "120", "--limit", "3",
-        "--ks", "1,3", "--budgets", "100,200", "--dsn", pg_dsn, "--collection", table,
-        "--keep", "--json",
-    ])
+    code = main(
+        [
+            "eval",
+            "--questions",
+            str(questions),
+            "--corpora",
+            str(corpora_dir),
+            "--out",
+            str(out),
+            "--no-expand",
+            "--no-late-chunking",
+            "--child-size",
+            "120",
+            "--limit",
+            "3",
+            "--ks",
+            "1,3",
+            "--budgets",
+            "100,200",
+            "--dsn",
+            pg_dsn,
+            "--collection",
+            table,
+            "--keep",
+            "--json",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report["metrics"]) == {
-        "recall@1", "recall@3", "precision@1", "precision@3", "iou@1", "iou@3", "chars@1",
-        "chars@3", "recall@100c", "recall@200c", "questions", "answered",
+        "recall@1",
+        "recall@3",
+        "precision@1",
+        "precision@3",
+        "iou@1",
+        "iou@3",
+        "chars@1",
+        "chars@3",
+        "recall@100c",
+        "recall@200c",
+        "questions",
+        "answered",
     }
     assert report["config"]["limit"] == 3 and report["config"]["expand"] is False
     assert report["collection"] == table and report["kept"] is True
@@ -211,10 +278,21 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
     assert asyncio.run(_table_exists(pg_dsn, table))
 
     # Reusing a collection that holds rows is refused: an evaluation needs a fresh one.
-    code = main([
-        "eval", "--questions", str(questions), "--corpora", str(corpora_dir), "--out", str(out),
-        "--dsn", pg_dsn, "--collection", table,
-    ])
+    code = main(
+        [
+            "eval",
+            "--questions",
+            str(questions),
+            "--corpora",
+            str(corpora_dir),
+            "--out",
+            str(out),
+            "--dsn",
+            pg_dsn,
+            "--collection",
+            table,
+        ]
+    )
     assert code == 2
     assert "already holds rows" in capsys.readouterr().err
     assert asyncio.run(_table_exists(pg_dsn, table))  # the refused run did not drop it

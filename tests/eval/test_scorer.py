@@ -180,8 +180,9 @@ def test_load_questions_reads_references_as_character_spans(tmp_path: Path) -> N
 
 
 def test_load_questions_names_a_missing_column(tmp_path: Path) -> None:
-    path = _write_csv(tmp_path / "q.csv", [{"question": "x", "references": "[]"}],
-                      "question,references")
+    path = _write_csv(
+        tmp_path / "q.csv", [{"question": "x", "references": "[]"}], "question,references"
+    )
     with pytest.raises(ConfigurationError, match=r"lacks the column\(s\) \['corpus_id'\]"):
         load_questions(path)
 
@@ -189,9 +190,14 @@ def test_load_questions_names_a_missing_column(tmp_path: Path) -> None:
 def test_load_questions_names_the_row_with_bad_references(tmp_path: Path) -> None:
     path = _write_csv(
         tmp_path / "q.csv",
-        [{"question": "ok?", "references": '[{"start_index": 0, "end_index": 1}]',
-          "corpus_id": "c"},
-         {"question": "bad?", "references": "not json", "corpus_id": "c"}],
+        [
+            {
+                "question": "ok?",
+                "references": '[{"start_index": 0, "end_index": 1}]',
+                "corpus_id": "c",
+            },
+            {"question": "bad?", "references": "not json", "corpus_id": "c"},
+        ],
         "question,references,corpus_id",
     )
     with pytest.raises(ConfigurationError, match=r"question 1: references is not JSON"):
@@ -287,9 +293,18 @@ def test_the_shared_scorer_command_accepts_our_run_file(
     path = tmp_path / "run.jsonl"
     write_run(path, _synthetic_run(questions, seed=11))
     out = subprocess.run(
-        [sys.executable, str(SHARED_SCORER), "--questions", str(DEV_QUESTIONS), "--run",
-         str(path), "--json"],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            str(SHARED_SCORER),
+            "--questions",
+            str(DEV_QUESTIONS),
+            "--run",
+            str(path),
+            "--json",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     theirs = json.loads(out.stdout)
     ours = score_run(questions, load_run(path, len(questions)))

@@ -34,8 +34,9 @@ async def main() -> None:
     store = PgVectorStore(table=f"bench_{uuid.uuid4().hex[:8]}")
     try:
         await TextLoader(ROOT / "examples" / "corpus").ingest(store)
-        bot = Chatbot(store=store, parent_searcher=InTableParentSearcher(store=store),
-                      context_search_limit=5)
+        bot = Chatbot(
+            store=store, parent_searcher=InTableParentSearcher(store=store), context_search_limit=5
+        )
         await bot.get_vector_context("warm up")
         rows = []
         for expand in (False, True):

@@ -40,12 +40,14 @@ BUDGETS = (1000, 2000, 4000)
 # (label, child size, late chunking, parent size)
 INGESTS = [
     ("c400/p4000", 400, True, 4000),
-    ("c250/p2000", 250, True, 2000),
+    ("c300/p4000", 300, True, 4000),
 ]
 # (label, expand, mode, budget per B or None, limit)
 QUERIES = [
     ("children only, no budget", False, None, False, 40),
     ("parent, no budget", True, "parent", False, 10),
+    ("auto_merge:0.3, no budget", True, "auto_merge:0.3", False, 10),
+    ("window:1, no budget", True, "window:1", False, 10),
     ("parent, budget B", True, "parent", True, 20),
     ("auto_merge:0.3, budget B", True, "auto_merge:0.3", True, 20),
     ("window:1, budget B", True, "window:1", True, 20),
@@ -54,7 +56,7 @@ QUERIES = [
 ]
 
 
-async def _run_queries(bot: Chatbot, questions, expand, mode, budget, limit):  # noqa: ANN001
+async def _run_queries(bot: Chatbot, questions, expand, mode, budget, limit):
     run, lat, used = {}, [], []
     kwargs = {"expand_to_parent": expand, "limit": limit}
     if mode:
@@ -75,10 +77,14 @@ async def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     ap.add_argument("--runs", default=str(ROOT / ".bench" / "runs"))
     ap.add_argument("--dsn", default=None)
-    ap.add_argument("--child-sizes", default=None,
-                    help="comma-separated child sizes to run instead of the default grid")
-    ap.add_argument("--queries", default=None,
-                    help="comma-separated indexes into QUERIES to run (default: all)")
+    ap.add_argument(
+        "--child-sizes",
+        default=None,
+        help="comma-separated child sizes to run instead of the default grid",
+    )
+    ap.add_argument(
+        "--queries", default=None, help="comma-separated indexes into QUERIES to run (default: all)"
+    )
     args = ap.parse_args()
     ingests = INGESTS
     if args.child_sizes:
@@ -97,12 +103,16 @@ async def main() -> None:
         loader = TextLoader(child_chunk_size=child, late_chunking=late, embedding=emb)
         from langchain_core.documents import Document
 
-        docs = [Document(page_content=t, metadata={"document_id": cid})
-                for cid, t in corpora.items()]
+        docs = [
+            Document(page_content=t, metadata={"document_id": cid}) for cid, t in corpora.items()
+        ]
         t0 = time.perf_counter()
         await loader._chunk_with_late_chunking(
-            docs, vector_store=store, parent_chunk_threshold_tokens=parent,
-            parent_chunk_size_tokens=parent, parent_chunk_overlap_tokens=200,
+            docs,
+            vector_store=store,
+            parent_chunk_threshold_tokens=parent,
+            parent_chunk_size_tokens=parent,
+            parent_chunk_overlap_tokens=200,
         )
         ingest_s = time.perf_counter() - t0
         bot = Chatbot(store=store, parent_searcher=InTableParentSearcher(store=store))
@@ -117,9 +127,17 @@ async def main() -> None:
                     name = f"{ilabel}-{qlabel}-{b}".replace(" ", "_").replace("/", "_")
                     with open(runs_dir / f"{name}.jsonl", "w", encoding="utf-8") as f:
                         for qid, ps in run.items():
-                            f.write(json.dumps({"qid": qid, "passages": [
-                                {"corpus_id": c, "start": s, "end": e} for c, s, e in ps]})
-                                + "\n")
+                            f.write(
+                                json.dumps(
+                                    {
+                                        "qid": qid,
+                                        "passages": [
+                                            {"corpus_id": c, "start": s, "end": e} for c, s, e in ps
+                                        ],
+                                    }
+                                )
+                                + "\n"
+                            )
                     for bb in BUDGETS:
                         if b is None or b == bb:
                             recalls[bb] = scores[f"recall@{bb}c"]

@@ -3,17 +3,24 @@
 The budget is in **characters of passage text** (the unit of the shared scorer's
 ``recall@Bc``); the source headers added by :func:`format_context` are not counted.
 
-Rules, applied to passages in rank order:
+The packer walks the hits (children) in rank order. Each hit belongs to a passage: itself,
+or the parent / parent_chunk / window it was widened to.
 
-1. a passage that fits in what is left of the budget is taken whole;
-2. spans of the same source that overlap or touch are merged, never repeated: a passage
-   costs only the characters it adds;
-3. a wider passage (a parent, parent_chunk or window) that does not fit is replaced by
-   the best window of its hit children that fits: the hits' spans, in rank order, grown
-   symmetrically into the surrounding text until the remaining budget is used (a
-   binary search on the growth, so neighbouring windows merge);
-4. a child that does not fit is cut to the remaining budget around its centre;
-5. nothing beyond the budget is ever returned.
+1. **Hits first.** While the hits fit in the first ``1 - context_share`` of the budget, a
+   hit's passage is taken whole when it fits there (a short parent), otherwise the hit's
+   own span is taken. The first hit that does not fit ends this phase.
+2. **Then context.** The rest of the budget grows every taken hit span symmetrically,
+   inside its passage, by the largest amount that still fits (a binary search), so each
+   parent that did not fit is replaced by the best window of its hit children: their
+   spans plus neighbouring text. Windows that meet are merged.
+3. Spans of one source that overlap or touch are merged, never repeated: a passage costs
+   only the characters it adds. Nothing beyond the budget is ever returned.
+
+When no passage is wider than its hit (children only), there is no context to grow: the
+whole budget goes to hits, and the first hit that does not fit is cut around its centre.
+
+``context_share=0.25`` was chosen on the shared dev set (see docs/benchmarks.md): about
+three quarters of the budget on distinct hits, one quarter on the text around them.
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parrot_parents.bots.passages import Hit, Passage
+from parrot_parents.errors import ConfigurationError
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 
-_WIDE = frozenset({"parent", "parent_chunk", "window", "merged"})
+Span = tuple[int, int]
 
 
 class SourceIndex:
@@ -42,15 +50,12 @@ class SourceIndex:
     def add(self, document_id: str | None, start: int | None, text: str) -> None:
         if document_id is None or start is None or not text:
             return
-        segs = self._segments.setdefault(document_id, [])
-        segs.append((start, text))
-        segs.sort(key=lambda s: s[0])
+        segs = sorted([*self._segments.get(document_id, []), (start, text)], key=lambda s: s[0])
         merged: list[tuple[int, str]] = []
         for s, t in segs:
             if merged and s <= merged[-1][0] + len(merged[-1][1]):
                 ms, mt = merged[-1]
-                tail = t[ms + len(mt) - s :]
-                merged[-1] = (ms, mt + tail)
+                merged[-1] = (ms, mt + t[ms + len(mt) - s :])
             else:
                 merged.append((s, t))
         self._segments[document_id] = merged
@@ -64,12 +69,16 @@ class SourceIndex:
 
 @dataclass
 class PackResult:
-    """Packed passages and what packing did (reported in ``meta["packing"]``)."""
+    """Packed passages and what packing did (reported in ``meta["packing"]``).
+
+    ``substituted``: wider passages handed over as windows of their hits;
+    ``truncated``: passages cut to fit; ``cut``: passages left out entirely.
+    """
 
     passages: list[Passage]
     budget: int
     used: int
-    substituted: list[dict[str, Any]] = field(default_factory=list)
+    substituted: list[str] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)
     cut: list[str] = field(default_factory=list)
 
@@ -83,224 +92,259 @@ class PackResult:
         }
 
 
-@dataclass
-class _Span:
-    document_id: str
-    start: int
-    end: int
-    rank: int
-    score: float | None
-    kinds: set[str]
-    ids: list[str]
-    child_ids: list[str]
-    source: str | None
-
-
-def _union_length(spans: list[tuple[int, int]]) -> int:
-    total, cur_s, cur_e = 0, None, None
+def union_length(spans: Sequence[Span]) -> int:
+    """Characters covered by ``spans`` (overlaps counted once)."""
+    total, cur_s, cur_e = 0, 0, -1
     for s, e in sorted(spans):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s  # type: ignore[operator]
+        if s > cur_e:
+            total += max(cur_e - cur_s, 0)
             cur_s, cur_e = s, e
         else:
             cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s  # type: ignore[operator]
-    return total
+    return total + max(cur_e - cur_s, 0)
+
+
+@dataclass
+class _Piece:
+    doc: str
+    span: Span
+    bounds: Span  # how far phase 2 may grow it: its passage's extent
+    owner: Passage
+    whole: bool  # the owner passage taken as it is
+
+
+class _Selection:
+    """Selected spans per document, with their cost in characters."""
+
+    def __init__(self) -> None:
+        self.pieces: list[_Piece] = []
+
+    def spans(self, doc: str, extra: Sequence[Span] = ()) -> list[Span]:
+        return [p.span for p in self.pieces if p.doc == doc] + list(extra)
+
+    def used(self) -> int:
+        return sum(union_length(self.spans(d)) for d in {p.doc for p in self.pieces})
+
+    def cost(self, doc: str, span: Span) -> int:
+        return union_length(self.spans(doc, [span])) - union_length(self.spans(doc))
+
+    def grown_used(self, g: int) -> int:
+        by_doc: dict[str, list[Span]] = {}
+        for p in self.pieces:
+            by_doc.setdefault(p.doc, []).append(_grow(p, g))
+        return sum(union_length(v) for v in by_doc.values())
+
+
+def _grow(p: _Piece, g: int) -> Span:
+    if p.whole:
+        return p.span
+    (s, e), (lo, hi) = p.span, p.bounds
+    return max(lo, s - g), min(hi, e + g)
 
 
 class _Packer:
-    def __init__(
-        self, budget: int, source: SourceIndex, original: dict[str, tuple[int, int]]
-    ) -> None:
-        self.budget = budget
-        self._original = original
-        self.source = source
-        self.spans: dict[str, list[_Span]] = {}
-        self.loose: list[Passage] = []  # passages without offsets (legacy rows)
-        self.used = 0
+    """Phase state: the selection, rows without offsets, and passages already used."""
 
-    @property
-    def left(self) -> int:
-        return self.budget - self.used
+    def __init__(self, owner: dict[str, Passage], min_piece: int) -> None:
+        self.owner = owner
+        self.min_piece = min_piece
+        self.sel = _Selection()
+        self.loose: list[Passage] = []
+        self.taken: set[str] = set()
 
-    def cost(self, doc: str, pieces: list[tuple[int, int]]) -> int:
-        have = [(s.start, s.end) for s in self.spans.get(doc, [])]
-        return _union_length(have + pieces) - _union_length(have)
+    def used(self) -> int:
+        return self.sel.used() + sum(len(p.text) for p in self.loose)
 
-    def add(self, p: Passage, start: int, end: int) -> None:
-        self.add_many(p, [(start, end)])
+    def take(
+        self, hits: Sequence[Hit], start: int, limit: int, *, cut: bool, result: PackResult
+    ) -> int:
+        """Take hits from ``start`` while they fit under ``limit``; return where it stopped.
 
-    def add_many(self, p: Passage, pieces: list[tuple[int, int]]) -> None:
-        doc = p.document_id or ""
-        self.used += self.cost(doc, pieces)
-        for start, end in pieces:
-            self.spans.setdefault(doc, []).append(
-                _Span(
-                    doc, start, end, p.rank, p.score, {p.kind}, [p.id], list(p.child_ids), p.source
-                )
-            )
-
-    def best_window(
-        self, doc: str, hits: list[tuple[int, int]], lo: int, hi: int
-    ) -> list[tuple[int, int]]:
-        """Hit spans (rank order) that fit, grown symmetrically inside ``[lo, hi]``.
-
-        Cost is counted against what is already packed, so growing into text that is
-        already selected is free.
+        A fitting wider passage is taken whole, otherwise the hit's own span. The first
+        hit that does not fit stops the walk; with ``cut`` it is first cut around its
+        centre to what is left (when that is at least ``min_piece``).
         """
-        pieces: list[tuple[int, int]] = []
-        for s, e in hits:
-            trial = [*pieces, (max(lo, s), min(hi, e))]
-            if self.cost(doc, trial) <= self.left:
-                pieces = trial
-        if not pieces:
-            return []
+        sel = self.sel
+        for i in range(start, len(hits)):
+            hit = hits[i]
+            p = self.owner.get(hit.id)
+            if p is None or any(x.owner is p and x.whole for x in sel.pieces):
+                continue
+            room = limit - self.used()
+            span = _span(p)
+            if span is None:  # a legacy row without offsets: whole or a prefix
+                if p.id not in self.taken and room >= min(self.min_piece, len(p.text)):
+                    text = p.text[:room]
+                    self.loose.append(_copy(p, text))
+                    self.taken.add(p.id)
+                    if len(text) < len(p.text):
+                        result.truncated.append(p.id)
+                continue
+            doc = p.document_id or ""
+            if p.kind != "child" and p.id not in self.taken and sel.cost(doc, span) <= room:
+                sel.pieces.append(_Piece(doc, span, span, p, whole=True))
+                self.taken.add(p.id)
+                continue
+            if hit.start_index is None or hit.end_index is None:
+                continue
+            s, e = hit.start_index, hit.end_index
+            if sel.cost(doc, (s, e)) <= room:
+                sel.pieces.append(_Piece(doc, (s, e), span, p, whole=False))
+                self.taken.add(p.id)
+                continue
+            if cut and room >= self.min_piece:
+                cs = max(s, min((s + e) // 2 - room // 2, e - room))
+                sel.pieces.append(_Piece(doc, (cs, min(e, cs + room)), span, p, whole=False))
+                self.taken.add(p.id)
+                result.truncated.append(p.id)
+                return i + 1
+            return i
+        return len(hits)
 
-        def grown(g: int) -> list[tuple[int, int]]:
-            return [(max(lo, s - g), min(hi, e + g)) for s, e in pieces]
-
-        a, b = 0, max(hi - lo, 0)
-        while a < b:  # the largest growth whose added characters still fit
+    def grow(self, limit: int) -> None:
+        """Grow every non-whole piece symmetrically by the largest step that fits."""
+        room = limit - sum(len(p.text) for p in self.loose)
+        pieces = self.sel.pieces
+        a, b = 0, max(p.bounds[1] - p.bounds[0] for p in pieces)
+        while a < b:
             mid = (a + b + 1) // 2
-            if self.cost(doc, grown(mid)) <= self.left:
+            if self.sel.grown_used(mid) <= room:
                 a = mid
             else:
                 b = mid - 1
-        return grown(a)
+        for piece in pieces:
+            piece.span = _grow(piece, a)
 
-    def passages(self) -> list[Passage]:
-        out: list[Passage] = []
-        for doc, spans in self.spans.items():
-            spans.sort(key=lambda s: s.start)
-            merged: list[_Span] = []
-            for sp in spans:
-                last = merged[-1] if merged else None
-                if last is not None and sp.start <= last.end:
-                    last.end = max(last.end, sp.end)
-                    last.rank = min(last.rank, sp.rank)
-                    last.kinds |= sp.kinds
-                    last.ids += sp.ids
-                    last.child_ids += [c for c in sp.child_ids if c not in last.child_ids]
-                    if sp.score is not None and (last.score is None or sp.score > last.score):
-                        last.score = sp.score
-                else:
-                    merged.append(
-                        _Span(
-                            doc,
-                            sp.start,
-                            sp.end,
-                            sp.rank,
-                            sp.score,
-                            set(sp.kinds),
-                            list(sp.ids),
-                            list(sp.child_ids),
-                            sp.source,
-                        )
-                    )
-            for sp in merged:
-                text = self.source.slice(doc, sp.start, sp.end)
-                if text is None:  # pragma: no cover - every span comes from known text
-                    continue
-                ids = list(dict.fromkeys(sp.ids))
-                single = len(sp.kinds) == 1 and len(ids) == 1
-                kind = next(iter(sp.kinds)) if single else "merged"
-                pid = ids[0] if single else f"{doc}#merged:{sp.start}-{sp.end}"
-                if kind != "merged" and (sp.start, sp.end) != self._original.get(pid):
-                    kind = "window"
-                    pid = f"{doc}#window:{sp.start}-{sp.end}"
-                out.append(
-                    Passage(
-                        pid,
-                        text,
-                        kind,
-                        sp.score,
-                        sp.rank,
-                        doc or None,
-                        sp.start,
-                        sp.end,
-                        sp.source,
-                        sp.child_ids,
-                    )
-                )
-        out.extend(self.loose)
-        out.sort(key=lambda p: p.rank)
-        for i, p in enumerate(out):
-            p.rank = i
-        return out
+
+def _span(p: Passage) -> Span | None:
+    if p.document_id is None or p.start_index is None or p.end_index is None:
+        return None
+    return p.start_index, p.end_index
 
 
 def pack(
-    passages: Sequence[Passage], hits: Sequence[Hit], budget: int, source: SourceIndex | None = None
+    passages: Sequence[Passage],
+    hits: Sequence[Hit],
+    budget: int,
+    source: SourceIndex | None = None,
+    *,
+    context_share: float = 0.25,
+    min_piece: int = 40,
 ) -> PackResult:
-    """Pack ``passages`` (rank order) into ``budget`` characters; see the module docstring.
+    """Pack the hits and their passages into ``budget`` characters (module docstring).
 
     Args:
-        passages: expanded passages, best first.
-        hits: the children behind them (their spans choose the windows).
+        passages: expanded passages, best first; each lists its hits in ``child_ids``.
+        hits: the children in rank order.
         budget: characters of passage text, >= 1.
         source: known source text; built from ``passages`` when None.
+        context_share: fraction of the budget kept for text around the hits, in [0, 1).
+        min_piece: the smallest cut worth handing over, in characters (default 40).
+
+    Returns:
+        :class:`PackResult`; its passages are exact slices of the sources, in rank order,
+        and their lengths add up to at most ``budget``.
+
+    Raises:
+        ConfigurationError: ``budget < 1`` or ``context_share`` outside [0, 1).
     """
-    if source is None:
-        source = SourceIndex()
+    if budget < 1:
+        raise ConfigurationError(f"budget must be >= 1 character, got {budget!r}")
+    if not 0.0 <= context_share < 1.0:
+        raise ConfigurationError(f"context_share must be in [0, 1), got {context_share!r}")
+    source = source or SourceIndex()
     for p in passages:
         source.add(p.document_id, p.start_index, p.text)
-    hit_spans = {h.id: (h.start_index, h.end_index) for h in hits}
-    original = {
-        p.id: (p.start_index, p.end_index)
-        for p in passages
-        if p.start_index is not None and p.end_index is not None
-    }
-    packer = _Packer(budget, source, original)
+    owner = {c: p for p in passages for c in p.child_ids}
+    can_grow = any(p.kind != "child" for p in passages)
+    hit_budget = int(budget * (1.0 - context_share)) if can_grow else budget
+    packer = _Packer(owner, min_piece)
     result = PackResult([], budget, 0)
+    # Phase 1: hits in rank order into the hit share of the budget.
+    nxt = packer.take(hits, 0, hit_budget, cut=not can_grow, result=result)
+    if can_grow and packer.sel.pieces:
+        # Phase 2: the rest of the budget becomes text around the hits.
+        packer.grow(budget)
+    if nxt < len(hits):
+        # Fill: whatever growth could not use (pieces at their bounds) goes to more hits.
+        packer.take(hits, nxt, budget, cut=True, result=result)
+    sel, loose, taken = packer.sel, packer.loose, packer.taken
+    result.passages = _emit(sel, loose, source)
+    result.used = sum(len(p.text) for p in result.passages)
+    kept = {p.id for p in result.passages} | {c for p in result.passages for c in p.child_ids}
     for p in passages:
-        if packer.left <= 0:
+        if p.id not in taken and not (set(p.child_ids) & kept):
             result.cut.append(p.id)
-            continue
-        if p.document_id is None or p.start_index is None or p.end_index is None:
-            text = p.text[: packer.left]
-            if len(text) < len(p.text):
-                result.truncated.append(p.id)
-            packer.loose.append(
+        elif p.kind != "child" and p.id in taken and not _is_whole(sel, p):
+            result.substituted.append(p.id)
+    return result
+
+
+def _is_whole(sel: _Selection, p: Passage) -> bool:
+    return any(x.owner is p and x.whole for x in sel.pieces)
+
+
+def _copy(p: Passage, text: str) -> Passage:
+    return Passage(
+        p.id,
+        text,
+        p.kind,
+        p.score,
+        p.rank,
+        p.document_id,
+        None,
+        None,
+        p.source,
+        list(p.child_ids),
+        dict(p.metadata),
+    )
+
+
+def _emit(sel: _Selection, loose: list[Passage], source: SourceIndex) -> list[Passage]:
+    """Merge overlapping or touching pieces per document; order by best rank."""
+    out: list[Passage] = []
+    for doc in dict.fromkeys(p.doc for p in sel.pieces):
+        pieces = sorted((p for p in sel.pieces if p.doc == doc), key=lambda p: p.span)
+        groups: list[list[_Piece]] = []
+        for piece in pieces:
+            if groups and piece.span[0] <= max(x.span[1] for x in groups[-1]):
+                groups[-1].append(piece)
+            else:
+                groups.append([piece])
+        for group in groups:
+            start = min(x.span[0] for x in group)
+            end = max(x.span[1] for x in group)
+            text = source.slice(doc, start, end)
+            if text is None:  # pragma: no cover - every span comes from known text
+                continue
+            owners = list({id(x.owner): x.owner for x in group}.values())
+            best = min(owners, key=lambda o: o.rank)
+            if len(owners) > 1:
+                kind, pid = "merged", f"{doc}#merged:{start}-{end}"
+            elif (start, end) == _span(best):
+                kind, pid = best.kind, best.id
+            elif best.kind == "child":
+                kind, pid = "child", best.id  # a child cut to fit
+            else:
+                kind, pid = "window", f"{doc}#window:{start}-{end}"
+            children = list(dict.fromkeys(c for o in owners for c in o.child_ids))
+            scores = [o.score for o in owners if o.score is not None]
+            out.append(
                 Passage(
-                    p.id,
+                    pid,
                     text,
-                    p.kind,
-                    p.score,
-                    p.rank,
-                    p.document_id,
-                    None,
-                    None,
-                    p.source,
-                    p.child_ids,
-                    p.metadata,
+                    kind,
+                    max(scores) if scores else None,
+                    best.rank,
+                    doc or None,
+                    start,
+                    end,
+                    best.source,
+                    children,
                 )
             )
-            packer.used += len(text)
-            continue
-        doc, s, e = p.document_id, p.start_index, p.end_index
-        if packer.cost(doc, [(s, e)]) <= packer.left:
-            packer.add(p, s, e)
-            continue
-        if p.kind in _WIDE:
-            inner = [
-                hit_spans[c] for c in p.child_ids if c in hit_spans and None not in hit_spans[c]
-            ]
-            window = packer.best_window(doc, inner, s, e)  # type: ignore[arg-type]
-            new = [w for w in window if packer.cost(doc, [w]) > 0]
-            if new:
-                packer.add_many(p, new)
-                result.substituted.append(
-                    {"id": p.id, "kind": p.kind, "windows": [list(w) for w in new]}
-                )
-                continue
-        # A child (or a window that found nothing new): cut around its centre.
-        room = packer.left
-        mid = (s + e) // 2
-        cs = max(s, min(mid - room // 2, e - room))
-        packer.add(p, cs, min(e, cs + room))
-        result.truncated.append(p.id)
-    result.passages = packer.passages()
-    result.used = sum(len(p.text) for p in result.passages)
-    return result
+    out.extend(loose)
+    out.sort(key=lambda p: p.rank)
+    for i, p in enumerate(out):
+        p.rank = i
+    return out

@@ -142,6 +142,11 @@ class BotRepository:
                 return await fn(conn)
         except SQLAlchemyError as exc:
             raise _db_error(exc, bot) from exc
+        except OSError as exc:  # refused or reset before the driver wrapped it
+            raise StoreError(
+                f"the database cannot be reached ({type(exc).__name__})",
+                hint="check the DSN and that the server is up",
+            ) from exc
 
     async def list_rows(self, *, include_disabled: bool = True) -> list[dict[str, Any]]:
         """Raw rows (not validated, so that bad ones can be shown), ordered by name."""

@@ -54,6 +54,18 @@ class Retrieval:
         return format_context(self.passages)
 
 
+def describe_error(exc: BaseException) -> str:
+    """``"Type: first line"`` of an error, without SQL text (a database error gives only
+    its class and the driver's class: statements and parameters stay in the logs)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, SQLAlchemyError):
+        orig = getattr(exc, "orig", None)
+        return type(exc).__name__ + (f" ({type(orig).__name__})" if orig is not None else "")
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first[:300]}"
+
+
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000.0, 3)
 
@@ -230,7 +242,7 @@ class VectorContextMixin:
             meta["fallbacks"].append(
                 {
                     "stage": "rerank",
-                    "error": f"{type(exc).__name__}: {exc}",
+                    "error": describe_error(exc),
                     "action": f"kept the vector order, truncated to {k}",
                 }
             )
@@ -286,7 +298,7 @@ class VectorContextMixin:
             meta["fallbacks"].append(
                 {
                     "stage": "parent_fetch",
-                    "error": f"{type(exc).__name__}: {exc}",
+                    "error": describe_error(exc),
                     "action": "returned the children unexpanded",
                 }
             )

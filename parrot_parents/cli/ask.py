@@ -20,6 +20,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="expand hits to their parents (default: --expand)",
     )
     p.add_argument("--limit", type=int, default=5, help="children kept (default 5)")
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="context budget in characters of passage text (default: none)",
+    )
+    p.add_argument(
+        "--mode", default=None, help="expansion mode: parent (default), auto_merge:T or window:N"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -35,7 +44,9 @@ async def run(args: argparse.Namespace) -> int:
         context_search_limit=args.limit,
     )
     try:
-        retrieval = await bot.retrieve(args.question, expand_to_parent=args.expand)
+        retrieval = await bot.retrieve(
+            args.question, expand_to_parent=args.expand, budget=args.budget, mode=args.mode
+        )
     finally:
         await bot.close()
     if args.json:

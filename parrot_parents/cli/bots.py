@@ -115,13 +115,24 @@ def _status(row: dict[str, Any]) -> str:
     return "ok" if row["enabled"] else "disabled"
 
 
+async def _missing_collections(repo: Any, rows: list[dict[str, Any]]) -> set[str]:
+    from parrot_parents.bots.manager import collection_exists
+
+    engine = await repo.engine()
+    names = {r["collection"] for r in rows}
+    return {c for c in names if not await collection_exists(engine, c)}
+
+
 async def run_list(args: argparse.Namespace) -> int:
     async with _repo(args) as repo:
         rows = await repo.list_rows()
+        missing = await _missing_collections(repo, rows)
+    for r in rows:
+        r["status"] = _status(r)
+        if r["collection"] in missing and not r["status"].startswith("invalid"):
+            r["status"] += " (collection missing)"
     if args.json:
-        print_json(
-            [{**{k: v for k, v in r.items() if k != "id"}, "status": _status(r)} for r in rows]
-        )
+        print_json([{k: v for k, v in r.items() if k != "id"} for r in rows])
         return 0
     if not rows:
         print("no bots (add one with `parrot-parents bots add NAME --collection C`)")
@@ -139,7 +150,7 @@ async def run_list(args: argparse.Namespace) -> int:
                 str(r["context_search_limit"]),
                 "-" if r["context_budget"] is None else str(r["context_budget"]),
                 str(reranker),
-                _status(r),
+                r["status"],
             )
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]

@@ -64,6 +64,7 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.server.app import TOKEN_ENV, create_app
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     llm = ChatCompletionsClient.from_env()
     embedding = SentenceTransformerEmbeddings(args.model)

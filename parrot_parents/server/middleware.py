@@ -10,8 +10,10 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -26,7 +28,7 @@ from parrot_parents.errors import (
     StoreError,
 )
 from parrot_parents.server.schemas import BadRequest
-from parrot_parents.server.state import STATE
+from parrot_parents.server.state import REQUEST_ID, STATE
 
 __all__ = ["PUBLIC_PATHS", "auth_middleware", "error_middleware", "json_error", "json_response"]
 
@@ -34,12 +36,20 @@ logger = logging.getLogger("parrot_parents.server")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
 #: Paths served without a token.
 PUBLIC_PATHS = frozenset({"/health"})
 
 
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str)
+    return json.dumps(obj, ensure_ascii=False, default=_default)
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
@@ -62,8 +72,8 @@ def json_error(
         body["hint"] = hint
     if details:
         body["details"] = details
-    if request is not None and "request_id" in request:
-        body["request_id"] = request["request_id"]
+    if request is not None and REQUEST_ID in request:
+        body["request_id"] = request[REQUEST_ID]
     resp = json_response(body, status=status)
     if headers:
         resp.headers.update(headers)
@@ -98,7 +108,8 @@ def auth_middleware(token: str | None) -> Callable[[web.Request, Handler], Await
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Map exceptions to JSON errors; log unexpected ones with their traceback."""
-    request["request_id"] = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex[:16]
+    given = request.headers.get("X-Request-Id", "")
+    request[REQUEST_ID] = given if _SAFE_ID.match(given) else uuid.uuid4().hex[:16]
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -122,18 +133,18 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except LLMNotConfiguredError as exc:
         response = json_error(501, exc.message, request=request, hint=exc.hint)
     except LLMError as exc:
-        logger.warning("[%s] LLM failure: %s", request["request_id"], exc)
+        logger.warning("[%s] LLM failure: %s", request[REQUEST_ID], exc)
         status = "" if exc.status is None else f" (HTTP {exc.status})"
         response = json_error(502, f"the LLM request failed{status}", request=request)
     except ConfigurationError as exc:
         response = json_error(400, exc.message, request=request, hint=exc.hint)
     except (StoreError, SQLAlchemyError):
-        logger.exception("[%s] database failure", request["request_id"])
+        logger.exception("[%s] database failure", request[REQUEST_ID])
         response = json_error(503, "the database is unavailable", request=request)
     except Exception:
         logger.exception(
-            "[%s] unhandled error on %s %s", request["request_id"], request.method, request.path
+            "[%s] unhandled error on %s %s", request[REQUEST_ID], request.method, request.path
         )
         response = json_error(500, "internal error", request=request)
-    response.headers["X-Request-Id"] = request["request_id"]
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response

@@ -16,7 +16,7 @@ from parrot_parents.bots.prompt import retrieval_overrides
 from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import AskRequest, ContextRequest, read_body, read_object
-from parrot_parents.server.state import STATE, ServerState
+from parrot_parents.server.state import REQUEST_ID, STATE, ServerState
 
 __all__ = ["routes"]
 
@@ -36,7 +36,22 @@ async def _refresh(request: web.Request) -> None:
     try:
         await state.manager.refresh()
     except (StoreError, SQLAlchemyError) as exc:
-        logger.warning("[%s] could not refresh the bots: %s", request["request_id"], exc)
+        logger.warning("[%s] could not refresh the bots: %s", request[REQUEST_ID], exc)
+
+
+_INTERNAL = ("[SQL", "sqlalchemy", "asyncpg", "Traceback")
+
+
+def _public_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with fallback errors cut to what a client may see: a database error keeps
+    only its exception type, other errors their first line (at most 200 characters)."""
+    fallbacks = []
+    for fallback in meta.get("fallbacks", []):
+        error = str(fallback.get("error", ""))
+        if any(marker in error for marker in _INTERNAL):
+            error = error.split(":", 1)[0]
+        fallbacks.append({**fallback, "error": error.splitlines()[0][:200] if error else error})
+    return {**meta, "fallbacks": fallbacks}
 
 
 def _describe(bot: Chatbot) -> dict[str, Any]:
@@ -193,7 +208,7 @@ async def context(request: web.Request) -> web.Response:
             "bot": bot.name,
             "context": retrieval.context,
             "passages": [p.to_dict() for p in retrieval.passages],
-            "meta": retrieval.meta,
+            "meta": _public_meta(retrieval.meta),
         }
     )
 
@@ -214,7 +229,9 @@ async def ask(request: web.Request) -> web.Response:
         return bot
     body = await read_body(request, AskRequest)
     answer = await bot.ask(body.question, llm=llm, max_tokens=body.max_tokens, **body.overrides())
-    return json_response({"bot": bot.name, **answer.to_dict()})
+    data = answer.to_dict()
+    data["meta"] = _public_meta(data["meta"])
+    return json_response({"bot": bot.name, **data})
 
 
 @routes.get("/openapi.json")

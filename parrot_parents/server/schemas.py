@@ -93,7 +93,7 @@ async def read_body(request: web.Request, model: type[M]) -> M:
     if not raw.strip():
         raise BadRequest("the body must be a JSON object; it is empty")
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadRequest("the body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:

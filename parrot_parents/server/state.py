@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
 from parrot_parents.bots.llm import ChatCompletionsClient
 from parrot_parents.bots.manager import BotManager
 
-__all__ = ["STATE", "ServerState"]
+__all__ = ["REQUEST_ID", "STATE", "ServerState"]
 
 
 @dataclass
@@ -30,3 +31,6 @@ class ServerState:
 
 
 STATE = web.AppKey("parrot_parents_state", ServerState)
+
+#: Per-request id (echoed in ``X-Request-Id`` and in error bodies, and logged).
+REQUEST_ID: Any = web.RequestKey("request_id", str) if hasattr(web, "RequestKey") else "request_id"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from sqlalchemy import Integer, MetaData, Table, and_, delete, event, func, or_, select, text
+from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -22,7 +22,7 @@ from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.ids import content_document_id, row_id_for
 from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent, normalize_markers
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.schema import HNSWIndex, collection_table
+from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import HNSWQueryOptions
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
@@ -143,7 +143,6 @@ class PgVectorStore(AbstractStore):
             engine = create_async_engine(to_async_dsn(raw_dsn), **self._engine_kwargs)
             try:
                 await self._create_extension(engine)
-                event.listen(engine.sync_engine, "connect", _register_vector)
                 self._table = collection_table(
                     self.table,
                     dimension,
@@ -328,9 +327,7 @@ class PgVectorStore(AbstractStore):
             async with engine.begin() as conn:
                 if replace_document_id is not None:
                     await conn.execute(
-                        delete(table).where(
-                            table.c.cmetadata["document_id"].astext == replace_document_id
-                        )
+                        delete(table).where(meta_field(table, "document_id") == replace_document_id)
                     )
                 if rows:
                     # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
@@ -343,7 +340,7 @@ class PgVectorStore(AbstractStore):
         engine, table = await self._ready()
         async with engine.begin() as conn:
             result = await conn.execute(
-                delete(table).where(table.c.cmetadata["document_id"].astext == str(document_id))
+                delete(table).where(meta_field(table, "document_id") == str(document_id))
             )
         return int(result.rowcount or 0)
 
@@ -451,11 +448,11 @@ class PgVectorStore(AbstractStore):
         if not ids:
             return {}
         engine, table = await self._ready()
-        parent_key = table.c.cmetadata["parent_document_id"].astext
+        parent_key = meta_field(table, "parent_document_id")
         stmt = (
             select(table.c.id, table.c.document, table.c.cmetadata)
             .where(parent_key.in_(ids))
-            .order_by(parent_key, text("(cmetadata->>'start_index')::int"))
+            .order_by(parent_key, meta_field(table, "start_index").cast(Integer))
         )
         async with engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -478,8 +475,8 @@ class PgVectorStore(AbstractStore):
         if not ranges:
             return {}
         engine, table = await self._ready()
-        doc_key = table.c.cmetadata["document_id"].astext
-        index = table.c.cmetadata["chunk_index"].astext.cast(Integer)
+        doc_key = meta_field(table, "document_id")
+        index = meta_field(table, "chunk_index").cast(Integer)
         cond = or_(
             *[and_(doc_key == str(d), index.between(int(lo), int(hi))) for d, lo, hi in ranges]
         )
@@ -507,10 +504,3 @@ class PgVectorStore(AbstractStore):
             stmt = stmt.where(text(CHILD_PREDICATE))
         async with engine.connect() as conn:
             return int((await conn.execute(stmt)).scalar_one())
-
-
-def _register_vector(dbapi_connection: Any, _record: Any) -> None:
-    # pgvector's asyncpg codec, registered on every new pooled connection.
-    from pgvector.asyncpg import register_vector
-
-    dbapi_connection.run_async(register_vector)

@@ -18,13 +18,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Column, Index, MetaData, Table, Text, text
+from sqlalchemy import Column, ColumnElement, Index, MetaData, Table, Text, literal_column, text
 from sqlalchemy.dialects.postgresql import JSONB
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import validate_identifier
 
-__all__ = ["HNSWIndex", "collection_table"]
+__all__ = ["HNSWIndex", "collection_table", "meta_field"]
+
+# Metadata keys the store queries on; rendered as SQL literals (never user input), so the
+# planner can match the expression indexes below.
+_QUERY_KEYS = frozenset(
+    {"document_id", "parent_document_id", "chunk_index", "start_index", "end_index"}
+)
+
+
+def meta_field(table: Table, key: str) -> ColumnElement[str]:
+    """``cmetadata ->> 'key'`` with the key as a literal, as the expression indexes have it.
+
+    (``table.c.cmetadata[key].astext`` binds the key as a parameter, which an expression
+    index on ``cmetadata->>'key'`` cannot serve.)
+    """
+    if key not in _QUERY_KEYS:
+        raise ConfigurationError(f"unsupported metadata key {key!r}")
+    return table.c.cmetadata.op("->>", return_type=Text)(literal_column(f"'{key}'"))
 
 
 @dataclass(frozen=True)
@@ -88,8 +105,10 @@ def collection_table(
         postgresql_with={"m": hnsw.m, "ef_construction": hnsw.ef_construction},
         postgresql_ops={"embedding": "vector_cosine_ops"},
     )
-    Index(f"{base}_parent_id_idx", text("(cmetadata->>'parent_document_id')"))
-    Index(f"{base}_document_id_idx", text("(cmetadata->>'document_id')"))
+    # Expression indexes built from the table's column, so that they belong to the table
+    # (an Index over a bare text() clause would never be created).
+    Index(f"{base}_parent_id_idx", meta_field(table, "parent_document_id"))
+    Index(f"{base}_document_id_idx", meta_field(table, "document_id"))
     Index(
         f"{base}_cmetadata_gin",
         table.c.cmetadata,

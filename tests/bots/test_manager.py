@@ -14,19 +14,23 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.errors import BotConfigError, BotNotFoundError
-from tests.migrations.support import COLLECTION, bots_dsn, template_dsn  # noqa: F401
+from tests.migrations.support import (  # noqa: F401
+    COLLECTION,
+    bots_dsn_fixture,
+    template_dsn_fixture,
+)
 
 QUESTION = "When are salaries paid?"
 
 
 @pytest.fixture
-async def repo(bots_dsn: str) -> AsyncIterator[BotRepository]:  # noqa: F811
+async def repo(bots_dsn: str) -> AsyncIterator[BotRepository]:
     async with BotRepository(bots_dsn) as r:
         yield r
 
 
 @pytest.fixture
-async def manager(bots_dsn: str, embeddings: Any) -> AsyncIterator[BotManager]:  # noqa: F811
+async def manager(bots_dsn: str, embeddings: Any) -> AsyncIterator[BotManager]:
     m = BotManager(bots_dsn, embedding=embeddings)
     try:
         yield m
@@ -103,7 +107,7 @@ async def test_a_bad_row_is_reported_and_never_stops_the_others(
     )
     retrieval = await manager.get("m_good").retrieve(QUESTION)
     assert retrieval.passages
-    with pytest.raises(BotConfigError, match="bot 'b_bad_key': reranker_config.batchsize"):
+    with pytest.raises(BotConfigError, match=r"bot 'b_bad_key': reranker_config.batchsize"):
         manager.get("b_bad_key")
 
 
@@ -251,7 +255,7 @@ async def test_bots_on_one_collection_share_one_store(
 async def test_from_database_loads_one_row(
     repo: BotRepository,
     bots_dsn: str,
-    embeddings: Any,  # noqa: F811
+    embeddings: Any,
 ) -> None:
     await repo.create({"name": "hr", "collection": COLLECTION, "expand_to_parent": True})
     bot = await Chatbot.from_database("hr", dsn=bots_dsn, embedding=embeddings)
@@ -267,7 +271,7 @@ async def test_from_database_loads_one_row(
 async def test_from_database_errors(
     repo: BotRepository,
     bots_dsn: str,
-    embeddings: Any,  # noqa: F811
+    embeddings: Any,
 ) -> None:
     await repo.create({"name": "off", "collection": COLLECTION, "enabled": False})
     await _raw(
@@ -282,7 +286,7 @@ async def test_from_database_errors(
         await Chatbot.from_database("off", dsn=bots_dsn, embedding=embeddings)
     with pytest.raises(
         BotConfigError,
-        match="bot 'bad': reranker_config.max_length: Input should be greater than or equal to 4",
+        match=r"bot 'bad': reranker_config.max_length: Input should be greater than or equal to 4",
     ):
         await Chatbot.from_database("bad", dsn=bots_dsn, embedding=embeddings)
 

@@ -13,9 +13,12 @@ from parrot_parents.stores.postgres import PgVectorStore
 
 @pytest.mark.parametrize(
     ("text", "mode"),
-    [("parent", ExpansionMode()), ("auto_merge:0.5", ExpansionMode("auto_merge", 0.5)),
-     ("auto_merge:1", ExpansionMode("auto_merge", 1.0)), ("window:2", ExpansionMode(
-         "window", window=2))],
+    [
+        ("parent", ExpansionMode()),
+        ("auto_merge:0.5", ExpansionMode("auto_merge", 0.5)),
+        ("auto_merge:1", ExpansionMode("auto_merge", 1.0)),
+        ("window:2", ExpansionMode("window", window=2)),
+    ],
 )
 def test_parse_mode(text: str, mode: ExpansionMode) -> None:
     assert parse_mode(text) == mode
@@ -24,10 +27,16 @@ def test_parse_mode(text: str, mode: ExpansionMode) -> None:
 
 @pytest.mark.parametrize(
     ("text", "match"),
-    [("auto_merge:0", r"must be in \(0, 1\], got 0"), ("auto_merge:1.5", r"in \(0, 1\]"),
-     ("auto_merge", "needs a threshold"), ("window:0", "must be >= 1, got 0"),
-     ("window:-2", ">= 1"), ("window:x", "whole number"), ("sideways", "unknown mode"),
-     ("parent:3", "takes no parameter")],
+    [
+        ("auto_merge:0", r"must be in \(0, 1\], got 0"),
+        ("auto_merge:1.5", r"in \(0, 1\]"),
+        ("auto_merge", "needs a threshold"),
+        ("window:0", "must be >= 1, got 0"),
+        ("window:-2", ">= 1"),
+        ("window:x", "whole number"),
+        ("sideways", "unknown mode"),
+        ("parent:3", "takes no parameter"),
+    ],
 )
 def test_mode_errors_are_clear(text: str, match: str) -> None:
     with pytest.raises(ConfigurationError, match=match):
@@ -42,8 +51,12 @@ async def bot(store: PgVectorStore, embeddings) -> Chatbot:
     await TextLoader(child_chunk_size=90, embedding=embeddings)._chunk_with_late_chunking(
         [Document(page_content=DOC, metadata={"document_id": "d"})], vector_store=store
     )
-    return Chatbot(store=store, parent_searcher=InTableParentSearcher(store=store),
-                   expand_to_parent=True, context_search_limit=1)
+    return Chatbot(
+        store=store,
+        parent_searcher=InTableParentSearcher(store=store),
+        expand_to_parent=True,
+        context_search_limit=1,
+    )
 
 
 async def test_window_is_symmetric_in_the_middle_and_clipped_at_edges(
@@ -51,8 +64,11 @@ async def test_window_is_symmetric_in_the_middle_and_clipped_at_edges(
 ) -> None:
     (kids,) = (await store.fetch_children([f"d#doc:0-{len(DOC)}"])).values()
     spans = [(k.metadata["start_index"], k.metadata["end_index"]) for k in kids]
-    for question, n in (("facts about topic 6", 1), ("facts about topic 0", 2),
-                        ("facts about topic 11", 2)):
+    for question, n in (
+        ("facts about topic 6", 1),
+        ("facts about topic 0", 2),
+        ("facts about topic 11", 2),
+    ):
         r = await bot.retrieve(question, mode=f"window:{n}")
         (p,) = r.passages
         hit = r.meta["children"][0]["id"]
@@ -67,11 +83,13 @@ async def test_auto_merge_threshold_decides(bot: Chatbot, store: PgVectorStore) 
     children = await store.fetch_children(["d#doc:0-" + str(len(DOC))])
     total = len(next(iter(children.values())))
     hits = 3
-    merged = await bot.retrieve("facts about topics", mode=f"auto_merge:{hits / total:.4f}",
-                                limit=hits)
+    merged = await bot.retrieve(
+        "facts about topics", mode=f"auto_merge:{hits / total:.4f}", limit=hits
+    )
     assert [p.kind for p in merged.passages] == ["parent"]
-    kept = await bot.retrieve("facts about topics",
-                              mode=f"auto_merge:{(hits + 1) / total:.4f}", limit=hits)
+    kept = await bot.retrieve(
+        "facts about topics", mode=f"auto_merge:{(hits + 1) / total:.4f}", limit=hits
+    )
     assert [p.kind for p in kept.passages] == ["child"] * hits
     assert kept.meta["auto_merge"]["d#doc:0-" + str(len(DOC))]["children"] == total
 

@@ -9,21 +9,36 @@ SOURCE = "".join(f"Sentence {i:03d} of the source text. " for i in range(200))  
 
 
 def child(i: int, start: int, end: int, rank: int, parent: str = "P") -> Hit:
-    return Hit(f"c{i}", SOURCE[start:end],
-               {"document_id": "d", "start_index": start, "end_index": end,
-                "parent_document_id": parent}, 0.9 - rank / 100, rank)
+    return Hit(
+        f"c{i}",
+        SOURCE[start:end],
+        {"document_id": "d", "start_index": start, "end_index": end, "parent_document_id": parent},
+        0.9 - rank / 100,
+        rank,
+    )
 
 
 def parent_passage(start: int, end: int, hits: list[Hit], rank: int = 0) -> Passage:
-    return Passage(f"P{start}", SOURCE[start:end], "parent_chunk", 0.9, rank, "d", start, end,
-                   None, [h.id for h in hits])
+    return Passage(
+        f"P{start}",
+        SOURCE[start:end],
+        "parent_chunk",
+        0.9,
+        rank,
+        "d",
+        start,
+        end,
+        None,
+        [h.id for h in hits],
+    )
 
 
 def test_a_parent_that_fits_is_taken_whole() -> None:
     h = child(1, 100, 200, 0)
     result = pack([parent_passage(0, 1000, [h])], [h], 1500)
     assert [(p.start_index, p.end_index, p.kind) for p in result.passages] == [
-        (0, 1000, "parent_chunk")]
+        (0, 1000, "parent_chunk")
+    ]
     assert result.used == 1000 and not result.substituted
 
 
@@ -32,15 +47,15 @@ def test_a_parent_that_does_not_fit_becomes_a_window_around_its_hits(budget: int
     hits = [child(1, 2000, 2100, 0), child(2, 2300, 2400, 1)]
     result = pack([parent_passage(0, 4000, hits)], hits, budget)
     assert result.used <= budget
-    assert result.substituted and result.substituted[0]["id"] == "P0"
+    assert result.substituted == ["P0"]
     assert all(p.kind == "window" for p in result.passages)
     for p in result.passages:
-        assert p.text == SOURCE[p.start_index:p.end_index]
+        assert p.text == SOURCE[p.start_index : p.end_index]
     spans = [(p.start_index, p.end_index) for p in result.passages]
     # The best hit is always inside a window; growth is symmetric around the hits.
-    assert any(s <= 2000 and 2100 <= e for s, e in spans)
+    assert any(s <= 2000 and e >= 2100 for s, e in spans)
     if budget >= 400:
-        assert any(s <= 2300 and 2400 <= e for s, e in spans)  # the second hit too
+        assert any(s <= 2300 and e >= 2400 for s, e in spans)  # the second hit too
         assert result.used >= budget - 2
     if budget == 999:
         assert len(spans) == 1  # the two windows grew into each other
@@ -65,7 +80,7 @@ def test_nothing_beyond_the_budget_and_cut_children_are_reported() -> None:
     assert result.truncated == ["c2"]
     assert result.cut == ["c3", "c4"]
     third = result.passages[2]
-    assert third.text == SOURCE[third.start_index:third.end_index]
+    assert third.text == SOURCE[third.start_index : third.end_index]
 
 
 def test_overlapping_parent_chunks_join_into_one_source() -> None:

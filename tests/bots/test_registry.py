@@ -127,7 +127,7 @@ def test_unknown_type_lists_the_known_ones() -> None:
     ],
 )
 def test_a_row_cannot_name_an_import_path(name: str, plugin: Path) -> None:
-    with pytest.raises(BotConfigError, match="reranker_config.type: unknown reranker type"):
+    with pytest.raises(BotConfigError, match=r"reranker_config.type: unknown reranker type"):
         validate_bot(
             {"name": "b", "collection": "c", "reranker_config": {"type": name}}, registries=_fresh()
         )
@@ -180,7 +180,7 @@ def test_register_in_code(tmp_path: Path) -> None:
         reg.parent_searchers.register("nearby", Nearby)
     with pytest.raises(ConfigurationError, match="must be a subclass of AbstractParentSearcher"):
         reg.parent_searchers.register("wrong", dict)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="invalid parent searcher type name 'Bad.Name'"):
+    with pytest.raises(ConfigurationError, match=r"invalid parent searcher type name 'Bad.Name'"):
         reg.parent_searchers.register("Bad.Name", Nearby)
 
 

@@ -56,9 +56,14 @@ async def test_reranker_sees_children_and_expansion_follows_truncation(
     filled: PgVectorStore,
 ) -> None:
     reranker = RecordingReranker()
-    bot = Chatbot(store=filled, parent_searcher=InTableParentSearcher(store=filled),
-                  expand_to_parent=True, context_search_limit=2, reranker=reranker,
-                  rerank_candidates=8)
+    bot = Chatbot(
+        store=filled,
+        parent_searcher=InTableParentSearcher(store=filled),
+        expand_to_parent=True,
+        context_search_limit=2,
+        reranker=reranker,
+        rerank_candidates=8,
+    )
     retrieval = await bot.retrieve("payroll and leave")
     meta = retrieval.meta
     assert meta["candidates"] == 8 and len(reranker.seen) == 8
@@ -92,15 +97,15 @@ async def test_nan_scores_fall_back(filled: PgVectorStore, tmp_path: Path) -> No
     for f in path.iterdir():  # keep the tokenizer files beside the NaN weights
         if f.name.startswith(("tokenizer", "vocab", "special")):
             (tmp_path / "nan" / f.name).write_bytes(f.read_bytes())
-    bot = Chatbot(store=filled, context_search_limit=2,
-                  reranker=CrossEncoderReranker(str(tmp_path / "nan")))
+    bot = Chatbot(
+        store=filled, context_search_limit=2, reranker=CrossEncoderReranker(str(tmp_path / "nan"))
+    )
     retrieval = await bot.retrieve("payroll")
     assert len(retrieval.passages) == 2
     assert "NaN" in retrieval.meta["fallbacks"][0]["error"]
 
 
-async def test_tiny_cross_encoder_reorders_children(filled: PgVectorStore,
-                                                    tmp_path: Path) -> None:
+async def test_tiny_cross_encoder_reorders_children(filled: PgVectorStore, tmp_path: Path) -> None:
     reranker = CrossEncoderReranker(str(build_tiny_cross_encoder(tmp_path / "m")))
     bot = Chatbot(store=filled, context_search_limit=3, reranker=reranker)
     retrieval = await bot.retrieve("payroll")

@@ -1,1 +1,5 @@
-from tests.migrations.support import bots_dsn, empty_dsn, template_dsn  # noqa: F401
+from tests.migrations.support import (  # noqa: F401
+    bots_dsn_fixture,
+    empty_dsn_fixture,
+    template_dsn_fixture,
+)

@@ -5,7 +5,8 @@ Each test that touches the ``bots`` table gets its own database, copied (``CREAT
 collection embedded with the real model. A copy takes a fraction of a second and keeps the
 tests independent: a bad bot row left by one test never shows up in another.
 
-Import the fixtures into a test module (or a conftest) to use them.
+Import the ``*_fixture`` functions into a test module (or a conftest) to use the fixtures
+``template_dsn``, ``bots_dsn`` and ``empty_dsn``.
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ async def _fill(dsn: str, embeddings: Any) -> None:
         await store.add_documents(handbook_documents())
 
 
-@pytest.fixture(scope="session")
-def template_dsn(pg_dsn: str, embeddings: Any) -> Iterator[str]:
+@pytest.fixture(scope="session", name="template_dsn")
+def template_dsn_fixture(pg_dsn: str, embeddings: Any) -> Iterator[str]:
     """A migrated database holding the ``handbook`` collection (never used directly)."""
     dsn = create_database(pg_dsn)
     try:
@@ -139,8 +140,8 @@ def template_dsn(pg_dsn: str, embeddings: Any) -> Iterator[str]:
         drop_database(pg_dsn, dsn)
 
 
-@pytest.fixture
-def bots_dsn(pg_dsn: str, template_dsn: str) -> Iterator[str]:
+@pytest.fixture(name="bots_dsn")
+def bots_dsn_fixture(pg_dsn: str, template_dsn: str) -> Iterator[str]:
     """A fresh copy of the template: migrated, ``handbook`` filled, no bots."""
     dsn = create_database(pg_dsn, template=make_url(template_dsn).database)
     try:
@@ -149,8 +150,8 @@ def bots_dsn(pg_dsn: str, template_dsn: str) -> Iterator[str]:
         drop_database(pg_dsn, dsn)
 
 
-@pytest.fixture
-def empty_dsn(pg_dsn: str) -> Iterator[str]:
+@pytest.fixture(name="empty_dsn")
+def empty_dsn_fixture(pg_dsn: str) -> Iterator[str]:
     """A fresh, empty database (not migrated)."""
     dsn = create_database(pg_dsn)
     try:

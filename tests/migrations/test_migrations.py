@@ -173,9 +173,7 @@ async def test_check_constraints_refuse_rows_written_with_plain_sql(
 ) -> None:
     row = {"name": "ok", "collection": "handbook", **bad}
     cols = ", ".join(row)
-    params = ", ".join(
-        f"CAST(:{k} AS jsonb)" if k.endswith("_config") else f":{k}" for k in row
-    )
+    params = ", ".join(f"CAST(:{k} AS jsonb)" if k.endswith("_config") else f":{k}" for k in row)
     values = {
         k: json.dumps(v) if k.endswith("_config") and v is not None else v for k, v in row.items()
     }
@@ -223,5 +221,5 @@ async def test_updated_at_moves_on_every_update(bots_dsn: str) -> None:
 def test_config_rejects_bad_collection_names() -> None:
     with pytest.raises(ConfigurationError, match="invalid collection name"):
         migrations.alembic_config(collections=["bad name"])
-    with pytest.raises(ConfigurationError, match="dimension must be in 1..16000"):
+    with pytest.raises(ConfigurationError, match=r"dimension must be in 1..16000"):
         migrations.alembic_config(dimension=0)

@@ -12,8 +12,20 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 
 _SKIP = shutil.ignore_patterns(
-    ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
-    ".ruff_cache", "runs", ".bench", "tests", "benchmarks", "examples", "docs",
+    ".venv",
+    ".git",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    "runs",
+    ".bench",
+    "tests",
+    "benchmarks",
+    "examples",
+    "docs",
 )
 
 

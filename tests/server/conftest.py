@@ -16,14 +16,18 @@ from parrot_parents.bots.llm import ChatCompletionsClient, LLMSettings
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.server.app import create_app
-from tests.migrations.support import COLLECTION, bots_dsn, template_dsn  # noqa: F401
+from tests.migrations.support import (  # noqa: F401
+    COLLECTION,
+    bots_dsn_fixture,
+    template_dsn_fixture,
+)
 
 TOKEN = "t0ken-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
-async def repo(bots_dsn: str) -> AsyncIterator[BotRepository]:  # noqa: F811
+async def repo(bots_dsn: str) -> AsyncIterator[BotRepository]:
     """The bots table with ``hr`` (children), ``hr_parents`` (expansion on) and ``broken``."""
     async with BotRepository(bots_dsn) as r:
         await r.create({"name": "hr", "collection": COLLECTION, "context_search_limit": 2})
@@ -47,7 +51,7 @@ async def repo(bots_dsn: str) -> AsyncIterator[BotRepository]:  # noqa: F811
 async def manager(
     repo: BotRepository,
     bots_dsn: str,
-    embeddings: Any,  # noqa: F811
+    embeddings: Any,
 ) -> AsyncIterator[BotManager]:
     m = BotManager(bots_dsn, embedding=embeddings)
     await m.load()

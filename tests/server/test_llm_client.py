@@ -56,7 +56,7 @@ async def test_a_timeout_is_an_llm_error(chat_server: ChatServer) -> None:
     chat_server.behaviour = "slow"
     settings = LLMSettings(base_url=chat_server.url, model="m", timeout_s=0.2, retries=0)
     async with ChatCompletionsClient(settings) as client:
-        with pytest.raises(LLMError, match="cannot reach the LLM at .*: TimeoutError"):
+        with pytest.raises(LLMError, match=r"cannot reach the LLM at .*: TimeoutError"):
             await client.complete(MESSAGES)
 
 

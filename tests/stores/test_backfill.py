@@ -187,7 +187,11 @@ async def test_queries_keep_working_while_the_backfill_runs(
     assert during >= 10, f"only {during} searches during {report.seconds}s of backfill"
     assert max(latencies) < 2.0
     # Only row-level work: no lock that would block readers or writers of the table.
-    assert lock_modes <= {"AccessShareLock", "RowExclusiveLock"}, lock_modes
+    # (ShareUpdateExclusiveLock is autovacuum/autoanalyze reacting to the updates; it
+    # conflicts with neither reads nor row writes.)
+    assert lock_modes <= {"AccessShareLock", "RowExclusiveLock", "ShareUpdateExclusiveLock"}, (
+        lock_modes
+    )
     async with store.engine.connect() as conn:
         unmarked = await conn.execute(
             text(f"SELECT count(*) FROM {store.qualified_name} WHERE NOT (cmetadata ? 'is_chunk')")

@@ -104,15 +104,33 @@ async def test_exactly_limit_under_selective_filter_on_10k_children(pg_dsn: str)
         # Without the child predicate the planner walks the HNSW index with the filter
         # applied afterwards: there, iterative scans decide the outcome. With them off,
         # ef_search=40 candidates hold ~1 % "rare" rows; with them on, exactly 20.
-        on = await store.similarity_search_by_vector(
-            query, limit=20, filter={"tenant": "rare"}, include_parents=True
+        # The planner's choice between the HNSW index and an exact scan depends on table
+        # statistics; forbid the alternatives so the control always walks the index.
+        index_only = {
+            "connect_args": {
+                "server_settings": {
+                    "enable_seqscan": "off",
+                    "enable_bitmapscan": "off",
+                    "enable_indexscan": "on",
+                }
+            }
+        }
+        strict = PgVectorStore(
+            dsn=pg_dsn, table=store.table, dimension=dim, engine_kwargs=index_only
         )
+        try:
+            on = await strict.similarity_search_by_vector(
+                query, limit=20, filter={"tenant": "rare"}, include_parents=True
+            )
+        finally:
+            await strict.close()
         assert len(on) == 20
         off = PgVectorStore(
             dsn=pg_dsn,
             table=store.table,
             dimension=dim,
             search_options=HNSWQueryOptions(iterative_scan="off"),
+            engine_kwargs=index_only,
         )
         try:
             plain = await off.similarity_search_by_vector(
@@ -228,3 +246,44 @@ async def test_close_is_safe_twice(pg_dsn: str, embeddings) -> None:
         assert await s.count() == 0
         await s.drop()
     await s.close()
+
+
+async def test_lookup_indexes_exist_and_serve_the_store_queries(store: PgVectorStore) -> None:
+    async with store.engine.connect() as conn:
+        names = set(
+            (
+                await conn.execute(
+                    text("SELECT indexname FROM pg_indexes WHERE tablename = :t"),
+                    {"t": store.table},
+                )
+            ).scalars()
+        )
+    base = store.table
+    assert {
+        f"{base}_pkey",
+        f"{base}_embedding_hnsw",
+        f"{base}_parent_id_idx",
+        f"{base}_document_id_idx",
+        f"{base}_cmetadata_gin",
+    } <= names
+    # The statement fetch_children sends can use the parent index (its key is a literal).
+    from sqlalchemy import select
+    from sqlalchemy.dialects import postgresql
+
+    from parrot_parents.stores.schema import meta_field
+
+    table = store.sa_table
+    stmt = select(table.c.id).where(meta_field(table, "parent_document_id").in_(["p1", "p2"]))
+    sql = str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    async with store.engine.begin() as conn:
+        await conn.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + sql))).all())
+    assert f"{base}_parent_id_idx" in plan
+
+
+async def test_concurrent_searches_on_one_store(store: PgVectorStore) -> None:
+    import asyncio
+
+    await store.add_documents([_doc(f"Fact {i}.", document_id=f"d{i}") for i in range(5)])
+    results = await asyncio.gather(*(store.similarity_search("fact", limit=3) for _ in range(8)))
+    assert all(len(r) == 3 for r in results)

@@ -1,0 +1,89 @@
+"""Malformed bodies get a 400 that says what is wrong; nothing internal leaks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.server.conftest import MakeClient
+
+URL = "/api/v1/bots/hr/context"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "the body must be a JSON object; it is empty"),
+        (b"{", "the body is not valid JSON: Expecting property name enclosed in double quotes"),
+        (b"\xff\xfe", "the body is not UTF-8 text"),
+        (b'["When are salaries paid?"]', "the body must be a JSON object, got list"),
+        (b'"hi"', "the body must be a JSON object, got str"),
+    ],
+)
+async def test_not_a_json_object(make_client: MakeClient, body: bytes, message: str) -> None:
+    client = await make_client()
+    resp = await client.post(URL, data=body, headers={"Content-Type": "application/json"})
+    assert resp.status == 400
+    assert (await resp.json())["error"].startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "message"),
+    [
+        ({}, "question", "required key is missing"),
+        ({"question": ""}, "question", "String should have at least 1 character"),
+        ({"question": "   "}, "question", "must not be blank"),
+        ({"question": "x" * 4001}, "question", "String should have at most 4000 characters"),
+        ({"question": 42}, "question", "Input should be a valid string, got 42"),
+        ({"question": "q", "limit": "5"}, "limit", "Input should be a valid integer, got '5'"),
+        ({"question": "q", "limit": 5.5}, "limit", "Input should be a valid integer"),
+        ({"question": "q", "limit": 0}, "limit", "Input should be greater than or equal to 1"),
+        ({"question": "q", "limit": 101}, "limit", "Input should be less than or equal to 100"),
+        ({"question": "q", "expand_to_parent": "yes"}, "expand_to_parent", "valid boolean"),
+        ({"question": "q", "budget": -3}, "budget", "greater than or equal to 1"),
+        ({"question": "q", "mode": "window:0"}, "mode", "the window size N must be >= 1"),
+        ({"question": "q", "mode": "sideways"}, "mode", "must be 'parent', 'auto_merge:T'"),
+        ({"question": "q", "filter": ["a"]}, "filter", "Input should be a valid dictionary"),
+        ({"question": "q", "filter": {"a": {"b": 1}}}, "filter.a.str", "valid string"),
+        ({"question": "q", "top_k": 3}, "top_k", "unknown key (known keys: budget, "),
+    ],
+)
+async def test_invalid_fields(
+    make_client: MakeClient, body: dict[str, Any], key: str, message: str
+) -> None:
+    client = await make_client()
+    resp = await client.post(URL, json=body)
+    assert resp.status == 400
+    data = await resp.json()
+    assert data["error"].startswith("invalid body: ")
+    detail = next(d for d in data["details"] if d["key"] == key)
+    assert message in detail["message"]
+
+
+async def test_every_bad_field_is_listed(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.post(URL, json={"question": 1, "limit": "x", "extra": True})
+    assert [d["key"] for d in (await resp.json())["details"]] == ["question", "limit", "extra"]
+
+
+async def test_a_body_over_the_limit_is_refused(make_client: MakeClient) -> None:
+    client = await make_client(max_body_bytes=1024)
+    resp = await client.post(URL, json={"question": "x" * 2000})
+    assert resp.status == 413
+    assert (await resp.json())["error"] == "the body is larger than the limit of 1024 bytes"
+
+
+async def test_the_default_limit_is_64_kib(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.post(URL, data=b"{" + b" " * 70_000 + b"}")
+    assert resp.status == 413
+
+
+async def test_errors_carry_no_internals(make_client: MakeClient) -> None:
+    client = await make_client()
+    bodies = [b"{", b"[]", b'{"question": 1}', b'{"question": "q", "limit": -1}']
+    for body in bodies:
+        text = await (await client.post(URL, data=body)).text()
+        for leak in ("Traceback", 'File "', "SELECT", "pydantic", "sqlalchemy"):
+            assert leak not in text

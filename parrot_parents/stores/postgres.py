@@ -10,34 +10,24 @@ from typing import Any
 from langchain_core.documents import Document
 from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
+from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.embedded import resolve_dsn
 from parrot_parents.stores.identifiers import validate_identifier
-from parrot_parents.stores.ids import content_document_id, row_id_for
-from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent, normalize_markers
+from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent
 from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.rows import prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import HNSWQueryOptions
+from parrot_parents.stores.setup import check_dimension, create_extension, to_async_dsn
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
 
 _MAX_LIMIT = 10_000
-
-
-def to_async_dsn(dsn: str) -> str:
-    """Rewrite ``postgresql://`` / ``postgres://`` DSNs for SQLAlchemy's asyncpg dialect."""
-    url = make_url(dsn)
-    if url.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
-        url = url.set(drivername="postgresql+asyncpg")
-    elif url.drivername != "postgresql+asyncpg":
-        raise ConfigurationError(f"expected a postgresql:// DSN, got driver {url.drivername!r}")
-    return url.render_as_string(hide_password=False)
 
 
 class PgVectorStore(AbstractStore):
@@ -142,7 +132,7 @@ class PgVectorStore(AbstractStore):
             raw_dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
             engine = create_async_engine(to_async_dsn(raw_dsn), **self._engine_kwargs)
             try:
-                await self._create_extension(engine)
+                await create_extension(engine)
                 self._table = collection_table(
                     self.table,
                     dimension,
@@ -153,48 +143,12 @@ class PgVectorStore(AbstractStore):
                 async with engine.begin() as conn:
                     await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
                     await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
-                    await self._check_dimension(conn, dimension)
+                    await check_dimension(conn, self.schema, self.table, dimension)
             except BaseException:
                 await engine.dispose()
                 raise
             self._engine = engine
         return self
-
-    async def _create_extension(self, engine: AsyncEngine) -> None:
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-        except SQLAlchemyError as exc:
-            raise StoreError(
-                f"cannot prepare the pgvector extension: {exc.__class__.__name__}",
-                hint="the server needs pgvector >= 0.8 installed",
-            ) from exc
-
-    async def _check_dimension(self, conn: AsyncConnection, expected: int) -> None:
-        row = await conn.execute(
-            text(
-                "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
-                " JOIN pg_class c ON c.oid = a.attrelid"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = :schema AND c.relname = :table"
-                " AND a.attname = 'embedding' AND NOT a.attisdropped"
-            ),
-            {"schema": self.schema, "table": self.table},
-        )
-        found = row.scalar_one_or_none()
-        if found is None:
-            raise SchemaMismatchError(
-                f"table {self.qualified_name} has no 'embedding' column",
-                expected_dimension=expected,
-            )
-        actual = int(found.split("(")[1].rstrip(")")) if "(" in found else None
-        if actual != expected:
-            raise SchemaMismatchError(
-                f"table {self.qualified_name} stores {found}, the model gives vector({expected})",
-                expected_dimension=expected,
-                actual_dimension=actual,
-                hint="use another table, or the model the table was built with",
-            )
 
     async def close(self) -> None:
         """Dispose of the connection pool. Safe to call twice."""
@@ -220,31 +174,7 @@ class PgVectorStore(AbstractStore):
         documents: Sequence[Document],
         embeddings: Sequence[Sequence[float] | None] | None,
     ) -> list[dict[str, Any]]:
-        if embeddings is not None and len(embeddings) != len(documents):
-            raise ConfigurationError(
-                f"got {len(embeddings)} embeddings for {len(documents)} documents"
-            )
-        rows = []
-        for i, doc in enumerate(documents):
-            if not isinstance(doc, Document):
-                raise ConfigurationError(f"documents[{i}] is {type(doc).__name__}, not Document")
-            meta = normalize_markers(doc.metadata or {})
-            meta.setdefault("document_id", content_document_id(doc.page_content))
-            meta["document_id"] = str(meta["document_id"])
-            vector = embeddings[i] if embeddings is not None else None
-            if vector is not None and len(vector) != self.dimension:
-                raise ConfigurationError(
-                    f"embeddings[{i}] has {len(vector)} values, expected {self.dimension}"
-                )
-            rows.append(
-                {
-                    "id": doc.id or row_id_for(doc.page_content, meta),
-                    "document": doc.page_content,
-                    "cmetadata": meta,
-                    "embedding": None if is_parent(meta) else vector,
-                }
-            )
-        return rows
+        return prepare_rows(documents, embeddings, self.dimension)
 
     async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
         todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
@@ -454,15 +384,7 @@ class PgVectorStore(AbstractStore):
             .where(parent_key.in_(ids))
             .order_by(parent_key, meta_field(table, "start_index").cast(Integer))
         )
-        async with engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
-        out: dict[str, list[SearchResult]] = defaultdict(list)
-        for r in rows:
-            meta = dict(r.cmetadata or {})
-            out[str(meta["parent_document_id"])].append(
-                SearchResult(id=r.id, content=r.document, metadata=meta)
-            )
-        return dict(out)
+        return await self._grouped(engine, stmt, "parent_document_id")
 
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
@@ -486,14 +408,17 @@ class PgVectorStore(AbstractStore):
             .where(cond)
             .order_by(doc_key, index)
         )
+        return await self._grouped(engine, stmt, "document_id")
+
+    @staticmethod
+    async def _grouped(engine: AsyncEngine, stmt: Any, key: str) -> dict[str, list[SearchResult]]:
+        """Run ``stmt`` (id, document, cmetadata) and group the rows by a metadata key."""
         async with engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         out: dict[str, list[SearchResult]] = defaultdict(list)
         for r in rows:
             meta = dict(r.cmetadata or {})
-            out[str(meta["document_id"])].append(
-                SearchResult(id=r.id, content=r.document, metadata=meta)
-            )
+            out[str(meta[key])].append(SearchResult(id=r.id, content=r.document, metadata=meta))
         return dict(out)
 
     async def count(self, *, include_parents: bool = True) -> int:

@@ -1,0 +1,70 @@
+"""Connecting a store to its server: DSNs, the pgvector extension, the schema check."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
+
+__all__ = ["check_dimension", "create_extension", "to_async_dsn"]
+
+
+def to_async_dsn(dsn: str) -> str:
+    """Rewrite ``postgresql://`` / ``postgres://`` DSNs for SQLAlchemy's asyncpg dialect."""
+    url = make_url(dsn)
+    if url.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
+        url = url.set(drivername="postgresql+asyncpg")
+    elif url.drivername != "postgresql+asyncpg":
+        raise ConfigurationError(f"expected a postgresql:// DSN, got driver {url.drivername!r}")
+    return url.render_as_string(hide_password=False)
+
+
+async def create_extension(engine: AsyncEngine) -> None:
+    """``CREATE EXTENSION IF NOT EXISTS vector``.
+
+    Raises:
+        StoreError: the server lacks pgvector or refuses (the message names the error class).
+    """
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+    except SQLAlchemyError as exc:
+        raise StoreError(
+            f"cannot prepare the pgvector extension: {exc.__class__.__name__}",
+            hint="the server needs pgvector >= 0.8 installed",
+        ) from exc
+
+
+async def check_dimension(conn: AsyncConnection, schema: str, table: str, expected: int) -> None:
+    """Fail fast when an existing table's ``embedding`` column has another dimension.
+
+    Raises:
+        SchemaMismatchError: no ``embedding`` column, or ``vector(n)`` with ``n != expected``.
+    """
+    row = await conn.execute(
+        text(
+            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = :schema AND c.relname = :table"
+            " AND a.attname = 'embedding' AND NOT a.attisdropped"
+        ),
+        {"schema": schema, "table": table},
+    )
+    found = row.scalar_one_or_none()
+    name = f"{schema}.{table}"
+    if found is None:
+        raise SchemaMismatchError(
+            f"table {name} has no 'embedding' column", expected_dimension=expected
+        )
+    actual = int(found.split("(")[1].rstrip(")")) if "(" in found else None
+    if actual != expected:
+        raise SchemaMismatchError(
+            f"table {name} stores {found}, the model gives vector({expected})",
+            expected_dimension=expected,
+            actual_dimension=actual,
+            hint="use another table, or the model the table was built with",
+        )

@@ -107,7 +107,7 @@ async def main() -> None:
             Document(page_content=t, metadata={"document_id": cid}) for cid, t in corpora.items()
         ]
         t0 = time.perf_counter()
-        await loader._chunk_with_late_chunking(
+        await loader.chunk_documents(
             docs,
             vector_store=store,
             parent_chunk_threshold_tokens=parent,

@@ -128,7 +128,9 @@ class Chatbot(VectorContextMixin, AbstractBot):
         )
 
     async def close(self) -> None:
-        """Close the store (and the reranker when it has resources)."""
+        """Release the reranker's model reference and close the store. Safe to call twice."""
+        if self.reranker is not None:
+            self.reranker.close()
         if self.store is not None:
             await self.store.close()
 

@@ -59,7 +59,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         docs = loader.load()
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
-            rows = await loader._chunk_with_late_chunking(
+            rows = await loader.chunk_documents(
                 docs,
                 vector_store=store,
                 parent_chunk_threshold_tokens=args.parent_threshold,

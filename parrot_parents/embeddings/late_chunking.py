@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ModelLoadError
+from parrot_parents.errors import ConfigurationError, ModelLoadError
 
 __all__ = [
     "SUPPORTED_POOLING_MODES",
@@ -206,23 +206,27 @@ def span_token_indices(
 def _validate(items: Sequence[tuple[str, Sequence[Span]]]) -> None:
     for i, item in enumerate(items):
         if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ValueError(f"item {i}: expected (context_text, spans), got {type(item).__name__}")
+            raise ConfigurationError(
+                f"item {i}: expected (context_text, spans), got {type(item).__name__}"
+            )
         text, spans = item
         if not isinstance(text, str):
-            raise ValueError(f"item {i}: context text must be str, got {type(text).__name__}")
+            raise ConfigurationError(
+                f"item {i}: context text must be str, got {type(text).__name__}"
+            )
         for k, span in enumerate(spans):
             try:
                 start, end = span
             except (TypeError, ValueError):
-                raise ValueError(
+                raise ConfigurationError(
                     f"item {i}: span {k} {span!r} is not a (start, end) pair"
                 ) from None
             if not isinstance(start, (int, np.integer)) or not isinstance(end, (int, np.integer)):
-                raise ValueError(f"item {i}: span {k} {span!r} must hold integer offsets")
+                raise ConfigurationError(f"item {i}: span {k} {span!r} must hold integer offsets")
             if start > end:
-                raise ValueError(f"item {i}: span {k} {span!r} has start > end")
+                raise ConfigurationError(f"item {i}: span {k} {span!r} has start > end")
             if start < 0 or end > len(text):
-                raise ValueError(
+                raise ConfigurationError(
                     f"item {i}: span {k} {span!r} is out of range for a context of "
                     f"{len(text)} characters"
                 )
@@ -287,11 +291,13 @@ class LateChunkingEmbedder:
         max_window_tokens: int | None = None,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+            raise ConfigurationError(f"batch_size must be >= 1, got {batch_size!r}")
         if window_overlap_tokens < 0:
-            raise ValueError(f"window_overlap_tokens must be >= 0, got {window_overlap_tokens!r}")
+            raise ConfigurationError(
+                f"window_overlap_tokens must be >= 0, got {window_overlap_tokens!r}"
+            )
         if max_window_tokens is not None and max_window_tokens < 1:
-            raise ValueError(f"max_window_tokens must be >= 1, got {max_window_tokens!r}")
+            raise ConfigurationError(f"max_window_tokens must be >= 1, got {max_window_tokens!r}")
         self.embeddings = embeddings if embeddings is not None else SentenceTransformerEmbeddings()
         self.window_overlap_tokens = window_overlap_tokens
         self.batch_size = batch_size
@@ -330,14 +336,14 @@ class LateChunkingEmbedder:
             window = spec.max_tokens
             if self.max_window_tokens is not None:
                 if self.max_window_tokens > spec.max_tokens:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"max_window_tokens={self.max_window_tokens} exceeds the model's limit "
                         f"of {spec.max_tokens} tokens"
                     )
                 window = self.max_window_tokens
             capacity = window - len(prefix) - len(suffix)
             if capacity <= self.window_overlap_tokens:
-                raise ValueError(
+                raise ConfigurationError(
                     f"a window of {window} tokens holds {capacity} text tokens besides the "
                     f"special ones, not more than window_overlap_tokens="
                     f"{self.window_overlap_tokens}"

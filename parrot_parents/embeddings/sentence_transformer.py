@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parrot_parents.errors import ModelLoadError
+from parrot_parents.errors import ConfigurationError, ModelLoadError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -95,7 +95,7 @@ class SentenceTransformerEmbeddings:
         batch_size: int = 64,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+            raise ConfigurationError(f"batch_size must be >= 1, got {batch_size!r}")
         self.model_name = DEFAULT_EMBEDDING_MODEL if model is None else str(model)
         self.device = device
         self.batch_size = batch_size

@@ -403,7 +403,7 @@ class _Session:
             for cid, text in corpora.items()
         ]
         started = time.perf_counter()
-        rows = await self.loader._chunk_with_late_chunking(
+        rows = await self.loader.chunk_documents(
             documents,
             vector_store=self.store,
             parent_chunk_threshold_tokens=config.threshold_chars,

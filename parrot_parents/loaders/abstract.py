@@ -72,6 +72,25 @@ class AbstractLoader(ABC):
         parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The spec's (FEAT-128) name for :meth:`chunk_documents`; same arguments."""
+        return await self.chunk_documents(
+            documents,
+            vector_store,
+            parent_chunk_threshold_tokens,
+            parent_chunk_size_tokens,
+            parent_chunk_overlap_tokens,
+            **kwargs,
+        )
+
+    async def chunk_documents(
+        self,
+        documents: Sequence[Document],
+        vector_store: AbstractStore | None = None,
+        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         *,
         progress: Callable[[int], None] | None = None,
         batch_documents: int = 8,

@@ -93,7 +93,7 @@ class TextLoader(AbstractLoader):
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
         docs = self.load()
-        rows = await self._chunk_with_late_chunking(
+        rows = await self.chunk_documents(
             docs,
             vector_store=vector_store,
             parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,

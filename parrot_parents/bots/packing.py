@@ -300,6 +300,32 @@ def _copy(p: Passage, text: str) -> Passage:
     )
 
 
+def _snap_to_words(source: SourceIndex, doc: str, start: int, end: int, reach: int = 40) -> Span:
+    """Shrink a span that cuts a word in two to the nearest whitespace inside it.
+
+    Windows and cuts end wherever the budget does; an LLM reads half-words as noise. Moves
+    at most ``reach`` characters per side and never empties the span.
+    """
+    inner = source.slice(doc, start, end)
+    if not inner:
+        return start, end
+    before = source.slice(doc, start - 1, start) if start > 0 else None
+    if before and not before.isspace() and not inner[0].isspace():
+        cut = next((i for i, ch in enumerate(inner[:reach]) if ch.isspace()), None)
+        if cut is not None and start + cut + 1 < end:
+            start += cut + 1
+            inner = inner[cut + 1 :]
+    after = source.slice(doc, end, end + 1)
+    if after and not after.isspace() and not inner[-1].isspace():
+        tail = inner[-reach:]
+        cut = next((i for i in range(len(tail) - 1, -1, -1) if tail[i].isspace()), None)
+        if cut is not None:
+            new_end = end - (len(tail) - cut)
+            if new_end > start:
+                end = new_end
+    return start, end
+
+
 def _emit(sel: _Selection, loose: list[Passage], source: SourceIndex) -> list[Passage]:
     """Merge overlapping or touching pieces per document; order by best rank."""
     out: list[Passage] = []
@@ -314,6 +340,7 @@ def _emit(sel: _Selection, loose: list[Passage], source: SourceIndex) -> list[Pa
         for group in groups:
             start = min(x.span[0] for x in group)
             end = max(x.span[1] for x in group)
+            start, end = _snap_to_words(source, doc, start, end)
             text = source.slice(doc, start, end)
             if text is None:  # pragma: no cover - every span comes from known text
                 continue

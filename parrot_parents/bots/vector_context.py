@@ -206,6 +206,13 @@ class VectorContextMixin:
         ]
 
         passages = [Passage.from_hit(h) for h in hits]
+        notes = []
+        if mode is not None and not expand:
+            notes.append(f"mode {mode!r} ignored: expansion is off")
+        if rerank_candidates is not None and self.reranker is None:
+            notes.append("rerank_candidates ignored: the bot has no reranker")
+        if notes:
+            meta["notes"] = notes
         if expand:
             passages = await self._expand_stage(hits, chosen_mode, meta) or passages
         if chars is not None:

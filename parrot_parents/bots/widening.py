@@ -109,6 +109,43 @@ def window_passages(
             )
         )
     meta["windows"] = windows
+    out = _merge_overlapping(out, source)
     for rank, p in enumerate(out):
         p.rank = rank
+    return out
+
+
+def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Passage]:
+    """Join windows of one document that overlap or touch, at the rank of the first.
+
+    Neighbouring hits have overlapping windows; handing both over would repeat text.
+    """
+    out: list[Passage] = []
+    for p in passages:
+        target = next(
+            (
+                q
+                for q in out
+                if q.kind == "window"
+                and p.kind == "window"
+                and q.document_id == p.document_id
+                and p.start_index is not None
+                and q.start_index is not None
+                and p.start_index <= q.end_index  # type: ignore[operator]
+                and q.start_index <= p.end_index  # type: ignore[operator]
+            ),
+            None,
+        )
+        if target is None:
+            out.append(p)
+            continue
+        start = min(target.start_index, p.start_index)  # type: ignore[type-var]
+        end = max(target.end_index, p.end_index)  # type: ignore[type-var]
+        text = source.slice(target.document_id or "", start, end)
+        if text is None:  # pragma: no cover - both windows came from known text
+            out.append(p)
+            continue
+        target.text, target.start_index, target.end_index = text, start, end
+        target.id = f"{target.document_id}#window:{start}-{end}"
+        target.child_ids += [c for c in p.child_ids if c not in target.child_ids]
     return out

@@ -37,7 +37,7 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.bots.chatbot import Chatbot
     from parrot_parents.stores.parents.in_table import InTableParentSearcher
 
-    store = make_store(args)
+    store = make_store(args, create=False)
     bot = Chatbot(
         store=store,
         parent_searcher=InTableParentSearcher(store=store),

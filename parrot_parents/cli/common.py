@@ -27,7 +27,7 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def make_store(args: argparse.Namespace) -> Any:
+def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
     from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
     from parrot_parents.stores.postgres import PgVectorStore
 
@@ -35,6 +35,7 @@ def make_store(args: argparse.Namespace) -> Any:
         dsn=args.dsn,
         table=args.collection,
         embedding=SentenceTransformerEmbeddings(args.model),
+        create=create,
     )
 
 

@@ -59,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; errors print one line (``--debug`` for a traceback). Returns the exit code."""
     _quiet()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere on the line, not only before the command.
+    debug = "--debug" in argv
+    args = parser.parse_args([a for a in argv if a != "--debug"])
+    args.debug = debug
     try:
         code = asyncio.run(args.func(args))
     except KeyboardInterrupt:

@@ -54,6 +54,7 @@ class AbstractLoader(ABC):
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
     ) -> None:
+        self.report = IngestReport()
         self.processor = LateChunkingProcessor(
             child_chunk_size=child_chunk_size,
             child_chunk_overlap=child_chunk_overlap,
@@ -135,6 +136,7 @@ class AbstractLoader(ABC):
         for start in range(0, len(hierarchies), batch_documents):
             batch = hierarchies[start : start + batch_documents]
             if vector_store is not None:
+                await self._warn_on_replaced_sources(vector_store, batch, documents)
                 await self.processor.embed_hierarchies(batch)
                 for h in batch:
                     await _write(vector_store, h)
@@ -143,6 +145,27 @@ class AbstractLoader(ABC):
             if progress is not None:
                 progress(len(batch))
         return out
+
+    async def _warn_on_replaced_sources(
+        self,
+        store: AbstractStore,
+        batch: Sequence[DocumentHierarchy],
+        documents: Sequence[Document],
+    ) -> None:
+        """Record a warning when a document id stored from another file is replaced."""
+        lookup = getattr(store, "document_sources", None)
+        if lookup is None:
+            return
+        stored = await lookup([h.document_id for h in batch])
+        sources = {_document_id(d): (d.metadata or {}).get("source") for d in documents}
+        for h in batch:
+            new = sources.get(h.document_id)
+            old = stored.get(h.document_id, set()) - {new}
+            if new is not None and old:
+                self.report.warnings.setdefault(str(new), []).append(
+                    f"replaced document {h.document_id!r} previously ingested from "
+                    f"{', '.join(sorted(old))}"
+                )
 
 
 def _document_id(doc: Document) -> str:

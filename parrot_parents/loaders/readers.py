@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from parrot_parents.errors import DocumentReadError
 
-__all__ = ["SUPPORTED_SUFFIXES", "ReadResult", "discover_files", "read_text_file"]
+__all__ = ["SUPPORTED_SUFFIXES", "Discovery", "ReadResult", "discover_files", "read_text_file"]
 
 SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 
@@ -68,25 +69,64 @@ def read_text_file(path: str | Path, *, on_bad_bytes: OnBadBytes = "error") -> R
     return ReadResult(p, text, tuple(warnings))
 
 
-def discover_files(paths: list[str | Path]) -> list[tuple[Path, str]]:
-    """Expand files and directories into ``(file, document_id)`` pairs, sorted.
+@dataclass(frozen=True)
+class Discovery:
+    """Files found by :func:`discover_files` and what was left out, with reasons.
 
-    A directory contributes its supported files recursively; the document id is the path
-    relative to that directory (``"guide/intro.md"``), so ids do not depend on the working
-    directory. A file given directly gets its file name as id.
+    ``skipped``: files of unsupported types inside a directory; ``conflicts``: files whose
+    document id another file already took (not loaded: an error for the caller).
+    """
+
+    files: list[tuple[Path, str]]
+    skipped: dict[str, str]
+    conflicts: dict[str, str]
+
+
+def discover_files(paths: Sequence[str | Path]) -> Discovery:
+    """Expand files and directories into ``(file, document_id)`` pairs.
+
+    A directory contributes its ``.txt``/``.md``/``.rst`` files recursively, skipping hidden
+    files and folders; the document id is the path relative to that directory
+    (``"guide/intro.md"``), so ids do not depend on the working directory. With several
+    roots, each id is prefixed by its root's name (``"d1/notes.md"``). A file named
+    directly gets its file name as id, whatever its suffix.
+
+    Two files that would get the same id are never merged silently: the later one is
+    listed in ``conflicts`` with the reason.
 
     Raises:
         DocumentReadError: a path that does not exist.
     """
-    out: list[tuple[Path, str]] = []
+    files: list[tuple[Path, str]] = []
+    skipped: dict[str, str] = {}
+    conflicts: dict[str, str] = {}
+    seen: dict[str, Path] = {}
+    several = len(paths) > 1
     for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES:
-                    out.append((f, f.relative_to(p).as_posix()))
-        elif p.is_file():
-            out.append((p, p.name))
+        root = Path(raw)
+        if root.is_dir():
+            found = []
+            for f in sorted(root.rglob("*")):
+                rel = f.relative_to(root)
+                if not f.is_file() or any(part.startswith(".") for part in rel.parts):
+                    continue
+                if f.suffix.lower() not in SUPPORTED_SUFFIXES:
+                    skipped[str(f)] = f"unsupported file type {f.suffix or '(none)'!r}"
+                    continue
+                prefix = f"{root.resolve().name}/" if several else ""
+                found.append((f, prefix + rel.as_posix()))
+        elif root.is_file():
+            found = [(root, root.name)]
         else:
-            raise DocumentReadError(str(p), "no such file or directory")
-    return out
+            raise DocumentReadError(str(root), "no such file or directory")
+        for f, doc_id in found:
+            if doc_id in seen and seen[doc_id].resolve() != f.resolve():
+                conflicts[str(f)] = (
+                    f"same document id {doc_id!r} as {str(seen[doc_id])!r}; ingest it "
+                    "separately or rename it"
+                )
+                continue
+            if doc_id not in seen:
+                seen[doc_id] = f
+                files.append((f, doc_id))
+    return Discovery(files, skipped, conflicts)

@@ -55,12 +55,15 @@ class TextLoader(AbstractLoader):
         else:
             self.paths = list(paths)
         self.on_bad_bytes = on_bad_bytes
-        self.report = IngestReport()
 
     def load(self) -> list[Document]:
         """Read every file; a bad file lands in ``self.report.failed``, the rest load."""
         docs: list[Document] = []
-        for path, document_id in discover_files(self.paths):
+        found = discover_files(self.paths)
+        for path, reason in found.skipped.items():
+            self.report.warnings.setdefault(path, []).append(f"skipped: {reason}")
+        self.report.failed.update(found.conflicts)
+        for path, document_id in found.files:
             try:
                 result = read_text_file(path, on_bad_bytes=self.on_bad_bytes)
             except DocumentReadError as exc:

@@ -47,6 +47,8 @@ class PgVectorStore(AbstractStore):
         hnsw: index build parameters. search_options: query-time HNSW settings.
         embed_batch_size: children embedded per model call in :meth:`add_documents`.
         collection: alias of ``table``.
+        create: create the table and indexes when missing (default True); False makes
+            :meth:`connect` fail with :class:`StoreError` instead (for read-only callers).
 
     Nothing connects at construction; the first call (or ``await store.connect()``,
     or ``async with store``) creates the extension, the table and its indexes when
@@ -71,6 +73,7 @@ class PgVectorStore(AbstractStore):
         embed_batch_size: int = 64,
         collection: str | None = None,
         engine_kwargs: dict[str, Any] | None = None,
+        create: bool = True,
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -86,6 +89,7 @@ class PgVectorStore(AbstractStore):
         self.embed_batch_size = embed_batch_size
         self._dsn = dsn
         self._engine_kwargs = dict(engine_kwargs or {})
+        self.create = create
         self._engine: AsyncEngine | None = None
         self._table: Table | None = None
         self._connect_lock = asyncio.Lock()
@@ -141,8 +145,14 @@ class PgVectorStore(AbstractStore):
                     hnsw=self.hnsw,
                 )
                 async with engine.begin() as conn:
-                    await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
-                    await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
+                    if self.create:
+                        await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
+                        await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
+                    elif not await conn.run_sync(_table_exists, self.schema, self.table):
+                        raise StoreError(
+                            f"collection {self.table!r} does not exist in schema {self.schema!r}",
+                            hint="ingest into it first; names are case-sensitive",
+                        )
                     await check_dimension(conn, self.schema, self.table, dimension)
             except BaseException:
                 await engine.dispose()
@@ -421,6 +431,31 @@ class PgVectorStore(AbstractStore):
             out[str(meta[key])].append(SearchResult(id=r.id, content=r.document, metadata=meta))
         return dict(out)
 
+    async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
+        """``{document_id: {source, ...}}`` of the stored rows of those documents.
+
+        One statement; documents not stored are absent. Loaders use it to warn before a
+        document from another file replaces one with the same id.
+        """
+        ids = list(dict.fromkeys(str(d) for d in document_ids))
+        if not ids:
+            return {}
+        engine, table = await self._ready()
+        doc_key = meta_field(table, "document_id")
+        stmt = (
+            select(doc_key.label("doc"), table.c.cmetadata["source"].astext.label("source"))
+            .where(doc_key.in_(ids))
+            .distinct()
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out: dict[str, set[str]] = {}
+        for r in rows:
+            out.setdefault(r.doc, set())
+            if r.source is not None:
+                out[r.doc].add(r.source)
+        return out
+
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""
         engine, table = await self._ready()
@@ -429,3 +464,9 @@ class PgVectorStore(AbstractStore):
             stmt = stmt.where(text(CHILD_PREDICATE))
         async with engine.connect() as conn:
             return int((await conn.execute(stmt)).scalar_one())
+
+
+def _table_exists(sync_conn: Any, schema: str, table: str) -> bool:
+    from sqlalchemy import inspect
+
+    return bool(inspect(sync_conn).has_table(table, schema=schema))

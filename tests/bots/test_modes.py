@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from langchain_core.documents import Document
 
@@ -106,3 +108,21 @@ async def test_budget_override_and_meta(bot: Chatbot) -> None:
 def test_bot_mode_is_validated_at_construction(store: PgVectorStore) -> None:
     with pytest.raises(ConfigurationError, match="unknown mode"):
         Chatbot(store=store, expansion_mode="sideways")
+
+
+async def test_overlapping_windows_are_merged_without_a_budget(bot: Chatbot) -> None:
+    r = await bot.retrieve("facts about topics", mode="window:2", limit=6)
+    spans = sorted((p.start_index, p.end_index) for p in r.passages)
+    for (_, e1), (s2, _) in itertools.pairwise(spans):
+        assert e1 < s2  # no two windows of the document overlap or touch
+    assert sum(len(p.child_ids) for p in r.passages) == 6
+    for p in r.passages:
+        assert p.text == DOC[p.start_index : p.end_index]
+
+
+async def test_ignored_options_are_noted(bot: Chatbot) -> None:
+    r = await bot.retrieve("facts", expand_to_parent=False, mode="window:1", rerank_candidates=9)
+    assert r.meta["notes"] == [
+        "mode 'window:1' ignored: expansion is off",
+        "rerank_candidates ignored: the bot has no reranker",
+    ]

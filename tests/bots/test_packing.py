@@ -56,7 +56,7 @@ def test_a_parent_that_does_not_fit_becomes_a_window_around_its_hits(budget: int
     assert any(s <= 2000 and e >= 2100 for s, e in spans)
     if budget >= 400:
         assert any(s <= 2300 and e >= 2400 for s, e in spans)  # the second hit too
-        assert result.used >= budget - 2
+        assert result.used >= budget - 80  # windows end on word boundaries (<= 40 per side)
     if budget == 999:
         assert len(spans) == 1  # the two windows grew into each other
 
@@ -75,8 +75,8 @@ def test_overlapping_and_touching_spans_are_merged_never_repeated() -> None:
 def test_nothing_beyond_the_budget_and_cut_children_are_reported() -> None:
     hits = [child(i, i * 1000, i * 1000 + 400, i) for i in range(5)]
     result = pack([Passage.from_hit(h) for h in hits], hits, 1000)
-    assert result.used == 1000
-    assert sum(len(p.text) for p in result.passages) == 1000
+    assert 1000 - 40 <= result.used <= 1000
+    assert sum(len(p.text) for p in result.passages) == result.used
     assert result.truncated == ["c2"]
     assert result.cut == ["c3", "c4"]
     third = result.passages[2]
@@ -95,3 +95,14 @@ def test_rank_order_is_kept() -> None:
     a, b = child(1, 3000, 3100, 0), child(2, 100, 200, 1)
     result = pack([Passage.from_hit(a), Passage.from_hit(b)], [a, b], 5000)
     assert [p.start_index for p in result.passages] == [3000, 100]
+
+
+def test_windows_and_cuts_end_on_word_boundaries() -> None:
+    hits = [child(1, 2003, 2100, 0), child(2, 2307, 2400, 1)]
+    for budget in (150, 333, 777):
+        result = pack([parent_passage(0, 4000, hits)], hits, budget)
+        for p in result.passages:
+            before = SOURCE[p.start_index - 1] if p.start_index else " "
+            after = SOURCE[p.end_index] if p.end_index < len(SOURCE) else " "
+            assert before.isspace() or p.text[0].isspace() or not p.text[0].isalnum()
+            assert after.isspace() or p.text[-1].isspace() or not after.isalnum()

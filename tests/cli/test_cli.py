@@ -84,3 +84,42 @@ def test_ingest_reports_bad_files_and_keeps_good_ones(
     assert code == 1
     assert "ingested 1 document(s)" in captured.out
     assert "bad.txt: not valid UTF-8" in captured.err
+
+
+def test_ask_on_a_missing_collection_is_an_error_and_creates_nothing(pg_dsn: str) -> None:
+    table = unique_table("missing")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "parrot_parents",
+            "ask",
+            "q",
+            "--collection",
+            table,
+            "--dsn",
+            pg_dsn,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert f"collection '{table}' does not exist" in proc.stderr
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "parrot_parents",
+            "ask",
+            "q",
+            "--collection",
+            table,
+            "--dsn",
+            pg_dsn,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "does not exist" in proc.stderr  # the first call did not create it

@@ -89,3 +89,54 @@ async def test_seed_override_signature(tmp_path: Path, store: PgVectorStore, emb
     assert len(parents) >= 6
     assert all(p.metadata["document_type"] == "parent_chunk" for p in parents)
     assert await store.count() == len(rows)
+
+
+def test_same_name_in_two_folders_gets_distinct_ids(tmp_path: Path, embeddings) -> None:
+    for name, body in (("d1", "alpha text"), ("d2", "beta text")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "notes.md").write_text(body, encoding="utf-8")
+    loader = TextLoader([tmp_path / "d1", tmp_path / "d2"], embedding=embeddings)
+    docs = loader.load()
+    assert [d.metadata["document_id"] for d in docs] == ["d1/notes.md", "d2/notes.md"]
+    assert not loader.report.failed
+
+
+def test_an_id_collision_is_reported_never_merged(tmp_path: Path, embeddings) -> None:
+    (tmp_path / "d1").mkdir()
+    (tmp_path / "d1" / "notes.md").write_text("alpha", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("beta", encoding="utf-8")
+    loader = TextLoader([tmp_path / "notes.md", tmp_path / "d1" / "notes.md"], embedding=embeddings)
+    docs = loader.load()
+    assert [d.page_content for d in docs] == ["beta"]
+    (reason,) = loader.report.failed.values()
+    assert "same document id 'notes.md'" in reason
+
+
+def test_hidden_and_unsupported_files_are_skipped_and_reported(tmp_path: Path) -> None:
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "h.md").write_text("hidden", encoding="utf-8")
+    (tmp_path / "page.html").write_text("<p>x</p>", encoding="utf-8")
+    (tmp_path / "ok.md").write_text("fine", encoding="utf-8")
+    loader = TextLoader(tmp_path)
+    assert [d.metadata["document_id"] for d in loader.load()] == ["ok.md"]
+    assert loader.report.warnings == {
+        str(tmp_path / "page.html"): ["skipped: unsupported file type '.html'"]
+    }
+
+
+async def test_replacing_a_document_from_another_file_is_warned(
+    tmp_path: Path, store: PgVectorStore, embeddings
+) -> None:
+    for name, body in (("d1", "alpha text"), ("d2", "beta text")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "notes.md").write_text(body, encoding="utf-8")
+    await TextLoader(tmp_path / "d1", embedding=embeddings).ingest(store)
+    second = TextLoader(tmp_path / "d2", embedding=embeddings)
+    await second.ingest(store)
+    (warning,) = second.report.warnings[str(tmp_path / "d2" / "notes.md")]
+    assert warning == (
+        f"replaced document 'notes.md' previously ingested from {tmp_path / 'd1' / 'notes.md'}"
+    )
+    again = TextLoader(tmp_path / "d2", embedding=embeddings)
+    await again.ingest(store)  # the same file again: nothing to warn about
+    assert again.report.warnings == {}

@@ -214,7 +214,10 @@ class VectorContextMixin:
         if notes:
             meta["notes"] = notes
         if expand:
-            passages = await self._expand_stage(hits, chosen_mode, meta) or passages
+            passages = (
+                await self._expand_stage(hits, chosen_mode, meta, packed=chars is not None)
+                or passages
+            )
         if chars is not None:
             t = time.perf_counter()
             packed = pack(passages, hits, chars)
@@ -258,7 +261,7 @@ class VectorContextMixin:
             meta["timings_ms"]["rerank"] = _ms(t)
 
     async def _expand_stage(
-        self, hits: list[Hit], mode: ExpansionMode, meta: dict[str, Any]
+        self, hits: list[Hit], mode: ExpansionMode, meta: dict[str, Any], *, packed: bool
     ) -> list[Passage] | None:
         """Widen the hits per ``mode``; None (keep the children) when a fetch fails."""
         assert self.parent_searcher is not None and self.store is not None
@@ -290,7 +293,9 @@ class VectorContextMixin:
                     )
                 )
                 parents = await self.parent_searcher.fetch(parent_ids) if parent_ids else {}
-                passages = window_passages(hits, neighbours, parents, mode.window or 1, meta)
+                passages = window_passages(
+                    hits, neighbours, parents, mode.window or 1, meta, merge=not packed
+                )
                 meta["expanded"] = any(p.kind == "window" for p in passages)
                 meta["timings_ms"]["expand"] = _ms(t)
                 return passages

@@ -58,12 +58,15 @@ def window_passages(
     parents: Mapping[str, Document],
     n: int,
     meta: dict[str, Any],
+    *,
+    merge: bool = True,
 ) -> list[Passage]:
     """Each hit with ``n`` neighbouring children on each side, in document order.
 
-    Near a document's edge a window holds what exists. Windows of one document that
-    overlap are left for the packer/merger to join; here each hit gets its own window,
-    at its own rank. A hit whose neighbours or surrounding text are unknown stays as is.
+    Near a document's edge a window holds what exists. With ``merge`` (default), windows
+    of one document that overlap are joined at the rank of the first; under a budget the
+    packer joins them instead (``merge=False``), so that each hit keeps its own rank.
+    A hit whose neighbours or surrounding text are unknown stays as is.
     """
     source = SourceIndex()
     for parent in parents.values():
@@ -109,7 +112,8 @@ def window_passages(
             )
         )
     meta["windows"] = windows
-    out = _merge_overlapping(out, source)
+    if merge:
+        out = _merge_overlapping(out, source)
     for rank, p in enumerate(out):
         p.rank = rank
     return out

@@ -41,11 +41,14 @@ async def run(args: argparse.Namespace) -> int:
     bot = Chatbot(
         store=store,
         parent_searcher=InTableParentSearcher(store=store),
-        context_search_limit=args.limit,
     )
     try:
         retrieval = await bot.retrieve(
-            args.question, expand_to_parent=args.expand, budget=args.budget, mode=args.mode
+            args.question,
+            expand_to_parent=args.expand,
+            limit=args.limit,
+            budget=args.budget,
+            mode=args.mode,
         )
     finally:
         await bot.close()

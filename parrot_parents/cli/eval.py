@@ -166,8 +166,15 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
 
 async def evaluate(args: argparse.Namespace) -> EvalResult:
     """Run the evaluation described by parsed ``eval`` options (progress on stderr)."""
+    from pathlib import Path
+
+    from parrot_parents.errors import ConfigurationError
     from parrot_parents.eval.runner import run_eval
 
+    # Fail before the (long) ingest, not when the run file is written at the end.
+    out_dir = Path(args.out).expanduser().resolve().parent
+    if not out_dir.is_dir():
+        raise ConfigurationError(f"--out: directory {str(out_dir)!r} does not exist")
     return await run_eval(
         args.questions,
         args.corpora,

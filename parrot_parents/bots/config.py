@@ -220,6 +220,13 @@ def validate_bot(
     return settings.model_copy(update=plugins)
 
 
+_FLAG_ALIASES = {
+    "limit": "context_search_limit",
+    "budget": "context_budget",
+    "mode": "expansion_mode",
+}
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """Parse one ``key=value`` of ``parrot-parents bots set``.
 
@@ -227,7 +234,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     text as it is. Other values are read as JSON (``true``, ``5``, ``null``,
     ``{"type": "in_table"}``); a value that is not JSON stays a string, so validation
     then names the wrong type. ``reranker_config.model=/models/x`` sets one key inside a
-    JSON config.
+    JSON config. ``limit``, ``budget`` and ``mode`` (the ``bots add`` flag names) stand for
+    ``context_search_limit``, ``context_budget`` and ``expansion_mode``.
 
     Raises:
         ConfigurationError: no ``=`` or an empty key.
@@ -236,6 +244,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise ConfigurationError(f"expected key=value, got {text!r}")
+    # The short names of the `bots add` flags are accepted too.
+    key = _FLAG_ALIASES.get(key, key)
     if key in _STR_KEYS:
         return key, raw
     try:

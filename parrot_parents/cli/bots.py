@@ -112,7 +112,9 @@ def _status(row: dict[str, Any]) -> str:
         validate_bot(row)
     except BotConfigError as exc:
         return "invalid: " + "; ".join(f"{k}: {m}" if k else m for k, m in exc.problems)
-    return "ok" if row["enabled"] else "disabled"
+    # "valid" is what this command can know: the row passes the same validation as the
+    # API. Whether a server loaded it (models found, etc.) is GET /api/v1/bots/{name}.
+    return "valid" if row["enabled"] else "disabled"
 
 
 async def _missing_collections(repo: Any, rows: list[dict[str, Any]]) -> set[str]:
@@ -130,7 +132,7 @@ async def run_list(args: argparse.Namespace) -> int:
     for r in rows:
         r["status"] = _status(r)
         if r["collection"] in missing and not r["status"].startswith("invalid"):
-            r["status"] += " (collection missing)"
+            r["status"] += " (collection missing: will not load)"
     if args.json:
         print_json([{k: v for k, v in r.items() if k != "id"} for r in rows])
         return 0

@@ -173,3 +173,11 @@ def test_apply_changes_reaches_into_json_configs() -> None:
     assert out["reranker_config"] == {"model": "/m"}
     assert out["expand_to_parent"] is True
     assert current["reranker_config"] is None  # not mutated
+
+
+def test_set_accepts_the_short_flag_names() -> None:
+    from parrot_parents.bots.config import parse_assignment
+
+    assert parse_assignment("limit=5") == ("context_search_limit", 5)
+    assert parse_assignment("budget=2000") == ("context_budget", 2000)
+    assert parse_assignment("mode=window:1") == ("expansion_mode", "window:1")

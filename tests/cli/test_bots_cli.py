@@ -54,7 +54,7 @@ def test_add_list_show_set_remove(bots_dsn: str, capsys: pytest.CaptureFixture[s
         "RERANKER",
         "STATUS",
     ]
-    assert lines[1].split() == ["hr", "handbook", "no", "parent", "5", "-", "-", "ok"]
+    assert lines[1].split() == ["hr", "handbook", "no", "parent", "5", "-", "-", "valid"]
 
     code, out, _ = run(
         capsys,
@@ -74,7 +74,7 @@ def test_add_list_show_set_remove(bots_dsn: str, capsys: pytest.CaptureFixture[s
     ]
     code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
     shown = json.loads(out)
-    assert shown["expand_to_parent"] is True and shown["status"] == "ok"
+    assert shown["expand_to_parent"] is True and shown["status"] == "valid"
     assert shown["description"] == "HR handbook"
 
     code, out, _ = run(capsys, "bots", "set", "hr", "expand_to_parent=true", *dsn)
@@ -194,7 +194,7 @@ def test_a_missing_collection_is_a_warning(
     assert code == 0 and out == "added bot 'later' on collection 'not_yet'\n"
     assert err.startswith("warning: collection 'not_yet' does not exist yet")
     _, out, _ = run(capsys, "bots", "list", "--dsn", bots_dsn)
-    assert out.splitlines()[1].endswith("ok (collection missing)")
+    assert out.splitlines()[1].endswith("valid (collection missing: will not load)")
 
 
 def test_invalid_json_option_is_an_argument_error(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 
 from parrot_parents.cli.common import add_store_options, make_store
@@ -59,14 +60,23 @@ async def run(args: argparse.Namespace) -> int:
     try:
         docs = loader.load()
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
-            rows = await loader.chunk_documents(
-                docs,
-                vector_store=store,
-                parent_chunk_threshold_tokens=args.parent_threshold,
-                parent_chunk_size_tokens=args.parent_size,
-                parent_chunk_overlap_tokens=args.parent_overlap,
-                progress=bar.update,
-            )
+            try:
+                rows = await loader.chunk_documents(
+                    docs,
+                    vector_store=store,
+                    parent_chunk_threshold_tokens=args.parent_threshold,
+                    parent_chunk_size_tokens=args.parent_size,
+                    parent_chunk_overlap_tokens=args.parent_overlap,
+                    progress=bar.update,
+                )
+            except asyncio.CancelledError:
+                # Ctrl-C: say what is stored. Each document is written whole or not at all.
+                print(
+                    f"\ninterrupted: at least {bar.n} of {len(docs)} document(s) were stored, "
+                    "each one whole; running the same command again is safe",
+                    file=sys.stderr,
+                )
+                raise
     finally:
         await store.close()
     children = sum(1 for r in rows if r.metadata.get("is_chunk"))

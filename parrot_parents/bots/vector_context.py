@@ -83,7 +83,7 @@ class VectorContextMixin:
     (:class:`AbstractParentSearcher` or None), ``reranker`` (:class:`AbstractReranker`
     or None), ``expand_to_parent`` (bool), ``context_search_limit`` (int) and
     ``rerank_candidates`` (int or None: children searched before reranking, default
-    4 x limit).
+    4 x limit), ``context_budget`` (characters or None) and ``expansion_mode``.
     """
 
     store: AbstractStore | None
@@ -92,6 +92,8 @@ class VectorContextMixin:
     expand_to_parent: bool
     context_search_limit: int
     rerank_candidates: int | None
+    context_budget: int | None
+    expansion_mode: str
 
     async def get_vector_context(
         self,
@@ -163,10 +165,8 @@ class VectorContextMixin:
         if self.store is None:
             raise ConfigurationError("the bot has no store", hint="pass store=PgVectorStore(...)")
         k = _check_limit(resolve_override(limit, self.context_search_limit, 10), "limit")
-        chosen_mode = parse_mode(
-            resolve_override(mode, getattr(self, "expansion_mode", None), "parent")
-        )
-        chars = resolve_override(budget, getattr(self, "context_budget", None), None)
+        chosen_mode = parse_mode(resolve_override(mode, self.expansion_mode, "parent"))
+        chars = resolve_override(budget, self.context_budget, None)
         if chars is not None:
             chars = _check_limit(chars, "budget")
         candidates = k

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from parrot_parents.stores.embedded import DSN_ENV
+from parrot_parents.cli.common import add_dsn_option
 
 __all__ = ["register"]
 
@@ -19,11 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "resume where they stopped.",
     )
     p.add_argument("--collection", required=True, help="collection (table) name")
-    p.add_argument(
-        "--dsn",
-        default=None,
-        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
-    )
+    add_dsn_option(p)
     p.add_argument("--schema", default="public", help="schema of the collection (public)")
     p.add_argument("--batch-size", type=int, default=1000, help="rows per transaction (1000)")
     p.add_argument("--max-batches", type=int, default=None, help="stop after N batches (resumable)")

@@ -12,18 +12,13 @@ import json
 import sys
 from typing import Any
 
-from parrot_parents.cli.common import print_json
-from parrot_parents.stores.embedded import DSN_ENV
+from parrot_parents.cli.common import add_dsn_option, print_json
 
 __all__ = ["register"]
 
 
 def _dsn(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dsn",
-        default=None,
-        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
-    )
+    add_dsn_option(parser)
 
 
 def _json_arg(text: str) -> Any:

@@ -14,8 +14,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from parrot_parents.cli.common import print_json
-from parrot_parents.stores.embedded import DSN_ENV
+from parrot_parents.cli.common import add_dsn_option, add_model_option, print_json
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
@@ -107,14 +106,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="MODEL",
         help="cross-encoder model name or directory to rerank the children",
     )
-    p.add_argument(
-        "--dsn",
-        default=None,
-        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
-    )
-    p.add_argument(
-        "--model", default=None, help="embedding model name or path (default: all-MiniLM-L6-v2)"
-    )
+    add_dsn_option(p)
+    add_model_option(p)
     p.add_argument(
         "--collection",
         default=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from parrot_parents.stores.embedded import DSN_ENV
+from parrot_parents.cli.common import add_dsn_option
 
 __all__ = ["register"]
 
@@ -17,11 +17,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Upgrade to the latest revision (default), or --downgrade. "
         "--collection NAME also creates that collection's table and indexes.",
     )
-    p.add_argument(
-        "--dsn",
-        default=None,
-        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
-    )
+    add_dsn_option(p)
     p.add_argument(
         "--collection",
         action="append",

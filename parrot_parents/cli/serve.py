@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 
-from parrot_parents.stores.embedded import DSN_ENV
+from parrot_parents.cli.common import add_dsn_option, add_model_option
 
 __all__ = ["register"]
 
@@ -32,14 +32,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"bearer token required on every route but /health (default: ${TOKEN_ENV}; "
         "none: no auth, and bot writes over HTTP are refused)",
     )
-    p.add_argument(
-        "--dsn",
-        default=None,
-        help=f"PostgreSQL DSN (default: ${DSN_ENV}, else the embedded server)",
-    )
-    p.add_argument(
-        "--model", default=None, help="embedding model name or path (default: all-MiniLM-L6-v2)"
-    )
+    add_dsn_option(p)
+    add_model_option(p)
     p.add_argument(
         "--max-body-bytes",
         type=int,

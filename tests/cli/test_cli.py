@@ -13,6 +13,16 @@ from tests.conftest import REPO_ROOT, unique_table
 EXAMPLES = REPO_ROOT / "examples" / "corpus"
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m parrot_parents ARGS`` in a fresh process, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "parrot_parents", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_ingest_then_ask_json_with_and_without_expansion(
     pg_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -50,22 +60,7 @@ def test_ingest_then_ask_json_with_and_without_expansion(
 
 
 def test_errors_are_one_line_without_traceback(pg_dsn: str) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "parrot_parents",
-            "ask",
-            "q",
-            "--collection",
-            "bad-name",
-            "--dsn",
-            pg_dsn,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _cli("ask", "q", "--collection", "bad-name", "--dsn", pg_dsn)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "parrot-parents: error: invalid table name 'bad-name' (use 1-63 characters: letters, "
@@ -88,38 +83,8 @@ def test_ingest_reports_bad_files_and_keeps_good_ones(
 
 def test_ask_on_a_missing_collection_is_an_error_and_creates_nothing(pg_dsn: str) -> None:
     table = unique_table("missing")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "parrot_parents",
-            "ask",
-            "q",
-            "--collection",
-            table,
-            "--dsn",
-            pg_dsn,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _cli("ask", "q", "--collection", table, "--dsn", pg_dsn)
     assert proc.returncode == 2
     assert f"collection '{table}' does not exist" in proc.stderr
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "parrot_parents",
-            "ask",
-            "q",
-            "--collection",
-            table,
-            "--dsn",
-            pg_dsn,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _cli("ask", "q", "--collection", table, "--dsn", pg_dsn)
     assert "does not exist" in proc.stderr  # the first call did not create it

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langchain_core.documents import Document
+
 from parrot_parents.stores.markers import row_kind
 from parrot_parents.stores.results import SearchResult
 
@@ -34,6 +36,10 @@ class Hit:
     @classmethod
     def from_result(cls, result: SearchResult, rank: int) -> Hit:
         return cls(result.id, result.content, dict(result.metadata), result.score, rank)
+
+    def to_document(self) -> Document:
+        """The child as a LangChain ``Document`` (what a reranker scores)."""
+        return Document(id=self.id, page_content=self.text, metadata=dict(self.metadata))
 
     @property
     def parent_id(self) -> str | None:

@@ -237,7 +237,7 @@ class VectorContextMixin:
             return hits[:k]
         t = time.perf_counter()
         try:
-            ranked = await self.reranker.rerank(question, [_hit_document(h) for h in hits], top_n=k)
+            ranked = await self.reranker.rerank(question, [h.to_document() for h in hits], top_n=k)
             scores = [r.score for r in ranked]
             if any(s is None or (isinstance(s, float) and math.isnan(s)) for s in scores):
                 raise ValueError("the reranker returned NaN scores")
@@ -332,9 +332,3 @@ class VectorContextMixin:
             )
         meta["timings_ms"]["expand"] = _ms(t)
         return result.passages
-
-
-def _hit_document(hit: Hit) -> Any:
-    from langchain_core.documents import Document
-
-    return Document(id=hit.id, page_content=hit.text, metadata=dict(hit.metadata))

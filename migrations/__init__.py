@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.migrations.collection_tables import DEFAULT_DIMENSION, ensure_collections
 from parrot_parents.stores.identifiers import validate_identifier
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
 #: Table where alembic records the applied revision.
 VERSION_TABLE = "parrot_parents_alembic_version"
 #: Embedding length of collections created by the migrations (all-MiniLM-L6-v2).
-DEFAULT_DIMENSION = 384
 
 T = TypeVar("T")
 
@@ -137,8 +137,6 @@ def upgrade(
         sqlalchemy.exc.SQLAlchemyError, alembic.util.CommandError: the migration failed
             (each revision runs in its own transaction and is rolled back on failure).
     """
-    from parrot_parents.migrations.collection_tables import ensure_collections
-
     cfg = alembic_config(dsn, collections=collections, dimension=dimension, schema=schema)
     cfg.attributes["created"] = created = []
     with _COMMAND_LOCK:

@@ -17,6 +17,11 @@ from parrot_parents.stores.schema import collection_table
 __all__ = ["drop_collections", "ensure_collections", "migration_options"]
 
 
+#: Embedding length of collections created by a migration run without ``dimension``
+#: (all-MiniLM-L6-v2).
+DEFAULT_DIMENSION = 384
+
+
 def migration_options() -> tuple[list[str], int, str]:
     """``(collections, dimension, schema)`` of the running migration.
 
@@ -25,8 +30,6 @@ def migration_options() -> tuple[list[str], int, str]:
     ``-x dimension=384`` and ``-x schema=public``.
     """
     from alembic import context
-
-    from parrot_parents.migrations import DEFAULT_DIMENSION
 
     attrs = context.config.attributes
     x = context.get_x_argument(as_dictionary=True)

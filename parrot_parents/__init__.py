@@ -1,5 +1,105 @@
-"""parrot-parents: parent-child ("small-to-big") retrieval on PostgreSQL + pgvector."""
+"""parrot-parents: parent-child ("small-to-big") retrieval on PostgreSQL + pgvector.
+
+The main names are importable from here; each is loaded on first use, so that
+``import parrot_parents`` (and ``parrot-parents --help``) stays fast::
+
+    from parrot_parents import Chatbot, InTableParentSearcher, PgVectorStore, TextLoader
+
+    store = PgVectorStore(table="my_docs")
+    TextLoader("docs/").ingest_sync(store)
+    bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), expand_to_parent=True)
+    context, meta = bot.get_vector_context_sync("How will I be paid?", budget=2000)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+# name -> module that defines it
+_EXPORTS = {
+    "AbstractBot": "parrot_parents.bots.abstract",
+    "AbstractParentSearcher": "parrot_parents.stores.parents.abstract",
+    "AbstractReranker": "parrot_parents.rerankers.abstract",
+    "AbstractStore": "parrot_parents.stores.abstract",
+    "BotManager": "parrot_parents.bots.manager",
+    "Chatbot": "parrot_parents.bots.chatbot",
+    "ConfigurationError": "parrot_parents.errors",
+    "CrossEncoderReranker": "parrot_parents.rerankers.cross_encoder",
+    "ExpansionMode": "parrot_parents.retrieval.modes",
+    "InTableParentSearcher": "parrot_parents.stores.parents.in_table",
+    "LateChunkingEmbedder": "parrot_parents.embeddings.late_chunking",
+    "ParrotParentsError": "parrot_parents.errors",
+    "Passage": "parrot_parents.retrieval.passages",
+    "PgVectorStore": "parrot_parents.stores.postgres",
+    "Retrieval": "parrot_parents.retrieval.pipeline",
+    "RetrievalMeta": "parrot_parents.retrieval.meta",
+    "RetrievalOptions": "parrot_parents.retrieval.options",
+    "Retriever": "parrot_parents.retrieval.pipeline",
+    "SentenceTransformerEmbeddings": "parrot_parents.embeddings.sentence_transformer",
+    "StoreError": "parrot_parents.errors",
+    "TextLoader": "parrot_parents.loaders.text",
+    "run_sync": "parrot_parents.sync",
+}
+
+__all__ = [
+    "AbstractBot",
+    "AbstractParentSearcher",
+    "AbstractReranker",
+    "AbstractStore",
+    "BotManager",
+    "Chatbot",
+    "ConfigurationError",
+    "CrossEncoderReranker",
+    "ExpansionMode",
+    "InTableParentSearcher",
+    "LateChunkingEmbedder",
+    "ParrotParentsError",
+    "Passage",
+    "PgVectorStore",
+    "Retrieval",
+    "RetrievalMeta",
+    "RetrievalOptions",
+    "Retriever",
+    "SentenceTransformerEmbeddings",
+    "StoreError",
+    "TextLoader",
+    "__version__",
+    "run_sync",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'parrot_parents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from parrot_parents.bots.abstract import AbstractBot
+    from parrot_parents.bots.chatbot import Chatbot
+    from parrot_parents.bots.manager import BotManager
+    from parrot_parents.embeddings.late_chunking import LateChunkingEmbedder
+    from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+    from parrot_parents.errors import ConfigurationError, ParrotParentsError, StoreError
+    from parrot_parents.loaders.text import TextLoader
+    from parrot_parents.rerankers.abstract import AbstractReranker
+    from parrot_parents.rerankers.cross_encoder import CrossEncoderReranker
+    from parrot_parents.retrieval.meta import RetrievalMeta
+    from parrot_parents.retrieval.modes import ExpansionMode
+    from parrot_parents.retrieval.options import RetrievalOptions
+    from parrot_parents.retrieval.passages import Passage
+    from parrot_parents.retrieval.pipeline import Retrieval, Retriever
+    from parrot_parents.stores.abstract import AbstractStore
+    from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+    from parrot_parents.stores.parents.in_table import InTableParentSearcher
+    from parrot_parents.stores.postgres import PgVectorStore

@@ -1,4 +1,4 @@
-"""Registries: the type names a bot row may use, mapped to classes.
+"""The one plugin registry: type names a bot row may use, mapped to classes.
 
 A row of the ``bots`` table configures its parent searcher and reranker with JSON such as
 ``{"type": "cross_encoder", "model": "/models/ms-marco", "batch_size": 16}``. The ``type``
@@ -16,9 +16,13 @@ Where a name is found, in this order:
        [project.entry-points."parrot_parents.rerankers"]
        my_reranker = "my_package.rerankers:MyReranker"
 
-The keys a type accepts come from the class's ``config_model`` (a pydantic model), or, when
-it has none, from the keyword parameters of its ``__init__`` (their annotations give the
-types; resources such as ``store`` are injected by the loader, never read from the row).
+The keys a type accepts come from the class's own ``config_model`` (a pydantic model kept
+beside the class), or, when it has none, from the keyword parameters of its ``__init__``
+(their annotations give the types; resources such as ``store`` are injected by the loader,
+never read from the row).
+
+This module sits below the plugins it names: base classes and built-ins are given as
+``"module:Class"`` strings and imported on first use.
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from parrot_parents.bots.config import CrossEncoderRerankerConfig, InTableParentSearcherConfig
 from parrot_parents.errors import ConfigurationError
 
 __all__ = [
+    "PARENT_SEARCHERS",
     "PARENT_SEARCHERS_GROUP",
+    "RERANKERS",
     "RERANKERS_GROUP",
     "Registries",
     "Registry",
@@ -68,7 +73,7 @@ class Registry(Generic[T]):
     Args:
         kind: human name used in errors, e.g. ``"parent searcher"``.
         group: entry-point group scanned for installed types.
-        base: every resolved class must subclass it.
+        base: every resolved class must subclass it (a class or ``"module:Class"``).
         builtins: ``{name: (target, config_model)}``; ``target`` is a class or a trusted
             ``"module:Class"`` string, ``config_model`` a pydantic model or None.
     """
@@ -77,15 +82,22 @@ class Registry(Generic[T]):
         self,
         kind: str,
         group: str,
-        base: type[T],
+        base: type[T] | str,
         builtins: Mapping[str, tuple[type | str, type[BaseModel] | None]],
     ) -> None:
         self.kind = kind
         self.group = group
-        self.base = base
+        self._base = base
         self._builtins = {name: _Entry(t, m) for name, (t, m) in builtins.items()}
         self._registered: dict[str, _Entry] = {}
         self._entry_points: dict[str, EntryPoint] | None = None
+
+    @property
+    def base(self) -> type[T]:
+        """The class every plugin of this kind subclasses (imported on first use)."""
+        if isinstance(self._base, str):
+            self._base = _load(self._base)
+        return self._base
 
     def register(
         self,
@@ -157,10 +169,7 @@ class Registry(Generic[T]):
                     f"{self.kind} type {name!r} ({ep.value}) failed to load: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        cls = entry.target
-        if isinstance(cls, str):
-            module, _, attr = cls.partition(":")
-            cls = getattr(importlib.import_module(module), attr)
+        cls = _load(entry.target) if isinstance(entry.target, str) else entry.target
         if not (isinstance(cls, type) and issubclass(cls, self.base)):
             raise ConfigurationError(
                 f"{self.kind} type {name!r} is {cls!r}, not a subclass of {self.base.__name__}"
@@ -211,6 +220,12 @@ class Registry(Generic[T]):
             ) from exc
 
 
+def _load(target: str) -> Any:
+    """The object named by a trusted ``"module:attr"`` string (never one from a row)."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _check_name(name: object, kind: str) -> None:
     if not isinstance(name, str) or not _TYPE_NAME.match(name):
         raise ConfigurationError(
@@ -247,38 +262,22 @@ class Registries:
     rerankers: Registry[Any]
 
 
-_DEFAULT: Registries | None = None
+#: Parent searchers: ``in_table`` plus the ``parrot_parents.parent_searchers`` entry points.
+PARENT_SEARCHERS: Registry[Any] = Registry(
+    "parent searcher",
+    PARENT_SEARCHERS_GROUP,
+    "parrot_parents.stores.parents.abstract:AbstractParentSearcher",
+    {"in_table": ("parrot_parents.stores.parents.in_table:InTableParentSearcher", None)},
+)
+#: Rerankers: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
+RERANKERS: Registry[Any] = Registry(
+    "reranker",
+    RERANKERS_GROUP,
+    "parrot_parents.rerankers.abstract:AbstractReranker",
+    {"cross_encoder": ("parrot_parents.rerankers.cross_encoder:CrossEncoderReranker", None)},
+)
 
 
 def default_registries() -> Registries:
     """The process-wide registries (built-in types plus installed entry points)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        from parrot_parents.rerankers.abstract import AbstractReranker
-        from parrot_parents.stores.parents.abstract import AbstractParentSearcher
-
-        _DEFAULT = Registries(
-            parent_searchers=Registry(
-                "parent searcher",
-                PARENT_SEARCHERS_GROUP,
-                AbstractParentSearcher,
-                {
-                    "in_table": (
-                        "parrot_parents.stores.parents.in_table:InTableParentSearcher",
-                        InTableParentSearcherConfig,
-                    )
-                },
-            ),
-            rerankers=Registry(
-                "reranker",
-                RERANKERS_GROUP,
-                AbstractReranker,
-                {
-                    "cross_encoder": (
-                        "parrot_parents.rerankers.cross_encoder:CrossEncoderReranker",
-                        CrossEncoderRerankerConfig,
-                    )
-                },
-            ),
-        )
-    return _DEFAULT
+    return Registries(parent_searchers=PARENT_SEARCHERS, rerankers=RERANKERS)

@@ -1,11 +1,13 @@
-"""Base class of the bots: configuration shared by every bot."""
+"""Base class of the bots: the retrieval settings every bot has, validated once."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from parrot_parents.bots.modes import parse_mode
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.retrieval.modes import ExpansionMode
+from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions
+from parrot_parents.retrieval.pipeline import Retriever
 
 if TYPE_CHECKING:
     from parrot_parents.rerankers.abstract import AbstractReranker
@@ -14,21 +16,37 @@ if TYPE_CHECKING:
 
 __all__ = ["AbstractBot"]
 
+#: Names of the bot's settings for the per-call options they set the default of.
+BOT_OPTION_NAMES = {
+    "limit": "context_search_limit",
+    "budget": "context_budget",
+    "mode": "expansion_mode",
+}
+
 
 class AbstractBot:
     """Holds a bot's retrieval configuration; validated at construction.
 
+    The settings are the defaults of the per-call options, with the same limits
+    (:mod:`parrot_parents.retrieval.options`); resolution is per call, then the bot,
+    then the package default.
+
     Attributes:
         name: the bot's name.
         store: the vector store searched for children.
-        parent_searcher: resolves ``parent_document_id`` to parents; default None.
+        parent_searcher: every read expansion needs; default None (spec FEAT-128).
         expand_to_parent: default of the per-call ``expand_to_parent``; default False.
-        context_search_limit: children kept after search and rerank; default 10.
+        context_search_limit: children kept after search and rerank; default 10, 1..100.
         reranker: optional cross-encoder reranker applied to the children.
         rerank_candidates: children searched before reranking; default 4 x limit.
         context_budget: context budget in characters of passage text (the unit of the
             shared scorer's ``recall@Bc``); None (default) means no budget.
         expansion_mode: ``parent`` (default), ``auto_merge:T`` or ``window:N``.
+        owns_store: :meth:`close` closes the store (True unless a manager shares it).
+
+    Raises:
+        ConfigurationError: a bad setting (the message names it), or
+            ``expand_to_parent=True`` without a parent searcher.
     """
 
     def __init__(
@@ -37,40 +55,63 @@ class AbstractBot:
         name: str = "chatbot",
         store: AbstractStore | None = None,
         parent_searcher: AbstractParentSearcher | None = None,
-        expand_to_parent: bool = False,
-        context_search_limit: int = 10,
+        expand_to_parent: bool = bool(DEFAULTS.expand_to_parent),
+        context_search_limit: int = DEFAULTS.limit or 10,
         reranker: AbstractReranker | None = None,
         rerank_candidates: int | None = None,
         context_budget: int | None = None,
-        expansion_mode: str = "parent",
+        expansion_mode: str | ExpansionMode = "parent",
+        owns_store: bool = True,
     ) -> None:
         if store is None and parent_searcher is not None:
             # The seed's examples inject only the searcher; it knows its store.
             store = getattr(parent_searcher, "store", None)
-        if not isinstance(expand_to_parent, bool):
-            raise ConfigurationError(f"expand_to_parent must be a bool, got {expand_to_parent!r}")
+        self.name = name
+        self.store = store
+        self.parent_searcher = parent_searcher
+        self.reranker = reranker
+        self.owns_store = owns_store
+        self.expand_to_parent = expand_to_parent
+        self.context_search_limit = context_search_limit
+        self.rerank_candidates = rerank_candidates
+        self.context_budget = context_budget
+        self.expansion_mode = expansion_mode
+        options = self.options  # validates every setting, naming it
+        self.expansion_mode = options.mode or ExpansionMode()
         if expand_to_parent and parent_searcher is None:
             raise ConfigurationError(
                 "expand_to_parent=True needs a parent searcher",
                 hint="pass parent_searcher=InTableParentSearcher(store=store)",
             )
-        for key, value in (
-            ("context_search_limit", context_search_limit),
-            ("rerank_candidates", rerank_candidates),
-        ):
-            if value is None and key == "rerank_candidates":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigurationError(f"{key} must be a positive int, got {value!r}")
-        self.name = name
-        self.store = store
-        self.parent_searcher = parent_searcher
-        self.expand_to_parent = expand_to_parent
-        self.context_search_limit = context_search_limit
-        self.reranker = reranker
-        self.rerank_candidates = rerank_candidates
-        self.context_budget = context_budget
-        self.expansion_mode = str(parse_mode(expansion_mode))
+
+    @property
+    def options(self) -> RetrievalOptions:
+        """The bot's settings as retrieval options (the defaults of every call).
+
+        Raises:
+            ConfigurationError: a setting was changed to a bad value since construction.
+        """
+        return RetrievalOptions.from_overrides(
+            {
+                "expand_to_parent": self.expand_to_parent,
+                "limit": self.context_search_limit,
+                "rerank_candidates": self.rerank_candidates,
+                "budget": self.context_budget,
+                "mode": self.expansion_mode,
+            },
+            names=BOT_OPTION_NAMES,
+        )
+
+    @property
+    def retriever(self) -> Retriever:
+        """The query pipeline over this bot's store, searcher, reranker and settings.
+
+        Raises:
+            ConfigurationError: the bot has no store.
+        """
+        if self.store is None:
+            raise ConfigurationError("the bot has no store", hint="pass store=PgVectorStore(...)")
+        return Retriever(self.store, self.parent_searcher, self.reranker, self.options)
 
     def config(self) -> dict[str, Any]:
         """The bot's settings as plain values (for ``meta`` and the HTTP service)."""
@@ -80,7 +121,7 @@ class AbstractBot:
             "context_search_limit": self.context_search_limit,
             "rerank_candidates": self.rerank_candidates,
             "context_budget": self.context_budget,
-            "expansion_mode": self.expansion_mode,
+            "expansion_mode": str(self.expansion_mode),
             "reranker": None if self.reranker is None else self.reranker.to_dict(),
             "parent_searcher": None
             if self.parent_searcher is None

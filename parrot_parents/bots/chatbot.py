@@ -1,21 +1,27 @@
-"""``Chatbot``: a bot configured by constructor injection."""
+"""``Chatbot``: a retriever (search, rerank, expand, pack) plus an optional LLM answer."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from parrot_parents.bots.abstract import AbstractBot
-from parrot_parents.bots.vector_context import VectorContextMixin
+from parrot_parents.bots.factory import load_bot
+from parrot_parents.errors import LLMNotConfiguredError
+from parrot_parents.llm.client import BASE_URL_ENV, ChatCompletionsClient
+from parrot_parents.llm.prompt import Answer, build_messages
+from parrot_parents.retrieval.options import RetrievalOptions, RetrievalOverrides
+from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.sync import run_sync
 
 if TYPE_CHECKING:
-    from parrot_parents.bots.llm import ChatCompletionsClient
-    from parrot_parents.bots.prompt import Answer
-    from parrot_parents.bots.registry import Registries
+    from parrot_parents.plugins import Registries
 
 __all__ = ["Chatbot"]
 
 
-class Chatbot(VectorContextMixin, AbstractBot):
+class Chatbot(AbstractBot):
     """A retrieval bot; see :class:`AbstractBot` for the arguments.
 
     Example (spec FEAT-128, Option 1)::
@@ -26,9 +32,16 @@ class Chatbot(VectorContextMixin, AbstractBot):
         context, meta = await bot.get_vector_context("How will I be paid?")
 
     When only ``parent_searcher`` is given, the bot searches that searcher's store.
-
     A bot can also come from a row of the ``bots`` table: :meth:`from_database`.
+
+    Every retrieval method takes the per-call options of
+    :class:`~parrot_parents.retrieval.options.RetrievalOverrides` as keyword arguments
+    (``expand_to_parent``, ``limit``, ``filter``, ``rerank_candidates``, ``budget``,
+    ``mode``) or as one ``options`` object; they resolve per call, then the bot's setting,
+    then the default. Each has a ``*_sync`` twin for code without an event loop.
     """
+
+    llm: ChatCompletionsClient | None = None
 
     @classmethod
     async def from_database(
@@ -44,7 +57,7 @@ class Chatbot(VectorContextMixin, AbstractBot):
         """Load the bot ``name`` from its row of the ``bots`` table.
 
         The parent searcher and reranker are built from the row's JSON configs by type
-        name (see :mod:`parrot_parents.bots.registry`). The bot owns its store:
+        name (see :mod:`parrot_parents.plugins`). The bot owns its store:
         ``await bot.close()`` releases it. To pick up a later change of the row, load it
         again (or use :class:`~parrot_parents.bots.manager.BotManager`).
 
@@ -63,8 +76,6 @@ class Chatbot(VectorContextMixin, AbstractBot):
                 its collection is missing.
             StoreError: the database or the bots table is unavailable.
         """
-        from parrot_parents.bots.manager import load_bot
-
         return await load_bot(
             name,
             dsn=dsn,
@@ -75,63 +86,140 @@ class Chatbot(VectorContextMixin, AbstractBot):
             bot_class=cls,
         )
 
+    async def retrieve(
+        self,
+        question: str,
+        options: RetrievalOptions | None = None,
+        **overrides: Unpack[RetrievalOverrides],
+    ) -> Retrieval:
+        """Run the pipeline and return the passages and a typed ``meta``.
+
+        Args:
+            question: the user's question.
+            options: per-call options as one object; keyword ``overrides`` win over it.
+            **overrides: per-call options (see the class docstring); None means unset.
+
+        Returns:
+            :class:`~parrot_parents.retrieval.pipeline.Retrieval`.
+
+        Raises:
+            ConfigurationError: an unknown option or a bad value (the message names it),
+                an empty question, or expansion without a parent searcher.
+        """
+        call = RetrievalOptions.from_overrides(overrides).over(options)
+        return await self.retriever.retrieve(question, call)
+
+    async def get_vector_context(
+        self,
+        question: str,
+        options: RetrievalOptions | None = None,
+        **overrides: Unpack[RetrievalOverrides],
+    ) -> tuple[str, dict[str, Any]]:
+        """Retrieve context for ``question`` (spec FEAT-128).
+
+        Returns:
+            ``(context, meta)``: the passages joined under source headers, and the
+            ``meta`` dict (``children`` with scores and ranks, ``parents``, ``folded``,
+            ``expanded``, ``fallbacks``, ``context_chars``, ``timings_ms``, ``passages``
+            and, with a budget, ``packing``).
+
+        Raises:
+            ConfigurationError: as :meth:`retrieve`.
+        """
+        retrieval = await self.retrieve(question, options, **overrides)
+        return retrieval.context, retrieval.meta.to_dict()
+
     async def ask(
         self,
         question: str,
+        options: RetrievalOptions | None = None,
         *,
-        expand_to_parent: bool | None = None,
-        limit: int | None = None,
-        filter: dict[str, Any] | None = None,
-        rerank_candidates: int | None = None,
-        budget: int | None = None,
-        mode: str | None = None,
         llm: ChatCompletionsClient | None = None,
         system_prompt: str | None = None,
         max_tokens: int | None = None,
+        **overrides: Unpack[RetrievalOverrides],
     ) -> Answer:
         """Retrieve context for ``question`` and have the LLM answer from it.
 
-        The overrides are those of :meth:`get_vector_context` and resolve the same way: per
-        call, then the bot's setting (its row or constructor), then the default.
-        ``budget`` and ``mode`` are passed on only when set. The prompt delimits each
-        passage and names its source (:mod:`parrot_parents.bots.prompt`).
+        The retrieval options are those of :meth:`retrieve`. The prompt delimits each
+        passage and names its source (:mod:`parrot_parents.llm.prompt`).
 
         Args:
             llm: the chat-completions client; default ``self.llm`` when set, else one
                 configured from ``PARROT_PARENTS_LLM_*`` for this call.
-            system_prompt: replaces :data:`~parrot_parents.bots.prompt.SYSTEM_PROMPT`.
+            system_prompt: replaces :data:`~parrot_parents.llm.prompt.SYSTEM_PROMPT`.
             max_tokens: answer length cap (tokens); default the client's.
 
         Returns:
-            :class:`~parrot_parents.bots.prompt.Answer`: ``text``, ``passages`` (``[n]`` in
+            :class:`~parrot_parents.llm.prompt.Answer`: ``text``, ``passages`` (``[n]`` in
             the answer is ``passages[n-1]``) and ``meta`` with ``meta["llm"]``.
 
         Raises:
             LLMNotConfiguredError: no client given and none in the environment.
             LLMError: the LLM call failed.
-            ConfigurationError: a bad question or override.
+            ConfigurationError: a bad question or option.
         """
-        from parrot_parents.bots.prompt import ask_bot
+        call = RetrievalOptions.from_overrides(overrides).over(options)
+        client = llm or self.llm
+        owned = None
+        if client is None:
+            client = owned = ChatCompletionsClient.from_env()
+        if client is None:
+            raise LLMNotConfiguredError(
+                "no LLM is configured",
+                hint=f"set {BASE_URL_ENV} and PARROT_PARENTS_LLM_MODEL, or pass llm=",
+            )
+        try:
+            retrieval = await self.retriever.retrieve(question, call)
+            messages = build_messages(question, retrieval.passages, system_prompt=system_prompt)
+            completion = await client.complete(messages, max_tokens=max_tokens)
+        finally:
+            if owned is not None:
+                await owned.close()
+        meta = retrieval.meta.to_dict()
+        meta["llm"] = completion.to_dict()
+        return Answer(text=completion.text, passages=list(retrieval.passages), meta=meta)
 
-        return await ask_bot(
-            self,
-            question,
-            llm=llm,
-            system_prompt=system_prompt,
-            max_tokens=max_tokens,
-            expand_to_parent=expand_to_parent,
-            limit=limit,
-            filter=filter,
-            rerank_candidates=rerank_candidates,
-            budget=budget,
-            mode=mode,
-        )
+    # -- for code without an event loop ------------------------------------------------
+
+    def retrieve_sync(
+        self,
+        question: str,
+        options: RetrievalOptions | None = None,
+        **overrides: Unpack[RetrievalOverrides],
+    ) -> Retrieval:
+        """:meth:`retrieve` from code without an event loop (:mod:`parrot_parents.sync`)."""
+        return run_sync(self.retrieve(question, options, **overrides))
+
+    def get_vector_context_sync(
+        self,
+        question: str,
+        options: RetrievalOptions | None = None,
+        **overrides: Unpack[RetrievalOverrides],
+    ) -> tuple[str, dict[str, Any]]:
+        """:meth:`get_vector_context` from code without an event loop."""
+        return run_sync(self.get_vector_context(question, options, **overrides))
+
+    def ask_sync(
+        self,
+        question: str,
+        options: RetrievalOptions | None = None,
+        **kwargs: Any,
+    ) -> Answer:
+        """:meth:`ask` from code without an event loop (same keyword arguments)."""
+        return run_sync(self.ask(question, options, **kwargs))
+
+    def close_sync(self) -> None:
+        """:meth:`close` from code without an event loop."""
+        run_sync(self.close())
 
     async def close(self) -> None:
-        """Release the reranker's model reference and close the store. Safe to call twice."""
+        """Release the reranker's model reference, and the store when the bot owns it
+        (not when a :class:`~parrot_parents.bots.manager.BotManager` shares it). Safe to
+        call twice."""
         if self.reranker is not None:
             self.reranker.close()
-        if self.store is not None:
+        if self.store is not None and self.owns_store:
             await self.store.close()
 
     async def __aenter__(self) -> Chatbot:

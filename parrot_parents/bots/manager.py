@@ -7,36 +7,35 @@
   load (every write changes a row's version), so flipping ``expand_to_parent`` takes
   effect at the next refresh without a restart; :meth:`BotManager.reload` rebuilds all.
 * **Sharing.** Bots on the same collection share one store (one connection pool), and all
-  stores share one embedding model.
+  stores share one embedding model. The manager owns the stores: a bot's ``close()`` leaves
+  a shared store open, :meth:`BotManager.close` closes them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.bots.chatbot import Chatbot
-from parrot_parents.bots.config import BotSettings, validate_bot
-from parrot_parents.bots.registry import Registries, default_registries
+from parrot_parents.bots.factory import build_bot, collection_exists
 from parrot_parents.bots.repository import BotRepository
+from parrot_parents.bots.settings import BotSettings, validate_bot
 from parrot_parents.errors import (
     BotConfigError,
     BotNotFoundError,
     ParrotParentsError,
     SchemaMismatchError,
 )
+from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.stores.postgres import PgVectorStore
 
-__all__ = ["BotManager", "LoadReport", "build_bot", "collection_exists", "load_bot"]
+__all__ = ["BotManager", "LoadReport"]
 
 logger = logging.getLogger(__name__)
-B = TypeVar("B", bound=Chatbot)
 _HEALTH_TIMEOUT_S = 5.0
 
 
@@ -53,121 +52,6 @@ class LoadReport:
     @property
     def changed(self) -> bool:
         return bool(self.loaded or self.failed or self.removed)
-
-
-async def collection_exists(engine: AsyncEngine, collection: str, schema: str = "public") -> bool:
-    """True when the table ``schema.collection`` exists."""
-    async with engine.connect() as conn:
-        found = await conn.execute(
-            text("SELECT to_regclass(format('%I.%I', CAST(:s AS text), CAST(:t AS text)))"),
-            {"s": schema, "t": collection},
-        )
-        return found.scalar_one() is not None
-
-
-async def build_bot(
-    settings: BotSettings,
-    store: PgVectorStore,
-    *,
-    registries: Registries | None = None,
-    warm_up: bool = True,
-    bot_class: type[B] = Chatbot,  # type: ignore[assignment]
-) -> B:
-    """Build a bot from validated settings and a connected store.
-
-    The parent searcher and reranker are created through ``registries`` by type name.
-    ``expansion_mode`` and ``context_budget`` are passed to the bot when its constructor
-    takes them, and otherwise set as attributes.
-
-    Raises:
-        BotConfigError: a plugin rejected its config, or the reranker model cannot load
-            (with ``warm_up``); the key names the config.
-    """
-    registries = registries or default_registries()
-    name = settings.name
-    searcher = reranker = None
-    try:
-        if settings.parent_searcher_config is not None:
-            searcher = registries.parent_searchers.build(
-                settings.parent_searcher_config, store=store
-            )
-    except ParrotParentsError as exc:
-        raise BotConfigError(name, [("parent_searcher_config", exc.message)]) from exc
-    try:
-        if settings.reranker_config is not None:
-            reranker = registries.rerankers.build(settings.reranker_config)
-            if warm_up:
-                await asyncio.to_thread(reranker.warm_up)
-    except ParrotParentsError as exc:
-        raise BotConfigError(name, [("reranker_config", exc.message)]) from exc
-    kwargs: dict[str, Any] = {
-        "name": name,
-        "store": store,
-        "parent_searcher": searcher,
-        "expand_to_parent": settings.expand_to_parent,
-        "context_search_limit": settings.context_search_limit,
-        "reranker": reranker,
-    }
-    extra = {"expansion_mode": settings.expansion_mode, "context_budget": settings.context_budget}
-    accepted = inspect.signature(bot_class).parameters
-    kwargs.update({k: v for k, v in extra.items() if k in accepted})
-    try:
-        bot = bot_class(**kwargs)
-    except ParrotParentsError as exc:
-        raise BotConfigError(name, [("", exc.message)]) from exc
-    for key, value in extra.items():
-        if key not in accepted:
-            setattr(bot, key, value)
-    bot.description = settings.description  # type: ignore[attr-defined]
-    bot.collection = settings.collection  # type: ignore[attr-defined]
-    bot.settings = settings  # type: ignore[attr-defined]
-    return bot
-
-
-async def load_bot(
-    name: str,
-    *,
-    dsn: str | None = None,
-    embedding: Any = None,
-    registries: Registries | None = None,
-    table: str = "bots",
-    schema: str = "public",
-    warm_up: bool = True,
-    bot_class: type[B] = Chatbot,  # type: ignore[assignment]
-) -> B:
-    """Load one bot from its row, with its own store (closed by ``bot.close()``).
-
-    Raises:
-        BotNotFoundError: no row of that name, or the row is disabled.
-        BotConfigError: the row is invalid, its collection is missing or was built with
-            another embedding dimension, or a plugin failed to build.
-        StoreError: the database cannot be reached or the bots table is missing.
-    """
-    registries = registries or default_registries()
-    async with BotRepository(dsn, table=table, schema=schema, registries=registries) as repo:
-        row = await repo.get_row(name)
-        if not row.get("enabled", True):
-            raise BotNotFoundError(
-                name, hint=f"the bot is disabled: `parrot-parents bots set {name} enabled=true`"
-            )
-        settings = validate_bot(row, registries=registries)
-        engine = await repo.engine()
-        if not await collection_exists(engine, settings.collection):
-            raise BotConfigError(
-                name, [("collection", f"table 'public.{settings.collection}' does not exist")]
-            )
-    store = PgVectorStore(dsn=dsn, table=settings.collection, embedding=embedding)
-    try:
-        await store.connect()
-        return await build_bot(
-            settings, store, registries=registries, warm_up=warm_up, bot_class=bot_class
-        )
-    except SchemaMismatchError as exc:
-        await store.close()
-        raise BotConfigError(name, [("collection", exc.message)]) from exc
-    except BaseException:
-        await store.close()
-        raise
 
 
 class BotManager:
@@ -293,7 +177,14 @@ class BotManager:
         try:
             settings = validate_bot(row, registries=self.registries)
             store = await self._store(settings)
-            bot = await build_bot(settings, store, registries=self.registries, warm_up=self.warm_up)
+            bot = await build_bot(
+                settings,
+                store,
+                registries=self.registries,
+                warm_up=self.warm_up,
+                bot_class=Chatbot,
+                owns_store=False,
+            )
         except ParrotParentsError as exc:
             reason = exc.message if isinstance(exc, BotConfigError) else str(exc)
             self._fail(name, reason.removeprefix(f"bot {name!r}: "), report)

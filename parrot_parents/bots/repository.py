@@ -31,9 +31,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from parrot_parents.bots.config import BotSettings, apply_changes, validate_bot
-from parrot_parents.bots.registry import Registries
+from parrot_parents.bots.settings import BotSettings, apply_changes, validate_bot
 from parrot_parents.errors import BotConfigError, BotNotFoundError, StoreError
+from parrot_parents.plugins import Registries
 from parrot_parents.stores.identifiers import validate_identifier
 
 __all__ = ["BotRepository", "bots_table"]

@@ -14,8 +14,8 @@ A row, with defaults::
     collection              required; the table searched (a SQL identifier)
     expand_to_parent        False
     expansion_mode          "parent"    | "auto_merge:T" (0 < T <= 1) | "window:N" (N >= 1)
-    context_search_limit    10          children kept after search/rerank, 1..1000
-    context_budget          None        context size limit (unit: the bot's, see Chatbot),
+    context_search_limit    10          children kept after search/rerank, 1..100
+    context_budget          None        context budget in characters of passage text,
                                         1..10_000_000
     reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
     parent_searcher_config  {"type": "in_table"}
@@ -25,23 +25,19 @@ A row, with defaults::
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from parrot_parents.errors import BotConfigError, ConfigurationError
-from parrot_parents.rerankers.cross_encoder import DEFAULT_RERANKER_MODEL
-
-if TYPE_CHECKING:
-    from parrot_parents.bots.registry import Registries
+from parrot_parents.plugins import Registries, default_registries
+from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
+from parrot_parents.retrieval.options import DEFAULTS, Budget, Limit
 
 __all__ = [
     "BOT_KEYS",
     "BotSettings",
-    "CrossEncoderRerankerConfig",
-    "InTableParentSearcherConfig",
     "apply_changes",
     "parse_assignment",
     "parse_expansion_mode",
@@ -51,78 +47,40 @@ __all__ = [
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 COLLECTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
-_MODE = re.compile(r"^(parent|auto_merge:(?P<t>[0-9]*\.?[0-9]+)|window:(?P<n>[0-9]{1,6}))$")
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-def _mode_problem(value: object) -> str | None:
-    m = _MODE.match(value) if isinstance(value, str) else None
-    if m is None:
-        return "must be 'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)"
-    if m.group("t") is not None and not 0 < float(m.group("t")) <= 1:
-        return "the auto_merge threshold T must be in (0, 1]"
-    if m.group("n") is not None and int(m.group("n")) < 1:
-        return "the window size N must be >= 1"
-    return None
-
-
-def parse_expansion_mode(value: str) -> str:
-    """Check an expansion mode string and return it unchanged.
-
-    Accepted: ``"parent"``, ``"auto_merge:T"`` with ``0 < T <= 1`` (the fraction of a
-    parent's children that must hit), ``"window:N"`` with ``N >= 1`` (children on each side).
+def parse_expansion_mode(value: str) -> ExpansionMode:
+    """Parse a bot's ``expansion_mode`` with the one mode parser
+    (:func:`~parrot_parents.retrieval.modes.parse_mode`).
 
     Raises:
-        ConfigurationError: any other value; the message says which part is wrong.
+        ConfigurationError: any other value; the message names ``expansion_mode``.
     """
-    problem = _mode_problem(value)
-    if problem is not None:
-        raise ConfigurationError(f"expansion_mode {value!r}: {problem}")
-    return value
-
-
-class InTableParentSearcherConfig(BaseModel):
-    """``{"type": "in_table"}``: parents are read from the bot's own collection table."""
-
-    model_config = _STRICT
-
-
-class CrossEncoderRerankerConfig(BaseModel):
-    """``{"type": "cross_encoder", ...}``: see :class:`CrossEncoderReranker` for the meaning."""
-
-    model_config = _STRICT
-
-    model: str = Field(DEFAULT_RERANKER_MODEL, min_length=1, max_length=1024)
-    batch_size: int = Field(32, ge=1, le=4096)
-    max_length: int = Field(512, ge=4, le=8192)
-    device: str = Field("cpu", pattern=r"^(cpu|mps|cuda(:[0-9]{1,3})?)$")
+    return parse_mode(value, field="expansion_mode")
 
 
 class BotSettings(BaseModel):
-    """A validated bot row (without its id and timestamps); frozen."""
+    """A validated bot row (without its id and timestamps); frozen.
+
+    The retrieval settings use the same field types, defaults and limits as the per-call
+    options (:mod:`parrot_parents.retrieval.options`).
+    """
 
     model_config = _STRICT
 
     name: str = Field(pattern=NAME_PATTERN)
     description: str = Field("", max_length=2000)
     collection: str = Field(pattern=COLLECTION_PATTERN)
-    expand_to_parent: bool = False
-    expansion_mode: str = "parent"
-    context_search_limit: int = Field(10, ge=1, le=1000)
-    context_budget: int | None = Field(None, ge=1, le=10_000_000)
+    expand_to_parent: bool = bool(DEFAULTS.expand_to_parent)
+    expansion_mode: ExpansionMode = DEFAULTS.mode or ExpansionMode()
+    context_search_limit: Limit = DEFAULTS.limit or 10
+    context_budget: Budget | None = DEFAULTS.budget
     reranker_config: dict[str, Any] | None = None
     parent_searcher_config: dict[str, Any] | None = Field(
         default_factory=lambda: {"type": "in_table"}
     )
     enabled: bool = True
-
-    @field_validator("expansion_mode")
-    @classmethod
-    def _mode(cls, value: str) -> str:
-        problem = _mode_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
 
     def to_row(self) -> dict[str, Any]:
         """Column values for an INSERT/UPDATE."""
@@ -194,8 +152,6 @@ def validate_bot(
     values = {k: v for k, v in data.items() if k not in ("id", "created_at", "updated_at")}
     name = values.get("name") if isinstance(values.get("name"), str) else None
     if registries is None:
-        from parrot_parents.bots.registry import default_registries
-
         registries = default_registries()
     problems: list[tuple[str, str]] = []
     plugins: dict[str, dict[str, Any] | None] = {}

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from parrot_parents.cli.common import add_store_options, make_store, print_json
+from parrot_parents.cli.common import (
+    add_retrieval_options,
+    add_store_options,
+    make_store,
+    print_json,
+    retrieval_overrides,
+)
 
 __all__ = ["register"]
 
@@ -13,22 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("ask", help="retrieve the context for a question")
     p.add_argument("question")
     add_store_options(p)
-    p.add_argument(
-        "--expand",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="expand hits to their parents (default: --expand)",
-    )
-    p.add_argument("--limit", type=int, default=5, help="children kept (default 5)")
-    p.add_argument(
-        "--budget",
-        type=int,
-        default=None,
-        help="context budget in characters of passage text (default: none)",
-    )
-    p.add_argument(
-        "--mode", default=None, help="expansion mode: parent (default), auto_merge:T or window:N"
-    )
+    add_retrieval_options(p, limit=5, expand=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -43,13 +34,7 @@ async def run(args: argparse.Namespace) -> int:
         parent_searcher=InTableParentSearcher(store=store),
     )
     try:
-        retrieval = await bot.retrieve(
-            args.question,
-            expand_to_parent=args.expand,
-            limit=args.limit,
-            budget=args.budget,
-            mode=args.mode,
-        )
+        retrieval = await bot.retrieve(args.question, **retrieval_overrides(args))
     finally:
         await bot.close()
     if args.json:
@@ -57,7 +42,7 @@ async def run(args: argparse.Namespace) -> int:
             {
                 "context": retrieval.context,
                 "passages": [p.to_dict() for p in retrieval.passages],
-                "meta": retrieval.meta,
+                "meta": retrieval.meta.to_dict(),
             }
         )
         return 0

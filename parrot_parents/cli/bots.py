@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from parrot_parents.cli.common import add_dsn_option, print_json
+from parrot_parents.cli.common import add_dsn_option, add_retrieval_options, print_json
 
 __all__ = ["register"]
 
@@ -48,17 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("name")
     p.add_argument("--collection", required=True, help="collection (table) the bot searches")
     p.add_argument("--description", default="", help="free text")
-    p.add_argument(
-        "--expand-to-parent",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="fold hits into their parents (default: off)",
+    add_retrieval_options(
+        p, limit=10, expand=False, expand_flag="--expand-to-parent", mode_flag="--expansion-mode"
     )
-    p.add_argument(
-        "--expansion-mode", default="parent", help="parent | auto_merge:T | window:N (parent)"
-    )
-    p.add_argument("--limit", type=int, default=10, help="context_search_limit (10)")
-    p.add_argument("--budget", type=int, default=None, help="context_budget (default: none)")
     p.add_argument(
         "--reranker-config",
         type=_json_arg,
@@ -100,7 +92,7 @@ def _repo(args: argparse.Namespace) -> Any:
 
 
 def _status(row: dict[str, Any]) -> str:
-    from parrot_parents.bots.config import validate_bot
+    from parrot_parents.bots.settings import validate_bot
     from parrot_parents.errors import BotConfigError
 
     try:
@@ -113,7 +105,7 @@ def _status(row: dict[str, Any]) -> str:
 
 
 async def _missing_collections(repo: Any, rows: list[dict[str, Any]]) -> set[str]:
-    from parrot_parents.bots.manager import collection_exists
+    from parrot_parents.bots.factory import collection_exists
 
     engine = await repo.engine()
     names = {r["collection"] for r in rows}
@@ -165,7 +157,7 @@ async def run_show(args: argparse.Namespace) -> int:
 
 
 async def _warn_missing_collection(repo: Any, collection: str) -> None:
-    from parrot_parents.bots.manager import collection_exists
+    from parrot_parents.bots.factory import collection_exists
 
     if not await collection_exists(await repo.engine(), collection):
         print(
@@ -182,7 +174,7 @@ async def run_add(args: argparse.Namespace) -> int:
         "collection": args.collection,
         "description": args.description,
         "expand_to_parent": args.expand_to_parent,
-        "expansion_mode": args.expansion_mode,
+        "expansion_mode": args.mode or "parent",
         "context_search_limit": args.limit,
         "context_budget": args.budget,
         "reranker_config": args.reranker_config,
@@ -197,7 +189,7 @@ async def run_add(args: argparse.Namespace) -> int:
 
 
 async def run_set(args: argparse.Namespace) -> int:
-    from parrot_parents.bots.config import parse_assignment
+    from parrot_parents.bots.settings import parse_assignment
 
     changes = dict(parse_assignment(a) for a in args.assignments)
     async with _repo(args) as repo:

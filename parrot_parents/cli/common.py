@@ -12,9 +12,11 @@ from parrot_parents.stores.embedded import DSN_ENV
 __all__ = [
     "add_dsn_option",
     "add_model_option",
+    "add_retrieval_options",
     "add_store_options",
     "make_store",
     "print_json",
+    "retrieval_overrides",
 ]
 
 
@@ -41,6 +43,58 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
         "--collection", default="documents", help="collection (table) name (default: documents)"
     )
     add_model_option(parser)
+
+
+def add_retrieval_options(
+    parser: argparse.ArgumentParser,
+    *,
+    limit: int | None = None,
+    expand: bool | None = None,
+    expand_flag: str = "--expand",
+    mode_flag: str = "--mode",
+) -> None:
+    """The retrieval flags, defined once for ``ask``, ``eval`` and ``bots add``.
+
+    ``--expand/--no-expand`` (or ``expand_flag``), ``--limit``, ``--budget`` and ``--mode``
+    (or ``mode_flag``); they land in ``args.expand_to_parent``, ``args.limit``,
+    ``args.budget`` and ``args.mode``. Values are checked by the one options definition
+    (:mod:`parrot_parents.retrieval.options`) where they are used, so the CLI accepts
+    and refuses exactly what the Python API and the HTTP service do. ``limit`` and
+    ``expand`` set a command's own default; None leaves the option unset (the bot's
+    setting, then the package default, applies).
+    """
+    shown = "the bot's setting" if expand is None else ("on" if expand else "off")
+    parser.add_argument(
+        expand_flag,
+        dest="expand_to_parent",
+        action=argparse.BooleanOptionalAction,
+        default=expand,
+        help=f"widen hits to their parents or windows (default: {shown})",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=limit,
+        help=f"children kept after search and rerank (default: {limit or 'the bot setting'})",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="context budget in characters of passage text (default: none)",
+    )
+    parser.add_argument(
+        mode_flag,
+        dest="mode",
+        default=None,
+        help="expansion mode: parent (default), auto_merge:T or window:N",
+    )
+
+
+def retrieval_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The retrieval options given on the command line (see :func:`add_retrieval_options`)."""
+    keys = ("expand_to_parent", "limit", "budget", "mode", "filter")
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
 def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:

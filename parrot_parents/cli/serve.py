@@ -52,9 +52,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 async def run(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from parrot_parents.bots.llm import ChatCompletionsClient
     from parrot_parents.bots.manager import BotManager
     from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+    from parrot_parents.llm.client import ChatCompletionsClient
     from parrot_parents.server.app import TOKEN_ENV, create_app
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -21,7 +21,6 @@ special tokens (the same count for every configuration); per-question wall time 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +44,7 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_THRESHOLD,
     validate_parent_sizes,
 )
+from parrot_parents.retrieval.options import RetrievalOptions
 
 __all__ = [
     "EvalConfig",
@@ -128,8 +128,7 @@ class EvalConfig:
             raise ConfigurationError("ks and budgets must each name at least one value")
         for k in (*self.ks, *self.budgets):
             _positive("ks/budgets value", k)
-        if self.mode is not None and not self.mode.strip():
-            raise ConfigurationError(f"mode must be a non-empty string, got {self.mode!r}")
+        self.options()  # the retrieval options are checked by their one definition
 
     @property
     def parent_chars(self) -> int:
@@ -143,14 +142,20 @@ class EvalConfig:
             return self.parent_threshold
         return self.parent_size if self.parent_size is not None else DEFAULT_THRESHOLD
 
-    def retrieve_kwargs(self) -> dict[str, Any]:
-        """Per-call arguments of ``retrieve``: budget and mode only when they are set."""
-        kwargs: dict[str, Any] = {"expand_to_parent": self.expand, "limit": self.limit}
-        if self.budget is not None:
-            kwargs["budget"] = self.budget
-        if self.mode is not None:
-            kwargs["mode"] = self.mode
-        return kwargs
+    def options(self) -> RetrievalOptions:
+        """The per-call retrieval options of every question.
+
+        Raises:
+            ConfigurationError: ``expand``, ``limit``, ``budget`` or ``mode`` is invalid.
+        """
+        return RetrievalOptions.from_overrides(
+            {
+                "expand_to_parent": self.expand,
+                "limit": self.limit,
+                "budget": self.budget,
+                "mode": self.mode,
+            }
+        )
 
 
 def _positive(name: str, value: object) -> None:
@@ -249,8 +254,7 @@ async def run_eval(
         log: called with one-line progress messages.
 
     Raises:
-        ConfigurationError: bad question set or corpora, or ``budget``/``mode`` given to a
-            bot whose ``retrieve`` does not take them.
+        ConfigurationError: bad question set or corpora.
         StoreError: the database cannot be reached.
     """
     config = config or EvalConfig()
@@ -259,7 +263,6 @@ async def run_eval(
     corpora = load_corpora(corpora_dir)
     check_references(questions, corpora)
     session = _Session(config)
-    _check_retrieve_supports(session.bot.retrieve, config)
     try:
         ingest, timings = await session.ingest(corpora)
         say(
@@ -291,30 +294,18 @@ async def run_eval(
     )
 
 
-def _check_retrieve_supports(retrieve: Callable[..., Any], config: EvalConfig) -> None:
-    params = inspect.signature(retrieve).parameters
-    takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    for name, value in (("budget", config.budget), ("mode", config.mode)):
-        if value is not None and name not in params and not takes_kwargs:
-            raise ConfigurationError(
-                f"--{name} {value!r} was given, but this version's Chatbot.retrieve has no "
-                f"{name!r} argument",
-                hint=f"drop --{name}, or upgrade to a version with per-call {name}",
-            )
-
-
 async def _query_all(
     session: Any, questions: Sequence[Question], corpora: Mapping[str, str], config: EvalConfig
 ) -> tuple[dict[int, list[RunPassage]], list[float], dict[str, int]]:
-    kwargs = config.retrieve_kwargs()
+    options = config.options()
     run: dict[int, list[RunPassage]] = {}
     latencies: list[float] = []
     diagnostics = {"fallbacks": 0, "text_mismatches": 0}
     if questions:
-        await session.bot.retrieve(questions[0].question, **kwargs)  # warm-up, untimed
+        await session.bot.retrieve(questions[0].question, options)  # warm-up, untimed
     for q in questions:
         started = time.perf_counter()
-        retrieval = await session.bot.retrieve(q.question, **kwargs)
+        retrieval = await session.bot.retrieve(q.question, options)
         latencies.append((time.perf_counter() - started) * 1000.0)
         spans = []
         for passage in retrieval.passages:
@@ -323,7 +314,7 @@ async def _query_all(
                 diagnostics["text_mismatches"] += 1
             spans.append((cid, start, end))
         run[q.qid] = spans
-        if retrieval.meta.get("fallbacks"):
+        if retrieval.meta.fallbacks:
             diagnostics["fallbacks"] += 1
     return run, latencies, diagnostics
 
@@ -433,8 +424,5 @@ class _Session:
                 await self.store.drop()
         finally:
             await self.bot.close()
-            close = getattr(self.reranker, "close", None)
-            if close is not None:
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
+            if self.reranker is not None:
+                self.reranker.close()

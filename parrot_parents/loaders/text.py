@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -17,6 +18,7 @@ from parrot_parents.loaders.hierarchy import (
 )
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.sync import run_sync
 
 __all__ = ["TextLoader"]
 
@@ -111,3 +113,11 @@ class TextLoader(AbstractLoader):
             else:
                 self.report.parents += 1
         return self.report
+
+    def ingest_sync(self, vector_store: AbstractStore, **kwargs: Any) -> IngestReport:
+        """:meth:`ingest` from code without an event loop (:mod:`parrot_parents.sync`).
+
+        Use the store only through ``*_sync`` calls afterwards (its pool lives on the
+        package's background loop).
+        """
+        return run_sync(self.ingest(vector_store, **kwargs))

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document
+from pydantic import BaseModel
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.plugins import RERANKERS, RERANKERS_GROUP
 
 __all__ = ["ENTRY_POINT_GROUP", "AbstractReranker", "RerankedDocument", "reranker_class"]
 
 #: Entry-point group where third-party rerankers register ``type name -> class``.
-ENTRY_POINT_GROUP = "parrot_parents.rerankers"
-
-# Built-in types, so that from_dict works without the package being pip-installed
-# (entry points only exist for installed distributions).
-_BUILTIN_TYPES = {
-    "cross_encoder": "parrot_parents.rerankers.cross_encoder:CrossEncoderReranker",
-}
+ENTRY_POINT_GROUP = RERANKERS_GROUP
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +66,8 @@ class AbstractReranker(ABC):
 
     #: Value of ``"type"`` in :meth:`to_dict`; the key used by :meth:`from_dict`.
     type_name: ClassVar[str]
+    #: Keys of a ``reranker_config`` (besides ``type``); None: from ``__init__``.
+    config_model: ClassVar[type[BaseModel] | None] = None
 
     @property
     @abstractmethod
@@ -140,14 +136,16 @@ class AbstractReranker(ABC):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AbstractReranker:
-        """Build a reranker from a :meth:`to_dict` mapping.
+        """Build a reranker from a :meth:`to_dict` mapping; the class is looked up in the one
+        plugin registry (:data:`parrot_parents.plugins.RERANKERS`).
 
         On :class:`AbstractReranker` the class is chosen by ``data["type"]`` (built-in types,
         then the ``parrot_parents.rerankers`` entry points). On a subclass ``"type"`` may be
         omitted but, if present, must match the subclass.
 
         Raises:
-            ConfigurationError: missing or unknown type, or parameters the class does not accept.
+            ConfigurationError: missing or unknown type, or parameters the class does not
+                accept.
         """
         params = dict(data)
         type_name = params.pop("type", None)
@@ -156,16 +154,14 @@ class AbstractReranker(ABC):
                 raise ConfigurationError(
                     f"reranker config needs a 'type' key, got keys {sorted(params)}"
                 )
-            target = reranker_class(type_name)
-        else:
-            target = cls
-            if type_name is not None and type_name != cls.type_name:
-                raise ConfigurationError(
-                    f"reranker config has type {type_name!r}, "
-                    f"but {cls.__name__} has type {cls.type_name!r}"
-                )
+        elif type_name is not None and type_name != cls.type_name:
+            raise ConfigurationError(
+                f"reranker config has type {type_name!r}, "
+                f"but {cls.__name__} has type {cls.type_name!r}"
+            )
+        target = RERANKERS.get(type_name) if cls is AbstractReranker else cls
         try:
-            return target(**params)
+            return target(**params)  # type: ignore[no-any-return]
         except TypeError as exc:
             # A wrong/unknown key is a config mistake, not a programming error.
             raise ConfigurationError(f"invalid {target.__name__} config {params!r}: {exc}") from exc
@@ -177,21 +173,4 @@ def reranker_class(type_name: str) -> type[AbstractReranker]:
     Raises:
         ConfigurationError: no built-in type or entry point has that name.
     """
-    target: str | None = _BUILTIN_TYPES.get(type_name)
-    if target is None:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name == type_name:
-                target = ep.value
-                break
-    if target is None:
-        known = sorted(
-            {*_BUILTIN_TYPES, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))}
-        )
-        raise ConfigurationError(f"unknown reranker type {type_name!r}; known types: {known}")
-    module_name, _, attr = target.partition(":")
-    loaded = getattr(importlib.import_module(module_name), attr)
-    if not (isinstance(loaded, type) and issubclass(loaded, AbstractReranker)):
-        raise ConfigurationError(
-            f"reranker type {type_name!r} ({target}) is not an AbstractReranker"
-        )
-    return loaded
+    return RERANKERS.get(type_name)  # type: ignore[no-any-return]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.documents import Document
+from pydantic import BaseModel, ConfigDict, Field
 
 from parrot_parents.errors import ConfigurationError, ModelLoadError
 from parrot_parents.rerankers.abstract import AbstractReranker
@@ -18,7 +19,12 @@ from parrot_parents.rerankers.abstract import AbstractReranker
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
 
-__all__ = ["DEFAULT_RERANKER_MODEL", "CrossEncoderReranker", "clear_model_cache"]
+__all__ = [
+    "DEFAULT_RERANKER_MODEL",
+    "CrossEncoderReranker",
+    "CrossEncoderRerankerConfig",
+    "clear_model_cache",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +155,17 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
         return loaded
 
 
+class CrossEncoderRerankerConfig(BaseModel):
+    """``{"type": "cross_encoder", ...}`` of a bot row; see :class:`CrossEncoderReranker`."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    model: str = Field(DEFAULT_RERANKER_MODEL, min_length=1, max_length=1024)
+    batch_size: int = Field(32, ge=1, le=4096)
+    max_length: int = Field(512, ge=_MIN_MAX_LENGTH, le=8192)
+    device: str = Field("cpu", pattern=r"^(cpu|mps|cuda(:[0-9]{1,3})?)$")
+
+
 class CrossEncoderReranker(AbstractReranker):
     """Rerank documents with a sentence-transformers cross-encoder (one relevance logit).
 
@@ -174,6 +191,7 @@ class CrossEncoderReranker(AbstractReranker):
     """
 
     type_name: ClassVar[str] = "cross_encoder"
+    config_model = CrossEncoderRerankerConfig
 
     def __init__(
         self,

@@ -1,6 +1,13 @@
-"""Parent expansion: fold the hits of each parent into that parent, once.
+"""Expanders: how hits (children) are widened into passages, one class per mode.
 
-Rules (spec FEAT-128, with the v1 defects fixed):
+Every expander works in two steps, so that a failing read degrades while a programming
+error still raises:
+
+1. :meth:`Expander.fetch`, the only step that does I/O, reads through the
+   :class:`~parrot_parents.stores.parents.abstract.AbstractParentSearcher` (never a store);
+2. :meth:`Expander.expand`, pure, turns the hits and what was fetched into passages.
+
+Parent folding (spec FEAT-128, with the v1 defects fixed):
 
 * hits are grouped by ``parent_document_id``; all parents are fetched with one call;
 * each group becomes its parent, placed at the rank of its best hit, scored with that
@@ -9,33 +16,74 @@ Rules (spec FEAT-128, with the v1 defects fixed):
 * when a parent is missing, *all* of its hits stay as themselves, in rank order.
 
 Example: ``[child(P1), S, child(P2), child(P1)]`` becomes ``[P1, S, P2]``.
+
+``auto_merge:T`` folds a group only when at least a fraction ``T`` of the parent's children
+hit (LlamaIndex's AutoMergingRetriever); ``window:N`` returns each hit with ``N``
+neighbouring children on each side (sentence-window retrieval).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from langchain_core.documents import Document
 
-from parrot_parents.bots.passages import Hit, Passage
+from parrot_parents.retrieval.modes import ExpansionMode
+from parrot_parents.retrieval.packing import SourceIndex
+from parrot_parents.retrieval.passages import Hit, Passage
+from parrot_parents.stores.markers import (
+    CHUNK_INDEX,
+    DOCUMENT_ID,
+    END_INDEX,
+    PARENT_DOCUMENT_ID,
+    START_INDEX,
+)
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.results import SearchResult
 
-__all__ = ["ExpansionResult", "expand_hits", "group_by_parent"]
+__all__ = [
+    "AutoMergeExpander",
+    "Expander",
+    "Expansion",
+    "ParentExpander",
+    "WindowExpander",
+    "expand_hits",
+    "expander_for",
+    "group_by_parent",
+]
 
 
 @dataclass
-class ExpansionResult:
-    """Passages in rank order and how hits were folded.
+class Expansion:
+    """Passages in rank order and what the expander did (copied into ``meta``).
 
     Attributes:
         passages: the expanded context units, best first.
-        folded: ``{parent_id: [child ids folded into it]}``.
-        missing: parent ids that were asked for but not found.
+        expanded: at least one hit was widened.
+        folded: ``{parent_id: [child ids folded into it]}`` (parent and auto_merge).
+        missing: parent ids that were asked for but not found (their hits stay).
+        auto_merge: ``{parent_id: {"hits", "children", "merged"}}`` (auto_merge).
+        windows: ``{hit id: [ids of the children in its window]}`` (window).
     """
 
     passages: list[Passage]
-    folded: dict[str, list[str]] = field(default_factory=dict)
+    expanded: bool = False
+    folded: dict[str, list[str]] | None = None
     missing: list[str] = field(default_factory=list)
+    auto_merge: dict[str, dict[str, Any]] | None = None
+    windows: dict[str, list[str]] | None = None
+
+
+class Expander(Protocol):
+    """One expansion mode: an I/O step, then a pure step (see the module docstring)."""
+
+    async def fetch(self, hits: Sequence[Hit], searcher: AbstractParentSearcher) -> Any:
+        """Read what :meth:`expand` needs; the only step allowed to fail on I/O."""
+
+    def expand(self, hits: Sequence[Hit], fetched: Any, *, packed: bool) -> Expansion:
+        """Widen ``hits`` with what :meth:`fetch` read. ``packed``: a packer runs next."""
 
 
 def group_by_parent(hits: Sequence[Hit]) -> dict[str, list[Hit]]:
@@ -47,15 +95,16 @@ def group_by_parent(hits: Sequence[Hit]) -> dict[str, list[Hit]]:
     return groups
 
 
-def expand_hits(hits: Sequence[Hit], parents: Mapping[str, Document]) -> ExpansionResult:
-    """Replace each group of hits by its parent (see module docstring).
+def expand_hits(hits: Sequence[Hit], parents: Mapping[str, Document]) -> Expansion:
+    """Replace each group of hits by its parent (see the module docstring).
 
     Args:
         hits: children in rank order.
         parents: result of :meth:`AbstractParentSearcher.fetch` for their parent ids.
     """
     groups = group_by_parent(hits)
-    result = ExpansionResult(passages=[])
+    result = Expansion(passages=[], folded={})
+    assert result.folded is not None
     emitted: set[str] = set()
     for hit in hits:
         pid = hit.parent_id
@@ -75,4 +124,203 @@ def expand_hits(hits: Sequence[Hit], parents: Mapping[str, Document]) -> Expansi
         result.folded[pid] = [h.id for h in group]
     for rank, passage in enumerate(result.passages):
         passage.rank = rank
+    result.expanded = bool(result.folded)
     return result
+
+
+class ParentExpander:
+    """``parent``: each hit folds into its parent, once per parent."""
+
+    async def fetch(
+        self, hits: Sequence[Hit], searcher: AbstractParentSearcher
+    ) -> dict[str, Document]:
+        parent_ids = list(group_by_parent(hits))
+        return await searcher.fetch(parent_ids) if parent_ids else {}
+
+    def expand(
+        self, hits: Sequence[Hit], fetched: dict[str, Document], *, packed: bool
+    ) -> Expansion:
+        return expand_hits(hits, fetched)
+
+
+@dataclass(frozen=True)
+class AutoMergeExpander:
+    """``auto_merge:T``: a parent where at least ``threshold`` of its children hit, else
+    the hit children. One parent fetch plus one read of their children."""
+
+    threshold: float
+
+    async def fetch(
+        self, hits: Sequence[Hit], searcher: AbstractParentSearcher
+    ) -> tuple[dict[str, Document], dict[str, list[SearchResult]]]:
+        parent_ids = list(group_by_parent(hits))
+        parents = await searcher.fetch(parent_ids) if parent_ids else {}
+        children = await searcher.fetch_children(list(parents)) if parents else {}
+        return parents, children
+
+    def expand(
+        self,
+        hits: Sequence[Hit],
+        fetched: tuple[dict[str, Document], dict[str, list[SearchResult]]],
+        *,
+        packed: bool,
+    ) -> Expansion:
+        parents, children = fetched
+        merged: dict[str, Document] = {}
+        report: dict[str, dict[str, Any]] = {}
+        for pid, group in group_by_parent(hits).items():
+            total = len(children.get(pid, ()))
+            ratio = len(group) / total if total else 0.0
+            ok = pid in parents and total > 0 and ratio >= self.threshold
+            report[pid] = {"hits": len(group), "children": total, "merged": ok}
+            if ok:
+                merged[pid] = parents[pid]
+        result = expand_hits(hits, merged)
+        # Parents below the threshold are not missing: their hits stay on purpose.
+        result.missing = [pid for pid in result.missing if pid not in parents]
+        result.auto_merge = report
+        result.expanded = any(p.kind != "child" for p in result.passages)
+        return result
+
+
+@dataclass(frozen=True)
+class WindowExpander:
+    """``window:N``: each hit with ``n`` neighbouring children on each side, in document
+    order. One read of the neighbours plus one parent fetch (for the exact text between
+    neighbouring children)."""
+
+    n: int
+
+    async def fetch(
+        self, hits: Sequence[Hit], searcher: AbstractParentSearcher
+    ) -> tuple[dict[str, list[SearchResult]], dict[str, Document]]:
+        ranges: list[ChunkRange] = [
+            (h.document_id, h.metadata[CHUNK_INDEX] - self.n, h.metadata[CHUNK_INDEX] + self.n)
+            for h in hits
+            if h.document_id is not None and isinstance(h.metadata.get(CHUNK_INDEX), int)
+        ]
+        neighbours = await searcher.fetch_neighbours(ranges) if ranges else {}
+        parent_ids = list(
+            dict.fromkeys(
+                [
+                    *group_by_parent(hits),
+                    *(
+                        str(r.metadata[PARENT_DOCUMENT_ID])
+                        for rows in neighbours.values()
+                        for r in rows
+                        if r.metadata.get(PARENT_DOCUMENT_ID)
+                    ),
+                ]
+            )
+        )
+        parents = await searcher.fetch(parent_ids) if parent_ids else {}
+        return neighbours, parents
+
+    def expand(
+        self,
+        hits: Sequence[Hit],
+        fetched: tuple[dict[str, list[SearchResult]], dict[str, Document]],
+        *,
+        packed: bool,
+    ) -> Expansion:
+        """Near a document's edge a window holds what exists. Without a packer, windows of
+        one document that overlap are joined at the rank of the first; under a budget the
+        packer joins them instead, so that each hit keeps its own rank. A hit whose
+        neighbours or surrounding text are unknown stays as is."""
+        neighbours, parents = fetched
+        source = SourceIndex()
+        for parent in parents.values():
+            source.add(
+                parent.metadata.get(DOCUMENT_ID),
+                parent.metadata.get(START_INDEX),
+                parent.page_content,
+            )
+        out: list[Passage] = []
+        windows: dict[str, list[str]] = {}
+        for hit in hits:
+            doc, index = hit.document_id, hit.metadata.get(CHUNK_INDEX)
+            if doc is None or not isinstance(index, int):
+                out.append(Passage.from_hit(hit))
+                continue
+            rows = [
+                r
+                for r in neighbours.get(doc, ())
+                if abs(int(r.metadata.get(CHUNK_INDEX, -(10**9))) - index) <= self.n
+            ]
+            spans = [(int(r.metadata[START_INDEX]), int(r.metadata[END_INDEX])) for r in rows]
+            spans.append((hit.start_index or 0, hit.end_index or 0))
+            start, end = min(s for s, _ in spans), max(e for _, e in spans)
+            text = source.slice(doc, start, end)
+            if text is None:
+                out.append(Passage.from_hit(hit))
+                continue
+            windows[hit.id] = [r.id for r in rows]
+            out.append(
+                Passage(
+                    f"{doc}#window:{start}-{end}",
+                    text,
+                    "window",
+                    hit.score,
+                    hit.rank,
+                    doc,
+                    start,
+                    end,
+                    Passage.from_hit(hit).source,
+                    [hit.id],
+                    {},
+                )
+            )
+        if not packed:
+            out = _merge_overlapping(out, source)
+        for rank, p in enumerate(out):
+            p.rank = rank
+        return Expansion(
+            passages=out, expanded=any(p.kind == "window" for p in out), windows=windows
+        )
+
+
+def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Passage]:
+    """Join windows of one document that overlap or touch, at the rank of the first.
+
+    Neighbouring hits have overlapping windows; handing both over would repeat text.
+    """
+    out: list[Passage] = []
+    for p in passages:
+        target = next(
+            (
+                q
+                for q in out
+                if q.kind == "window"
+                and p.kind == "window"
+                and q.document_id == p.document_id
+                and p.start_index is not None
+                and q.start_index is not None
+                and p.start_index <= q.end_index  # type: ignore[operator]
+                and q.start_index <= p.end_index  # type: ignore[operator]
+            ),
+            None,
+        )
+        if target is None:
+            out.append(p)
+            continue
+        start = min(target.start_index, p.start_index)  # type: ignore[type-var]
+        end = max(target.end_index, p.end_index)  # type: ignore[type-var]
+        text = source.slice(target.document_id or "", start, end)
+        if text is None:  # pragma: no cover - both windows came from known text
+            out.append(p)
+            continue
+        target.text, target.start_index, target.end_index = text, start, end
+        target.id = f"{target.document_id}#window:{start}-{end}"
+        target.child_ids += [c for c in p.child_ids if c not in target.child_ids]
+    return out
+
+
+def expander_for(mode: ExpansionMode) -> Expander:
+    """The expander of a parsed mode."""
+    if mode.name == "auto_merge":
+        assert mode.threshold is not None
+        return AutoMergeExpander(mode.threshold)
+    if mode.name == "window":
+        assert mode.window is not None
+        return WindowExpander(mode.window)
+    return ParentExpander()

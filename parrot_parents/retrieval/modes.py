@@ -8,25 +8,43 @@ All three read the same stored hierarchy; none changes what is indexed.
                               children hit, otherwise the hit children themselves
                               (LlamaIndex's AutoMergingRetriever; ``T`` in (0, 1])
 ``window:N``                  the hit plus ``N`` neighbouring children on each side, in
-                              document order (sentence-window retrieval; ``N >= 1``)
+                              document order (sentence-window retrieval; 1 <= N <= 1000)
 ============================  ==========================================================
+
+:func:`parse_mode` is the one parser of this grammar. The per-call argument, a bot row's
+``expansion_mode`` and the HTTP body's ``mode`` all go through it, so they accept and
+refuse exactly the same strings. Surrounding white space is ignored and the value is
+normalised: ``"auto_merge:1e-1"`` is ``auto_merge:0.1``, ``"window:+2"`` is ``window:2``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic_core import core_schema
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["ExpansionMode", "parse_mode"]
+__all__ = ["MAX_WINDOW", "ExpansionMode", "mode_problem", "parse_mode"]
 
 ModeName = Literal["parent", "auto_merge", "window"]
 
+#: Largest ``N`` of ``window:N`` (neighbours on each side of a hit).
+MAX_WINDOW = 1000
 
-@dataclass(frozen=True)
+_GRAMMAR = "must be 'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)"
+
+
+@dataclass(frozen=True, eq=False)
 class ExpansionMode:
     """A parsed expansion mode.
+
+    It compares equal to another mode with the same values and to its canonical string
+    (``ExpansionMode("window", window=2) == "window:2"``), and can be used directly as a
+    pydantic field type: the field accepts the strings of :func:`parse_mode` and
+    serialises to the canonical string.
 
     Attributes:
         name: ``parent``, ``auto_merge`` or ``window``.
@@ -45,49 +63,106 @@ class ExpansionMode:
             return f"window:{self.window}"
         return "parent"
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ExpansionMode):
+            return (self.name, self.threshold, self.window) == (
+                other.name,
+                other.threshold,
+                other.window,
+            )
+        if isinstance(other, str):
+            return str(self) == other
+        return NotImplemented
 
-def parse_mode(value: str | ExpansionMode | None) -> ExpansionMode:
-    """Parse ``"parent"``, ``"auto_merge:0.5"`` or ``"window:2"``.
+    def __hash__(self) -> int:
+        return hash(str(self))
 
-    Raises:
-        ConfigurationError: unknown mode, missing or malformed parameter, a threshold
-            outside (0, 1], or a window below 1.
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            _validate_field,
+            serialization=core_schema.plain_serializer_function_ser_schema(str),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "description": "'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)",
+            "examples": ["parent", "auto_merge:0.5", "window:1"],
+        }
+
+
+def _validate_field(value: Any) -> ExpansionMode:
+    mode, problem, _ = _check(value)
+    if problem is not None:
+        # pydantic turns a ValueError into a validation error naming the field.
+        raise ValueError(problem)
+    assert mode is not None
+    return mode
+
+
+def mode_problem(value: Any) -> tuple[ExpansionMode | None, str | None]:
+    """``(mode, None)`` for a valid mode, ``(None, problem)`` otherwise.
+
+    The problem is a sentence without the value, for callers that name the field and
+    the value themselves (bot rows, HTTP bodies).
     """
-    if value is None:
-        return ExpansionMode()
+    mode, problem, _ = _check(value)
+    return mode, problem
+
+
+def _check(value: Any) -> tuple[ExpansionMode | None, str | None, str | None]:
+    """``(mode, problem, offending part)``."""
     if isinstance(value, ExpansionMode):
-        return value
+        return value, None, None
     if not isinstance(value, str):
-        raise ConfigurationError(f"mode must be a string like 'window:2', got {value!r}")
-    name, _, arg = value.strip().partition(":")
+        return None, "must be a string like 'window:2'", type(value).__name__
+    name, sep, arg = value.strip().partition(":")
     if name == "parent":
-        if arg:
-            raise ConfigurationError(f"mode 'parent' takes no parameter, got {value!r}")
-        return ExpansionMode()
+        if sep:
+            return None, "mode 'parent' takes no parameter", None
+        return ExpansionMode(), None, None
     if name == "auto_merge":
         try:
             threshold = float(arg)
         except ValueError:
-            raise ConfigurationError(
-                f"mode {value!r}: auto_merge needs a threshold, e.g. 'auto_merge:0.5'"
-            ) from None
-        if not 0.0 < threshold <= 1.0:
-            raise ConfigurationError(
-                f"mode {value!r}: the auto_merge threshold must be in (0, 1], got {threshold:g}",
-                hint="at 1 every child of a parent must hit before the parent is returned",
-            )
-        return ExpansionMode("auto_merge", threshold=threshold)
+            return None, "auto_merge needs a threshold, e.g. 'auto_merge:0.5'", None
+        if math.isnan(threshold) or not 0.0 < threshold <= 1.0:
+            return None, "the auto_merge threshold T must be in (0, 1]", f"{threshold:g}"
+        return ExpansionMode("auto_merge", threshold=threshold), None, None
     if name == "window":
         try:
             n = int(arg)
         except ValueError:
-            raise ConfigurationError(
-                f"mode {value!r}: window needs a whole number of neighbours, e.g. 'window:2'"
-            ) from None
+            return None, "window needs a whole number of neighbours, e.g. 'window:2'", None
         if n < 1:
-            raise ConfigurationError(
-                f"mode {value!r}: the window must be >= 1, got {n}",
-                hint="a window of 0 is the hit alone: use expand_to_parent=False",
-            )
-        return ExpansionMode("window", window=n)
-    raise ConfigurationError(f"unknown mode {value!r}: use 'parent', 'auto_merge:T' or 'window:N'")
+            return None, "the window size N must be >= 1", str(n)
+        if n > MAX_WINDOW:
+            return None, f"the window size N must be <= {MAX_WINDOW}", str(n)
+        return ExpansionMode("window", window=n), None, None
+    return None, f"unknown mode: {_GRAMMAR}", None
+
+
+def parse_mode(value: str | ExpansionMode | None, *, field: str = "mode") -> ExpansionMode:
+    """Parse ``"parent"``, ``"auto_merge:0.5"`` or ``"window:2"`` (None is ``parent``).
+
+    Args:
+        value: the mode string, a parsed mode, or None.
+        field: the name used in the error message (``mode``, ``expansion_mode``).
+
+    Raises:
+        ConfigurationError: unknown mode, missing or malformed parameter, a threshold
+            outside (0, 1], or a window outside [1, 1000]. The message names the value.
+    """
+    if value is None:
+        return ExpansionMode()
+    mode, problem, got = _check(value)
+    if problem is not None:
+        hint = None
+        if problem.startswith("the window size N must be >= 1"):
+            hint = "a window of 0 is the hit alone: use expand_to_parent=False"
+        detail = "" if got is None else f", got {got}"
+        raise ConfigurationError(f"{field} {value!r}: {problem}{detail}", hint=hint)
+    assert mode is not None
+    return mode

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from parrot_parents.bots.passages import Hit, Passage
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.retrieval.passages import Hit, Passage
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 

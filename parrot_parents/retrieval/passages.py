@@ -1,16 +1,31 @@
-"""Value types flowing through the query pipeline: hits (children) and passages."""
+"""Value types flowing through the query pipeline (hits, passages) and their one formatter.
+
+:func:`format_context` turns passages into the context string handed to an LLM, in one of
+two styles: ``headers`` (what ``get_vector_context`` and ``/context`` return) and ``tags``
+(the prompt of ``ask``). Both escape passage text, so a document cannot end its own
+passage and pose as another passage or as instructions after it.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.documents import Document
 
-from parrot_parents.stores.markers import row_kind
+from parrot_parents.stores.markers import (
+    DOCUMENT_ID,
+    END_INDEX,
+    PARENT_DOCUMENT_ID,
+    SOURCE,
+    START_INDEX,
+    row_kind,
+)
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["Hit", "Passage", "PassageKind"]
+__all__ = ["ContextStyle", "Hit", "Passage", "PassageKind", "format_context", "passage_header"]
 
 PassageKind = Literal["child", "parent", "parent_chunk", "window", "merged"]
 
@@ -43,22 +58,22 @@ class Hit:
 
     @property
     def parent_id(self) -> str | None:
-        value = self.metadata.get("parent_document_id")
+        value = self.metadata.get(PARENT_DOCUMENT_ID)
         return None if value in (None, "") else str(value)
 
     @property
     def document_id(self) -> str | None:
-        value = self.metadata.get("document_id")
+        value = self.metadata.get(DOCUMENT_ID)
         return None if value is None else str(value)
 
     @property
     def start_index(self) -> int | None:
-        value = self.metadata.get("start_index")
+        value = self.metadata.get(START_INDEX)
         return value if isinstance(value, int) else None
 
     @property
     def end_index(self) -> int | None:
-        value = self.metadata.get("end_index")
+        value = self.metadata.get(END_INDEX)
         return value if isinstance(value, int) else None
 
 
@@ -112,7 +127,7 @@ class Passage:
         cls, parent_id: str, text: str, metadata: dict[str, Any], hits: list[Hit]
     ) -> Passage:
         best = hits[0]
-        start, end = metadata.get("start_index"), metadata.get("end_index")
+        start, end = metadata.get(START_INDEX), metadata.get(END_INDEX)
         kind = row_kind(metadata)
         return cls(
             id=parent_id,
@@ -120,7 +135,7 @@ class Passage:
             kind="parent" if kind == "child" else kind,
             score=best.score,
             rank=best.rank,
-            document_id=str(metadata.get("document_id") or best.document_id or "") or None,
+            document_id=str(metadata.get(DOCUMENT_ID) or best.document_id or "") or None,
             start_index=start if isinstance(start, int) else None,
             end_index=end if isinstance(end, int) else None,
             source=_source(metadata) or _source(best.metadata),
@@ -144,5 +159,59 @@ class Passage:
 
 
 def _source(metadata: dict[str, Any]) -> str | None:
-    value = metadata.get("source") or metadata.get("document_id")
+    value = metadata.get(SOURCE) or metadata.get(DOCUMENT_ID)
     return None if value is None else str(value)
+
+
+ContextStyle = Literal["headers", "tags"]
+
+# A line of passage text that could pass for a separator or a passage header.
+_FORGED_LINE = re.compile(r"^(?=\s*(?:-{3,}\s*$|\[\d+\]\s))", re.MULTILINE)
+
+
+def _escape_lines(text: str) -> str:
+    return _FORGED_LINE.sub(lambda _: "\\", text)
+
+
+def _attr(value: object) -> str:
+    return str(value).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def passage_header(index: int, passage: Passage) -> str:
+    """``[1] handbook.md, characters 120-4120 (parent_chunk)``: where a passage came from."""
+    where = passage.source or passage.document_id or passage.id
+    span = ""
+    if passage.start_index is not None and passage.end_index is not None:
+        span = f", characters {passage.start_index}-{passage.end_index}"
+    return f"[{index}] {where}{span} ({passage.kind})"
+
+
+def _tagged(index: int, passage: Passage) -> str:
+    attrs = [
+        f'n="{index}"',
+        f'source="{_attr(passage.source or passage.document_id or passage.id)}"',
+    ]
+    if passage.start_index is not None and passage.end_index is not None:
+        attrs.append(f'chars="{passage.start_index}-{passage.end_index}"')
+    attrs.append(f'kind="{_attr(passage.kind)}"')
+    text = passage.text.replace("</passage", "<\\/passage")
+    return f"<passage {' '.join(attrs)}>\n{text}\n</passage>"
+
+
+def format_context(passages: Sequence[Passage], style: ContextStyle = "headers") -> str:
+    """The context string of ``passages``, numbered from 1 in order.
+
+    Styles:
+
+    * ``headers`` (default): each passage under :func:`passage_header`, separated by a
+      blank line, ``---`` and a blank line. A line of passage text that looks like a
+      separator or a header (``---``, ``[2] ...``) is prefixed with a backslash.
+    * ``tags``: each passage between ``<passage n=".." source=".." chars=".." kind="..">``
+      and ``</passage>``; ``</passage`` inside the text is written ``<\\/passage``.
+
+    Only the context string is escaped; ``Passage.text`` stays the exact source span.
+    """
+    if style == "tags":
+        return "\n\n".join(_tagged(i, p) for i, p in enumerate(passages, 1))
+    blocks = [f"{passage_header(i, p)}\n{_escape_lines(p.text)}" for i, p in enumerate(passages, 1)]
+    return "\n\n---\n\n".join(blocks)

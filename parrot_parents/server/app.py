@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from parrot_parents.bots.llm import ChatCompletionsClient
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.llm.client import ChatCompletionsClient
 from parrot_parents.server.middleware import auth_middleware, error_middleware
 from parrot_parents.server.routes import routes
 from parrot_parents.server.state import STATE, ServerState

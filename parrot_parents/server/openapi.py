@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from parrot_parents import __version__
-from parrot_parents.bots.config import BotSettings
+from parrot_parents.bots.settings import BotSettings
 from parrot_parents.server.schemas import AskRequest, ContextRequest
 
 __all__ = ["build_spec", "shipped_yaml"]

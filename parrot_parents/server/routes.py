@@ -12,7 +12,6 @@ from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
 
 from parrot_parents.bots.chatbot import Chatbot
-from parrot_parents.bots.prompt import retrieval_overrides
 from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import AskRequest, ContextRequest, read_body, read_object
@@ -201,14 +200,13 @@ async def context(request: web.Request) -> web.Response:
     if isinstance(bot, web.Response):
         return bot
     body = await read_body(request, ContextRequest)
-    kwargs = retrieval_overrides(bot, **body.overrides())
-    retrieval = await bot.retrieve(body.question, **kwargs)
+    retrieval = await bot.retrieve(body.question, body.options())
     return json_response(
         {
             "bot": bot.name,
             "context": retrieval.context,
             "passages": [p.to_dict() for p in retrieval.passages],
-            "meta": _public_meta(retrieval.meta),
+            "meta": _public_meta(retrieval.meta.to_dict()),
         }
     )
 
@@ -228,7 +226,7 @@ async def ask(request: web.Request) -> web.Response:
     if isinstance(bot, web.Response):
         return bot
     body = await read_body(request, AskRequest)
-    answer = await bot.ask(body.question, llm=llm, max_tokens=body.max_tokens, **body.overrides())
+    answer = await bot.ask(body.question, body.options(), llm=llm, max_tokens=body.max_tokens)
     data = answer.to_dict()
     data["meta"] = _public_meta(data["meta"])
     return json_response({"bot": bot.name, **data})

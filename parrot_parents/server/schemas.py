@@ -11,17 +11,14 @@ import json
 from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from parrot_parents.bots.config import parse_expansion_mode, validation_problems
-from parrot_parents.errors import ConfigurationError
+from parrot_parents.bots.settings import validation_problems
+from parrot_parents.retrieval.options import RetrievalOptions
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
 
 M = TypeVar("M", bound=BaseModel)
-
-#: JSON scalar allowed as a metadata filter value.
-Scalar = str | int | float | bool
 
 
 class BadRequest(Exception):
@@ -33,25 +30,10 @@ class BadRequest(Exception):
         self.details = details or []
 
 
-class ContextRequest(BaseModel):
-    """Body of ``POST /api/v1/bots/{name}/context``; every field but ``question`` is an
-    optional per-call override (omitted or null: the bot's setting)."""
-
+class _Question(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     question: str = Field(min_length=1, max_length=4000, description="the user's question")
-    expand_to_parent: bool | None = Field(None, description="fold hits into their parents")
-    limit: int | None = Field(None, ge=1, le=100, description="children kept after rerank")
-    filter: dict[str, Scalar] | None = Field(
-        None, max_length=20, description="metadata containment filter, e.g. {'source': 'x.md'}"
-    )
-    rerank_candidates: int | None = Field(
-        None, ge=1, le=1000, description="children searched before reranking"
-    )
-    budget: int | None = Field(None, ge=1, le=10_000_000, description="context size budget")
-    mode: str | None = Field(
-        None, max_length=40, description="'parent', 'auto_merge:T' or 'window:N'"
-    )
 
     @field_validator("question")
     @classmethod
@@ -60,22 +42,22 @@ class ContextRequest(BaseModel):
             raise ValueError("must not be blank")
         return value
 
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return parse_expansion_mode(value)
-        except ConfigurationError as exc:
-            raise ValueError(exc.message.split(": ", 1)[-1]) from None
-
-    def overrides(self) -> dict[str, Any]:
-        """The per-call overrides as keyword arguments (unset ones are None)."""
-        return self.model_dump(exclude={"question", "max_tokens"})
+    def options(self) -> RetrievalOptions:
+        """The per-call retrieval options of this body (unset ones stay unset)."""
+        return RetrievalOptions(**{k: getattr(self, k) for k in RetrievalOptions.model_fields})
 
 
-class AskRequest(ContextRequest):
+#: Body of ``POST /api/v1/bots/{name}/context``: the question, then every per-call option
+#: with the field types, limits and descriptions of :class:`RetrievalOptions` (omitted or
+#: null: the bot's setting).
+ContextRequest = create_model(
+    "ContextRequest",
+    __base__=_Question,
+    **{name: (f.annotation, f) for name, f in RetrievalOptions.model_fields.items()},  # type: ignore[call-overload]
+)
+
+
+class AskRequest(ContextRequest):  # type: ignore[misc, valid-type]
     """Body of ``POST /api/v1/bots/{name}/ask``: the context request plus ``max_tokens``."""
 
     max_tokens: int | None = Field(None, ge=1, le=32768, description="answer length cap")

@@ -7,8 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
-from parrot_parents.bots.llm import ChatCompletionsClient
 from parrot_parents.bots.manager import BotManager
+from parrot_parents.llm.client import ChatCompletionsClient
 
 __all__ = ["REQUEST_ID", "STATE", "ServerState"]
 

@@ -36,16 +36,6 @@ class AbstractStore(ABC):
         """Nearest rows to ``query``, best first."""
 
     @abstractmethod
-    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """Children of each parent, ordered by ``start_index``."""
-
-    @abstractmethod
-    async def fetch_chunk_ranges(
-        self, ranges: Sequence[tuple[str, int, int]]
-    ) -> dict[str, list[SearchResult]]:
-        """Children of each ``(document_id, lo, hi)`` by ``chunk_index``, in order."""
-
-    @abstractmethod
     async def delete(self, document_id: str) -> int:
         """Remove a source document's parents and children; returns the rows deleted."""
 

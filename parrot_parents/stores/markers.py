@@ -16,13 +16,33 @@ from typing import Any, Literal
 
 __all__ = [
     "CHILD_PREDICATE",
+    "CHUNK_INDEX",
+    "DOCUMENT_ID",
+    "DOCUMENT_TYPE",
+    "END_INDEX",
+    "IS_CHUNK",
+    "IS_FULL_DOCUMENT",
     "PARENT_CHUNK",
+    "PARENT_DOCUMENT_ID",
     "PARENT_PREDICATE",
+    "SOURCE",
+    "START_INDEX",
     "RowKind",
     "is_parent",
     "normalize_markers",
     "row_kind",
 ]
+
+#: Metadata keys of the hierarchy (spec FEAT-128), written by the loaders, read everywhere.
+IS_CHUNK = "is_chunk"
+PARENT_DOCUMENT_ID = "parent_document_id"
+IS_FULL_DOCUMENT = "is_full_document"
+DOCUMENT_TYPE = "document_type"
+DOCUMENT_ID = "document_id"
+CHUNK_INDEX = "chunk_index"
+START_INDEX = "start_index"
+END_INDEX = "end_index"
+SOURCE = "source"
 
 PARENT_CHUNK = "parent_chunk"
 # Legacy collections used document_type='parent' for whole-document parents.

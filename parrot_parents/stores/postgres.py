@@ -172,7 +172,8 @@ class PgVectorStore(AbstractStore):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _ready(self) -> tuple[AsyncEngine, Table]:
+    async def ready(self) -> tuple[AsyncEngine, Table]:
+        """``(engine, table)``, connecting first when needed (for parent searchers)."""
         if self._engine is None:
             await self.connect()
         return self.engine, self.sa_table
@@ -253,7 +254,7 @@ class PgVectorStore(AbstractStore):
         return [r["id"] for r in rows]
 
     async def _write(self, rows: list[dict[str, Any]], replace_document_id: str | None) -> None:
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         stmt = pg_insert(table)
         stmt = stmt.on_conflict_do_update(
             index_elements=[table.c.id],
@@ -277,7 +278,7 @@ class PgVectorStore(AbstractStore):
 
     async def delete(self, document_id: str) -> int:
         """Remove every row (parents and children) of a source document, in one statement."""
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         async with engine.begin() as conn:
             result = await conn.execute(
                 delete(table).where(meta_field(table, "document_id") == str(document_id))
@@ -286,7 +287,7 @@ class PgVectorStore(AbstractStore):
 
     async def drop(self) -> None:
         """Drop the collection's table (tests and ``eval`` use throwaway collections)."""
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         async with engine.begin() as conn:
             await conn.run_sync(table.drop, checkfirst=True)
 
@@ -340,7 +341,7 @@ class PgVectorStore(AbstractStore):
             raise ConfigurationError(
                 f"query vector has {len(vector)} values, expected {self.dimension}"
             )
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
         stmt = select(table.c.id, table.c.document, table.c.cmetadata, distance).where(
             table.c.embedding.is_not(None)
@@ -387,7 +388,7 @@ class PgVectorStore(AbstractStore):
         ids = list(dict.fromkeys(str(p) for p in parent_ids))
         if not ids:
             return {}
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         parent_key = meta_field(table, "parent_document_id")
         stmt = (
             select(table.c.id, table.c.document, table.c.cmetadata)
@@ -406,7 +407,7 @@ class PgVectorStore(AbstractStore):
         """
         if not ranges:
             return {}
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         doc_key = meta_field(table, "document_id")
         index = meta_field(table, "chunk_index").cast(Integer)
         cond = or_(
@@ -440,7 +441,7 @@ class PgVectorStore(AbstractStore):
         ids = list(dict.fromkeys(str(d) for d in document_ids))
         if not ids:
             return {}
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         doc_key = meta_field(table, "document_id")
         stmt = (
             select(doc_key.label("doc"), table.c.cmetadata["source"].astext.label("source"))
@@ -458,7 +459,7 @@ class PgVectorStore(AbstractStore):
 
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""
-        engine, table = await self._ready()
+        engine, table = await self.ready()
         stmt = select(func.count()).select_from(table)
         if not include_parents:
             stmt = stmt.where(text(CHILD_PREDICATE))

@@ -309,3 +309,27 @@ async def test_repository_validates_every_write(repo: BotRepository) -> None:
     assert not created and settings.enabled is False
     _, created = await repo.put("new", {"collection": COLLECTION})
     assert created
+
+
+async def test_closing_one_bot_leaves_the_shared_store_open(
+    repo: BotRepository, manager: BotManager
+) -> None:
+    await repo.create({"name": "hr", "collection": COLLECTION})
+    await repo.create({"name": "hr2", "collection": COLLECTION})
+    await manager.load()
+    hr, hr2 = manager.get("hr"), manager.get("hr2")
+    assert hr.store is hr2.store and not hr.owns_store
+    engine = hr2.store.engine  # type: ignore[union-attr]
+    await hr.close()  # used to dispose of the pool that hr2 still uses
+    assert hr2.store.engine is engine  # type: ignore[union-attr]
+    assert (await hr2.retrieve(QUESTION)).passages
+
+
+async def test_a_bot_from_the_database_owns_its_store(
+    repo: BotRepository, bots_dsn: str, embeddings: Any
+) -> None:
+    await repo.create({"name": "hr", "collection": COLLECTION})
+    bot = await Chatbot.from_database("hr", dsn=bots_dsn, embedding=embeddings)
+    assert bot.owns_store
+    await bot.close()
+    assert bot.store._engine is None  # type: ignore[union-attr]

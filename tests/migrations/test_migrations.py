@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from parrot_parents import migrations
-from parrot_parents.bots.config import validate_bot
 from parrot_parents.bots.repository import bots_table
+from parrot_parents.bots.settings import validate_bot
 from parrot_parents.errors import BotConfigError, ConfigurationError
 from parrot_parents.stores.backfill import progress_table
 from parrot_parents.stores.postgres import PgVectorStore, to_async_dsn

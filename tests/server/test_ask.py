@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from parrot_parents.bots.llm import ChatCompletionsClient
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.errors import LLMNotConfiguredError
+from parrot_parents.llm.client import ChatCompletionsClient
 from tests.server.conftest import ChatServer, MakeClient
 
 QUESTION = {"question": "When are salaries paid?"}
@@ -85,8 +85,8 @@ async def test_chatbot_ask_uses_the_environment(
 
 
 def test_a_passage_cannot_close_its_own_delimiter() -> None:
-    from parrot_parents.bots.passages import Passage
-    from parrot_parents.bots.prompt import build_messages
+    from parrot_parents.llm.prompt import build_messages
+    from parrot_parents.retrieval.passages import Passage
 
     evil = Passage(
         id="x",

@@ -1,21 +1,42 @@
-"""Interface of a parent searcher: turns parent ids into parent documents."""
+"""Interface of a parent searcher: every read that query-time expansion needs.
+
+Expansion never reads a store directly; it goes through these three reads, so parents (and
+the children around a hit) can live anywhere a searcher can reach:
+
+* :meth:`~AbstractParentSearcher.fetch`: parents by id (``parent`` mode, spec FEAT-128);
+* :meth:`~AbstractParentSearcher.fetch_children`: every child of some parents
+  (``auto_merge:T`` needs the denominator of its ratio);
+* :meth:`~AbstractParentSearcher.fetch_neighbours`: children of a document by
+  ``chunk_index`` range (``window:N``).
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
+from pydantic import BaseModel
 
-__all__ = ["AbstractParentSearcher"]
+from parrot_parents.stores.results import SearchResult
+
+__all__ = ["AbstractParentSearcher", "ChunkRange"]
+
+#: ``(document_id, lo, hi)``: the children of a document with ``lo <= chunk_index <= hi``.
+ChunkRange = tuple[str, int, int]
 
 
 class AbstractParentSearcher(ABC):
-    """Fetches parents (whole documents or parent_chunks) by id.
+    """Reads parents, and the children around hits, for query-time expansion.
 
     Implementations hold whatever they need (a store, a client) and are shared by bots.
+    A subclass may set :attr:`config_model`, the pydantic model of the keys a bot row's
+    ``parent_searcher_config`` may carry for it (see :mod:`parrot_parents.plugins`).
     """
+
+    #: Keys of ``parent_searcher_config`` (besides ``type``); None: from ``__init__``.
+    config_model: ClassVar[type[BaseModel] | None] = None
 
     @abstractmethod
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
@@ -27,8 +48,32 @@ class AbstractParentSearcher(ABC):
 
         Returns:
             ``{parent_id: Document}``. Missing ids are absent from the result; an empty
-            input returns ``{}`` without touching the backend.
+            input returns ``{}`` without touching the backend. Children are never returned.
         """
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """Every child of each parent, ordered by ``start_index``.
+
+        Returns:
+            ``{parent_id: [child, ...]}``; parents without children are absent.
+
+        Raises:
+            NotImplementedError: this searcher cannot list children (``auto_merge`` then
+                degrades to the children, noted in ``meta.fallbacks``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot list the children of a parent")
+
+    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
+        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``.
+
+        Returns:
+            ``{document_id: [child, ...]}`` ordered by ``chunk_index``.
+
+        Raises:
+            NotImplementedError: this searcher cannot read neighbours (``window`` then
+                degrades to the children, noted in ``meta.fallbacks``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot read neighbouring children")
 
     async def health_check(self) -> bool:
         """Readiness probe used by ``GET /health``. Default: True."""

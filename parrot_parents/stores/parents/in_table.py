@@ -6,14 +6,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select, text
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.markers import PARENT_PREDICATE
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.results import SearchResult
 
-__all__ = ["InTableParentSearcher"]
+__all__ = ["InTableParentSearcher", "InTableParentSearcherConfig"]
+
+
+class InTableParentSearcherConfig(BaseModel):
+    """``{"type": "in_table"}``: parents are read from the bot's own collection table."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
 class InTableParentSearcher(AbstractParentSearcher):
@@ -26,7 +34,8 @@ class InTableParentSearcher(AbstractParentSearcher):
           AND ((cmetadata->>'is_full_document')::boolean = true
                OR cmetadata->>'document_type' = 'parent_chunk')
 
-    Children are never returned, even when their id is asked for.
+    Children are never returned, even when their id is asked for. The two other reads
+    (:meth:`fetch_children`, :meth:`fetch_neighbours`) are one statement each as well.
 
     Args:
         store: the :class:`PgVectorStore` holding parents and children.
@@ -34,6 +43,8 @@ class InTableParentSearcher(AbstractParentSearcher):
     Raises:
         ConfigurationError: ``store`` is not a PgVectorStore.
     """
+
+    config_model = InTableParentSearcherConfig
 
     def __init__(self, store: PgVectorStore) -> None:
         if not isinstance(store, PgVectorStore):
@@ -47,7 +58,7 @@ class InTableParentSearcher(AbstractParentSearcher):
         ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
         if not ids:
             return {}
-        engine, table = await self.store._ready()
+        engine, table = await self.store.ready()
         stmt = (
             select(table.c.id, table.c.document, table.c.cmetadata)
             .where(table.c.id.in_(ids))
@@ -60,10 +71,18 @@ class InTableParentSearcher(AbstractParentSearcher):
             for r in rows
         }
 
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """One statement over the ``parent_document_id`` expression index; see the base."""
+        return await self.store.fetch_children(parent_ids)
+
+    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
+        """One statement over the ``document_id`` expression index; see the base."""
+        return await self.store.fetch_chunk_ranges(ranges)
+
     async def health_check(self) -> bool:
         """True when the table answers a trivial query."""
         try:
-            engine, table = await self.store._ready()
+            engine, table = await self.store.ready()
             async with engine.connect() as conn:
                 await conn.execute(select(table.c.id).limit(1))
         except Exception:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from parrot_parents.bots.packing import SourceIndex, pack
-from parrot_parents.bots.passages import Hit, Passage
+from parrot_parents.retrieval.packing import SourceIndex, pack
+from parrot_parents.retrieval.passages import Hit, Passage
 
 SOURCE = "".join(f"Sentence {i:03d} of the source text. " for i in range(200))  # 6000 chars
 

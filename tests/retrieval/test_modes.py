@@ -6,9 +6,9 @@ import pytest
 from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
-from parrot_parents.bots.modes import ExpansionMode, parse_mode
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
+from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 

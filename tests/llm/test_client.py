@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parrot_parents.bots.llm import ChatCompletionsClient, LLMSettings
 from parrot_parents.errors import ConfigurationError, LLMError
+from parrot_parents.llm.client import ChatCompletionsClient, LLMSettings
 from tests.server.conftest import ChatServer
 
 MESSAGES = [{"role": "user", "content": "hi"}]

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from parrot_parents.bots.expansion import expand_hits
-from parrot_parents.bots.passages import Hit
+from parrot_parents.retrieval.expanders import expand_hits
+from parrot_parents.retrieval.passages import Hit
 
 
 def hit(id_: str, rank: int, parent: str | None, score: float) -> Hit:

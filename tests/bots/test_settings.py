@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from parrot_parents.bots.config import (
+from parrot_parents.bots.settings import (
     BOT_KEYS,
     apply_changes,
     parse_assignment,
@@ -48,7 +48,8 @@ def test_id_and_timestamps_of_a_loaded_row_are_ignored() -> None:
             {"context_search_limit": 0},
             "context_search_limit: Input should be greater than or equal to 1, got 0",
         ),
-        ({"context_search_limit": 1001}, "less than or equal to 1000"),
+        # One limit for every surface (retrieval.options.LIMIT_MAX), as over HTTP.
+        ({"context_search_limit": 101}, "less than or equal to 100"),
         ({"expand_to_parent": "yes"}, "expand_to_parent: Input should be a valid boolean"),
         ({"expand_to_parent": 1}, "expand_to_parent: Input should be a valid boolean"),
         ({"context_budget": -1}, "context_budget: Input should be greater than or equal to 1"),
@@ -176,7 +177,7 @@ def test_apply_changes_reaches_into_json_configs() -> None:
 
 
 def test_set_accepts_the_short_flag_names() -> None:
-    from parrot_parents.bots.config import parse_assignment
+    from parrot_parents.bots.settings import parse_assignment
 
     assert parse_assignment("limit=5") == ("context_search_limit", 5)
     assert parse_assignment("budget=2000") == ("context_budget", 2000)

@@ -1,0 +1,165 @@
+"""``RetrievalMeta``: what one query did, typed; ``to_dict()`` is the JSON the CLI and the
+service emit (``meta`` of ``ask --json`` and ``/context``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from parrot_parents.retrieval.passages import Hit
+
+__all__ = ["ChildScore", "Fallback", "RetrievalMeta", "describe_error"]
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"Type: first line"`` of an error, without SQL text (a database error gives only
+    its class and the driver's class: statements and parameters stay in the logs)."""
+    orig = getattr(exc, "orig", None)
+    if orig is not None and type(exc).__module__.startswith("sqlalchemy"):
+        return f"{type(exc).__name__} ({type(orig).__name__})"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first[:300]}"
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """An optional stage that failed and what the pipeline did instead.
+
+    Attributes:
+        stage: ``rerank`` or ``parent_fetch``.
+        error: the error's type and first line (never SQL).
+        action: what was handed over instead.
+        parent_ids: the parents concerned, when known.
+    """
+
+    stage: str
+    error: str
+    action: str
+    parent_ids: list[str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.stage, "error": self.error, "action": self.action}
+        if self.parent_ids is not None:
+            out["parent_ids"] = list(self.parent_ids)
+        return out
+
+
+@dataclass(frozen=True)
+class ChildScore:
+    """One kept child: its id, vector similarity, rerank score, rank and parent id."""
+
+    id: str
+    score: float | None
+    rerank_score: float | None
+    rank: int
+    parent_id: str | None
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> ChildScore:
+        return cls(hit.id, hit.score, hit.rerank_score, hit.rank, hit.parent_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "score": self.score,
+            "rerank_score": self.rerank_score,
+            "rank": self.rank,
+            "parent_id": self.parent_id,
+        }
+
+
+@dataclass
+class RetrievalMeta:
+    """What one query did.
+
+    Attributes:
+        question: the question as asked.
+        expand_to_parent, limit, mode: the resolved options (mode as its canonical string).
+        expanded: at least one hit was widened.
+        candidates: children returned by the search (before rerank and top-K).
+        reranked: True/False when a reranker ran or failed; None without a reranker.
+        children: the kept children, best first.
+        notes: options that were given but had no effect.
+        parents, folded, missing_parents, auto_merge, windows: what expansion did
+            (see :class:`~parrot_parents.retrieval.expanders.Expansion`); None when the
+            mode does not report it.
+        packing: what the budget packer did (``budget``, ``used``, ``substituted``,
+            ``truncated``, ``cut``); None without a budget.
+        fallbacks: optional stages that failed, in order.
+        passages: passages handed over; context_chars: their characters.
+        timings_ms: wall time per stage (``search``, ``rerank``, ``expand``, ``pack``,
+            ``total``) in milliseconds.
+
+    It also reads like the dict of :meth:`to_dict` (``meta["expanded"]``), as the
+    ``meta`` of ``get_vector_context`` always has.
+    """
+
+    question: str
+    expand_to_parent: bool
+    limit: int
+    mode: str
+    expanded: bool = False
+    candidates: int = 0
+    reranked: bool | None = None
+    children: list[ChildScore] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    parents: list[str] | None = None
+    folded: dict[str, list[str]] | None = None
+    missing_parents: list[str] | None = None
+    auto_merge: dict[str, dict[str, Any]] | None = None
+    windows: dict[str, list[str]] | None = None
+    packing: dict[str, Any] | None = None
+    fallbacks: list[Fallback] = field(default_factory=list)
+    passages: int = 0
+    context_chars: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    _OPTIONAL = (
+        "reranked",
+        "parents",
+        "folded",
+        "missing_parents",
+        "auto_merge",
+        "windows",
+        "packing",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: keys that do not apply to this query are left out."""
+        out: dict[str, Any] = {
+            "question": self.question,
+            "expand_to_parent": self.expand_to_parent,
+            "expanded": self.expanded,
+            "limit": self.limit,
+            "mode": self.mode,
+            "fallbacks": [f.to_dict() for f in self.fallbacks],
+            "timings_ms": dict(self.timings_ms),
+            "candidates": self.candidates,
+            "children": [c.to_dict() for c in self.children],
+            "passages": self.passages,
+            "context_chars": self.context_chars,
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        for key in self._OPTIONAL:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    # Read access like the dict it replaces.
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_dict()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def keys(self) -> Any:
+        return self.to_dict().keys()

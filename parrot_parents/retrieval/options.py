@@ -1,0 +1,200 @@
+"""Retrieval options: every per-call option, its default and its limits, stated once.
+
+The same definitions serve every surface: keyword arguments of
+``Chatbot.get_vector_context`` / ``retrieve`` / ``ask``, a row of the ``bots`` table
+(:class:`~parrot_parents.bots.settings.BotSettings`), the HTTP body of ``/context`` and
+``/ask``, the CLI flags of ``ask`` and ``eval``, and :class:`~parrot_parents.eval.EvalConfig`.
+So a value accepted (or refused) on one surface is accepted (or refused) on all of them.
+
+Resolution order, for every option (spec FEAT-128, "Resolution order"): the per-call value,
+then the bot's setting, then :data:`DEFAULTS`. ``None`` means "not set here".
+
+=====================  ============  =================================================
+option                 default       meaning (unit)
+=====================  ============  =================================================
+``expand_to_parent``   ``False``     widen hits per ``mode``
+``limit``              10            children kept after search and rerank, 1..100
+``filter``             none          metadata filter on the children (store syntax)
+``rerank_candidates``  4 x limit     children searched before reranking, 1..1000
+``budget``             none          context budget in characters of passage text,
+                                     1..10,000,000 (see :mod:`.packing`)
+``mode``               ``parent``    expansion mode (:mod:`.modes`)
+=====================  ============  =================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.retrieval.modes import ExpansionMode
+
+__all__ = [
+    "BUDGET_MAX",
+    "DEFAULTS",
+    "LIMIT_MAX",
+    "RERANK_CANDIDATES_MAX",
+    "Budget",
+    "Filter",
+    "Limit",
+    "RerankCandidates",
+    "ResolvedOptions",
+    "RetrievalOptions",
+    "RetrievalOverrides",
+    "options_error",
+]
+
+LIMIT_MAX = 100
+RERANK_CANDIDATES_MAX = 1000
+BUDGET_MAX = 10_000_000
+FILTER_MAX_KEYS = 20
+
+#: Children kept after search and rerank.
+Limit = Annotated[int, Field(ge=1, le=LIMIT_MAX, description="children kept after rerank")]
+#: Children searched before reranking.
+RerankCandidates = Annotated[
+    int,
+    Field(ge=1, le=RERANK_CANDIDATES_MAX, description="children searched before reranking"),
+]
+#: Context budget in characters of passage text.
+Budget = Annotated[
+    int, Field(ge=1, le=BUDGET_MAX, description="context budget in characters of passage text")
+]
+#: A JSON scalar allowed as a metadata filter value.
+Scalar = str | int | float | bool
+#: Metadata filter on the children, e.g. ``{"source": "handbook.md"}``.
+Filter = Annotated[
+    dict[str, Scalar],
+    Field(max_length=FILTER_MAX_KEYS, description="metadata filter, e.g. {'source': 'x.md'}"),
+]
+
+
+class RetrievalOverrides(TypedDict, total=False):
+    """The keyword arguments every retrieval entry point takes (all optional)."""
+
+    expand_to_parent: bool | None
+    limit: int | None
+    filter: dict[str, Any] | None
+    rerank_candidates: int | None
+    budget: int | None
+    mode: str | ExpansionMode | None
+
+
+class RetrievalOptions(BaseModel):
+    """Retrieval options; ``None`` means "not set at this level". Frozen and strict.
+
+    Build one from keyword arguments with :meth:`from_overrides` (which raises
+    :class:`ConfigurationError`), or with ``model_validate`` (pydantic errors, as the
+    HTTP layer wants them). :meth:`resolve` applies the resolution order.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    expand_to_parent: bool | None = Field(None, description="fold hits into their parents")
+    limit: Limit | None = None
+    filter: Filter | None = None
+    rerank_candidates: RerankCandidates | None = None
+    budget: Budget | None = None
+    mode: ExpansionMode | None = Field(
+        None, description="'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)"
+    )
+
+    @classmethod
+    def from_overrides(
+        cls, overrides: Mapping[str, Any] | None = None, *, names: Mapping[str, str] | None = None
+    ) -> RetrievalOptions:
+        """Validate keyword arguments (unset or None ones stay unset).
+
+        Args:
+            overrides: option name -> value.
+            names: how each option is called on the caller's surface, for the message
+                (e.g. ``{"limit": "context_search_limit"}``).
+
+        Raises:
+            ConfigurationError: an unknown option or a bad value; the message names it.
+        """
+        values = {k: v for k, v in (overrides or {}).items() if v is not None}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise options_error(exc, values, names or {}) from None
+
+    def over(self, base: RetrievalOptions | None) -> RetrievalOptions:
+        """These options where set, else ``base``'s (per call over the bot's settings)."""
+        if base is None:
+            return self
+        return base.model_copy(update=self.set_fields())
+
+    def set_fields(self) -> dict[str, Any]:
+        """The options that are set, as Python values."""
+        return {k: v for k, v in self if v is not None}
+
+    def resolve(self, base: RetrievalOptions | None = None) -> ResolvedOptions:
+        """Apply the resolution order: these options, then ``base``, then :data:`DEFAULTS`."""
+        o = self.over(base).over(DEFAULTS)
+        assert o.expand_to_parent is not None and o.limit is not None and o.mode is not None
+        return ResolvedOptions(
+            expand_to_parent=o.expand_to_parent,
+            limit=o.limit,
+            filter=None if o.filter is None else dict(o.filter),
+            rerank_candidates=o.rerank_candidates,
+            budget=o.budget,
+            mode=o.mode,
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedOptions:
+    """Options after resolution: what one query runs with.
+
+    ``rerank_candidates`` None means 4 x ``limit`` (used only when a reranker is set);
+    ``budget`` None means no budget.
+    """
+
+    expand_to_parent: bool
+    limit: int
+    filter: dict[str, Any] | None
+    rerank_candidates: int | None
+    budget: int | None
+    mode: ExpansionMode
+
+    def candidates(self, reranking: bool) -> int:
+        """Children to search: ``limit``, or the rerank candidates (at least ``limit``)."""
+        if not reranking:
+            return self.limit
+        wanted = self.rerank_candidates if self.rerank_candidates is not None else 4 * self.limit
+        return max(wanted, self.limit)
+
+
+#: The defaults of every option (the last level of the resolution order).
+DEFAULTS = RetrievalOptions(expand_to_parent=False, limit=10, mode=ExpansionMode())
+
+_INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}
+
+
+def options_error(
+    exc: ValidationError, values: Mapping[str, Any], names: Mapping[str, str]
+) -> ConfigurationError:
+    """One :class:`ConfigurationError` for a failed :class:`RetrievalOptions` validation."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        key = str(err["loc"][0]) if err["loc"] else ""
+        shown = names.get(key, key)
+        if err["type"] == "extra_forbidden":
+            known = ", ".join(sorted(RetrievalOptions.model_fields))
+            problems.append(f"unknown option {shown!r} (known: {known})")
+        elif key in _INT_BOUNDS and len(err["loc"]) == 1:
+            problems.append(
+                f"{shown} must be a positive int (at most {_INT_BOUNDS[key]:,}), "
+                f"got {values[key]!r}"
+            )
+        elif key == "mode" and len(err["loc"]) == 1:
+            problems.append(f"{shown} {values[key]!r}: {err['msg'].removeprefix('Value error, ')}")
+        else:
+            where = ".".join(str(p) for p in err["loc"])
+            problems.append(f"{names.get(where, where)}: {err['msg']}, got {err['input']!r}")
+    return ConfigurationError("; ".join(problems))

@@ -1,0 +1,145 @@
+"""One options definition: the per-call, bot-row and HTTP paths agree on every value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from parrot_parents.bots.settings import validate_bot
+from parrot_parents.errors import BotConfigError, ConfigurationError
+from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
+from parrot_parents.retrieval.options import (
+    BUDGET_MAX,
+    DEFAULTS,
+    LIMIT_MAX,
+    RetrievalOptions,
+)
+from parrot_parents.server.schemas import ContextRequest
+
+ROW = {"name": "hr", "collection": "docs"}
+# per-call option name -> bot-row column
+ROW_KEY = {
+    "mode": "expansion_mode",
+    "limit": "context_search_limit",
+    "budget": "context_budget",
+    "expand_to_parent": "expand_to_parent",
+}
+
+
+def _per_call(key: str, value: Any) -> str | None:
+    try:
+        return str(RetrievalOptions.from_overrides({key: value}).set_fields()[key])
+    except ConfigurationError:
+        return None
+
+
+def _bot_row(key: str, value: Any) -> str | None:
+    try:
+        return str(getattr(validate_bot({**ROW, ROW_KEY[key]: value}), ROW_KEY[key]))
+    except BotConfigError:
+        return None
+
+
+def _http(key: str, value: Any) -> str | None:
+    try:
+        return str(getattr(ContextRequest.model_validate({"question": "q", key: value}), key))
+    except ValidationError:
+        return None
+
+
+def _agree(key: str, value: Any) -> None:
+    results = {_per_call(key, value), _bot_row(key, value), _http(key, value)}
+    assert len(results) == 1, (key, value, results)
+
+
+_MODE_TEXT = st.one_of(
+    st.sampled_from(["parent", "auto_merge", "window", "sideways", ""]).flatmap(
+        lambda name: st.builds(
+            lambda sep, arg, pad: f"{pad}{name}{sep}{arg}{pad}",
+            st.sampled_from([":", "", "::"]),
+            st.one_of(
+                st.integers(-5, 1200).map(str),
+                st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                st.sampled_from(["+2", "1e-1", ".5", "0.", "x", "", "1_0", " 3"]),
+            ),
+            st.sampled_from(["", " ", "\t"]),
+        )
+    ),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MODE_TEXT)
+def test_mode_strings_are_accepted_and_refused_alike(text: str) -> None:
+    _agree("mode", text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["limit", "budget"]),
+    st.one_of(
+        st.integers(-3, 3),
+        st.integers(0, 2000),
+        st.integers(LIMIT_MAX - 2, LIMIT_MAX + 2),
+        st.integers(BUDGET_MAX - 2, BUDGET_MAX + 2),
+        st.integers(),
+        st.booleans(),
+        st.floats(allow_nan=True),
+        st.text(max_size=4),
+    ),
+)
+def test_option_values_are_accepted_and_refused_alike(key: str, value: Any) -> None:
+    _agree(key, value)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.one_of(st.booleans(), st.integers(0, 1), st.sampled_from(["true", "yes", "", None])))
+def test_expand_to_parent_is_accepted_and_refused_alike(value: Any) -> None:
+    if value is None:  # None means "not set" per call and over HTTP; a row needs a value
+        return
+    _agree("expand_to_parent", value)
+
+
+def test_the_bot_row_takes_the_same_bounds() -> None:
+    assert validate_bot({**ROW, "context_search_limit": LIMIT_MAX}).context_search_limit == 100
+    with pytest.raises(BotConfigError, match="less than or equal to 100"):
+        validate_bot({**ROW, "context_search_limit": LIMIT_MAX + 1})
+
+
+def test_lenient_spellings_normalise_to_one_canonical_mode() -> None:
+    for text, canonical in (
+        (" parent", "parent"),
+        ("window:+2", "window:2"),
+        ("auto_merge:1e-1", "auto_merge:0.1"),
+    ):
+        assert str(parse_mode(text)) == canonical
+        assert validate_bot({**ROW, "expansion_mode": text}).to_row()["expansion_mode"] == (
+            canonical
+        )
+
+
+def test_resolution_order_is_call_then_bot_then_default() -> None:
+    bot = RetrievalOptions.from_overrides({"limit": 7, "mode": "window:1"})
+    call = RetrievalOptions.from_overrides({"limit": 3})
+    resolved = call.resolve(bot)
+    assert (resolved.limit, resolved.mode) == (3, ExpansionMode("window", window=1))
+    assert resolved.expand_to_parent is DEFAULTS.expand_to_parent is False
+    assert RetrievalOptions().resolve().limit == DEFAULTS.limit == 10
+
+
+def test_unknown_options_are_named() -> None:
+    with pytest.raises(ConfigurationError, match="unknown option 'top_k'"):
+        RetrievalOptions.from_overrides({"top_k": 3})
+
+
+def test_rerank_candidates_default_to_four_times_the_limit() -> None:
+    resolved = RetrievalOptions.from_overrides({"limit": 5}).resolve()
+    assert resolved.candidates(reranking=False) == 5
+    assert resolved.candidates(reranking=True) == 20
+    fewer = RetrievalOptions.from_overrides({"limit": 5, "rerank_candidates": 2}).resolve()
+    assert fewer.candidates(reranking=True) == 5  # never fewer than the limit

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, MetaData, inspect, text
 
 from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.lexical import drop_lexical, ensure_lexical
 from parrot_parents.stores.schema import collection_table
 
 __all__ = ["drop_collections", "ensure_collections", "migration_options"]
@@ -46,18 +47,19 @@ def ensure_collections(
 ) -> list[str]:
     """Create the missing collection tables (and the extension/schema); return those created.
 
-    Existing tables are left as they are, whatever their content.
+    Existing tables keep their content; every named collection gets its lexical index and
+    BM25 statistics when it lacks them (:func:`~parrot_parents.stores.lexical.ensure_lexical`).
     """
     validate_identifier(schema, "schema")
     conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
     created = []
     for name in names:
-        if inspect(conn).has_table(name, schema=schema):
-            continue
-        table = collection_table(name, dimension, schema=schema, metadata=MetaData())
-        table.metadata.create_all(conn, checkfirst=True)
-        created.append(name)
+        if not inspect(conn).has_table(name, schema=schema):
+            table = collection_table(name, dimension, schema=schema, metadata=MetaData())
+            table.metadata.create_all(conn, checkfirst=True)
+            created.append(name)
+        ensure_lexical(conn, name, schema)
     return created
 
 
@@ -67,3 +69,4 @@ def drop_collections(conn: Connection, names: Sequence[str], schema: str = "publ
     for name in names:
         validate_identifier(name, "collection")
         conn.execute(text(f'DROP TABLE IF EXISTS "{schema}"."{name}"'))
+        drop_lexical(conn, name, schema)

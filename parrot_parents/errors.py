@@ -14,6 +14,7 @@ __all__ = [
     "DocumentReadError",
     "LLMError",
     "LLMNotConfiguredError",
+    "LexicalIndexMissingError",
     "ModelLoadError",
     "ParrotParentsError",
     "SchemaMismatchError",
@@ -60,6 +61,10 @@ class SchemaMismatchError(ParrotParentsError):
 
 class StoreError(ParrotParentsError):
     """The database could not be reached or refused an operation."""
+
+
+class LexicalIndexMissingError(StoreError):
+    """Lexical or hybrid search on a collection that has no lexical index yet."""
 
 
 class DocumentReadError(ParrotParentsError, ValueError):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode
-from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions
+from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions, SearchMode
 from parrot_parents.retrieval.pipeline import Retriever
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ class AbstractBot:
         context_budget: context budget in characters of passage text (the unit of the
             shared scorer's ``recall@Bc``); None (default) means no budget.
         expansion_mode: ``parent`` (default), ``auto_merge:T`` or ``window:N``.
+        search_mode, rrf_k, dense_weight, lexical_weight: how children are searched
+            (``dense``, ``lexical`` or ``hybrid``) and fused; None: the package default.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
 
     Raises:
@@ -61,6 +63,10 @@ class AbstractBot:
         rerank_candidates: int | None = None,
         context_budget: int | None = None,
         expansion_mode: str | ExpansionMode = "parent",
+        search_mode: SearchMode | None = None,
+        rrf_k: int | None = None,
+        dense_weight: float | None = None,
+        lexical_weight: float | None = None,
         owns_store: bool = True,
     ) -> None:
         if store is None and parent_searcher is not None:
@@ -76,6 +82,10 @@ class AbstractBot:
         self.rerank_candidates = rerank_candidates
         self.context_budget = context_budget
         self.expansion_mode = expansion_mode
+        self.search_mode = search_mode
+        self.rrf_k = rrf_k
+        self.dense_weight = dense_weight
+        self.lexical_weight = lexical_weight
         options = self.options  # validates every setting, naming it
         self.expansion_mode = options.mode or ExpansionMode()
         if expand_to_parent and parent_searcher is None:
@@ -98,6 +108,10 @@ class AbstractBot:
                 "rerank_candidates": self.rerank_candidates,
                 "budget": self.context_budget,
                 "mode": self.expansion_mode,
+                "search_mode": self.search_mode,
+                "rrf_k": self.rrf_k,
+                "dense_weight": self.dense_weight,
+                "lexical_weight": self.lexical_weight,
             },
             names=BOT_OPTION_NAMES,
         )
@@ -122,6 +136,10 @@ class AbstractBot:
             "rerank_candidates": self.rerank_candidates,
             "context_budget": self.context_budget,
             "expansion_mode": str(self.expansion_mode),
+            "search_mode": self.search_mode,
+            "rrf_k": self.rrf_k,
+            "dense_weight": self.dense_weight,
+            "lexical_weight": self.lexical_weight,
             "reranker": None if self.reranker is None else self.reranker.to_dict(),
             "parent_searcher": None
             if self.parent_searcher is None

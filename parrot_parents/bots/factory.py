@@ -85,6 +85,10 @@ async def build_bot(
             reranker=reranker,
             context_budget=settings.context_budget,
             expansion_mode=settings.expansion_mode,
+            search_mode=settings.search_mode,
+            rrf_k=settings.rrf_k,
+            dense_weight=settings.dense_weight,
+            lexical_weight=settings.lexical_weight,
             owns_store=owns_store,
         )
     except ParrotParentsError as exc:

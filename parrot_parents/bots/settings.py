@@ -17,6 +17,10 @@ A row, with defaults::
     context_search_limit    10          children kept after search/rerank, 1..100
     context_budget          None        context budget in characters of passage text,
                                         1..10_000_000
+    search_mode             None        "dense" | "lexical" | "hybrid"; None: the default
+    rrf_k                   None        RRF constant 1..1000; None: the default (60)
+    dense_weight            None        fusion weight 0..10; None: the default (1.0)
+    lexical_weight          None        fusion weight 0..10; None: the default (1.0)
     reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
     parent_searcher_config  {"type": "in_table"}
     enabled                 True
@@ -33,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from parrot_parents.errors import BotConfigError, ConfigurationError
 from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
-from parrot_parents.retrieval.options import DEFAULTS, Budget, Limit
+from parrot_parents.retrieval.options import DEFAULTS, Budget, Limit, RrfK, SearchMode, Weight
 
 __all__ = [
     "BOT_KEYS",
@@ -76,6 +80,10 @@ class BotSettings(BaseModel):
     expansion_mode: ExpansionMode = DEFAULTS.mode or ExpansionMode()
     context_search_limit: Limit = DEFAULTS.limit or 10
     context_budget: Budget | None = DEFAULTS.budget
+    search_mode: SearchMode | None = None
+    rrf_k: RrfK | None = None
+    dense_weight: Weight | None = None
+    lexical_weight: Weight | None = None
     reranker_config: dict[str, Any] | None = None
     parent_searcher_config: dict[str, Any] | None = Field(
         default_factory=lambda: {"type": "in_table"}

@@ -89,11 +89,39 @@ def add_retrieval_options(
         default=None,
         help="expansion mode: parent (default), auto_merge:T or window:N",
     )
+    parser.add_argument(
+        "--search-mode",
+        default=None,
+        help="how children are searched: dense, lexical (BM25) or hybrid (both, fused by "
+        "reciprocal rank fusion) (default: the bot setting, else the package default)",
+    )
+    parser.add_argument(
+        "--rrf-k", type=int, default=None, help="hybrid: the RRF constant k (default 60)"
+    )
+    parser.add_argument(
+        "--dense-weight", type=float, default=None, help="hybrid: weight of the dense ranks (1.0)"
+    )
+    parser.add_argument(
+        "--lexical-weight",
+        type=float,
+        default=None,
+        help="hybrid: weight of the lexical ranks (1.0)",
+    )
 
 
 def retrieval_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The retrieval options given on the command line (see :func:`add_retrieval_options`)."""
-    keys = ("expand_to_parent", "limit", "budget", "mode", "filter")
+    keys = (
+        "expand_to_parent",
+        "limit",
+        "budget",
+        "mode",
+        "filter",
+        "search_mode",
+        "rrf_k",
+        "dense_weight",
+        "lexical_weight",
+    )
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

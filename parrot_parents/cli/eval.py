@@ -14,7 +14,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from parrot_parents.cli.common import add_dsn_option, add_model_option, print_json
+from parrot_parents.cli.common import (
+    add_dsn_option,
+    add_model_option,
+    add_retrieval_options,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
@@ -48,12 +53,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--corpora", required=True, help="directory of <corpus_id>.md files")
     p.add_argument("--out", required=True, help="run file to write (JSONL)")
     p.add_argument(
-        "--expand",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="expand hits to their parents (default: --expand)",
-    )
-    p.add_argument(
         "--late-chunking",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -86,20 +85,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=200,
         help="parent_chunk overlap in characters (default 200)",
     )
-    p.add_argument(
-        "--limit", type=int, default=10, help="children kept after search and rerank (default 10)"
-    )
-    p.add_argument(
-        "--budget",
-        type=int,
-        default=None,
-        help="context budget in characters, passed to retrieve() per call",
-    )
-    p.add_argument(
-        "--mode",
-        default=None,
-        help="expansion mode passed to retrieve() per call: parent, auto_merge:T or window:N",
-    )
+    add_retrieval_options(p, limit=10, expand=True)
     p.add_argument(
         "--reranker",
         default=None,
@@ -142,11 +128,15 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         parent_size=args.parent_size,
         parent_threshold=args.parent_threshold,
         parent_overlap=args.parent_overlap,
-        expand=args.expand,
+        expand=args.expand_to_parent,
         late_chunking=args.late_chunking,
         limit=args.limit,
         budget=args.budget,
         mode=args.mode,
+        search_mode=args.search_mode,
+        rrf_k=args.rrf_k,
+        dense_weight=args.dense_weight,
+        lexical_weight=args.lexical_weight,
         reranker=args.reranker,
         model=args.model,
         dsn=args.dsn,

@@ -79,8 +79,9 @@ class EvalConfig:
         limit: children kept after search and rerank (default 10).
         budget: per-call context budget in characters, forwarded to ``retrieve`` only
             when set (needs a bot that supports it).
-        mode: per-call expansion mode (``parent``, ``auto_merge:T``, ``window:N``),
-            forwarded only when set (needs a bot that supports it).
+        mode: per-call expansion mode (``parent``, ``auto_merge:T``, ``window:N``).
+        search_mode, rrf_k, dense_weight, lexical_weight: how children are searched and
+            fused (:mod:`parrot_parents.retrieval.options`); None: the default.
         reranker: cross-encoder model name or directory; None for no reranking.
         model: embedding model name or directory; None for all-MiniLM-L6-v2.
         dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.
@@ -100,6 +101,10 @@ class EvalConfig:
     limit: int = 10
     budget: int | None = None
     mode: str | None = None
+    search_mode: str | None = None
+    rrf_k: int | None = None
+    dense_weight: float | None = None
+    lexical_weight: float | None = None
     reranker: str | None = None
     model: str | None = None
     dsn: str | None = None
@@ -154,6 +159,10 @@ class EvalConfig:
                 "limit": self.limit,
                 "budget": self.budget,
                 "mode": self.mode,
+                "search_mode": self.search_mode,
+                "rrf_k": self.rrf_k,
+                "dense_weight": self.dense_weight,
+                "lexical_weight": self.lexical_weight,
             }
         )
 

@@ -27,7 +27,7 @@ class Fallback:
     """An optional stage that failed and what the pipeline did instead.
 
     Attributes:
-        stage: ``rerank`` or ``parent_fetch``.
+        stage: ``lexical``, ``rerank`` or ``parent_fetch``.
         error: the error's type and first line (never SQL).
         action: what was handed over instead.
         parent_ids: the parents concerned, when known.
@@ -47,17 +47,28 @@ class Fallback:
 
 @dataclass(frozen=True)
 class ChildScore:
-    """One kept child: its id, vector similarity, rerank score, rank and parent id."""
+    """One kept child: its id, vector similarity, rerank score, rank, its rank in each
+    search branch (1-based, None when absent from it) and its parent id."""
 
     id: str
     score: float | None
     rerank_score: float | None
     rank: int
     parent_id: str | None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> ChildScore:
-        return cls(hit.id, hit.score, hit.rerank_score, hit.rank, hit.parent_id)
+        return cls(
+            hit.id,
+            hit.score,
+            hit.rerank_score,
+            hit.rank,
+            hit.parent_id,
+            hit.dense_rank,
+            hit.lexical_rank,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +76,8 @@ class ChildScore:
             "score": self.score,
             "rerank_score": self.rerank_score,
             "rank": self.rank,
+            "dense_rank": self.dense_rank,
+            "lexical_rank": self.lexical_rank,
             "parent_id": self.parent_id,
         }
 
@@ -75,7 +88,8 @@ class RetrievalMeta:
 
     Attributes:
         question: the question as asked.
-        expand_to_parent, limit, mode: the resolved options (mode as its canonical string).
+        expand_to_parent, limit, mode, search_mode: the resolved options (mode as its
+            canonical string).
         expanded: at least one hit was widened.
         candidates: children returned by the search (before rerank and top-K).
         reranked: True/False when a reranker ran or failed; None without a reranker.
@@ -99,6 +113,7 @@ class RetrievalMeta:
     expand_to_parent: bool
     limit: int
     mode: str
+    search_mode: str = "dense"
     expanded: bool = False
     candidates: int = 0
     reranked: bool | None = None
@@ -133,6 +148,7 @@ class RetrievalMeta:
             "expanded": self.expanded,
             "limit": self.limit,
             "mode": self.mode,
+            "search_mode": self.search_mode,
             "fallbacks": [f.to_dict() for f in self.fallbacks],
             "timings_ms": dict(self.timings_ms),
             "candidates": self.candidates,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic_core import core_schema
@@ -58,7 +59,7 @@ class ExpansionMode:
 
     def __str__(self) -> str:
         if self.name == "auto_merge":
-            return f"auto_merge:{self.threshold:g}"
+            return f"auto_merge:{_plain(self.threshold or 0.0)}"
         if self.name == "window":
             return f"window:{self.window}"
         return "parent"
@@ -91,6 +92,12 @@ class ExpansionMode:
             "description": "'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)",
             "examples": ["parent", "auto_merge:0.5", "window:1"],
         }
+
+
+def _plain(number: float) -> str:
+    """``0.5``, ``1``, ``0.00001``: positional notation (a bot row's CHECK wants digits)."""
+    text = format(Decimal(repr(number)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _validate_field(value: Any) -> ExpansionMode:

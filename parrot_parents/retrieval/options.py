@@ -19,6 +19,11 @@ option                 default       meaning (unit)
 ``budget``             none          context budget in characters of passage text,
                                      1..10,000,000 (see :mod:`.packing`)
 ``mode``               ``parent``    expansion mode (:mod:`.modes`)
+``search_mode``        ``dense``     ``dense``, ``lexical`` (BM25) or ``hybrid`` (both,
+                                     fused by weighted RRF)
+``rrf_k``              60            the RRF constant, 1..1000
+``dense_weight``       1.0           weight of the dense ranks in the fusion, 0..10
+``lexical_weight``     1.0           weight of the lexical ranks in the fusion, 0..10
 =====================  ============  =================================================
 """
 
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +50,9 @@ __all__ = [
     "ResolvedOptions",
     "RetrievalOptions",
     "RetrievalOverrides",
+    "RrfK",
+    "SearchMode",
+    "Weight",
     "options_error",
 ]
 
@@ -73,6 +81,14 @@ Filter = Annotated[
 ]
 
 
+#: How children are searched (see :mod:`parrot_parents.stores.hybrid`).
+SearchMode = Literal["dense", "lexical", "hybrid"]
+#: The RRF constant k.
+RrfK = Annotated[int, Field(ge=1, le=1000, description="reciprocal rank fusion constant k")]
+#: Weight of one branch in the fusion.
+Weight = Annotated[float, Field(ge=0.0, le=10.0, description="weight of a branch in the fusion")]
+
+
 class RetrievalOverrides(TypedDict, total=False):
     """The keyword arguments every retrieval entry point takes (all optional)."""
 
@@ -82,6 +98,10 @@ class RetrievalOverrides(TypedDict, total=False):
     rerank_candidates: int | None
     budget: int | None
     mode: str | ExpansionMode | None
+    search_mode: SearchMode | None
+    rrf_k: int | None
+    dense_weight: float | None
+    lexical_weight: float | None
 
 
 class RetrievalOptions(BaseModel):
@@ -102,6 +122,12 @@ class RetrievalOptions(BaseModel):
     mode: ExpansionMode | None = Field(
         None, description="'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)"
     )
+    search_mode: SearchMode | None = Field(
+        None, description="'dense', 'lexical' (BM25) or 'hybrid' (both, fused by RRF)"
+    )
+    rrf_k: RrfK | None = None
+    dense_weight: Weight | None = None
+    lexical_weight: Weight | None = None
 
     @classmethod
     def from_overrides(
@@ -137,6 +163,8 @@ class RetrievalOptions(BaseModel):
         """Apply the resolution order: these options, then ``base``, then :data:`DEFAULTS`."""
         o = self.over(base).over(DEFAULTS)
         assert o.expand_to_parent is not None and o.limit is not None and o.mode is not None
+        assert o.search_mode is not None and o.rrf_k is not None
+        assert o.dense_weight is not None and o.lexical_weight is not None
         return ResolvedOptions(
             expand_to_parent=o.expand_to_parent,
             limit=o.limit,
@@ -144,6 +172,10 @@ class RetrievalOptions(BaseModel):
             rerank_candidates=o.rerank_candidates,
             budget=o.budget,
             mode=o.mode,
+            search_mode=o.search_mode,
+            rrf_k=o.rrf_k,
+            dense_weight=o.dense_weight,
+            lexical_weight=o.lexical_weight,
         )
 
 
@@ -161,6 +193,10 @@ class ResolvedOptions:
     rerank_candidates: int | None
     budget: int | None
     mode: ExpansionMode
+    search_mode: SearchMode = "dense"
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
 
     def candidates(self, reranking: bool) -> int:
         """Children to search: ``limit``, or the rerank candidates (at least ``limit``)."""
@@ -171,7 +207,15 @@ class ResolvedOptions:
 
 
 #: The defaults of every option (the last level of the resolution order).
-DEFAULTS = RetrievalOptions(expand_to_parent=False, limit=10, mode=ExpansionMode())
+DEFAULTS = RetrievalOptions(
+    expand_to_parent=False,
+    limit=10,
+    mode=ExpansionMode(),
+    search_mode="dense",
+    rrf_k=60,
+    dense_weight=1.0,
+    lexical_weight=1.0,
+)
 
 _INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}
 

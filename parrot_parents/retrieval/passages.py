@@ -39,6 +39,8 @@ class Hit:
         score: cosine similarity in [-1, 1] (higher is better).
         rank: 0-based rank after search and rerank.
         rerank_score: raw reranker score when a reranker ran, else None.
+        dense_rank, lexical_rank: 1-based rank in the dense and lexical search branches
+            (None when the hit was not in that branch).
     """
 
     id: str
@@ -47,10 +49,20 @@ class Hit:
     score: float | None
     rank: int
     rerank_score: float | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
 
     @classmethod
     def from_result(cls, result: SearchResult, rank: int) -> Hit:
-        return cls(result.id, result.content, dict(result.metadata), result.score, rank)
+        return cls(
+            result.id,
+            result.content,
+            dict(result.metadata),
+            result.score,
+            rank,
+            dense_rank=result.dense_rank,
+            lexical_rank=result.lexical_rank,
+        )
 
     def to_document(self) -> Document:
         """The child as a LangChain ``Document`` (what a reranker scores)."""

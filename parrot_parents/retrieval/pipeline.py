@@ -15,22 +15,25 @@ an error in pure code raises.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from parrot_parents.errors import ConfigurationError
+from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError
 from parrot_parents.retrieval.expanders import expander_for
 from parrot_parents.retrieval.meta import ChildScore, Fallback, RetrievalMeta, describe_error
 from parrot_parents.retrieval.options import ResolvedOptions, RetrievalOptions
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format_context
+from parrot_parents.stores.search_options import Fusion
 
 if TYPE_CHECKING:
     from parrot_parents.rerankers.abstract import AbstractReranker
     from parrot_parents.stores.abstract import AbstractStore
     from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+    from parrot_parents.stores.results import SearchResult
 
 __all__ = ["Retrieval", "Retriever"]
 
@@ -102,11 +105,10 @@ class Retriever:
             expand_to_parent=opts.expand_to_parent,
             limit=opts.limit,
             mode=str(opts.mode),
+            search_mode=opts.search_mode,
         )
         t = time.perf_counter()
-        results = await self.store.similarity_search(
-            question, limit=opts.candidates(self.reranker is not None), filter=opts.filter
-        )
+        results = await self._search(question, opts, meta)
         meta.timings_ms["search"] = _ms(t)
         hits = [Hit.from_result(r, i) for i, r in enumerate(results)]
         meta.candidates = len(hits)
@@ -128,6 +130,27 @@ class Retriever:
         meta.timings_ms["total"] = _ms(started)
         return Retrieval(passages, meta)
 
+    async def _search(
+        self, question: str, opts: ResolvedOptions, meta: RetrievalMeta
+    ) -> list[SearchResult]:
+        """Search the children; a collection without a lexical index degrades to dense."""
+        limit = opts.candidates(self.reranker is not None)
+        fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight)
+        try:
+            return await self.store.similarity_search(
+                question,
+                limit=limit,
+                filter=opts.filter,
+                search_mode=opts.search_mode,
+                fusion=fusion,
+            )
+        except LexicalIndexMissingError as exc:
+            meta.search_mode = "dense"
+            meta.fallbacks.append(
+                Fallback("lexical", describe_error(exc), "searched the dense index only")
+            )
+            return await self.store.similarity_search(question, limit=limit, filter=opts.filter)
+
     def _notes(self, call: RetrievalOptions, opts: ResolvedOptions) -> list[str]:
         """Options given for this call that have no effect, so nobody wonders why."""
         notes = []
@@ -135,6 +158,11 @@ class Retriever:
             notes.append(f"mode {str(call.mode)!r} ignored: expansion is off")
         if call.rerank_candidates is not None and self.reranker is None:
             notes.append("rerank_candidates ignored: the bot has no reranker")
+        fusion_set = [
+            k for k in ("rrf_k", "dense_weight", "lexical_weight") if getattr(call, k) is not None
+        ]
+        if fusion_set and opts.search_mode != "hybrid":
+            notes.append(f"{', '.join(fusion_set)} ignored: search_mode is {opts.search_mode!r}")
         return notes
 
     async def _rerank(
@@ -160,7 +188,7 @@ class Retriever:
         out = []
         for rank, r in enumerate(ranked):
             hit = hits[r.original_rank]
-            out.append(Hit(hit.id, hit.text, hit.metadata, hit.score, rank, float(r.score)))
+            out.append(dataclasses.replace(hit, rank=rank, rerank_score=float(r.score)))
         return out
 
     async def _expand(

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.search_options import Fusion, SearchMode
 
 __all__ = ["AbstractStore"]
 
@@ -32,8 +33,12 @@ class AbstractStore(ABC):
         limit: int = 10,
         include_parents: bool = False,
         filter: dict[str, Any] | None = None,
+        *,
+        search_mode: SearchMode = "dense",
+        fusion: Fusion | None = None,
     ) -> list[SearchResult]:
-        """Nearest rows to ``query``, best first."""
+        """Rows best matching ``query``, best first: ``dense`` (vectors), ``lexical``
+        (BM25) or ``hybrid`` (both, fused by RRF with ``fusion``)."""
 
     @abstractmethod
     async def delete(self, document_id: str) -> int:

@@ -14,15 +14,29 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError, StoreError
+from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.hybrid import search_statement
 from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.lexical import (
+    DEFAULT_TEXT_SEARCH_CONFIG,
+    LexicalTables,
+    drop_lexical,
+    ensure_lexical,
+    read_text_search_config,
+    validate_text_search_config,
+)
 from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.rows import prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
-from parrot_parents.stores.search_options import HNSWQueryOptions
+from parrot_parents.stores.search_options import (
+    SEARCH_MODES,
+    Fusion,
+    HNSWQueryOptions,
+    SearchMode,
+)
 from parrot_parents.stores.setup import check_dimension, create_extension, to_async_dsn
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
@@ -49,6 +63,9 @@ class PgVectorStore(AbstractStore):
         collection: alias of ``table``.
         create: create the table and indexes when missing (default True); False makes
             :meth:`connect` fail with :class:`StoreError` instead (for read-only callers).
+        text_search_config: the text-search configuration of the lexical (BM25) index of a
+            new collection: ``english`` (default) or ``simple`` for text of unknown
+            language; an existing collection keeps the one it was created with.
 
     Nothing connects at construction; the first call (or ``await store.connect()``,
     or ``async with store``) creates the extension, the table and its indexes when
@@ -74,6 +91,7 @@ class PgVectorStore(AbstractStore):
         collection: str | None = None,
         engine_kwargs: dict[str, Any] | None = None,
         create: bool = True,
+        text_search_config: str | None = None,
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -90,6 +108,13 @@ class PgVectorStore(AbstractStore):
         self._dsn = dsn
         self._engine_kwargs = dict(engine_kwargs or {})
         self.create = create
+        self._wanted_config = (
+            None if text_search_config is None else validate_text_search_config(text_search_config)
+        )
+        #: The collection's text-search configuration; None until connected, or when the
+        #: collection has no lexical index (a read-only store on an old collection).
+        self.text_search_config: str | None = None
+        self.lexical = LexicalTables(self.table, self.schema)
         self._engine: AsyncEngine | None = None
         self._table: Table | None = None
         self._connect_lock = asyncio.Lock()
@@ -143,15 +168,23 @@ class PgVectorStore(AbstractStore):
                     schema=self.schema,
                     metadata=MetaData(),
                     hnsw=self.hnsw,
+                    text_search_config=self._wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
                 )
                 async with engine.begin() as conn:
                     if self.create:
                         await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
                         await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
+                        self.text_search_config = await conn.run_sync(
+                            ensure_lexical, self.table, self.schema, self._wanted_config
+                        )
                     elif not await conn.run_sync(_table_exists, self.schema, self.table):
                         raise StoreError(
                             f"collection {self.table!r} does not exist in schema {self.schema!r}",
                             hint="ingest into it first; names are case-sensitive",
+                        )
+                    else:
+                        self.text_search_config = await conn.run_sync(
+                            read_text_search_config, self.table, self.schema
                         )
                     await check_dimension(conn, self.schema, self.table, dimension)
             except BaseException:
@@ -290,6 +323,7 @@ class PgVectorStore(AbstractStore):
         engine, table = await self.ready()
         async with engine.begin() as conn:
             await conn.run_sync(table.drop, checkfirst=True)
+            await conn.run_sync(drop_lexical, self.table, self.schema)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -299,11 +333,14 @@ class PgVectorStore(AbstractStore):
         limit: int = 10,
         include_parents: bool = False,
         filter: dict[str, Any] | None = None,
+        *,
+        search_mode: SearchMode = "dense",
+        fusion: Fusion | None = None,
     ) -> list[SearchResult]:
-        """The ``limit`` rows nearest to ``query`` by cosine distance, best first.
+        """The ``limit`` rows best matching ``query``, best first.
 
         Args:
-            query: question text; embedded with the store's model.
+            query: question text; embedded with the store's model (not for ``lexical``).
             limit: rows wanted, 1..10000, default 10. When at least ``limit`` rows match,
                 exactly ``limit`` come back, even under a selective ``filter``
                 (pgvector iterative index scans, see :class:`HNSWQueryOptions`).
@@ -312,18 +349,25 @@ class PgVectorStore(AbstractStore):
                 children and rows without any marker are returned, parents are not.
             filter: JSON containment filter on ``cmetadata`` (``cmetadata @> filter``),
                 e.g. ``{"document_id": "handbook"}``.
+            search_mode: ``dense`` (default: cosine kNN), ``lexical`` (BM25 over the
+                children) or ``hybrid`` (both in one statement, fused by weighted RRF);
+                see :mod:`parrot_parents.stores.hybrid`.
+            fusion: RRF constant, branch weights and depth for ``hybrid``.
 
         Returns:
-            :class:`SearchResult` rows with ``score`` (cosine similarity, higher is better)
-            and ``distance`` (cosine distance, lower is better).
+            :class:`SearchResult` rows with ``score`` (cosine similarity, higher is better;
+            None in ``lexical`` mode), ``distance``, and each row's ``dense_rank`` and
+            ``lexical_rank``.
 
         Raises:
-            ConfigurationError: ``limit`` out of range or ``filter`` not a dict.
+            ConfigurationError: ``limit`` out of range, ``filter`` not a dict, or an
+                unknown ``search_mode``.
+            LexicalIndexMissingError: ``lexical``/``hybrid`` on a collection without a
+                lexical index (``parrot-parents migrate`` adds it).
         """
-        vector = await self.embedding.aembed_query(query)
-        return await self.similarity_search_by_vector(
-            vector, limit=limit, include_parents=include_parents, filter=filter
-        )
+        mode = _check_mode(search_mode)
+        vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
+        return await self._search(vector, query, mode, limit, include_parents, filter, fusion)
 
     async def similarity_search_by_vector(
         self,
@@ -331,27 +375,71 @@ class PgVectorStore(AbstractStore):
         limit: int = 10,
         include_parents: bool = False,
         filter: dict[str, Any] | None = None,
+        *,
+        search_mode: SearchMode = "dense",
+        query: str | None = None,
+        fusion: Fusion | None = None,
     ) -> list[SearchResult]:
-        """:meth:`similarity_search` with a precomputed query vector."""
+        """:meth:`similarity_search` with a precomputed query vector (``hybrid`` also
+        needs the ``query`` text)."""
+        mode = _check_mode(search_mode)
+        if mode != "dense" and not query:
+            raise ConfigurationError(f"search_mode={mode!r} needs the query text: pass query=")
+        return await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+
+    async def _search(
+        self,
+        vector: Sequence[float] | None,
+        query: str | None,
+        mode: SearchMode,
+        limit: int,
+        include_parents: bool,
+        filter: dict[str, Any] | None,
+        fusion: Fusion | None,
+    ) -> list[SearchResult]:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
             raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
         if filter is not None and not isinstance(filter, dict):
             raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
-        if len(vector) != self.dimension:
+        if vector is not None and len(vector) != self.dimension:
             raise ConfigurationError(
                 f"query vector has {len(vector)} values, expected {self.dimension}"
             )
         engine, table = await self.ready()
-        distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
-        stmt = select(table.c.id, table.c.document, table.c.cmetadata, distance).where(
-            table.c.embedding.is_not(None)
-        )
+        where: list[Any] = []
         if not include_parents:
-            stmt = stmt.where(text(CHILD_PREDICATE))
+            where.append(text(CHILD_PREDICATE))
         if filter:
-            stmt = stmt.where(table.c.cmetadata.contains(filter))
-        stmt = stmt.order_by(distance).limit(limit)
+            where.append(table.c.cmetadata.contains(filter))
+        params: dict[str, Any] = {}
+        if mode == "dense":
+            assert vector is not None
+            distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
+            stmt: Any = (
+                select(table.c.id, table.c.document, table.c.cmetadata, distance)
+                .where(table.c.embedding.is_not(None), *where)
+                .order_by(distance)
+                .limit(limit)
+            )
+        else:
+            if self.text_search_config is None:
+                raise LexicalIndexMissingError(
+                    f"collection {self.table!r} has no lexical index",
+                    hint=f"run `parrot-parents migrate --collection {self.table}`",
+                )
+            stmt = search_statement(
+                table,
+                mode=mode,
+                limit=limit,
+                where=where,
+                vector=vector,
+                lexical=self.lexical,
+                text_search_config=self.text_search_config,
+                fusion=fusion,
+            )
+            params["lexical_query"] = query
         opts = self.search_options
+        depth = max(limit, (fusion.depth or limit) if fusion else limit)
         async with engine.begin() as conn:
             # SET LOCAL semantics (is_local=true): the settings live exactly as long as this
             # transaction, which also runs the query, so they take effect and never leak.
@@ -362,13 +450,12 @@ class PgVectorStore(AbstractStore):
                     " set_config('hnsw.max_scan_tuples', :mst, true)"
                 ),
                 {
-                    "ef": str(max(opts.ef_search, min(limit, 1000))),
+                    "ef": str(max(opts.ef_search, min(depth, 1000))),
                     "mode": opts.iterative_scan,
                     "mst": str(opts.max_scan_tuples),
                 },
             )
-            result = await conn.execute(stmt)
-            rows = result.all()
+            rows = (await conn.execute(stmt, params)).all()
         return [
             SearchResult(
                 id=r.id,
@@ -376,8 +463,11 @@ class PgVectorStore(AbstractStore):
                 metadata=dict(r.cmetadata or {}),
                 score=None if r.distance is None else 1.0 - float(r.distance),
                 distance=None if r.distance is None else float(r.distance),
+                dense_rank=i + 1 if mode == "dense" else _int(r.dense_rank),
+                lexical_rank=None if mode == "dense" else _int(r.lexical_rank),
+                lexical_score=None if mode == "dense" else _float(r.lexical_score),
             )
-            for r in rows
+            for i, r in enumerate(rows)
         ]
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
@@ -465,6 +555,22 @@ class PgVectorStore(AbstractStore):
             stmt = stmt.where(text(CHILD_PREDICATE))
         async with engine.connect() as conn:
             return int((await conn.execute(stmt)).scalar_one())
+
+
+def _check_mode(mode: object) -> SearchMode:
+    if mode not in SEARCH_MODES:
+        raise ConfigurationError(
+            f"search_mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
+        )
+    return mode  # type: ignore[return-value]
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _table_exists(sync_conn: Any, schema: str, table: str) -> bool:

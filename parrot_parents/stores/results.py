@@ -20,7 +20,10 @@ class SearchResult:
         metadata: the row's ``cmetadata``.
         score: cosine similarity in [-1, 1], higher is better (``1 - distance``).
         distance: pgvector cosine distance in [0, 2], lower is better; ``None`` for a row
-            without an embedding.
+            without an embedding, or when no query vector was used (lexical search).
+        dense_rank, lexical_rank: 1-based rank in the dense and the lexical (BM25) branch;
+            None when the row was not in that branch's candidates.
+        lexical_score: the BM25 score, when the lexical branch ran and found the row.
     """
 
     id: str
@@ -28,6 +31,9 @@ class SearchResult:
     metadata: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
     distance: float | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
 
     @property
     def page_content(self) -> str:

@@ -6,11 +6,12 @@ One table per collection::
     embedding  vector(d)   NULL for parents, so parents never enter the HNSW index
     document   text
     cmetadata  jsonb
+    lexical    tsvector    generated: the children's lexical form (see stores.lexical)
 
 Indexes: HNSW (cosine) on ``embedding``; btree on ``cmetadata->>'parent_document_id'``
 (children of a parent) and ``cmetadata->>'document_id'`` (delete / re-ingest); GIN
-(``jsonb_path_ops``) on ``cmetadata`` for ``@>`` metadata filters. Fetching a parent by id
-uses the primary key.
+(``jsonb_path_ops``) on ``cmetadata`` for ``@>`` metadata filters; GIN on ``lexical``.
+Fetching a parent by id uses the primary key.
 """
 
 from __future__ import annotations
@@ -18,11 +19,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Column, ColumnElement, Index, MetaData, Table, Text, literal_column, text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Computed,
+    Index,
+    MetaData,
+    Table,
+    Text,
+    literal_column,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.lexical import DEFAULT_TEXT_SEARCH_CONFIG, lexical_expression
 
 __all__ = ["HNSWIndex", "collection_table", "meta_field"]
 
@@ -68,6 +80,7 @@ def collection_table(
     schema: str = "public",
     metadata: MetaData | None = None,
     hnsw: HNSWIndex | None = None,
+    text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG,
 ) -> Table:
     """Build the SQLAlchemy ``Table`` of a collection (nothing is executed).
 
@@ -77,6 +90,8 @@ def collection_table(
         schema: PostgreSQL schema, default ``"public"``.
         metadata: SQLAlchemy ``MetaData`` to attach to; a new one by default.
         hnsw: HNSW build parameters; pgvector defaults when None.
+        text_search_config: configuration of the ``lexical`` column of a new table
+            (``english`` by default; ``simple`` for text of unknown language).
 
     Raises:
         ConfigurationError: a bad identifier or a dimension outside 1..16000.
@@ -94,6 +109,11 @@ def collection_table(
         Column("embedding", Vector(dimension), nullable=True),
         Column("document", Text, nullable=False),
         Column("cmetadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+        Column(
+            "lexical",
+            TSVECTOR,
+            Computed(lexical_expression(text_search_config), persisted=True),
+        ),
         schema=schema,
     )
     # Index names are derived from the (validated) table name; 63-char limit respected.
@@ -114,5 +134,11 @@ def collection_table(
         table.c.cmetadata,
         postgresql_using="gin",
         postgresql_ops={"cmetadata": "jsonb_path_ops"},
+    )
+    Index(
+        f"{base}_lexical_gin",
+        table.c.lexical,
+        postgresql_using="gin",
+        postgresql_where=table.c.lexical.is_not(None),
     )
     return table

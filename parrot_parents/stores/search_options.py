@@ -7,9 +7,40 @@ from typing import Literal
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["HNSWQueryOptions"]
+__all__ = ["SEARCH_MODES", "Fusion", "HNSWQueryOptions", "SearchMode"]
 
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
+#: ``dense`` (pgvector kNN), ``lexical`` (BM25 in SQL) or ``hybrid`` (both, fused by RRF).
+SearchMode = Literal["dense", "lexical", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Weighted reciprocal rank fusion of the dense and lexical branches.
+
+    Attributes:
+        rrf_k: the RRF constant (default 60, as in Cormack et al. 2009), 1..1000.
+        dense_weight, lexical_weight: weight of each branch (default 1.0 each), 0..10.
+        depth: candidates taken from each branch before fusing; default the ``limit``.
+    """
+
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int):
+            raise ConfigurationError(f"rrf_k must be an int, got {self.rrf_k!r}")
+        if not 1 <= self.rrf_k <= 1000:
+            raise ConfigurationError(f"rrf_k must be in [1, 1000], got {self.rrf_k!r}")
+        for name in ("dense_weight", "lexical_weight"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 <= float(value) <= 10.0:
+                raise ConfigurationError(f"{name} must be in [0, 10], got {value!r}")
+        if self.depth is not None and not 1 <= self.depth <= 10_000:
+            raise ConfigurationError(f"depth must be in [1, 10000], got {self.depth!r}")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         "parrot_parents/migrations/versions/0001_collections.py",
         "parrot_parents/migrations/versions/0002_bots.py",
         "parrot_parents/migrations/versions/0003_backfill_progress.py",
+        "parrot_parents/migrations/versions/0004_search_mode.py",
         "parrot_parents/server/openapi.yaml",
         "parrot_parents/server/openapi.json",
     ):
@@ -78,4 +79,4 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         capture_output=True,
         text=True,
     )
-    assert out.stdout.split() == ["['from_wheel']", "0003"]
+    assert out.stdout.split() == ["['from_wheel']", "0004"]

@@ -255,6 +255,10 @@ def test_openapi_request_schemas_come_from_the_validation_models() -> None:
         "rerank_candidates",
         "budget",
         "mode",
+        "search_mode",
+        "rrf_k",
+        "dense_weight",
+        "lexical_weight",
     }
     assert _schema_keys(spec, "AskRequest") == _schema_keys(spec, "ContextRequest") | {"max_tokens"}
 

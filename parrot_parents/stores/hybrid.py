@@ -1,0 +1,204 @@
+"""One SQL statement for dense, lexical (BM25) or hybrid search over the children.
+
+``dense``
+    pgvector cosine kNN on the HNSW index.
+``lexical``
+    BM25 over the ``lexical`` tsvector of the children, from the collection's exact
+    statistics (:mod:`parrot_parents.stores.lexical`): candidates are the children that
+    hold any query lexeme (GIN index), scored with
+    ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
+``hybrid``
+    both branches, fused with weighted reciprocal rank fusion (Cormack, Clarke and
+    Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
+    Methods", SIGIR 2009): ``dense_weight / (k + dense_rank) + lexical_weight / (k +
+    lexical_rank)``, a missing rank adding nothing.
+
+Filters and the child predicate apply to both branches. Every result carries its rank in
+each branch (None when absent from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    Float,
+    Select,
+    Table,
+    bindparam,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+    true,
+)
+from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.sql.elements import ColumnElement
+
+from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
+from parrot_parents.stores.search_options import Fusion, SearchMode
+
+__all__ = ["BM25_B", "BM25_K1", "search_statement"]
+
+#: BM25 parameters (bm25s's and Lucene's defaults).
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+
+def _dense(table: Table, vector: Sequence[float], where: list[Any], depth: int) -> Any:
+    distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
+    knn = (
+        select(table.c.id, distance)
+        .where(table.c.embedding.is_not(None), *where)
+        .order_by(distance)
+        .limit(depth)
+        .subquery("knn")
+    )
+    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
+    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
+
+
+def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], depth: int) -> Any:
+    cfg = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
+    query = func.to_tsvector(cfg, bindparam("lexical_query"))
+    qu = func.unnest(query).table_valued("lexeme", "positions", "weights", name="qu")
+    terms = select(qu.c.lexeme).distinct().cte("qterms")
+    tsquery = select(
+        cast(func.string_agg(func.quote_literal(terms.c.lexeme), literal(" | ")), TSQUERY)
+    ).scalar_subquery()
+    st = lex.stats
+    stats = select(
+        cast(st.c.n, Float).label("n"),
+        (cast(st.c.total_len, Float) / func.greatest(st.c.n, 1)).label("avgdl"),
+    ).cte("lexstats")
+    lx = lex.lexicon
+    idf = (
+        select(
+            lx.c.lexeme,
+            func.ln(1.0 + (stats.c.n - lx.c.df + 0.5) / (lx.c.df + 0.5)).label("idf"),
+        )
+        .select_from(lx)
+        .join(stats, true())
+        .where(lx.c.lexeme.in_(select(terms.c.lexeme)))
+        .cte("idf")
+    )
+    cand = (
+        select(table.c.id, table.c.lexical)
+        .where(table.c.lexical.op("@@")(tsquery), *where)
+        .cte("lexcand")
+    )
+    u = func.unnest(cand.c.lexical).table_valued("lexeme", "positions", "weights", name="u")
+    # Only the query's lexemes are kept per row; the length is ``length(tsvector)``, the
+    # number of distinct lexemes (see :mod:`parrot_parents.stores.lexical`).
+    rows = (
+        select(
+            cand.c.id,
+            u.c.lexeme,
+            func.array_length(u.c.positions, 1).label("tf"),
+            func.length(cand.c.lexical).label("dl"),
+        )
+        .select_from(cand)
+        .join(u, true())
+        .where(u.c.lexeme.in_(select(terms.c.lexeme)))
+        .cte("lexrows")
+    )
+    norm = 1.0 - BM25_B + BM25_B * cast(rows.c.dl, Float) / stats.c.avgdl
+    score = func.sum(idf.c.idf * rows.c.tf * (BM25_K1 + 1.0) / (rows.c.tf + BM25_K1 * norm))
+    top = (
+        select(rows.c.id, score.label("lexical_score"))
+        .select_from(rows)
+        .join(idf, idf.c.lexeme == rows.c.lexeme)
+        .join(stats, true())
+        .group_by(rows.c.id)
+        .order_by(score.desc(), rows.c.id)
+        .limit(depth)
+        .subquery("lexical_top")
+    )
+    rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
+    return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical")
+
+
+def search_statement(
+    table: Table,
+    *,
+    mode: SearchMode,
+    limit: int,
+    where: list[ColumnElement[Any]],
+    vector: Sequence[float] | None,
+    lexical: LexicalTables | None = None,
+    text_search_config: str | None = None,
+    fusion: Fusion | None = None,
+) -> Select[Any]:
+    """The lexical or hybrid search statement; bind ``lexical_query`` (the question).
+
+    Dense-only search stays the store's plain kNN statement.
+
+    Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score``,
+    best first. ``distance`` is the cosine distance when a ``vector`` is given.
+
+    Args:
+        table: the collection table.
+        mode: ``lexical`` or ``hybrid``.
+        limit: rows returned.
+        where: filters applied to both branches (child predicate, metadata filter).
+        vector: the query embedding (needed by ``dense`` and ``hybrid``).
+        lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
+        fusion: RRF settings; defaults of :class:`Fusion`.
+    """
+    fusion = fusion or Fusion()
+    depth = max(limit, fusion.depth or limit)
+    distance: Any = literal(None, Float)
+    if vector is not None:
+        distance = table.c.embedding.cosine_distance(list(vector))
+    assert lexical is not None and text_search_config is not None
+    lex = _lexical(table, lexical, text_search_config, where, depth)
+    if mode == "lexical":
+        return (
+            select(
+                table.c.id,
+                table.c.document,
+                table.c.cmetadata,
+                distance.label("distance"),
+                literal(None, Float).label("dense_rank"),
+                lex.c.lexical_rank,
+                lex.c.lexical_score,
+            )
+            .join(lex, lex.c.id == table.c.id)
+            .order_by(lex.c.lexical_rank)
+            .limit(limit)
+        )
+    assert vector is not None
+    dense = _dense(table, vector, where, depth)
+    fid = func.coalesce(dense.c.id, lex.c.id)
+    k = float(fusion.rrf_k)
+    fused = fusion.dense_weight * func.coalesce(
+        1.0 / (k + dense.c.dense_rank), 0.0
+    ) + fusion.lexical_weight * func.coalesce(1.0 / (k + lex.c.lexical_rank), 0.0)
+    top = (
+        select(
+            fid.label("id"),
+            dense.c.dense_rank,
+            lex.c.lexical_rank,
+            lex.c.lexical_score,
+            fused.label("fused"),
+        )
+        .select_from(dense.join(lex, dense.c.id == lex.c.id, full=True))
+        .order_by(fused.desc(), dense.c.dense_rank.asc().nulls_last(), fid)
+        .limit(limit)
+        .subquery("fused")
+    )
+    return (
+        select(
+            table.c.id,
+            table.c.document,
+            table.c.cmetadata,
+            distance.label("distance"),
+            top.c.dense_rank,
+            top.c.lexical_rank,
+            top.c.lexical_score,
+        )
+        .join(top, top.c.id == table.c.id)
+        .order_by(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id)
+    )

@@ -1,0 +1,244 @@
+"""The lexical index of a collection: a ``tsvector`` per child and BM25 statistics.
+
+* ``lexical``: a generated column, ``to_tsvector('<config>', document)`` for rows with an
+  embedding (children) and NULL for parents, so parents stay out of the lexical index as
+  they stay out of the HNSW index. A GIN index serves ``@@``.
+* ``<table>_lexicon(lexeme, df)``: the number of children holding each lexeme, and
+  ``<table>_lexstats(n, total_len)``: the number of children and their total length in
+  lexeme occurrences. Statement-level triggers with transition tables keep both exact under
+  inserts, upserts, replaces and deletes, in the writer's own transaction.
+
+BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
+2009), with the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``, ``k1 = 1.5`` and
+``b = 0.75`` as in bm25s, is computed from these statistics at query time
+(:mod:`parrot_parents.stores.hybrid`). PostgreSQL's own ``ts_rank``/``ts_rank_cd`` were
+measured against it on the shared dev set and are not close enough to bm25s
+(docs/benchmarks.md).
+
+The text-search configuration (``english`` by default, ``simple`` for text of unknown
+language) is fixed per collection when its column is created, and read back from the
+column's expression, so the collection records it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import BigInteger, Boolean, Column, Connection, MetaData, Table, Text, text
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.identifiers import validate_identifier
+
+__all__ = [
+    "DEFAULT_TEXT_SEARCH_CONFIG",
+    "LexicalTables",
+    "ensure_lexical",
+    "lexical_expression",
+    "read_text_search_config",
+    "validate_text_search_config",
+]
+
+DEFAULT_TEXT_SEARCH_CONFIG = "english"
+_CONFIG = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_READ_CONFIG = re.compile(r"to_tsvector\('([a-z_][a-z0-9_]*)'::regconfig")
+
+
+def validate_text_search_config(name: str) -> str:
+    """A text-search configuration name (``english``, ``simple``, ``german``...).
+
+    Raises:
+        ConfigurationError: not a plain lower-case name.
+    """
+    if not isinstance(name, str) or not _CONFIG.match(name):
+        raise ConfigurationError(
+            f"text search configuration must be a name like 'english' or 'simple', got {name!r}"
+        )
+    return name
+
+
+def lexical_expression(config: str) -> str:
+    """SQL of the generated ``lexical`` column (children only)."""
+    config = validate_text_search_config(config)
+    return (
+        "CASE WHEN embedding IS NULL THEN NULL::tsvector "
+        f"ELSE to_tsvector('{config}'::regconfig, document) END"
+    )
+
+
+class LexicalTables:
+    """Names and SQLAlchemy tables of a collection's BM25 statistics."""
+
+    def __init__(self, table: str, schema: str = "public") -> None:
+        self.table = validate_identifier(table, "table")
+        self.schema = validate_identifier(schema, "schema")
+        base = table[:40]
+        self.lexicon_name = f"{base}_lexicon"
+        self.stats_name = f"{base}_lexstats"
+        self.function_name = f"{base}_lexstats_fn"
+        md = MetaData()
+        self.lexicon = Table(
+            self.lexicon_name,
+            md,
+            Column("lexeme", Text, primary_key=True),
+            Column("df", BigInteger, nullable=False),
+            schema=schema,
+        )
+        self.stats = Table(
+            self.stats_name,
+            md,
+            Column("id", Boolean, primary_key=True),
+            Column("n", BigInteger, nullable=False),
+            Column("total_len", BigInteger, nullable=False),
+            schema=schema,
+        )
+
+    def q(self, name: str) -> str:
+        return f'"{self.schema}"."{name}"'
+
+
+def read_text_search_config(conn: Connection, table: str, schema: str = "public") -> str | None:
+    """The configuration of the collection's ``lexical`` column; None without the column."""
+    row = conn.execute(
+        text(
+            "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+            " WHERE n.nspname = :schema AND c.relname = :table"
+            " AND a.attname = 'lexical' AND NOT a.attisdropped"
+        ),
+        {"schema": schema, "table": table},
+    ).scalar_one_or_none()
+    if row is None:
+        return None
+    found = _READ_CONFIG.search(row)
+    return found.group(1) if found else None
+
+
+def ensure_lexical(
+    conn: Connection, table: str, schema: str = "public", config: str | None = None
+) -> str:
+    """Give a collection its lexical column, GIN index, statistics and triggers.
+
+    Idempotent. On a table created before this feature the column is added (PostgreSQL
+    rewrites the table once) and the statistics are computed from the existing children.
+
+    Args:
+        conn: a connection inside a transaction.
+        table, schema: the collection.
+        config: the text-search configuration for a new column; default ``english``.
+            An existing column keeps its own.
+
+    Returns:
+        The collection's text-search configuration.
+
+    Raises:
+        ConfigurationError: ``config`` differs from the existing column's.
+    """
+    t = LexicalTables(table, schema)
+    existing = read_text_search_config(conn, table, schema)
+    wanted = validate_text_search_config(config or existing or DEFAULT_TEXT_SEARCH_CONFIG)
+    if existing is not None and config is not None and existing != config:
+        raise ConfigurationError(
+            f"collection {table!r} indexes text with the {existing!r} configuration, "
+            f"not {config!r}",
+            hint="use another collection, or re-create this one",
+        )
+    qt = t.q(table)
+    fresh = existing is None
+    if fresh:
+        conn.execute(
+            text(
+                f"ALTER TABLE {qt} ADD COLUMN IF NOT EXISTS lexical tsvector"
+                f" GENERATED ALWAYS AS ({lexical_expression(wanted)}) STORED"
+            )
+        )
+    conn.execute(
+        text(
+            f'CREATE INDEX IF NOT EXISTS "{table[:40]}_lexical_gin" ON {qt}'
+            " USING gin (lexical) WHERE lexical IS NOT NULL"
+        )
+    )
+    has_stats = conn.execute(
+        text("SELECT to_regclass(:name)"), {"name": f"{schema}.{t.stats_name}"}
+    ).scalar_one()
+    t.lexicon.metadata.create_all(conn, checkfirst=True)
+    if has_stats is None:
+        # First time: count what is already there (the triggers keep it from now on).
+        conn.execute(
+            text(
+                f"INSERT INTO {t.q(t.lexicon_name)} (lexeme, df)"
+                f" SELECT u.lexeme, count(*) FROM {qt} r, unnest(r.lexical) u"
+                " WHERE r.lexical IS NOT NULL GROUP BY u.lexeme"
+            )
+        )
+        conn.execute(
+            text(
+                f"INSERT INTO {t.q(t.stats_name)} (id, n, total_len)"
+                " SELECT true, count(*), coalesce(sum(length(r.lexical)), 0)"
+                f" FROM {qt} r WHERE r.lexical IS NOT NULL"
+            )
+        )
+    _create_triggers(conn, t)
+    return wanted
+
+
+def _create_triggers(conn: Connection, t: LexicalTables) -> None:
+    lexicon, stats, qt = t.q(t.lexicon_name), t.q(t.stats_name), t.q(t.table)
+    lock = f"{t.schema}.{t.table}:lexstats"
+    len_of = "length(r.lexical)"
+    # One advisory lock per collection serialises the statistics updates of concurrent
+    # writers (until they commit), so two writers never deadlock on lexicon rows.
+    body = f"""
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('{lock}'));
+  IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    UPDATE {lexicon} l SET df = l.df - g.c
+      FROM (SELECT u.lexeme, count(*) AS c FROM old_rows r, unnest(r.lexical) u
+            WHERE r.lexical IS NOT NULL GROUP BY u.lexeme) g
+      WHERE l.lexeme = g.lexeme;
+    DELETE FROM {lexicon} WHERE df <= 0;
+    UPDATE {stats} SET
+      n = n - (SELECT count(*) FROM old_rows r WHERE r.lexical IS NOT NULL),
+      total_len = total_len - (SELECT coalesce(sum({len_of}), 0) FROM old_rows r
+                               WHERE r.lexical IS NOT NULL);
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO {lexicon} (lexeme, df)
+      SELECT u.lexeme, count(*) FROM new_rows r, unnest(r.lexical) u
+      WHERE r.lexical IS NOT NULL GROUP BY u.lexeme ORDER BY u.lexeme
+      ON CONFLICT (lexeme) DO UPDATE SET df = {lexicon}.df + EXCLUDED.df;
+    UPDATE {stats} SET
+      n = n + (SELECT count(*) FROM new_rows r WHERE r.lexical IS NOT NULL),
+      total_len = total_len + (SELECT coalesce(sum({len_of}), 0) FROM new_rows r
+                               WHERE r.lexical IS NOT NULL);
+  END IF;
+  RETURN NULL;
+END"""
+    fn = t.q(t.function_name)
+    conn.execute(
+        text(
+            f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $fn${body}$fn$"
+        )
+    )
+    base = t.table[:40]
+    for event, refs in (
+        ("INSERT", "NEW TABLE AS new_rows"),
+        ("DELETE", "OLD TABLE AS old_rows"),
+        ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    ):
+        name = f"{base}_lex_{event.lower()}"
+        conn.execute(text(f'DROP TRIGGER IF EXISTS "{name}" ON {qt}'))
+        conn.execute(
+            text(
+                f'CREATE TRIGGER "{name}" AFTER {event} ON {qt} REFERENCING {refs}'
+                f" FOR EACH STATEMENT EXECUTE FUNCTION {fn}()"
+            )
+        )
+
+
+def drop_lexical(conn: Connection, table: str, schema: str = "public") -> None:
+    """Drop the statistics tables and the trigger function (after the collection)."""
+    t = LexicalTables(table, schema)
+    conn.execute(text(f"DROP TABLE IF EXISTS {t.q(t.lexicon_name)}, {t.q(t.stats_name)}"))
+    conn.execute(text(f"DROP FUNCTION IF EXISTS {t.q(t.function_name)}() CASCADE"))

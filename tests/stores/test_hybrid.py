@@ -1,0 +1,322 @@
+"""Lexical (BM25 in SQL) and hybrid search over the children, on the real database."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from sqlalchemy import text
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.loaders import TextLoader
+from parrot_parents.stores.hybrid import BM25_B, BM25_K1
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.search_options import Fusion
+from parrot_parents.sync import run_sync
+from tests.conftest import unique_table
+
+DOCS = {
+    "msa": "The master services agreement may be ended by either party. The notice period "
+    "is thirty days, given in writing to the other party.",
+    "pay": "Salaries are paid monthly on the last working day. Overtime is paid with the "
+    "next salary at one and a half times the hourly rate.",
+    "leave": "Employees have twenty-five days of paid leave a year. Unused leave days may "
+    "be carried over until the end of March.",
+    "cars": "Company cars are assigned to field staff. Mileage for private cars is "
+    "reimbursed at thirty cents per kilometre.",
+}
+
+
+async def _ingest(store: PgVectorStore, embeddings: Any, docs: dict[str, str] = DOCS) -> None:
+    await TextLoader(child_chunk_size=80, embedding=embeddings).chunk_documents(
+        [Document(page_content=t, metadata={"document_id": d}) for d, t in docs.items()],
+        vector_store=store,
+    )
+
+
+async def _stats(store: PgVectorStore) -> tuple[dict[str, int], tuple[int, int]]:
+    engine, _ = await store.ready()
+    lex = store.lexical
+    async with engine.connect() as conn:
+        df = dict(
+            (await conn.execute(text(f"SELECT lexeme, df FROM {lex.q(lex.lexicon_name)}"))).all()
+        )
+        n, total = (
+            await conn.execute(text(f"SELECT n, total_len FROM {lex.q(lex.stats_name)}"))
+        ).one()
+    return {k: int(v) for k, v in df.items()}, (int(n), int(total))
+
+
+async def _recount(store: PgVectorStore) -> tuple[dict[str, int], tuple[int, int]]:
+    """The statistics computed from scratch (what the triggers must keep)."""
+    engine, _ = await store.ready()
+    t = store.qualified_name
+    async with engine.connect() as conn:
+        df = dict(
+            (
+                await conn.execute(
+                    text(
+                        f"SELECT u.lexeme, count(*) FROM {t} r, unnest(r.lexical) u"
+                        " WHERE r.lexical IS NOT NULL GROUP BY u.lexeme"
+                    )
+                )
+            ).all()
+        )
+        n, total = (
+            await conn.execute(
+                text(
+                    f"SELECT count(*), coalesce(sum(length(lexical)), 0) FROM {t}"
+                    " WHERE lexical IS NOT NULL"
+                )
+            )
+        ).one()
+    return {k: int(v) for k, v in df.items()}, (int(n), int(total))
+
+
+async def test_lexical_search_finds_the_rare_terms_first(store: PgVectorStore, embeddings) -> None:
+    await _ingest(store, embeddings)
+    (top, *_) = await store.similarity_search("notice period", limit=3, search_mode="lexical")
+    assert "notice period" in top.content and top.metadata["document_id"] == "msa"
+    assert top.lexical_rank == 1 and top.lexical_score and top.lexical_score > 0
+    assert top.score is None  # no query vector in lexical mode
+
+
+async def test_bm25_scores_match_a_python_reference(store: PgVectorStore, embeddings) -> None:
+    await _ingest(store, embeddings)
+    engine, _ = await store.ready()
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    f"SELECT id, lexical::text FROM {store.qualified_name}"
+                    " WHERE lexical IS NOT NULL"
+                )
+            )
+        ).all()
+        query = (
+            await conn.execute(
+                text("SELECT to_tsvector('english', :q)::text"), {"q": "paid leave days"}
+            )
+        ).scalar_one()
+    docs = {}
+    for rid, tsv in rows:  # 'lexeme':1,4 'other':2
+        docs[rid] = {m[0]: len(m[1].split(",")) for m in re.findall(r"'([^']+)':([\d,A-D]+)", tsv)}
+    terms = set(re.findall(r"'([^']+)'", query))
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs.values()) / n
+    expected = {}
+    for rid, tf in docs.items():
+        score = 0.0
+        for term in terms & tf.keys():
+            df = sum(1 for d in docs.values() if term in d)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            norm = 1 - BM25_B + BM25_B * len(tf) / avgdl
+            score += idf * tf[term] * (BM25_K1 + 1) / (tf[term] + BM25_K1 * norm)
+        if score > 0:
+            expected[rid] = score
+    got = await store.similarity_search("paid leave days", limit=50, search_mode="lexical")
+    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == expected
+    assert [r.lexical_score for r in got] == sorted((r.lexical_score for r in got), reverse=True)
+
+
+async def test_hybrid_fuses_both_ranks_and_filters_both_branches(
+    store: PgVectorStore, embeddings
+) -> None:
+    await _ingest(store, embeddings)
+    rows = await store.similarity_search("thirty", limit=4, search_mode="hybrid")
+    assert len(rows) == 4
+    assert any(r.lexical_rank is not None for r in rows)
+    assert any(r.dense_rank is not None for r in rows)
+    assert all(r.score is not None for r in rows)  # cosine similarity for every row
+    only_cars = await store.similarity_search(
+        "thirty", limit=2, search_mode="hybrid", filter={"document_id": "cars"}
+    )
+    assert len(only_cars) == 2  # exactly limit under a selective filter
+    assert {r.metadata["document_id"] for r in only_cars} == {"cars"}
+    with pytest.raises(ConfigurationError, match="search_mode must be one of"):
+        await store.similarity_search("x", search_mode="bm25")  # type: ignore[arg-type]
+
+
+async def test_fusion_weights_decide(store: PgVectorStore, embeddings) -> None:
+    await _ingest(store, embeddings)
+    dense = await store.similarity_search("kilometre money", limit=5)
+    lexical = await store.similarity_search("kilometre money", limit=5, search_mode="lexical")
+    only_dense = await store.similarity_search(
+        "kilometre money", limit=5, search_mode="hybrid", fusion=Fusion(lexical_weight=0.0)
+    )
+    only_lexical = await store.similarity_search(
+        "kilometre money", limit=5, search_mode="hybrid", fusion=Fusion(dense_weight=0.0)
+    )
+    assert [r.id for r in only_dense] == [r.id for r in dense]
+    assert [r.id for r in only_lexical][: len(lexical)] == [r.id for r in lexical]
+
+
+async def test_parents_stay_out_of_the_lexical_index(store: PgVectorStore, embeddings) -> None:
+    await _ingest(store, embeddings)
+    engine, _ = await store.ready()
+    async with engine.connect() as conn:
+        parents_indexed = (
+            await conn.execute(
+                text(
+                    f"SELECT count(*) FROM {store.qualified_name}"
+                    " WHERE embedding IS NULL AND lexical IS NOT NULL"
+                )
+            )
+        ).scalar_one()
+    assert parents_indexed == 0
+    rows = await store.similarity_search("salaries", limit=50, search_mode="lexical")
+    assert rows and all(r.metadata["is_chunk"] for r in rows)
+
+
+_WORDS = st.sampled_from(
+    [
+        "notice",
+        "period",
+        "salary",
+        "leave",
+        "cars",
+        "mileage",
+        "paid",
+        "days",
+        "thirty",
+        "the",
+        "of",
+        "agreement",
+    ]
+)
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "put", "delete"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.lists(_WORDS, min_size=1, max_size=30).map(" ".join),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_OPS)
+def test_statistics_stay_exact_under_writes_replaces_and_deletes(
+    pg_dsn: str, embeddings, ops: list[tuple[str, str, str]]
+) -> None:
+    async def scenario() -> None:
+        store = PgVectorStore(dsn=pg_dsn, table=unique_table("lex"), embedding=embeddings)
+        loader = TextLoader(child_chunk_size=40, embedding=embeddings, late_chunking=False)
+        try:
+            for op, doc, words in ops:
+                if op == "put":
+                    await loader.chunk_documents(
+                        [Document(page_content=words, metadata={"document_id": doc})],
+                        vector_store=store,
+                    )
+                else:
+                    await store.delete(doc)
+                assert await _stats(store) == await _recount(store)
+            # an upsert of existing rows (same ids, new text) goes through the UPDATE path
+            await store.add_documents(
+                [
+                    Document(
+                        id="x#c:0-4",
+                        page_content="leave leave",
+                        metadata={
+                            "document_id": "x",
+                            "start_index": 0,
+                            "end_index": 4,
+                            "parent_document_id": "p",
+                        },
+                    )
+                ]
+            )
+            await store.add_documents(
+                [
+                    Document(
+                        id="x#c:0-4",
+                        page_content="salary",
+                        metadata={
+                            "document_id": "x",
+                            "start_index": 0,
+                            "end_index": 4,
+                            "parent_document_id": "p",
+                        },
+                    )
+                ]
+            )
+            assert await _stats(store) == await _recount(store)
+        finally:
+            await store.drop()
+            await store.close()
+
+    run_sync(scenario())
+
+
+async def test_an_old_collection_without_a_lexical_index_degrades_to_dense(
+    store: PgVectorStore, embeddings, pg_dsn: str
+) -> None:
+    await _ingest(store, embeddings)
+    engine, _ = await store.ready()
+    async with engine.begin() as conn:  # what a collection created before hybrid search looks like
+        await conn.execute(text(f"ALTER TABLE {store.qualified_name} DROP COLUMN lexical"))
+    old = PgVectorStore(dsn=pg_dsn, table=store.table, embedding=embeddings, create=False)
+    try:
+        bot = Chatbot(store=old, owns_store=False)
+        r = await bot.retrieve("notice period", search_mode="hybrid", limit=3)
+        assert len(r.passages) == 3 and r.meta["search_mode"] == "dense"
+        (fallback,) = r.meta["fallbacks"]
+        assert fallback["stage"] == "lexical" and "no lexical index" in fallback["error"]
+        # Opening it for writing gives it the index, statistics included.
+        again = PgVectorStore(dsn=pg_dsn, table=store.table, embedding=embeddings)
+        await again.connect()
+        assert again.text_search_config == "english"
+        assert await _stats(again) == await _recount(again)
+        rows = await again.similarity_search("notice period", limit=1, search_mode="lexical")
+        assert "notice period" in rows[0].content
+        await again.close()
+    finally:
+        await old.close()
+
+
+async def test_the_text_search_configuration_is_recorded(pg_dsn: str, embeddings) -> None:
+    table = unique_table("simple")
+    store = PgVectorStore(
+        dsn=pg_dsn, table=table, embedding=embeddings, text_search_config="simple"
+    )
+    await store.connect()
+    try:
+        await _ingest(store, embeddings, {"x": "Les employés ont des congés payés."})
+        reopened = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, create=False)
+        await reopened.connect()
+        assert reopened.text_search_config == "simple"
+        rows = await reopened.similarity_search("congés", limit=1, search_mode="lexical")
+        assert rows and "congés" in rows[0].content  # 'simple' keeps the word as written
+        await reopened.close()
+        other = PgVectorStore(
+            dsn=pg_dsn, table=table, embedding=embeddings, text_search_config="english"
+        )
+        with pytest.raises(ConfigurationError, match="'simple' configuration, not 'english'"):
+            await other.connect()
+        with pytest.raises(ConfigurationError, match="text search configuration"):
+            PgVectorStore(dsn=pg_dsn, table=table, text_search_config="english; drop")
+    finally:
+        await store.drop()
+        await store.close()
+
+
+async def test_meta_reports_both_ranks(store: PgVectorStore, embeddings) -> None:
+    await _ingest(store, embeddings)
+    bot = Chatbot(store=store, owns_store=False, search_mode="hybrid")
+    r = await bot.retrieve("notice period thirty days", limit=3)
+    assert r.meta["search_mode"] == "hybrid"
+    children = r.meta["children"]
+    assert {"dense_rank", "lexical_rank"} <= set(children[0])
+    assert any(c["lexical_rank"] == 1 for c in children)
+    note = await bot.retrieve("x", search_mode="dense", rrf_k=10, limit=1)
+    assert note.meta["notes"] == ["rrf_k ignored: search_mode is 'dense'"]

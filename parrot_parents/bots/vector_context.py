@@ -124,7 +124,8 @@ class VectorContextMixin:
 
         Returns:
             ``(context, meta)``: the passages joined with source headers, and a dict with
-            ``children`` (ids, scores, ranks), ``parents``, ``folded``, ``expanded``,
+            ``children`` (ids, scores, ranks, parent_id, document_id and character offsets
+            start_index / end_index), ``parents``, ``folded``, ``expanded``,
             ``fallbacks``, ``context_chars``, ``timings_ms`` and ``passages``.
 
         Raises:
@@ -201,6 +202,10 @@ class VectorContextMixin:
                 "rerank_score": h.rerank_score,
                 "rank": h.rank,
                 "parent_id": h.parent_id,
+                # Where the hit lies in its source (characters): the inspector highlights it.
+                "document_id": h.document_id,
+                "start_index": h.start_index,
+                "end_index": h.end_index,
             }
             for h in hits
         ]

@@ -26,8 +26,8 @@ from parrot_parents.bots.manager import BotManager
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.server.middleware import auth_middleware, error_middleware
 from parrot_parents.server.routes import routes
-from parrot_parents.server.ui import add_ui_routes
 from parrot_parents.server.state import STATE, ServerState
+from parrot_parents.server.ui import add_ui_routes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKEN_ENV", "create_app"]
 

@@ -104,9 +104,7 @@ _DOCUMENT = {
         "counts": {
             "type": "object",
             "description": "rows per kind",
-            "properties": {
-                k: {"type": "integer"} for k in ("parent", "parent_chunk", "child")
-            },
+            "properties": {k: {"type": "integer"} for k in ("parent", "parent_chunk", "child")},
         },
         "rows": {
             "type": "array",

@@ -267,8 +267,9 @@
     const body = clear(table.tBodies[0]);
     for (const child of children) {
       const row = el("tr", { "data-id": child.id });
-      for (const [key, , value] of columns) {
+      for (const [key, , show] of columns) {
         const raw = child[key];
+        const value = show(child);
         const cell = el("td", {
           "data-col": key,
           "data-value": typeof raw === "number" ? String(raw) : null,

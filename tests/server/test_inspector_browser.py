@@ -215,12 +215,11 @@ async def test_the_page_shows_what_context_returns(
     assert shown["stages"] == list(meta["timings_ms"])
 
     doc = passages[0]["document_id"]
-    rows = await (
-        await client.get(f"/api/v1/bots/example/documents/{doc}", headers=AUTH)
-    ).json()
+    rows = await (await client.get(f"/api/v1/bots/example/documents/{doc}", headers=AUTH)).json()
     counts = rows["counts"]
-    assert f"{counts['parent_chunk']} parent_chunk(s), {counts['child']} child(ren)" in (
-        shown["doc_counts"]
+    assert (
+        f"{counts['parent_chunk']} parent_chunk(s), {counts['child']} child(ren)"
+        in (shown["doc_counts"])
     )
     hit_ids = {c["id"] for c in meta["children"] if c["document_id"] == doc}
     assert set(shown["doc_hits"]) == hit_ids and hit_ids

@@ -215,14 +215,26 @@ def llamaindex_auto_merging(
         index.as_retriever(similarity_top_k=top_k), storage, verbose=False
     )
     log(f"llamaindex: {len(nodes)} nodes, {len(leaves)} leaves, top {top_k}")
+    # A node's start_char_idx counts from the start of its parent node's text (the
+    # hierarchy is cut level by level); add the parents' offsets up to the document.
+    by_id = {n.node_id: n for n in nodes}
+    absolute: dict[str, int] = {}
+
+    def offset(node: Any) -> int:
+        if node.node_id not in absolute:
+            parent = node.parent_node
+            base = offset(by_id[parent.node_id]) if parent is not None else 0
+            absolute[node.node_id] = base + int(node.start_char_idx or 0)
+        return absolute[node.node_id]
+
     run: Run = {}
     mismatches = 0
     for q in questions:
         out = []
         for hit in retriever.retrieve(q.question):
-            node = hit.node
+            node = by_id.get(hit.node.node_id, hit.node)
             cid = node.metadata["corpus_id"]
-            start, end, exact = _span(corpora[cid], node.start_char_idx, node.get_content())
+            start, end, exact = _span(corpora[cid], offset(node), node.get_content())
             mismatches += not exact
             out.append((cid, start, end))
         run[q.qid] = out

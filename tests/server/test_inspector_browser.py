@@ -40,10 +40,13 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-async def example_manager(bots_dsn: str, embeddings: Any) -> AsyncIterator[BotManager]:
+async def example_manager(
+    bots_dsn: str, embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[BotManager]:
     """A bot ``example`` (expansion on) over the example corpus, ingested for real."""
+    monkeypatch.chdir(REPO_ROOT)  # sources read "examples/corpus/...", as in the README
     async with PgVectorStore(dsn=bots_dsn, table="example", embedding=embeddings) as store:
-        await TextLoader(REPO_ROOT / "examples" / "corpus", embedding=embeddings).ingest(store)
+        await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
     async with BotRepository(bots_dsn) as repo:
         await repo.create({"name": "example", "collection": "example", "expand_to_parent": True})
     manager = BotManager(bots_dsn, embedding=embeddings)
@@ -168,7 +171,7 @@ def expected_marks(passage: dict[str, Any], children: list[dict[str, Any]]) -> l
     )
     merged: list[list[int]] = []
     for s, e in spans:
-        if merged and s <= merged[-1][1]:
+        if merged and s < merged[-1][1]:  # overlapping children merge, touching ones not
             merged[-1][1] = max(merged[-1][1], e)
         else:
             merged.append([s, e])

@@ -295,7 +295,8 @@
     return button;
   }
 
-  // Hit spans of the children inside one passage, in passage coordinates, merged.
+  // Hit spans of the children inside one passage, in passage coordinates; overlapping
+  // spans are merged, each labelled with the ranks of its children.
   function hitRanges(passage, children) {
     const ranges = [];
     if (passage.start_index == null || passage.end_index == null) return ranges;
@@ -309,7 +310,7 @@
     const merged = [];
     for (const r of ranges) {
       const last = merged[merged.length - 1];
-      if (last && r[0] <= last[1]) {
+      if (last && r[0] < last[1]) {  // overlapping hits merge; touching ones stay apart
         last[1] = Math.max(last[1], r[1]);
         last[2] = last[2].concat(r[2]);
       } else merged.push([r[0], r[1], r[2].slice()]);

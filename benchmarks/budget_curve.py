@@ -38,17 +38,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_table import BENCH, REPO_ROOT, Row, machine, replace_section, run_row  # noqa: E402
+from eval_table import BENCH, REPO_ROOT, Row, machine, replace_section, run_row
 
-from parrot_parents.eval.plot import (  # noqa: E402
+from parrot_parents.eval.plot import (
     Curve,
     curve_from_budget_runs,
     curve_from_run,
     curves_table,
     draw_curves,
 )
-from parrot_parents.eval.questions import load_corpora, load_questions  # noqa: E402
-from parrot_parents.eval.scorer import load_run, write_run  # noqa: E402
+from parrot_parents.eval.questions import load_corpora, load_questions
+from parrot_parents.eval.scorer import load_run, write_run
 
 RUNS = REPO_ROOT / ".bench" / "runs" / "curve"
 PNG = REPO_ROOT / "docs" / "budget_curve.png"
@@ -161,7 +161,7 @@ def render(questions_csv: Path, notes: dict[str, Any], started: str, missing: li
         "",
         rows,
         "",
-        "Packed rows (\"packed to B\") are one `parrot-parents eval --budget B` run per point "
+        'Packed rows ("packed to B") are one `parrot-parents eval --budget B` run per point '
         f"({', '.join(map(str, PACKED_BUDGETS))} characters), each scored at its own budget; "
         "every other row is one run whose ranked passages the scorer cuts at each budget. "
         "All retrievers use all-MiniLM-L6-v2 and search the three corpora together." + extra,

@@ -98,9 +98,7 @@ def bm25_dense_rrf(
         best = sorted(scores, key=lambda i: (-scores[i], i))[:top]
 
         def spans(order: Sequence[int]) -> list[RunPassage]:
-            return [
-                (chunks[i][0], chunks[i][1], chunks[i][1] + len(chunks[i][2])) for i in order
-            ]
+            return [(chunks[i][0], chunks[i][1], chunks[i][1] + len(chunks[i][2])) for i in order]
 
         fused[q.qid] = spans(best)
         dense_only[q.qid] = spans([int(i) for i in dense[:top]])
@@ -158,7 +156,9 @@ def langchain_parent_document(
         out = []
         for doc in retriever.invoke(q.question):
             cid = doc.metadata["corpus_id"]
-            start, end, exact = _span(corpora[cid], doc.metadata.get("start_index"), doc.page_content)
+            start, end, exact = _span(
+                corpora[cid], doc.metadata.get("start_index"), doc.page_content
+            )
             mismatches += not exact
             out.append((cid, start, end))
         run[q.qid] = out

@@ -1,4 +1,5 @@
-"""The migrations, the OpenAPI files and the inspector page ship in the wheel and run from an installed copy."""
+"""The migrations, the OpenAPI files and the inspector page ship in the wheel and run
+from an installed copy."""
 
 from __future__ import annotations
 

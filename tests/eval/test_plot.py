@@ -150,3 +150,15 @@ def test_help_does_not_import_matplotlib() -> None:
     )
     assert "--plot FILE.png" in done.stdout and "--labels" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_eval_plot_fails_before_the_ingest_without_matplotlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["eval", "--questions", str(tmp_path / "missing.csv"), "--corpora", str(tmp_path)]
+    code = main([*argv, "--out", str(tmp_path / "run.jsonl"), "--plot", str(tmp_path / "c.png")])
+    assert code == 2
+    # The questions file does not exist either: the plot's requirement was checked first.
+    assert "matplotlib" in capsys.readouterr().err
+    assert not (tmp_path / "run.jsonl").exists()

@@ -20,11 +20,12 @@ from parrot_parents.cli.common import (
     add_retrieval_options,
     print_json,
 )
+from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
 
-__all__ = ["config_from_args", "evaluate", "register"]
+__all__ = ["config_from_args", "evaluate", "plot_run", "register", "run_label"]
 
 
 def _int_list(value: str) -> tuple[int, ...]:
@@ -59,7 +60,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="embed children with late chunking (default: the loader's default)",
     )
     p.add_argument(
-        "--child-size", type=int, default=400, help="maximum child size in characters (default 400)"
+        "--child-size",
+        type=int,
+        default=DEFAULT_CHILD_SIZE,
+        help=f"maximum child size in characters (default {DEFAULT_CHILD_SIZE})",
     )
     p.add_argument(
         "--child-overlap", type=int, default=0, help="child overlap in characters (default 0)"
@@ -115,6 +119,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="character budgets of recall@Bc (default 1000,2000,4000,8000)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="also draw recall against the character budget (1000 to 8000, the scorer's "
+        "cut of this run's passages) to FILE (needs matplotlib: "
+        'pip install "parrot-parents[plots]")',
+    )
     p.set_defaults(func=run)
 
 
@@ -167,10 +179,45 @@ async def evaluate(args: argparse.Namespace) -> EvalResult:
     )
 
 
+def run_label(config: EvalConfig) -> str:
+    """A short legend for a run's curve, e.g. ``expand (parent), c400, limit 10``."""
+    what = f"expand ({config.mode or 'parent'})" if config.expand else "children only"
+    parts = [what, f"c{config.child_size}", f"limit {config.limit}"]
+    if config.budget is not None:
+        parts.append(f"budget {config.budget}")
+    return ", ".join(parts)
+
+
+def plot_run(args: argparse.Namespace, result: EvalResult) -> None:
+    """Draw the run's recall-versus-budget curve to ``args.plot``."""
+    from parrot_parents.eval.plot import curve_from_run, draw_curves
+    from parrot_parents.eval.questions import load_questions
+    from parrot_parents.eval.scorer import load_run
+
+    questions = load_questions(args.questions)
+    run_passages = load_run(result.run_path, len(questions))
+    curve = curve_from_run(run_label(result.config), questions, run_passages)
+    draw_curves([curve], args.plot, title=f"Recall against the context budget: {args.out}")
+    # stdout stays one JSON object with --json
+    print(f"plot: {args.plot}", file=sys.stderr if args.json else sys.stdout)
+
+
 async def run(args: argparse.Namespace) -> int:
     from parrot_parents.eval.scorer import metric_order
 
+    if args.plot:
+        from pathlib import Path
+
+        from parrot_parents.errors import ConfigurationError
+        from parrot_parents.eval.plot import require_matplotlib
+
+        # Fail before the (long) ingest: matplotlib and the plot's folder must exist.
+        require_matplotlib()
+        if not Path(args.plot).expanduser().resolve().parent.is_dir():
+            raise ConfigurationError(f"--plot: the folder of {args.plot!r} does not exist")
     result = await evaluate(args)
+    if args.plot:
+        plot_run(args, result)
     if args.json:
         print_json(result.to_dict())
         return 0

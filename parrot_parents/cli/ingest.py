@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 from parrot_parents.cli.common import add_store_options, make_store
+from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
 
 __all__ = ["register"]
 
@@ -15,7 +16,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("ingest", help="ingest .txt/.md files or directories")
     p.add_argument("paths", nargs="+", help="files or directories")
     add_store_options(p)
-    p.add_argument("--child-size", type=int, default=400, help="child size in characters")
+    p.add_argument(
+        "--child-size",
+        type=int,
+        default=DEFAULT_CHILD_SIZE,
+        help=f"child size in characters (default {DEFAULT_CHILD_SIZE})",
+    )
     p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
     p.add_argument(
         "--parent-threshold",

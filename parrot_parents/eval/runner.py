@@ -39,6 +39,7 @@ from parrot_parents.eval.questions import (
 )
 from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
 from parrot_parents.loaders.hierarchy import (
+    DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
@@ -65,7 +66,8 @@ class EvalConfig:
     """One retriever configuration to evaluate; validated at construction.
 
     Attributes:
-        child_size: maximum child length in characters (default 400).
+        child_size: maximum child length in characters (default
+            :data:`~parrot_parents.loaders.hierarchy.DEFAULT_CHILD_SIZE`).
         child_overlap: characters shared by neighbouring children (default 0).
         parent_size: ``parent_chunk`` length in characters. When given, the threshold
             defaults to it too, so every document longer than ``parent_size`` is cut into
@@ -91,7 +93,7 @@ class EvalConfig:
         budgets: character budgets of recall@Bc.
     """
 
-    child_size: int = 400
+    child_size: int = DEFAULT_CHILD_SIZE
     child_overlap: int = 0
     parent_size: int | None = None
     parent_threshold: int | None = None

@@ -11,6 +11,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.loaders.hierarchy import (
+    DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
@@ -39,7 +40,8 @@ class AbstractLoader(ABC):
     """Loads documents and turns them into the parent/child hierarchy.
 
     Args:
-        child_chunk_size: maximum child length in characters (default 400).
+        child_chunk_size: maximum child length in characters (default
+            :data:`~parrot_parents.loaders.hierarchy.DEFAULT_CHILD_SIZE`).
         child_chunk_overlap: characters shared by neighbouring children (default 0).
         late_chunking: embed children with late chunking, default True (see
             :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
@@ -49,7 +51,7 @@ class AbstractLoader(ABC):
     def __init__(
         self,
         *,
-        child_chunk_size: int = 400,
+        child_chunk_size: int = DEFAULT_CHILD_SIZE,
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,

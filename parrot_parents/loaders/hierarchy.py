@@ -33,6 +33,8 @@ from parrot_parents.stores.markers import PARENT_CHUNK
 
 __all__ = ["DocumentHierarchy", "LateChunkingProcessor", "validate_parent_sizes"]
 
+#: Maximum child length in characters (chosen on the shared dev set: docs/benchmarks.md).
+DEFAULT_CHILD_SIZE = 400
 DEFAULT_THRESHOLD = 16000
 DEFAULT_PARENT_SIZE = 4000
 DEFAULT_PARENT_OVERLAP = 200
@@ -89,7 +91,8 @@ class LateChunkingProcessor:
     """Cuts documents into the parent/child hierarchy and embeds the children.
 
     Args:
-        child_chunk_size: maximum child length in characters, default 400.
+        child_chunk_size: maximum child length in characters, default
+            :data:`DEFAULT_CHILD_SIZE`.
         child_chunk_overlap: characters shared by neighbouring children, default 0.
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
         late_chunking: pool child vectors from one pass over the parent (True, the
@@ -105,7 +108,7 @@ class LateChunkingProcessor:
     def __init__(
         self,
         *,
-        child_chunk_size: int = 400,
+        child_chunk_size: int = DEFAULT_CHILD_SIZE,
         child_chunk_overlap: int = 0,
         embedding: SentenceTransformerEmbeddings | None = None,
         late_chunking: bool = True,

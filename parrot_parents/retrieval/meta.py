@@ -48,7 +48,8 @@ class Fallback:
 @dataclass(frozen=True)
 class ChildScore:
     """One kept child: its id, vector similarity, rerank score, rank, its rank in each
-    search branch (1-based, None when absent from it) and its parent id."""
+    search branch (1-based, None when absent from it), its parent id, and its document
+    and character offsets."""
 
     id: str
     score: float | None
@@ -57,6 +58,10 @@ class ChildScore:
     parent_id: str | None
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    # Where the hit lies in its source (characters): the inspector highlights it.
+    document_id: str | None = None
+    start_index: int | None = None
+    end_index: int | None = None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> ChildScore:
@@ -68,6 +73,9 @@ class ChildScore:
             hit.parent_id,
             hit.dense_rank,
             hit.lexical_rank,
+            hit.document_id,
+            hit.start_index,
+            hit.end_index,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,6 +87,9 @@ class ChildScore:
             "dense_rank": self.dense_rank,
             "lexical_rank": self.lexical_rank,
             "parent_id": self.parent_id,
+            "document_id": self.document_id,
+            "start_index": self.start_index,
+            "end_index": self.end_index,
         }
 
 

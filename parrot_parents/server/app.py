@@ -11,7 +11,10 @@ Endpoints (see ``/openapi.json``)::
     POST   /api/v1/bots/{name}/context      passages + meta for a question
     POST   /api/v1/bots/{name}/ask          LLM answer (501 without an LLM)
     POST   /api/v1/reload                   rebuild every bot now
+    GET    /api/v1/bots/{name}/documents/{document_id}   one document's rows (hierarchy)
     GET    /openapi.json, /openapi.yaml     this contract
+    GET    /ui                              the inspector page (static files, no token;
+                                            the page sends the token to the API)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from parrot_parents.llm.client import ChatCompletionsClient
 from parrot_parents.server.middleware import auth_middleware, error_middleware
 from parrot_parents.server.routes import routes
 from parrot_parents.server.state import STATE, ServerState
+from parrot_parents.server.ui import add_ui_routes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKEN_ENV", "create_app"]
 
@@ -78,6 +82,7 @@ def create_app(
         auto_reload=auto_reload,
     )
     app.add_routes(routes)
+    add_ui_routes(app)
 
     async def cleanup(app: web.Application) -> None:
         if close_on_cleanup:

@@ -30,7 +30,14 @@ from parrot_parents.errors import (
 from parrot_parents.server.schemas import BadRequest
 from parrot_parents.server.state import REQUEST_ID, STATE
 
-__all__ = ["PUBLIC_PATHS", "auth_middleware", "error_middleware", "json_error", "json_response"]
+__all__ = [
+    "PUBLIC_PATHS",
+    "auth_middleware",
+    "error_middleware",
+    "is_public",
+    "json_error",
+    "json_response",
+]
 
 logger = logging.getLogger("parrot_parents.server")
 
@@ -40,6 +47,15 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 #: Paths served without a token.
 PUBLIC_PATHS = frozenset({"/health"})
+#: The inspector page's static files (HTML, CSS, script; no data) are served without a
+#: token: the page asks for the token and sends it with each API call.
+PUBLIC_PREFIXES = ("/ui/",)
+UI_PATH = "/ui"
+
+
+def is_public(path: str) -> bool:
+    """True for the paths served without a token: /health and the inspector's files."""
+    return path in PUBLIC_PATHS or path == UI_PATH or path.startswith(PUBLIC_PREFIXES)
 
 
 def _default(value: Any) -> Any:
@@ -89,7 +105,7 @@ def auth_middleware(token: str | None) -> Callable[[web.Request, Handler], Await
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if expected is None or request.path in PUBLIC_PATHS:
+        if expected is None or is_public(request.path):
             return await handler(request)
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):

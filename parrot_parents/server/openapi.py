@@ -83,6 +83,36 @@ _ASK_RESPONSE = {
         "meta": {"type": "object", "description": "retrieval meta plus meta.llm"},
     },
 }
+_DOCUMENT_ROW = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "kind": {"enum": ["parent", "parent_chunk", "child"]},
+        "start_index": {"type": ["integer", "null"], "description": "character offset"},
+        "end_index": {"type": ["integer", "null"], "description": "character offset"},
+        "parent_document_id": {"type": ["string", "null"], "description": "a child's parent"},
+        "chunk_index": {"type": ["integer", "null"]},
+        "length": {"type": "integer", "description": "characters of the row's text"},
+    },
+}
+_DOCUMENT = {
+    "type": "object",
+    "properties": {
+        "bot": {"type": "string"},
+        "collection": {"type": "string"},
+        "document_id": {"type": "string"},
+        "counts": {
+            "type": "object",
+            "description": "rows per kind",
+            "properties": {k: {"type": "integer"} for k in ("parent", "parent_chunk", "child")},
+        },
+        "rows": {
+            "type": "array",
+            "description": "parents first, then by start_index and id; no row text",
+            "items": _ref("DocumentRow"),
+        },
+    },
+}
 _BOT = {
     "allOf": [
         _ref("BotSettings"),
@@ -154,6 +184,8 @@ def build_spec() -> dict[str, Any]:
         AskResponse=_ASK_RESPONSE,
         Bot=_BOT,
         Health=_HEALTH,
+        DocumentRow=_DOCUMENT_ROW,
+        Document=_DOCUMENT,
     )
     bad = {"400": _error("malformed body: the message and details say what is wrong")}
     big = {"413": _error("body larger than the limit (64 KiB by default)")}
@@ -225,6 +257,29 @@ def build_spec() -> dict[str, Any]:
                     **unavailable,
                 },
                 "AskRequest",
+            ),
+        },
+        "/api/v1/bots/{name}/documents/{document_id}": {
+            "parameters": [
+                _NAME,
+                {
+                    "name": "document_id",
+                    "in": "path",
+                    "required": True,
+                    "description": "the document_id of the rows (URL-encoded; at most 1000 "
+                    "characters)",
+                    "schema": {"type": "string", "maxLength": 1000},
+                },
+            ],
+            "get": _op(
+                "One document's stored hierarchy (the inspector's document view)",
+                {
+                    "200": _ok("Document"),
+                    **bad,
+                    "401": _COMMON["401"],
+                    "404": _error("no bot of that name, or no rows of that document"),
+                    **unavailable,
+                },
             ),
         },
         "/api/v1/reload": {

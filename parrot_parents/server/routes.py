@@ -14,7 +14,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
 from parrot_parents.server.middleware import json_error, json_response
-from parrot_parents.server.schemas import AskRequest, ContextRequest, read_body, read_object
+from parrot_parents.server.schemas import (
+    AskRequest,
+    BadRequest,
+    ContextRequest,
+    read_body,
+    read_object,
+)
 from parrot_parents.server.state import REQUEST_ID, STATE, ServerState
 
 __all__ = ["routes"]
@@ -207,6 +213,48 @@ async def context(request: web.Request) -> web.Response:
             "context": retrieval.context,
             "passages": [p.to_dict() for p in retrieval.passages],
             "meta": _public_meta(retrieval.meta.to_dict()),
+        }
+    )
+
+
+#: Longest document id the document view accepts (characters).
+MAX_DOCUMENT_ID = 1000
+
+
+@routes.get("/api/v1/bots/{name}/documents/{document_id:.+}")
+async def document_rows(request: web.Request) -> web.Response:
+    """One document's stored hierarchy: its rows (no text), parents first, with counts."""
+    await _refresh(request)
+    bot = _lookup(request)
+    if isinstance(bot, web.Response):
+        return bot
+    document_id = request.match_info["document_id"]
+    if len(document_id) > MAX_DOCUMENT_ID:
+        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} characters")
+    reader = getattr(bot.store, "document_rows", None)
+    if reader is None:
+        return json_error(
+            501, "this bot's store cannot list the rows of a document", request=request
+        )
+    rows = await reader(document_id)
+    collection = getattr(bot.store, "collection", None)
+    if not rows:
+        return json_error(
+            404,
+            f"no rows of document {document_id!r} in collection {collection!r}",
+            request=request,
+            hint="document ids are the 'document_id' of the passages (/context)",
+        )
+    counts = {kind: 0 for kind in ("parent", "parent_chunk", "child")}
+    for row in rows:
+        counts[row.kind] += 1
+    return json_response(
+        {
+            "bot": bot.name,
+            "collection": collection,
+            "document_id": document_id,
+            "counts": counts,
+            "rows": [r.to_dict() for r in rows],
         }
     )
 

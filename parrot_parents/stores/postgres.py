@@ -27,8 +27,8 @@ from parrot_parents.stores.lexical import (
     read_text_search_config,
     validate_text_search_config,
 )
-from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent
-from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.markers import CHILD_PREDICATE, PARENT_PREDICATE, is_parent
+from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import (
@@ -546,6 +546,37 @@ class PgVectorStore(AbstractStore):
             if r.source is not None:
                 out[r.doc].add(r.source)
         return out
+
+    async def document_rows(self, document_id: str) -> list[DocumentRow]:
+        """Every row of one document, parents first, then by ``start_index`` and id.
+
+        One parameterised statement; the row texts stay in the database (only their
+        length in characters is read). An unknown document gives an empty list.
+
+        Raises:
+            ConfigurationError: ``document_id`` is not a non-empty string.
+        """
+        if not isinstance(document_id, str) or not document_id:
+            raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
+        engine, table = await self.ready()
+        # NULL (a child without markers) must sort with the children, not first.
+        parents_first = text(f"coalesce({PARENT_PREDICATE}, false) DESC")
+        stmt = (
+            select(
+                table.c.id,
+                table.c.cmetadata,
+                func.char_length(table.c.document).label("length"),
+            )
+            .where(meta_field(table, "document_id") == document_id)
+            .order_by(
+                parents_first,
+                meta_field(table, "start_index").cast(Integer),
+                table.c.id,
+            )
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [DocumentRow.from_row(r.id, dict(r.cmetadata or {}), int(r.length)) for r in rows]
 
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""

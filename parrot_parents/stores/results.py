@@ -7,7 +7,9 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-__all__ = ["SearchResult"]
+from parrot_parents.stores.markers import RowKind, row_kind
+
+__all__ = ["DocumentRow", "SearchResult"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +45,53 @@ class SearchResult:
     def to_document(self) -> Document:
         """The row as a LangChain ``Document`` (score and distance are not copied)."""
         return Document(id=self.id, page_content=self.content, metadata=dict(self.metadata))
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """One stored row of a document, without its text (the inspector's document view).
+
+    Attributes:
+        id: row id.
+        kind: ``"parent"`` (whole document), ``"parent_chunk"`` or ``"child"``.
+        start_index, end_index: character offsets into the source (None when absent).
+        parent_document_id: a child's parent row id (None for parents).
+        chunk_index: position among its siblings (None when absent).
+        length: characters of the row's text.
+    """
+
+    id: str
+    kind: RowKind
+    start_index: int | None
+    end_index: int | None
+    parent_document_id: str | None
+    chunk_index: int | None
+    length: int
+
+    @classmethod
+    def from_row(cls, row_id: str, metadata: dict[str, Any], length: int) -> DocumentRow:
+        def as_int(key: str) -> int | None:
+            value = metadata.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        parent = metadata.get("parent_document_id")
+        return cls(
+            id=row_id,
+            kind=row_kind(metadata),
+            start_index=as_int("start_index"),
+            end_index=as_int("end_index"),
+            parent_document_id=None if parent in (None, "") else str(parent),
+            chunk_index=as_int("chunk_index"),
+            length=length,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "start_index": self.start_index,
+            "end_index": self.end_index,
+            "parent_document_id": self.parent_document_id,
+            "chunk_index": self.chunk_index,
+            "length": self.length,
+        }

@@ -246,10 +246,13 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
             table,
             "--keep",
             "--json",
+            "--plot",
+            str(tmp_path / "curve.png"),
         ]
     )
     assert code == 0
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)  # the plot's line went to stderr
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert set(report["metrics"]) == {
         "recall@1",
         "recall@3",

@@ -1,4 +1,5 @@
-"""The migrations and the OpenAPI files ship in the wheel and run from an installed copy."""
+"""The migrations, the OpenAPI files and the inspector page ship in the wheel and run
+from an installed copy."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         "parrot_parents/migrations/versions/0004_search_mode.py",
         "parrot_parents/server/openapi.yaml",
         "parrot_parents/server/openapi.json",
+        "parrot_parents/server/ui/static/index.html",
+        "parrot_parents/server/ui/static/inspector.js",
+        "parrot_parents/server/ui/static/inspector.css",
     ):
         assert expected in names, expected
 

@@ -230,6 +230,7 @@ async def test_openapi_is_served_and_shipped(make_client: MakeClient) -> None:
         "/api/v1/bots/{name}",
         "/api/v1/bots/{name}/context",
         "/api/v1/bots/{name}/ask",
+        "/api/v1/bots/{name}/documents/{document_id}",
         "/api/v1/reload",
     }
     resp = await client.get("/openapi.yaml")

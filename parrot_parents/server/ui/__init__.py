@@ -1,0 +1,51 @@
+"""The inspector page at ``/ui``: static HTML, CSS and a small script shipped in the wheel.
+
+No build step, no CDN: the files in this folder are served as they are. They hold no
+data; the page calls the authenticated JSON API (``/api/v1/bots``,
+``/api/v1/bots/{name}/context``, ``/api/v1/bots/{name}/documents/{document_id}``) with
+the token the user types, sent as ``Authorization: Bearer`` and never put in a URL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+__all__ = ["STATIC_DIR", "add_ui_routes"]
+
+#: The page's files (index.html, inspector.css, inspector.js).
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+# The page loads only its own files and talks only to this server.
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+async def _index(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(STATIC_DIR / "index.html", headers=_HEADERS)
+
+
+async def _redirect(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPPermanentRedirect("/ui/")
+
+
+async def _asset(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    path = STATIC_DIR / name
+    # Only the page's own files, by plain name (no folders, no dot files).
+    if "/" in name or name.startswith(".") or not path.is_file():
+        raise web.HTTPNotFound()
+    return web.FileResponse(path, headers=_HEADERS)
+
+
+def add_ui_routes(app: web.Application) -> None:
+    """Serve the inspector: ``/ui`` redirects to ``/ui/``, which is ``index.html``."""
+    app.router.add_get("/ui", _redirect)
+    app.router.add_get("/ui/", _index)
+    app.router.add_get("/ui/{name}", _asset)

@@ -1,0 +1,103 @@
+"""Offsets come from the split itself (issue 9, part B), checked on examples and by hypothesis."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from parrot_parents.loaders.hierarchy import LateChunkingProcessor
+from parrot_parents.loaders.splitting import CHILD_SEPARATORS, split_spans
+
+
+class _NoModel:
+    """build_hierarchy never embeds; a model is not needed to check the structure."""
+
+
+def _processor(size: int, overlap: int) -> LateChunkingProcessor:
+    return LateChunkingProcessor(
+        child_chunk_size=size,
+        child_chunk_overlap=overlap,
+        embedding=_NoModel(),  # type: ignore[arg-type]
+    )
+
+
+def _check_hierarchy(text: str, size: int, overlap: int, threshold: int = 16000) -> None:
+    h = _processor(size, overlap).build_hierarchy(
+        text,
+        "doc",
+        parent_chunk_threshold_tokens=threshold,
+        parent_chunk_size_tokens=max(threshold // 2, 2),
+        parent_chunk_overlap_tokens=min(threshold // 8, max(threshold // 2, 2) - 1),
+    )
+    parents = {str(p.id): p for p in h.parents}
+    for p in h.parents:
+        s, e = p.metadata["start_index"], p.metadata["end_index"]
+        assert text[s:e] == p.page_content
+    covered = [False] * len(text)
+    for c in h.children:
+        assert text[c.start_index : c.end_index] == c.text
+        parent = parents[c.parent_id]
+        assert parent.metadata["start_index"] <= c.start_index
+        assert c.end_index <= parent.metadata["end_index"]
+        for i in range(c.start_index, c.end_index):
+            covered[i] = True
+    # Every non-whitespace character of the source is in some child.
+    missed = [i for i, ch in enumerate(text) if not covered[i] and not ch.isspace()]
+    assert not missed, f"characters not covered: {missed[:10]}"
+
+
+def test_repeated_line_gets_its_own_offsets() -> None:
+    # The issue's example: lines 2 and 3 are the same sentence; size 100, overlap 50.
+    line = "Prime the pump before the first start each spring."
+    text = f"Pump manual\n{line}\n{line}"
+    third = text.rindex(line)
+    assert split_spans(text, 100, 50) == [(0, third - 1), (third, len(text))]
+    _check_hierarchy(text, 100, 50)
+
+
+def test_repeated_table_rows_with_large_overlap_do_not_crash() -> None:
+    row = "| Name | ____________ | Date | ________ |\n"
+    text = "Form A-1\n" + row * 3 + "Signature: ________\n"
+    _check_hierarchy(text, 100, 80)
+
+
+def test_pieces_equal_the_library_splitter() -> None:
+    text = ("Same line here.\n" * 12) + "Last line."
+    for size, overlap in [(30, 10), (50, 40), (100, 50)]:
+        ref = RecursiveCharacterTextSplitter(
+            chunk_size=size,
+            chunk_overlap=overlap,
+            separators=CHILD_SEPARATORS,
+            keep_separator="end",
+            strip_whitespace=True,
+        ).split_text(text)
+        assert [text[s:e] for s, e in split_spans(text, size, overlap)] == ref
+
+
+_alphabet = st.sampled_from([*"ab .,;!?\n\r\t", "\x00", "\x07", "é", "😀", "ש", "\u200b"])
+_line = st.text(alphabet=_alphabet, max_size=60) | st.sampled_from(
+    ["The same sentence again.", "| a | b |", "", "x" * 300]
+)
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> str:
+    lines = draw(st.lists(_line, max_size=25))
+    if lines and draw(st.booleans()):  # repeated text
+        lines = lines + lines[: draw(st.integers(1, len(lines)))]
+    return "\n".join(lines)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=_documents(),
+    size=st.integers(20, 400),
+    overlap_frac=st.floats(0, 0.95),
+    threshold=st.sampled_from([16000, 200, 60]),
+)
+def test_hierarchy_offsets_property(
+    text: str, size: int, overlap_frac: float, threshold: int
+) -> None:
+    overlap = min(int(size * overlap_frac), size - 1)
+    _check_hierarchy(text, size, overlap, threshold)

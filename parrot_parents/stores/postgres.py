@@ -10,13 +10,12 @@ from typing import Any
 from langchain_core.documents import Document
 from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.engine import make_engine, store_errors
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent
 from parrot_parents.stores.results import SearchResult
@@ -133,8 +132,7 @@ class PgVectorStore(AbstractStore):
             if self._engine is not None:
                 return self
             dimension = await asyncio.to_thread(lambda: self.dimension)
-            raw_dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-            engine = create_async_engine(to_async_dsn(raw_dsn), **self._engine_kwargs)
+            engine = await make_engine(self._dsn, **self._engine_kwargs)
             try:
                 await create_extension(engine)
                 self._table = collection_table(
@@ -144,7 +142,7 @@ class PgVectorStore(AbstractStore):
                     metadata=MetaData(),
                     hnsw=self.hnsw,
                 )
-                async with engine.begin() as conn:
+                async with store_errors(f"preparing {self.qualified_name}"), engine.begin() as conn:
                     if self.create:
                         await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
                         await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
@@ -263,22 +261,39 @@ class PgVectorStore(AbstractStore):
                 "cmetadata": stmt.excluded.cmetadata,
             },
         )
-        try:
-            async with engine.begin() as conn:
-                if replace_document_id is not None:
-                    await conn.execute(
-                        delete(table).where(meta_field(table, "document_id") == replace_document_id)
-                    )
-                if rows:
-                    # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
-                    await conn.execute(stmt, rows)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"write to {self.qualified_name} failed: {exc.orig or exc}") from exc
+        document_ids = sorted({r["cmetadata"]["document_id"] for r in rows})
+        if replace_document_id is not None:
+            document_ids = [replace_document_id]
+        async with store_errors(f"write to {self.qualified_name}"), engine.begin() as conn:
+            await self._lock_documents(conn, document_ids)
+            if replace_document_id is not None:
+                await conn.execute(
+                    delete(table).where(meta_field(table, "document_id") == replace_document_id)
+                )
+            if rows:
+                # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
+                await conn.execute(stmt, rows)
+
+    async def _lock_documents(self, conn: Any, document_ids: Sequence[str]) -> None:
+        """Serialise the writers of each document: a transaction-level advisory lock.
+
+        Keyed on ``(hashtext(schema.table), hashtext(document_id))``; held until the
+        transaction ends. Without it two concurrent ``replace_document`` calls each delete
+        nothing the other has committed yet, and both versions stay. Ids are locked in
+        sorted order, so two writers of the same documents cannot deadlock. A hash
+        collision only makes two writers wait for each other, never lose data.
+        """
+        for document_id in sorted(set(document_ids)):
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:t), hashtext(:d))"),
+                {"t": self.qualified_name, "d": str(document_id)},
+            )
 
     async def delete(self, document_id: str) -> int:
         """Remove every row (parents and children) of a source document, in one statement."""
         engine, table = await self._ready()
-        async with engine.begin() as conn:
+        async with store_errors(f"delete from {self.qualified_name}"), engine.begin() as conn:
+            await self._lock_documents(conn, [str(document_id)])
             result = await conn.execute(
                 delete(table).where(meta_field(table, "document_id") == str(document_id))
             )
@@ -287,7 +302,7 @@ class PgVectorStore(AbstractStore):
     async def drop(self) -> None:
         """Drop the collection's table (tests and ``eval`` use throwaway collections)."""
         engine, table = await self._ready()
-        async with engine.begin() as conn:
+        async with store_errors(f"drop {self.qualified_name}"), engine.begin() as conn:
             await conn.run_sync(table.drop, checkfirst=True)
 
     # -- reads -------------------------------------------------------------------------
@@ -351,7 +366,7 @@ class PgVectorStore(AbstractStore):
             stmt = stmt.where(table.c.cmetadata.contains(filter))
         stmt = stmt.order_by(distance).limit(limit)
         opts = self.search_options
-        async with engine.begin() as conn:
+        async with store_errors(f"search in {self.qualified_name}"), engine.begin() as conn:
             # SET LOCAL semantics (is_local=true): the settings live exactly as long as this
             # transaction, which also runs the query, so they take effect and never leak.
             await conn.execute(
@@ -420,10 +435,11 @@ class PgVectorStore(AbstractStore):
         )
         return await self._grouped(engine, stmt, "document_id")
 
-    @staticmethod
-    async def _grouped(engine: AsyncEngine, stmt: Any, key: str) -> dict[str, list[SearchResult]]:
+    async def _grouped(
+        self, engine: AsyncEngine, stmt: Any, key: str
+    ) -> dict[str, list[SearchResult]]:
         """Run ``stmt`` (id, document, cmetadata) and group the rows by a metadata key."""
-        async with engine.connect() as conn:
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         out: dict[str, list[SearchResult]] = defaultdict(list)
         for r in rows:
@@ -447,7 +463,7 @@ class PgVectorStore(AbstractStore):
             .where(doc_key.in_(ids))
             .distinct()
         )
-        async with engine.connect() as conn:
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         out: dict[str, set[str]] = {}
         for r in rows:
@@ -462,7 +478,7 @@ class PgVectorStore(AbstractStore):
         stmt = select(func.count()).select_from(table)
         if not include_parents:
             stmt = stmt.where(text(CHILD_PREDICATE))
-        async with engine.connect() as conn:
+        async with store_errors(f"count {self.qualified_name}"), engine.connect() as conn:
             return int((await conn.execute(stmt)).scalar_one())
 
 

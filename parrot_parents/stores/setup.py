@@ -37,11 +37,10 @@ async def create_extension(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     except (OSError, SQLAlchemyError) as exc:
-        if isinstance(exc, OSError) or isinstance(getattr(exc, "orig", None), OSError):
-            raise StoreError(
-                f"cannot connect to the database: {type(getattr(exc, 'orig', exc)).__name__}",
-                hint="check the DSN and that the server is running",
-            ) from exc
+        from parrot_parents.stores.engine import _is_unreachable, store_error
+
+        if _is_unreachable(exc):
+            raise store_error(exc, "connecting to the database") from exc
         raise StoreError(
             f"cannot prepare the pgvector extension: {exc.__class__.__name__}",
             hint="the server needs pgvector >= 0.8 installed",

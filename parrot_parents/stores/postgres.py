@@ -16,6 +16,7 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.engine import make_engine, store_errors
+from parrot_parents.stores.filters import compile_filter, validate_filter
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.markers import CHILD_PREDICATE, is_parent
 from parrot_parents.stores.results import SearchResult
@@ -324,16 +325,23 @@ class PgVectorStore(AbstractStore):
             include_parents: also return rows marked as parents (legacy behaviour).
                 Default False applies the spec's legacy-compatible predicate: marked
                 children and rows without any marker are returned, parents are not.
-            filter: JSON containment filter on ``cmetadata`` (``cmetadata @> filter``),
-                e.g. ``{"document_id": "handbook"}``.
+            filter: metadata filter in the langchain-postgres language, applied in SQL:
+                plain values are JSON containment (``{"document_id": "handbook"}``, served
+                by the GIN index), operators ``$eq $ne $lt $lte $gt $gte $in $nin
+                $between $exists $like $ilike $and $or $not`` (see
+                :mod:`parrot_parents.stores.filters`).
 
         Returns:
             :class:`SearchResult` rows with ``score`` (cosine similarity, higher is better)
             and ``distance`` (cosine distance, lower is better).
 
         Raises:
-            ConfigurationError: ``limit`` out of range or ``filter`` not a dict.
+            ConfigurationError: ``limit`` out of range, or a bad ``filter`` (an unknown
+                operator, NaN/Infinity, a NUL character: the key is named).
+            StoreError: the database failed or is unavailable (``unavailable=True``).
         """
+        if isinstance(filter, dict) and filter:
+            validate_filter(filter)  # a bad filter fails before the model runs
         vector = await self.embedding.aembed_query(query)
         return await self.similarity_search_by_vector(
             vector, limit=limit, include_parents=include_parents, filter=filter
@@ -351,6 +359,8 @@ class PgVectorStore(AbstractStore):
             raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
         if filter is not None and not isinstance(filter, dict):
             raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
+        if filter:
+            validate_filter(filter)  # before any model or SQL work
         if len(vector) != self.dimension:
             raise ConfigurationError(
                 f"query vector has {len(vector)} values, expected {self.dimension}"
@@ -363,7 +373,7 @@ class PgVectorStore(AbstractStore):
         if not include_parents:
             stmt = stmt.where(text(CHILD_PREDICATE))
         if filter:
-            stmt = stmt.where(table.c.cmetadata.contains(filter))
+            stmt = stmt.where(compile_filter(table.c.cmetadata, filter))
         stmt = stmt.order_by(distance).limit(limit)
         opts = self.search_options
         async with store_errors(f"search in {self.qualified_name}"), engine.begin() as conn:

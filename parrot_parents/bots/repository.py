@@ -29,11 +29,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.bots.config import BotSettings, apply_changes, validate_bot
 from parrot_parents.bots.registry import Registries
 from parrot_parents.errors import BotConfigError, BotNotFoundError, StoreError
+from parrot_parents.stores.engine import make_engine, store_error
 from parrot_parents.stores.identifiers import validate_identifier
 
 __all__ = ["BotRepository", "bots_table"]
@@ -71,8 +72,16 @@ def _db_error(exc: SQLAlchemyError, bot: str | None) -> Exception:
     if code in ("23514", "23502"):
         return BotConfigError(bot, [("", f"rejected by the database constraint {constraint!r}")])
     if code == "42P01":
-        return StoreError("the bots table does not exist", hint="run `parrot-parents migrate`")
-    return StoreError(f"the bots table could not be accessed ({type(cause or exc).__name__})")
+        return StoreError(
+            "the bots table does not exist", hint="run `parrot-parents migrate`", sqlstate=code
+        )
+    return store_error(exc, "access to the bots table")
+
+
+def _check_name(name: str) -> None:
+    """A name PostgreSQL cannot even store (NUL) names no bot: 404, not a database error."""
+    if not isinstance(name, str) or "\x00" in name:
+        raise BotNotFoundError(str(name).replace("\x00", "\\x00"))
 
 
 class BotRepository:
@@ -110,11 +119,7 @@ class BotRepository:
         """The engine, created on first use."""
         async with self._lock:
             if self._engine is None:
-                from parrot_parents.stores.embedded import resolve_dsn
-                from parrot_parents.stores.postgres import to_async_dsn
-
-                dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-                self._engine = create_async_engine(to_async_dsn(dsn), pool_pre_ping=True)
+                self._engine = await make_engine(self._dsn)
             return self._engine
 
     async def close(self) -> None:
@@ -143,10 +148,7 @@ class BotRepository:
         except SQLAlchemyError as exc:
             raise _db_error(exc, bot) from exc
         except OSError as exc:  # refused or reset before the driver wrapped it
-            raise StoreError(
-                f"the database cannot be reached ({type(exc).__name__})",
-                hint="check the DSN and that the server is up",
-            ) from exc
+            raise store_error(exc, "reading the bots table") from exc
 
     async def list_rows(self, *, include_disabled: bool = True) -> list[dict[str, Any]]:
         """Raw rows (not validated, so that bad ones can be shown), ordered by name."""
@@ -162,6 +164,7 @@ class BotRepository:
 
     async def get_row(self, name: str) -> dict[str, Any]:
         """The raw row of ``name``. Raises :class:`BotNotFoundError`."""
+        _check_name(name)
         t = self.table
 
         async def go(conn: AsyncConnection) -> dict[str, Any] | None:
@@ -206,6 +209,7 @@ class BotRepository:
         The row is locked while it is read and written, so concurrent updates of one bot
         apply one after the other. Raises BotNotFoundError, BotConfigError.
         """
+        _check_name(name)
         t = self.table
 
         async def go(conn: AsyncConnection) -> BotSettings:
@@ -243,6 +247,7 @@ class BotRepository:
 
     async def delete(self, name: str) -> None:
         """Remove ``name``. Raises BotNotFoundError."""
+        _check_name(name)
         t = self.table
 
         async def go(conn: AsyncConnection) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from parrot_parents.cli.common import add_store_options, make_store, print_json
 
@@ -29,14 +30,45 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--mode", default=None, help="expansion mode: parent (default), auto_merge:T or window:N"
     )
+    p.add_argument(
+        "--filter",
+        default=None,
+        metavar="JSON",
+        help='metadata filter, e.g. \'{"year": {"$gte": 2022}}\' (langchain-postgres '
+        "operators: $eq $ne $lt $lte $gt $gte $in $nin $between $exists $like $ilike "
+        "$and $or $not)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
+
+
+def parse_filter(raw: str | None) -> dict[str, Any] | None:
+    """``--filter`` as a checked filter dict (None when not given).
+
+    Raises:
+        ConfigurationError: not strict JSON, not an object, or an invalid filter.
+    """
+    if raw is None:
+        return None
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.filters import validate_filter
+    from parrot_parents.strict_json import InvalidJSON, loads_strict
+
+    try:
+        value = loads_strict(raw)
+    except InvalidJSON as exc:
+        raise ConfigurationError(f"--filter is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigurationError("--filter must be a JSON object")
+    validate_filter(value)
+    return value
 
 
 async def run(args: argparse.Namespace) -> int:
     from parrot_parents.bots.chatbot import Chatbot
     from parrot_parents.stores.parents.in_table import InTableParentSearcher
 
+    flt = parse_filter(args.filter)
     store = make_store(args, create=False)
     bot = Chatbot(
         store=store,
@@ -49,6 +81,7 @@ async def run(args: argparse.Namespace) -> int:
             limit=args.limit,
             budget=args.budget,
             mode=args.mode,
+            filter=flt,
         )
     finally:
         await bot.close()

@@ -7,21 +7,47 @@ with a 400 whose ``details`` name each bad key.
 
 from __future__ import annotations
 
-import json
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from parrot_parents.bots.config import parse_expansion_mode, validation_problems
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.filters import validate_filter
+from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
 
 M = TypeVar("M", bound=BaseModel)
 
-#: JSON scalar allowed as a metadata filter value.
+
+#: JSON scalar allowed as a plain (equality) metadata filter value.
 Scalar = str | int | float | bool
+
+
+def _operators_or_filter(value: dict[str, Any]) -> dict[str, Any]:
+    """A nested object must be operators (``{"$gte": 2022}``) or a nested filter."""
+    if any(str(k).startswith("$") for k in value) or any(
+        isinstance(v, dict | list) for v in value.values()
+    ):
+        return value
+    raise ValueError(
+        "a nested object must hold operators such as {'$gte': 2022}; "
+        "write {'$not': [{...}]} to negate a plain filter"
+    )
+
+
+#: A filter value over HTTP: a scalar (equality), an operator object, or a list
+#: (``$and``/``$or``/``$not``). Checked in full by :func:`validate_filter`.
+FilterValue = Scalar | Annotated[dict[str, Any], AfterValidator(_operators_or_filter)] | list[Any]
 
 
 class BadRequest(Exception):
@@ -42,8 +68,11 @@ class ContextRequest(BaseModel):
     question: str = Field(min_length=1, max_length=4000, description="the user's question")
     expand_to_parent: bool | None = Field(None, description="fold hits into their parents")
     limit: int | None = Field(None, ge=1, le=100, description="children kept after rerank")
-    filter: dict[str, Scalar] | None = Field(
-        None, max_length=20, description="metadata containment filter, e.g. {'source': 'x.md'}"
+    filter: dict[str, FilterValue] | None = Field(
+        None,
+        max_length=20,
+        description="metadata filter (langchain-postgres operators), e.g. "
+        "{'source': 'x.md'} or {'year': {'$gte': 2022}}",
     )
     rerank_candidates: int | None = Field(
         None, ge=1, le=1000, description="children searched before reranking"
@@ -58,6 +87,16 @@ class ContextRequest(BaseModel):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
+        return value
+
+    @field_validator("filter")
+    @classmethod
+    def _filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            try:
+                validate_filter(value)
+            except ConfigurationError as exc:
+                raise ValueError(exc.message) from None
         return value
 
     @field_validator("mode")
@@ -92,14 +131,7 @@ async def read_body(request: web.Request, model: type[M]) -> M:
     raw = await request.read()
     if not raw.strip():
         raise BadRequest("the body must be a JSON object; it is empty")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise BadRequest("the body is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise BadRequest(
-            f"the body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+    data = _parse(raw)
     if not isinstance(data, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
     try:
@@ -118,10 +150,30 @@ async def read_object(request: web.Request) -> dict[str, Any]:
         BadRequest: empty, not JSON, or not an object.
     """
     raw = await request.read()
-    try:
-        data = json.loads(raw) if raw.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadRequest("the body is not valid JSON") from None
+    data = _parse(raw) if raw.strip() else None
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")
+    return data
+
+
+def _parse(raw: bytes) -> Any:
+    """Strict JSON (no NaN/Infinity, no huge numbers, bounded nesting), no NUL anywhere.
+
+    Raises:
+        BadRequest: "the body is not valid JSON: ..." or a NUL in a named key.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the body is not UTF-8 text") from None
+    try:
+        data = loads_strict(text)
+    except InvalidJSON as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}") from None
+    where = find_nul(data)
+    if where is not None:
+        raise BadRequest(
+            f"invalid body: {where}: must not contain NUL characters",
+            [{"key": where, "message": "must not contain NUL characters"}],
+        )
     return data

@@ -9,7 +9,14 @@ from typing import Literal
 
 from parrot_parents.errors import DocumentReadError
 
-__all__ = ["SUPPORTED_SUFFIXES", "Discovery", "ReadResult", "discover_files", "read_text_file"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "Discovery",
+    "ReadResult",
+    "discover_files",
+    "read_text_file",
+    "utf8_name",
+]
 
 SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 
@@ -67,6 +74,21 @@ def read_text_file(path: str | Path, *, on_bad_bytes: OnBadBytes = "error") -> R
         warnings.append(f"{text.count(chr(0))} NUL bytes removed")
         text = text.replace("\x00", "")
     return ReadResult(p, text, tuple(warnings))
+
+
+def utf8_name(name: str) -> tuple[str, bool]:
+    r"""A file name or path as valid UTF-8 text, and whether it had to be changed.
+
+    On POSIX a name that is not valid UTF-8 arrives with surrogate escapes
+    (``"caf\udce9.md"``), which neither PostgreSQL nor JSON can store; its bad bytes are
+    written as ``\xNN`` instead (``caf\xe9.md``), so the same file always gets the same id.
+    """
+    try:
+        name.encode("utf-8")
+        return name, False
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace"), True
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
 )
-from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file
+from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file, utf8_name
 from parrot_parents.stores.abstract import AbstractStore
 
 __all__ = ["TextLoader"]
@@ -63,21 +63,27 @@ class TextLoader(AbstractLoader):
         for path, reason in found.skipped.items():
             self.report.warnings.setdefault(path, []).append(f"skipped: {reason}")
         self.report.failed.update(found.conflicts)
-        for path, document_id in found.files:
+        for path, raw_id in found.files:
+            document_id, renamed = utf8_name(raw_id)
+            if renamed:
+                self.report.warnings.setdefault(utf8_name(str(path))[0], []).append(
+                    f"the file name is not valid UTF-8; stored as document {document_id!r}"
+                )
             try:
                 result = read_text_file(path, on_bad_bytes=self.on_bad_bytes)
             except DocumentReadError as exc:
-                self.report.failed[str(path)] = exc.reason
+                self.report.failed[utf8_name(str(path))[0]] = exc.reason
                 continue
+            source = utf8_name(str(path))[0]
             if result.warnings:
-                self.report.warnings[str(path)] = list(result.warnings)
+                self.report.warnings.setdefault(source, []).extend(result.warnings)
             if not result.text.strip():
-                self.report.warnings.setdefault(str(path), []).append("empty file skipped")
+                self.report.warnings.setdefault(source, []).append("empty file skipped")
                 continue
             docs.append(
                 Document(
                     page_content=result.text,
-                    metadata={"document_id": document_id, "source": str(path)},
+                    metadata={"document_id": document_id, "source": source},
                 )
             )
         return docs
@@ -96,6 +102,7 @@ class TextLoader(AbstractLoader):
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
         docs = self.load()
+        failed_before = set(self.report.failed)
         rows = await self.chunk_documents(
             docs,
             vector_store=vector_store,
@@ -104,7 +111,7 @@ class TextLoader(AbstractLoader):
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
         )
-        self.report.documents += len(docs)
+        self.report.documents += len(docs) - len(set(self.report.failed) - failed_before)
         for row in rows:
             if row.metadata.get("is_chunk"):
                 self.report.children += 1

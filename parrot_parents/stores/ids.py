@@ -24,7 +24,8 @@ def make_row_id(document_id: str, kind: str, start: int, end: int) -> str:
 
 def content_document_id(text: str) -> str:
     """A stable document id for text that arrived without one (sha256 prefix)."""
-    return "sha256-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    # surrogatepass: a lone surrogate must not crash the id of a text (it is reported later)
+    return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def row_id_for(content: str, metadata: dict[str, Any]) -> str:
@@ -34,5 +35,5 @@ def row_id_for(content: str, metadata: dict[str, Any]) -> str:
     start, end = metadata.get("start_index"), metadata.get("end_index")
     if isinstance(start, int) and isinstance(end, int):
         return make_row_id(document_id, kind, start, end)
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{document_id}#{_TAGS.get(kind, kind)}:h{digest}:{metadata.get('chunk_index', 0)}"

@@ -155,6 +155,9 @@ class AbstractLoader(ABC):
             except ConfigurationError as exc:
                 self.report.failed[name] = str(exc)
                 continue
+            except Exception as exc:  # a splitter or metadata surprise fails this one only
+                self.report.failed[name] = f"{type(exc).__name__}: {exc}"
+                continue
             if cleaned:
                 self.report.warnings.setdefault(name, []).extend(cleaned)
             names[hierarchy.document_id] = name
@@ -233,6 +236,24 @@ class AbstractLoader(ABC):
                     f"replaced document {h.document_id!r} previously ingested from "
                     f"{', '.join(sorted(old))}"
                 )
+        by_content = getattr(store, "documents_with_content", None)
+        if by_content is None:
+            return
+        digests = {h.document_id: _digest(h) for h in batch}
+        found = await by_content([d for d in digests.values() if d])
+        for h in batch:
+            others = found.get(digests[h.document_id] or "", set()) - {h.document_id}
+            if others:
+                name = sources.get(h.document_id) or h.document_id
+                self.report.warnings.setdefault(str(name), []).append(
+                    f"the same content is already stored as document(s) "
+                    f"{', '.join(repr(o) for o in sorted(others))}; give stable ids with "
+                    "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy"
+                )
+
+
+def _digest(h: DocumentHierarchy) -> str | None:
+    return str(h.parents[0].metadata.get("content_sha256")) if h.parents else None
 
 
 def _name(doc: Document, index: int) -> str:

@@ -29,7 +29,7 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
 from parrot_parents.loaders.chunk_info import ChunkInfo
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
-from parrot_parents.stores.ids import make_row_id
+from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
 
 __all__ = ["DocumentHierarchy", "LateChunkingProcessor", "validate_parent_sizes"]
@@ -162,6 +162,9 @@ class LateChunkingProcessor:
             spans = [(0, len(document_text))]
             kind = "parent"
         seen_children: set[tuple[int, int]] = set()
+        # Parents carry the hash of the whole document, so that the same content stored
+        # under another id can be found (GIN containment) and reported.
+        digest = content_sha256(document_text)
         for parent_index, (p_start, p_end) in enumerate(spans):
             parent_id = make_row_id(document_id, kind, p_start, p_end)
             meta = {
@@ -171,6 +174,7 @@ class LateChunkingProcessor:
                 "end_index": p_end,
                 "is_chunk": False,
             }
+            meta["content_sha256"] = digest
             if three:
                 meta["document_type"] = PARENT_CHUNK
             else:
@@ -358,5 +362,6 @@ _RESERVED = frozenset(
         "start_index",
         "end_index",
         "document_id",
+        "content_sha256",
     }
 )

@@ -28,6 +28,10 @@ class TextLoader(AbstractLoader):
         paths: files and/or directories; optional (``load`` then returns ``[]``).
         on_bad_bytes: ``"error"`` (default) reports a file with invalid UTF-8 or NUL bytes
             as failed and goes on with the others; ``"replace"`` cleans it and reports it.
+        root: ids are paths relative to this directory, however ``paths`` are spelled
+            (stable identity; see :func:`~parrot_parents.loaders.readers.discover_files`).
+        id_prefix: a prefix for every id, replacing the root-name prefix added when
+            several paths are given.
         child_chunk_size, child_chunk_overlap, late_chunking, embedding: see
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
     """
@@ -37,6 +41,8 @@ class TextLoader(AbstractLoader):
         paths: Sequence[str | Path] | str | Path | None = None,
         *,
         on_bad_bytes: OnBadBytes = "error",
+        root: str | Path | None = None,
+        id_prefix: str | None = None,
         child_chunk_size: int = 400,
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
@@ -55,11 +61,13 @@ class TextLoader(AbstractLoader):
         else:
             self.paths = list(paths)
         self.on_bad_bytes = on_bad_bytes
+        self.root = root
+        self.id_prefix = id_prefix
 
     def load(self) -> list[Document]:
         """Read every file; a bad file lands in ``self.report.failed``, the rest load."""
         docs: list[Document] = []
-        found = discover_files(self.paths)
+        found = discover_files(self.paths, root=self.root, id_prefix=self.id_prefix)
         for path, reason in found.skipped.items():
             self.report.warnings.setdefault(path, []).append(f"skipped: {reason}")
         self.report.failed.update(found.conflicts)

@@ -12,7 +12,7 @@ from typing import Any
 
 from parrot_parents.stores.markers import row_kind
 
-__all__ = ["content_document_id", "make_row_id", "row_id_for"]
+__all__ = ["content_document_id", "content_sha256", "make_row_id", "row_id_for"]
 
 _TAGS = {"child": "c", "parent": "doc", "parent_chunk": "p"}
 
@@ -20,6 +20,11 @@ _TAGS = {"child": "c", "parent": "doc", "parent_chunk": "p"}
 def make_row_id(document_id: str, kind: str, start: int, end: int) -> str:
     """``"<document_id>#<tag>:<start>-<end>"``; tag is ``c``, ``p`` or ``doc``."""
     return f"{document_id}#{_TAGS.get(kind, kind)}:{start}-{end}"
+
+
+def content_sha256(text: str) -> str:
+    """Hex sha256 of a document's text (stored on its parents as ``content_sha256``)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def content_document_id(text: str) -> str:

@@ -482,6 +482,30 @@ class PgVectorStore(AbstractStore):
                 out[r.doc].add(r.source)
         return out
 
+    async def documents_with_content(self, digests: Sequence[str]) -> dict[str, set[str]]:
+        """``{content_sha256: {document_id, ...}}`` of stored documents with that content.
+
+        Parents carry the hash of their whole document (see the loaders); one statement,
+        served by the GIN index. Loaders use it to warn when a file is already stored under
+        another id (the same file reached by two spellings of its path).
+        """
+        wanted = list(dict.fromkeys(str(d) for d in digests))
+        if not wanted:
+            return {}
+        engine, table = await self._ready()
+        digest = table.c.cmetadata["content_sha256"].astext
+        stmt = (
+            select(digest.label("digest"), meta_field(table, "document_id").label("doc"))
+            .where(or_(*[table.c.cmetadata.contains({"content_sha256": d}) for d in wanted]))
+            .distinct()
+        )
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out: dict[str, set[str]] = {}
+        for r in rows:
+            out.setdefault(r.digest, set()).add(r.doc)
+        return out
+
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""
         engine, table = await self._ready()

@@ -101,3 +101,90 @@ def test_hierarchy_offsets_property(
 ) -> None:
     overlap = min(int(size * overlap_frac), size - 1)
     _check_hierarchy(text, size, overlap, threshold)
+
+
+_hostile = st.sampled_from(
+    [*"ab .,;!?\n\r\t", "\x00", "\x07", "\x1b", "\ud835", "é", "😀", "ש", "\u200b", "\x85"]
+)
+_hostile_line = st.text(alphabet=_hostile, max_size=50) | st.sampled_from(
+    ["Same line again.", "", "w" * 500, "## Empty section\n\n\n"]
+)
+_meta_value = st.one_of(
+    st.integers(-(2**40), 2**40),
+    st.text(max_size=10),
+    st.just(float("nan")),
+    st.just({"a", "b"}),
+    st.just("bad\x00value"),
+)
+
+
+@st.composite
+def _batches(draw: st.DrawFn) -> list[tuple[str, dict]]:
+    docs = []
+    for _ in range(draw(st.integers(1, 4))):
+        lines = draw(st.lists(_hostile_line, max_size=15))
+        if lines and draw(st.booleans()):
+            lines = lines * 2
+        meta = draw(st.dictionaries(st.sampled_from(["k", "year"]), _meta_value, max_size=2))
+        docs.append(("\n".join(lines), meta))
+    return docs
+
+
+def _meta_ok(meta: dict) -> bool:
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.values import normalize_metadata
+
+    try:
+        normalize_metadata(meta)
+    except ConfigurationError:
+        return False
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=_batches(), size=st.integers(20, 300), overlap_frac=st.floats(0, 0.9))
+async def test_loader_fuzz_loses_nothing_else_in_the_batch(
+    batch: list[tuple[str, dict]], size: int, overlap_frac: float
+) -> None:
+    # Random unicode with NUL, control characters and lone surrogates, huge lines, empty
+    # sections, repeated text, random sizes and metadata that is sometimes not JSON.
+    from langchain_core.documents import Document
+
+    from parrot_parents.loaders.text import TextLoader
+    from parrot_parents.stores.values import clean_text
+
+    overlap = min(int(size * overlap_frac), size - 1)
+    loader = TextLoader(
+        child_chunk_size=size,
+        child_chunk_overlap=overlap,
+        embedding=_NoModel(),  # type: ignore[arg-type]
+    )
+    docs = [
+        Document(page_content=text, metadata={**meta, "document_id": f"d{i}"})
+        for i, (text, meta) in enumerate(batch)
+    ]
+    rows = await loader.chunk_documents(docs, parent_chunk_threshold_tokens=400)
+    by_doc: dict[str, list[Document]] = {}
+    for r in rows:
+        by_doc.setdefault(r.metadata["document_id"], []).append(r)
+    for i, (text, meta) in enumerate(batch):
+        name = f"d{i}"
+        if not _meta_ok(meta):
+            assert name in loader.report.failed and name not in by_doc
+            continue
+        assert name not in loader.report.failed
+        cleaned = clean_text(text)[0]
+        assert len(cleaned) == len(text)  # offsets into the caller's text stay valid
+        assert (name in by_doc) == bool(cleaned.strip())
+        parents = {r.id: r for r in by_doc.get(name, []) if not r.metadata["is_chunk"]}
+        covered = [False] * len(cleaned)
+        for r in by_doc.get(name, []):
+            s, e = r.metadata["start_index"], r.metadata["end_index"]
+            assert cleaned[s:e] == r.page_content
+            assert "\x00" not in r.page_content
+            if r.metadata["is_chunk"]:
+                p = parents[r.metadata["parent_document_id"]]
+                assert p.metadata["start_index"] <= s and e <= p.metadata["end_index"]
+                for j in range(s, e):
+                    covered[j] = True
+        assert all(covered[j] or ch.isspace() for j, ch in enumerate(cleaned))

@@ -72,7 +72,9 @@ class PackResult:
     """Packed passages and what packing did (reported in ``meta["packing"]``).
 
     ``substituted``: wider passages handed over as windows of their hits;
-    ``truncated``: passages cut to fit; ``cut``: passages left out entirely.
+    ``truncated``: passages cut to fit; ``cut``: passages left out entirely, and every
+    hit that is in no returned passage (a hit of a parent whose window could not reach
+    it). Each hit is either in some passage's ``child_ids`` or in ``cut``.
     """
 
     passages: list[Passage]

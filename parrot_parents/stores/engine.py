@@ -27,6 +27,7 @@ from parrot_parents.stores.setup import to_async_dsn
 
 __all__ = [
     "UNAVAILABLE_SQLSTATE_CLASSES",
+    "is_unavailable",
     "make_engine",
     "sqlstate_of",
     "store_error",
@@ -68,8 +69,11 @@ def sqlstate_of(exc: BaseException) -> str | None:
     return None
 
 
-def _is_unreachable(exc: BaseException) -> bool:
-    """The server is gone or unreachable (by exception class and SQLSTATE only)."""
+def is_unavailable(exc: BaseException) -> bool:
+    """True when ``exc`` means the server is gone or unreachable: an ``OSError`` (refused,
+    socket file missing, reset), a timeout, an invalidated connection, SQLSTATE class 08,
+    53 or 57, or a driver interface error on a dropped connection. Decided by exception
+    class and SQLSTATE only."""
     if isinstance(exc, OSError | TimeoutError | ConnectionError):
         return True
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
@@ -115,7 +119,7 @@ def store_error(exc: BaseException, action: str) -> StoreError:
     if isinstance(exc, StoreError):
         return exc
     code = sqlstate_of(exc)
-    if _is_unreachable(exc):
+    if is_unavailable(exc):
         kind = type(getattr(getattr(exc, "orig", None), "__cause__", None) or exc).__name__
         return StoreError(
             f"{action} failed: the database is unavailable ({kind})",

@@ -37,9 +37,9 @@ async def create_extension(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     except (OSError, SQLAlchemyError) as exc:
-        from parrot_parents.stores.engine import _is_unreachable, store_error
+        from parrot_parents.stores.engine import is_unavailable, store_error
 
-        if _is_unreachable(exc):
+        if is_unavailable(exc):
             raise store_error(exc, "connecting to the database") from exc
         raise StoreError(
             f"cannot prepare the pgvector extension: {exc.__class__.__name__}",

@@ -57,9 +57,13 @@ def test_repeated_line_gets_its_own_offsets() -> None:
 
 
 def test_repeated_table_rows_with_large_overlap_do_not_crash() -> None:
-    row = "| Name | ____________ | Date | ________ |\n"
-    text = "Form A-1\n" + row * 3 + "Signature: ________\n"
+    # A short form whose row repeats three times, overlap 80: "splitter returned text not
+    # found in the source" before.
+    sig = "| Signature: ________________ |"
+    text = f"\n| Name | ________ | Date | ______ |\n{sig}\n{sig}\n{sig}\nSubmit to HR by Friday."
     _check_hierarchy(text, 100, 80)
+    spans = split_spans(text, 100, 80)
+    assert spans[-1][1] == len(text)
 
 
 def test_pieces_equal_the_library_splitter() -> None:

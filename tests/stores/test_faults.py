@@ -144,3 +144,16 @@ async def test_search_while_stopped_is_a_store_error_with_no_sql(own_server, emb
         assert "SELECT" not in str(info.value) and "[SQL" not in str(info.value)
     finally:
         await store.close()
+
+
+async def test_a_refused_statement_carries_its_sqlstate_and_no_sql(store: PgVectorStore) -> None:
+    from sqlalchemy import text
+
+    from parrot_parents.stores.engine import store_errors
+
+    with pytest.raises(StoreError) as info:
+        async with store_errors("dividing"), store.engine.connect() as conn:
+            await conn.execute(text("SELECT 1 / 0 AS secret_column"))
+    assert info.value.sqlstate == "22012" and not info.value.unavailable
+    assert "division by zero" in str(info.value)
+    assert "secret_column" not in str(info.value) and "SELECT" not in str(info.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError, StoreError
+from parrot_parents.errors import ConfigurationError, ModelLoadError, StoreError
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
@@ -24,6 +25,8 @@ from parrot_parents.stores.ids import content_document_id
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
 __all__ = ["AbstractLoader", "IngestReport"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -162,9 +165,12 @@ class AbstractLoader(ABC):
                 self.report.warnings.setdefault(name, []).extend(cleaned)
             names[hierarchy.document_id] = name
             hierarchies.append(hierarchy)
+        if progress is not None and len(hierarchies) < len(documents):
+            progress(len(documents) - len(hierarchies))  # refused: finished, not stored
         out: list[Document] = []
         for start in range(0, len(hierarchies), batch_documents):
             batch = hierarchies[start : start + batch_documents]
+            done = len(batch)
             if vector_store is not None:
                 await self._warn_on_replaced_sources(vector_store, batch, documents)
                 batch = await self._embed_isolated(batch, names)
@@ -182,7 +188,7 @@ class AbstractLoader(ABC):
             for h in batch:
                 out.extend(h.documents())
             if progress is not None:
-                progress(len(batch))
+                progress(done)
         self.report.windowed_children += self.processor.windowed_children
         self.processor.windowed_children = 0
         return out
@@ -195,13 +201,17 @@ class AbstractLoader(ABC):
         try:
             await self.processor.embed_hierarchies(batch)
             return batch
+        except ModelLoadError:
+            raise  # no document can be embedded: not a per-document failure
         except Exception:
-            if len(batch) == 1:
-                raise
+            if len(batch) > 1:
+                logger.info("embedding a batch failed; embedding its documents one by one")
         kept = []
         for h in batch:
             try:
                 await self.processor.embed_hierarchies([h])
+            except ModelLoadError:
+                raise
             except Exception as exc:  # one document's failure must not lose the others
                 self.report.failed[names[h.document_id]] = (
                     f"embedding failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"

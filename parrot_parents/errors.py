@@ -60,7 +60,26 @@ class SchemaMismatchError(ParrotParentsError):
 
 
 class StoreError(ParrotParentsError):
-    """The database could not be reached or refused an operation."""
+    """The database could not be reached or refused an operation.
+
+    Attributes:
+        sqlstate: the PostgreSQL SQLSTATE code of the failure (e.g. ``"22021"``), or None
+            when there is none (the server could not be reached at all).
+        unavailable: True when the server could not be reached or went away (an outage,
+            worth retrying later: HTTP 503), False when it refused the operation.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        sqlstate: str | None = None,
+        unavailable: bool = False,
+    ) -> None:
+        self.sqlstate = sqlstate
+        self.unavailable = unavailable
+        super().__init__(message, hint=hint)
 
 
 class LexicalIndexMissingError(StoreError):

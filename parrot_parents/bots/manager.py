@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,9 @@ class BotManager:
         table, schema: the bots table, default ``public.bots``.
         warm_up: load reranker models while loading bots (default True), so that a
             missing model makes that bot fail at load, not at its first query.
+        retry_failed_s: a bot that failed to load (e.g. its collection did not exist yet)
+            is tried again by :meth:`refresh` even when its row did not change, at most
+            once per this many seconds (default 1.0).
 
     Attributes:
         bots: ``{name: Chatbot}`` of the bots that loaded.
@@ -82,8 +86,11 @@ class BotManager:
         table: str = "bots",
         schema: str = "public",
         warm_up: bool = True,
+        retry_failed_s: float = 1.0,
     ) -> None:
         self.dsn = dsn
+        self.retry_failed_s = retry_failed_s
+        self._failed_at: dict[str, float] = {}
         self.registries = registries or default_registries()
         self.repository = BotRepository(dsn, table=table, schema=schema, registries=self.registries)
         self.warm_up = warm_up
@@ -149,7 +156,7 @@ class BotManager:
         for gone in [n for n in self._versions if n not in versions]:
             self._drop(gone, report)
         for bot_name, version in versions.items():
-            if self._versions.get(bot_name) == version:
+            if self._versions.get(bot_name) == version and not self._retry_due(bot_name):
                 report.unchanged.append(bot_name)
                 continue
             await self._load_one(bot_name, report)
@@ -159,6 +166,12 @@ class BotManager:
         for bot_name, reason in report.failed.items():
             logger.warning("bot %r not loaded: %s", bot_name, reason)
         return report
+
+    def _retry_due(self, name: str) -> bool:
+        """A failed bot is retried (its cause may be gone: a collection created since)."""
+        if name not in self.errors:
+            return False
+        return time.monotonic() - self._failed_at.get(name, 0.0) >= self.retry_failed_s
 
     def _drop(self, name: str, report: LoadReport) -> None:
         if self.bots.pop(name, None) is not None or self.errors.pop(name, None) is not None:
@@ -200,6 +213,7 @@ class BotManager:
     def _fail(self, name: str, reason: str, report: LoadReport) -> None:
         self.bots.pop(name, None)
         self.errors[name] = reason
+        self._failed_at[name] = time.monotonic()
         report.failed[name] = reason
 
     async def _store(self, settings: BotSettings) -> PgVectorStore:

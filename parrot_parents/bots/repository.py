@@ -30,11 +30,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.bots.settings import BotSettings, apply_changes, validate_bot
 from parrot_parents.errors import BotConfigError, BotNotFoundError, StoreError
 from parrot_parents.plugins import Registries
+from parrot_parents.stores.engine import make_engine, store_error
 from parrot_parents.stores.identifiers import validate_identifier
 
 __all__ = ["BotRepository", "bots_table"]
@@ -76,8 +77,16 @@ def _db_error(exc: SQLAlchemyError, bot: str | None) -> Exception:
     if code in ("23514", "23502"):
         return BotConfigError(bot, [("", f"rejected by the database constraint {constraint!r}")])
     if code == "42P01":
-        return StoreError("the bots table does not exist", hint="run `parrot-parents migrate`")
-    return StoreError(f"the bots table could not be accessed ({type(cause or exc).__name__})")
+        return StoreError(
+            "the bots table does not exist", hint="run `parrot-parents migrate`", sqlstate=code
+        )
+    return store_error(exc, "access to the bots table")
+
+
+def _check_name(name: str) -> None:
+    """A name PostgreSQL cannot even store (NUL) names no bot: 404, not a database error."""
+    if not isinstance(name, str) or "\x00" in name:
+        raise BotNotFoundError(str(name).replace("\x00", "\\x00"))
 
 
 class BotRepository:
@@ -115,11 +124,7 @@ class BotRepository:
         """The engine, created on first use."""
         async with self._lock:
             if self._engine is None:
-                from parrot_parents.stores.embedded import resolve_dsn
-                from parrot_parents.stores.postgres import to_async_dsn
-
-                dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-                self._engine = create_async_engine(to_async_dsn(dsn), pool_pre_ping=True)
+                self._engine = await make_engine(self._dsn)
             return self._engine
 
     async def close(self) -> None:
@@ -148,10 +153,7 @@ class BotRepository:
         except SQLAlchemyError as exc:
             raise _db_error(exc, bot) from exc
         except OSError as exc:  # refused or reset before the driver wrapped it
-            raise StoreError(
-                f"the database cannot be reached ({type(exc).__name__})",
-                hint="check the DSN and that the server is up",
-            ) from exc
+            raise store_error(exc, "reading the bots table") from exc
 
     async def list_rows(self, *, include_disabled: bool = True) -> list[dict[str, Any]]:
         """Raw rows (not validated, so that bad ones can be shown), ordered by name."""
@@ -167,6 +169,7 @@ class BotRepository:
 
     async def get_row(self, name: str) -> dict[str, Any]:
         """The raw row of ``name``. Raises :class:`BotNotFoundError`."""
+        _check_name(name)
         t = self.table
 
         async def go(conn: AsyncConnection) -> dict[str, Any] | None:
@@ -211,6 +214,7 @@ class BotRepository:
         The row is locked while it is read and written, so concurrent updates of one bot
         apply one after the other. Raises BotNotFoundError, BotConfigError.
         """
+        _check_name(name)
         t = self.table
 
         async def go(conn: AsyncConnection) -> BotSettings:
@@ -248,6 +252,7 @@ class BotRepository:
 
     async def delete(self, name: str) -> None:
         """Remove ``name``. Raises BotNotFoundError."""
+        _check_name(name)
         t = self.table
 
         async def go(conn: AsyncConnection) -> int:

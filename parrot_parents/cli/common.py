@@ -15,6 +15,7 @@ __all__ = [
     "add_retrieval_options",
     "add_store_options",
     "make_store",
+    "parse_filter",
     "print_json",
     "retrieval_overrides",
 ]
@@ -90,6 +91,14 @@ def add_retrieval_options(
         help="expansion mode: parent (default), auto_merge:T or window:N",
     )
     parser.add_argument(
+        "--filter",
+        default=None,
+        metavar="JSON",
+        help='metadata filter, e.g. \'{"year": {"$gte": 2022}}\' (langchain-postgres '
+        "operators: $eq $ne $lt $lte $gt $gte $in $nin $between $exists $like $ilike "
+        "$and $or $not)",
+    )
+    parser.add_argument(
         "--search-mode",
         default=None,
         help="how children are searched: dense, lexical (BM25) or hybrid (both, fused by "
@@ -122,7 +131,32 @@ def retrieval_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "dense_weight",
         "lexical_weight",
     )
-    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+    out = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+    if "filter" in out:
+        out["filter"] = parse_filter(out["filter"])
+    return out
+
+
+def parse_filter(raw: str | None) -> dict[str, Any] | None:
+    """``--filter`` as a checked filter dict (None when not given).
+
+    Raises:
+        ConfigurationError: not strict JSON, not an object, or an invalid filter.
+    """
+    if raw is None:
+        return None
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.filters import validate_filter
+    from parrot_parents.strict_json import InvalidJSON, loads_strict
+
+    try:
+        value = loads_strict(raw)
+    except InvalidJSON as exc:
+        raise ConfigurationError(f"--filter is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigurationError("--filter must be a JSON object")
+    validate_filter(value)
+    return value
 
 
 def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:

@@ -43,6 +43,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="error",
         help="files with invalid UTF-8 or NUL bytes: report as failed, or clean",
     )
+    p.add_argument(
+        "--root",
+        default=None,
+        metavar="DIR",
+        help="document ids are paths relative to DIR, however PATHs are spelled (stable "
+        "identity: `ingest A` and `ingest A B` then store A's files once)",
+    )
+    p.add_argument(
+        "--id-prefix",
+        default=None,
+        metavar="PREFIX",
+        help="prefix every document id with PREFIX (instead of the root folder's name that "
+        "is added when several PATHs are given)",
+    )
     p.set_defaults(func=run)
 
 
@@ -58,6 +72,8 @@ async def run(args: argparse.Namespace) -> int:
     loader = TextLoader(
         args.paths,
         on_bad_bytes=args.on_bad_bytes,
+        root=args.root,
+        id_prefix=args.id_prefix,
         child_chunk_size=args.child_size,
         child_chunk_overlap=args.child_overlap,
         embedding=store.embedding,
@@ -65,6 +81,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
+        failed_before = len(loader.report.failed)
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
             try:
                 rows = await loader.chunk_documents(
@@ -86,13 +103,20 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         await store.close()
     children = sum(1 for r in rows if r.metadata.get("is_chunk"))
+    stored = len(docs) - (len(loader.report.failed) - failed_before)
     print(
-        f"ingested {len(docs)} document(s) into {args.collection!r}: "
+        f"ingested {stored} document(s) into {args.collection!r}: "
         f"{len(rows) - children} parent row(s), {children} child row(s)"
     )
     for path, warnings in loader.report.warnings.items():
         for w in warnings:
             print(f"warning: {path}: {w}", file=sys.stderr)
+    if loader.report.windowed_children:
+        print(
+            f"note: {loader.report.windowed_children} child(ren) exceed the model's token "
+            "window and were embedded in overlapping windows",
+            file=sys.stderr,
+        )
     for path, reason in loader.report.failed.items():
         print(f"error: {path}: {reason}", file=sys.stderr)
     return 1 if loader.report.failed else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import ConfigurationError, ModelLoadError, StoreError
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
@@ -21,19 +23,29 @@ from parrot_parents.loaders.hierarchy import (
 )
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.ids import content_document_id
+from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
 __all__ = ["AbstractLoader", "IngestReport"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class IngestReport:
-    """What an ingestion did: documents written, rows, failures and warnings per source."""
+    """What an ingestion did: documents written, rows, failures and warnings per source.
+
+    ``failed`` maps a document (its source, else its id, else ``documents[i]``) to the
+    reason it was not stored; ``warnings`` lists what was cleaned or replaced;
+    ``windowed_children`` counts children longer than the model's window that were
+    embedded in overlapping windows (``late_chunking=False``) instead of being cut.
+    """
 
     documents: int = 0
     parents: int = 0
     children: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, list[str]] = field(default_factory=dict)
+    windowed_children: int = 0
 
 
 class AbstractLoader(ABC):
@@ -117,36 +129,100 @@ class AbstractLoader(ABC):
             Parents and children of all documents as ``Document``s (parents first per
             document); children carry ``is_chunk`` and ``parent_document_id``.
 
+        Every document is checked at the boundary, before any model or SQL work: text
+        with NUL, control characters or lone surrogates is cleaned (same length, so offsets
+        stay exact) and reported in ``self.report.warnings``; metadata must be JSON-able
+        (datetimes become ISO 8601); ids are at most 1024 bytes. A document that fails a
+        check, the model or the write is listed in ``self.report.failed`` with the reason,
+        and every other document of the call is still stored.
+
         Raises:
             ConfigurationError (``ValueError``): bad sizes, e.g. overlap >= size.
+            StoreError: the database is unavailable (``unavailable=True``).
         """
         validate_parent_sizes(
             parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
         )
-        hierarchies = [
-            self.processor.build_hierarchy(
-                doc.page_content,
-                _document_id(doc),
-                doc.metadata,
-                parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
-                parent_chunk_size_tokens=parent_chunk_size_tokens,
-                parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-            )
-            for doc in documents
-        ]
+        hierarchies: list[DocumentHierarchy] = []
+        names: dict[str, str] = {}
+        for i, doc in enumerate(documents):
+            name = _name(doc, i)
+            try:
+                text, cleaned = _checked(doc)
+                hierarchy = self.processor.build_hierarchy(
+                    text,
+                    check_document_id(_document_id(doc)),
+                    normalize_metadata(doc.metadata),
+                    parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
+                    parent_chunk_size_tokens=parent_chunk_size_tokens,
+                    parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+                )
+            except ConfigurationError as exc:
+                self.report.failed[name] = str(exc)
+                continue
+            except Exception as exc:  # a splitter or metadata surprise fails this one only
+                self.report.failed[name] = f"{type(exc).__name__}: {exc}"
+                continue
+            if cleaned:
+                self.report.warnings.setdefault(name, []).extend(cleaned)
+            names[hierarchy.document_id] = name
+            hierarchies.append(hierarchy)
+        if progress is not None and len(hierarchies) < len(documents):
+            progress(len(documents) - len(hierarchies))  # refused: finished, not stored
         out: list[Document] = []
         for start in range(0, len(hierarchies), batch_documents):
             batch = hierarchies[start : start + batch_documents]
+            done = len(batch)
             if vector_store is not None:
                 await self._warn_on_replaced_sources(vector_store, batch, documents)
-                await self.processor.embed_hierarchies(batch)
+                batch = await self._embed_isolated(batch, names)
+                written = []
                 for h in batch:
-                    await _write(vector_store, h)
+                    try:
+                        await _write(vector_store, h)
+                    except (ConfigurationError, StoreError) as exc:
+                        if isinstance(exc, StoreError) and exc.unavailable:
+                            raise  # an outage: the next documents would fail the same way
+                        self.report.failed[names[h.document_id]] = str(exc)
+                        continue
+                    written.append(h)
+                batch = written
             for h in batch:
                 out.extend(h.documents())
             if progress is not None:
-                progress(len(batch))
+                progress(done)
+        self.report.windowed_children += self.processor.windowed_children
+        self.processor.windowed_children = 0
         return out
+
+    async def _embed_isolated(
+        self, batch: list[DocumentHierarchy], names: dict[str, str]
+    ) -> list[DocumentHierarchy]:
+        """Embed the batch together; when that fails, embed each document alone, so that a
+        document the model cannot take fails alone (it is reported) and the others stay."""
+        try:
+            await self.processor.embed_hierarchies(batch)
+            return batch
+        except ModelLoadError:
+            raise  # no document can be embedded: not a per-document failure
+        except Exception:
+            if len(batch) > 1:
+                logger.info("embedding a batch failed; embedding its documents one by one")
+        kept = []
+        for h in batch:
+            try:
+                await self.processor.embed_hierarchies([h])
+            except ModelLoadError:
+                raise
+            except Exception as exc:  # one document's failure must not lose the others
+                self.report.failed[names[h.document_id]] = (
+                    f"embedding failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                    if str(exc)
+                    else f"embedding failed: {type(exc).__name__}"
+                )
+                continue
+            kept.append(h)
+        return kept
 
     async def _warn_on_replaced_sources(
         self,
@@ -159,7 +235,11 @@ class AbstractLoader(ABC):
         if lookup is None:
             return
         stored = await lookup([h.document_id for h in batch])
-        sources = {_document_id(d): (d.metadata or {}).get("source") for d in documents}
+        sources = {
+            _document_id(d): (d.metadata or {}).get("source")
+            for d in documents
+            if isinstance(d, Document)
+        }
         for h in batch:
             new = sources.get(h.document_id)
             old = stored.get(h.document_id, set()) - {new}
@@ -168,6 +248,40 @@ class AbstractLoader(ABC):
                     f"replaced document {h.document_id!r} previously ingested from "
                     f"{', '.join(sorted(old))}"
                 )
+        by_content = getattr(store, "documents_with_content", None)
+        if by_content is None:
+            return
+        digests = {h.document_id: _digest(h) for h in batch}
+        found = await by_content([d for d in digests.values() if d])
+        for h in batch:
+            others = found.get(digests[h.document_id] or "", set()) - {h.document_id}
+            if others:
+                name = sources.get(h.document_id) or h.document_id
+                self.report.warnings.setdefault(str(name), []).append(
+                    f"the same content is already stored as document(s) "
+                    f"{', '.join(repr(o) for o in sorted(others))}; give stable ids with "
+                    "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy"
+                )
+
+
+def _digest(h: DocumentHierarchy) -> str | None:
+    return str(h.parents[0].metadata.get("content_sha256")) if h.parents else None
+
+
+def _name(doc: Document, index: int) -> str:
+    """How a document is named in the report: its source, its id, or its position."""
+    meta = doc.metadata if isinstance(getattr(doc, "metadata", None), dict) else {}
+    for candidate in (meta.get("source"), meta.get("document_id"), getattr(doc, "id", None)):
+        if isinstance(candidate, str) and candidate:
+            return candidate.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"documents[{index}]"
+
+
+def _checked(doc: Any) -> tuple[str, list[str]]:
+    """The document's text, cleaned (:func:`clean_text`), and what was cleaned."""
+    if not isinstance(doc, Document):
+        raise ConfigurationError(f"expected a langchain Document, got {type(doc).__name__}")
+    return clean_text(doc.page_content)
 
 
 def _document_id(doc: Document) -> str:

@@ -18,6 +18,7 @@ is pooled from the token vectors inside its span, so it carries the parent's con
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +26,10 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError
+from parrot_parents.errors import ConfigurationError, ParrotParentsError
 from parrot_parents.loaders.chunk_info import ChunkInfo
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
-from parrot_parents.stores.ids import make_row_id
+from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
 
 __all__ = ["DocumentHierarchy", "LateChunkingProcessor", "validate_parent_sizes"]
@@ -120,6 +121,8 @@ class LateChunkingProcessor:
         self.embedding = embedding or SentenceTransformerEmbeddings()
         self.late_chunking = late_chunking
         self._late: Any = None
+        #: Children embedded in windows because they exceed the model's window (non-late).
+        self.windowed_children = 0
 
     # -- structure (pure) ------------------------------------------------------------
 
@@ -162,6 +165,9 @@ class LateChunkingProcessor:
             spans = [(0, len(document_text))]
             kind = "parent"
         seen_children: set[tuple[int, int]] = set()
+        # Parents carry the hash of the whole document, so that the same content stored
+        # under another id can be found (GIN containment) and reported.
+        digest = content_sha256(document_text)
         for parent_index, (p_start, p_end) in enumerate(spans):
             parent_id = make_row_id(document_id, kind, p_start, p_end)
             meta = {
@@ -171,6 +177,7 @@ class LateChunkingProcessor:
                 "end_index": p_end,
                 "is_chunk": False,
             }
+            meta["content_sha256"] = digest
             if three:
                 meta["document_type"] = PARENT_CHUNK
             else:
@@ -228,9 +235,7 @@ class LateChunkingProcessor:
         if not children:
             return
         if not self.late_chunking:
-            vectors = await self.embedding.aembed_documents([c.text for c in children])
-            for child, vector in zip(children, vectors, strict=True):
-                child.embedding = vector
+            await self._embed_each(children)
             return
         self.warm_up()
         items: list[tuple[str, list[tuple[int, int]]]] = []
@@ -255,6 +260,53 @@ class LateChunkingProcessor:
         for kids, vectors in zip(owners, results, strict=True):
             for child, vector in zip(kids, vectors, strict=True):
                 child.embedding = list(vector)
+
+    async def _embed_each(self, children: list[ChunkInfo]) -> None:
+        """Embed children one by one; a child longer than the model's window is embedded
+        in overlapping windows (its token vectors averaged, as late chunking does), never
+        cut silently. Counted in :attr:`windowed_children`.
+
+        Raises:
+            ConfigurationError: a child is too long and the model cannot be run in windows
+                (see :func:`~parrot_parents.embeddings.late_chunking.check_late_chunking_model`).
+        """
+        texts = [c.text for c in children]
+        long = set(await asyncio.to_thread(self._too_long, texts))
+        short = [i for i in range(len(children)) if i not in long]
+        vectors = await self.embedding.aembed_documents([texts[i] for i in short])
+        for i, vector in zip(short, vectors, strict=True):
+            children[i].embedding = vector
+        if not long:
+            return
+        try:
+            if self._late is None:
+                from parrot_parents.embeddings.late_chunking import LateChunkingEmbedder
+
+                late = LateChunkingEmbedder(self.embedding)
+                late.warm_up()
+                self._late = late
+        except (ValueError, ParrotParentsError) as exc:
+            raise ConfigurationError(
+                f"{len(long)} child(ren) exceed the model's token window and the model "
+                f"cannot embed them in windows: {exc}",
+                hint="use a smaller child_chunk_size",
+            ) from exc
+        order = sorted(long)
+        results = await self._late.aembed_spans([(texts[i], [(0, len(texts[i]))]) for i in order])
+        for i, spans in zip(order, results, strict=True):
+            children[i].embedding = list(spans[0])
+        self.windowed_children += len(order)
+
+    def _too_long(self, texts: list[str]) -> list[int]:
+        """Indices of the texts with more tokens (special ones included) than the model
+        reads at once (``max_seq_length``, 256 for all-MiniLM-L6-v2)."""
+        model = self.embedding.model
+        limit = getattr(model, "max_seq_length", None)
+        tokenizer = getattr(model, "tokenizer", None)
+        if not texts or not isinstance(limit, int) or tokenizer is None:
+            return []
+        ids = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)
+        return [i for i, row in enumerate(ids["input_ids"]) if len(row) > limit]
 
     # -- spec entry points ---------------------------------------------------------------
 
@@ -313,5 +365,6 @@ _RESERVED = frozenset(
         "start_index",
         "end_index",
         "document_id",
+        "content_sha256",
     }
 )

@@ -9,7 +9,14 @@ from typing import Literal
 
 from parrot_parents.errors import DocumentReadError
 
-__all__ = ["SUPPORTED_SUFFIXES", "Discovery", "ReadResult", "discover_files", "read_text_file"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "Discovery",
+    "ReadResult",
+    "discover_files",
+    "read_text_file",
+    "utf8_name",
+]
 
 SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
 
@@ -69,6 +76,29 @@ def read_text_file(path: str | Path, *, on_bad_bytes: OnBadBytes = "error") -> R
     return ReadResult(p, text, tuple(warnings))
 
 
+def utf8_name(name: str) -> tuple[str, bool]:
+    r"""A file name or path as valid UTF-8 text, and whether it had to be changed.
+
+    On POSIX a name that is not valid UTF-8 arrives with surrogate escapes
+    (``"caf\udce9.md"``), which neither PostgreSQL nor JSON can store; its bad bytes are
+    written as ``\xNN`` instead (``caf\xe9.md``), so the same file always gets the same id.
+    """
+    try:
+        name.encode("utf-8")
+        return name, False
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace"), True
+
+
+def _relative_to(f: Path, base: Path) -> str | None:
+    """``f``'s path relative to ``base`` (both resolved), or None when outside it."""
+    try:
+        return f.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Discovery:
     """Files found by :func:`discover_files` and what was left out, with reasons.
@@ -82,7 +112,12 @@ class Discovery:
     conflicts: dict[str, str]
 
 
-def discover_files(paths: Sequence[str | Path]) -> Discovery:
+def discover_files(
+    paths: Sequence[str | Path],
+    *,
+    root: str | Path | None = None,
+    id_prefix: str | None = None,
+) -> Discovery:
     """Expand files and directories into ``(file, document_id)`` pairs.
 
     A directory contributes its ``.txt``/``.md``/``.rst`` files recursively, skipping hidden
@@ -91,8 +126,17 @@ def discover_files(paths: Sequence[str | Path]) -> Discovery:
     roots, each id is prefixed by its root's name (``"d1/notes.md"``). A file named
     directly gets its file name as id, whatever its suffix.
 
-    Two files that would get the same id are never merged silently: the later one is
-    listed in ``conflicts`` with the reason.
+    The default ids depend on how the paths are spelled (one root or several). For ids
+    that never change, name them explicitly:
+
+    * ``root``: every id is the file's path relative to this directory, however the
+      paths are given (``ingest A`` and ``ingest A B`` with ``root="."`` both store
+      ``A/pump-manual.md``); a file outside ``root`` is a conflict.
+    * ``id_prefix``: every id is ``id_prefix`` followed by the path relative to the root
+      it was found under (no root name is added), e.g. ``"hr/"`` + ``"pump-manual.md"``.
+
+    Both can be combined (the prefix goes first). Two files that would get the same id are
+    never merged silently: the later one is listed in ``conflicts`` with the reason.
 
     Raises:
         DocumentReadError: a path that does not exist.
@@ -101,7 +145,10 @@ def discover_files(paths: Sequence[str | Path]) -> Discovery:
     skipped: dict[str, str] = {}
     conflicts: dict[str, str] = {}
     seen: dict[str, Path] = {}
-    several = len(paths) > 1
+    several = len(paths) > 1 and root is None and id_prefix is None
+    base = Path(root).resolve() if root is not None else None
+    if base is not None and not base.is_dir():
+        raise DocumentReadError(str(root), "the root is not a directory")
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
@@ -119,6 +166,17 @@ def discover_files(paths: Sequence[str | Path]) -> Discovery:
             found = [(root, root.name)]
         else:
             raise DocumentReadError(str(root), "no such file or directory")
+        if base is not None:
+            inside = []
+            for f, _ in found:
+                rel = _relative_to(f, base)
+                if rel is None:
+                    conflicts[str(f)] = f"outside the root {str(base)!r}"
+                else:
+                    inside.append((f, rel))
+            found = inside
+        if id_prefix:
+            found = [(f, id_prefix + doc_id) for f, doc_id in found]
         for f, doc_id in found:
             if doc_id in seen and seen[doc_id].resolve() != f.resolve():
                 conflicts[str(f)] = (

@@ -1,12 +1,15 @@
-"""Character-span splitting on sentence and word boundaries (langchain-text-splitters).
+"""Character-span splitting on sentence and word boundaries.
 
-The splitter returns strings; we recover each piece's exact character span in the source,
-so that every stored row satisfies ``source[start_index:end_index] == text``.
+The algorithm is langchain-text-splitters' ``RecursiveCharacterTextSplitter``
+(``keep_separator="end"``, ``strip_whitespace=True``), re-stated over ``(start, end)``
+offsets: every piece is a slice of the source by construction, so each stored row satisfies
+``source[start_index:end_index] == text`` even when the same sentence repeats. Pieces are
+never located afterwards with a text search (``str.find`` returns the first copy of a
+repeated line, not the one that was cut). The piece texts equal the library's; a property
+test checks it (tests/loaders/test_splitting_property.py).
 """
 
 from __future__ import annotations
-
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from parrot_parents.errors import ConfigurationError
 
@@ -16,6 +19,8 @@ __all__ = ["CHILD_SEPARATORS", "PARENT_SEPARATORS", "split_spans"]
 #: last resort (a "word" longer than the chunk size).
 CHILD_SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", ""]
 PARENT_SEPARATORS = ["\n\n", "\n", ". ", "? ", "! ", " ", ""]
+
+Span = tuple[int, int]
 
 
 def split_spans(
@@ -48,27 +53,87 @@ def split_spans(
         raise ConfigurationError(
             f"chunk_overlap must be in [0, chunk_size={chunk_size}), got {chunk_overlap!r}"
         )
-    splitter = RecursiveCharacterTextSplitter(
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
-        separators=separators or CHILD_SEPARATORS,
-        keep_separator="end",
-        strip_whitespace=True,
-    )
-    spans: list[tuple[int, int]] = []
-    cursor = 0
-    for piece in splitter.split_text(text):
-        if not piece:
-            continue
-        # Search from just after the previous piece's start: pieces are in order, and an
-        # overlapping piece starts inside its predecessor.
-        search_from = spans[-1][0] + 1 if spans else 0
-        start = text.find(piece, max(search_from, cursor - chunk_overlap))
-        if start < 0:
-            start = text.find(piece, search_from)
-        if start < 0:  # pragma: no cover - would be a splitter bug
-            raise RuntimeError(f"splitter returned text not found in the source: {piece[:40]!r}")
-        end = start + len(piece)
-        spans.append((start, end))
-        cursor = end
-    return spans
+    splitter = _SpanSplitter(text, chunk_size, chunk_overlap)
+    return splitter.split(0, len(text), list(separators or CHILD_SEPARATORS))
+
+
+class _SpanSplitter:
+    def __init__(self, text: str, size: int, overlap: int) -> None:
+        self.text, self.size, self.overlap = text, size, overlap
+
+    def _strip(self, start: int, end: int) -> Span | None:
+        t = self.text
+        while start < end and t[start].isspace():
+            start += 1
+        while end > start and t[end - 1].isspace():
+            end -= 1
+        return (start, end) if start < end else None
+
+    def _pieces(self, start: int, end: int, sep: str) -> list[Span]:
+        """Splits of ``text[start:end]`` at ``sep``, each keeping its separator at its end."""
+        if not sep:
+            return [(i, i + 1) for i in range(start, end)]
+        out: list[Span] = []
+        cur = start
+        while True:
+            hit = self.text.find(sep, cur, end)
+            if hit < 0:
+                break
+            out.append((cur, hit + len(sep)))
+            cur = hit + len(sep)
+        out.append((cur, end))
+        return [(s, e) for s, e in out if e > s]
+
+    def split(self, start: int, end: int, separators: list[str]) -> list[Span]:
+        sep, rest = separators[-1], []
+        for i, s in enumerate(separators):
+            if not s:
+                sep = s
+                break
+            if self.text.find(s, start, end) >= 0:
+                sep, rest = s, separators[i + 1 :]
+                break
+        final: list[Span] = []
+        good: list[Span] = []
+        for s, e in self._pieces(start, end, sep):
+            if e - s < self.size:
+                good.append((s, e))
+                continue
+            if good:
+                final.extend(self._merge(good))
+                good = []
+            if not rest:
+                piece = self._strip(s, e)
+                if piece is not None:
+                    final.append(piece)
+            else:
+                final.extend(self.split(s, e, rest))
+        if good:
+            final.extend(self._merge(good))
+        return final
+
+    def _merge(self, splits: list[Span]) -> list[Span]:
+        """Join neighbouring splits up to ``size``, keeping up to ``overlap`` of the tail.
+
+        Splits are contiguous, so a run of them is the span from the first's start to the
+        last's end.
+        """
+        docs: list[Span] = []
+        current: list[Span] = []
+        total = 0
+        for s, e in splits:
+            n = e - s
+            if total + n > self.size and current:
+                joined = self._strip(current[0][0], current[-1][1])
+                if joined is not None:
+                    docs.append(joined)
+                while total > self.overlap or (total + n > self.size and total > 0):
+                    total -= current[0][1] - current[0][0]
+                    current = current[1:]
+            current.append((s, e))
+            total += n
+        if current:
+            joined = self._strip(current[0][0], current[-1][1])
+            if joined is not None:
+                docs.append(joined)
+        return docs

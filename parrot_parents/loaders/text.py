@@ -16,7 +16,7 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
 )
-from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file
+from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file, utf8_name
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.sync import run_sync
 
@@ -30,6 +30,10 @@ class TextLoader(AbstractLoader):
         paths: files and/or directories; optional (``load`` then returns ``[]``).
         on_bad_bytes: ``"error"`` (default) reports a file with invalid UTF-8 or NUL bytes
             as failed and goes on with the others; ``"replace"`` cleans it and reports it.
+        root: ids are paths relative to this directory, however ``paths`` are spelled
+            (stable identity; see :func:`~parrot_parents.loaders.readers.discover_files`).
+        id_prefix: a prefix for every id, replacing the root-name prefix added when
+            several paths are given.
         child_chunk_size, child_chunk_overlap, late_chunking, embedding: see
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
     """
@@ -39,6 +43,8 @@ class TextLoader(AbstractLoader):
         paths: Sequence[str | Path] | str | Path | None = None,
         *,
         on_bad_bytes: OnBadBytes = "error",
+        root: str | Path | None = None,
+        id_prefix: str | None = None,
         child_chunk_size: int = 400,
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
@@ -57,29 +63,37 @@ class TextLoader(AbstractLoader):
         else:
             self.paths = list(paths)
         self.on_bad_bytes = on_bad_bytes
+        self.root = root
+        self.id_prefix = id_prefix
 
     def load(self) -> list[Document]:
         """Read every file; a bad file lands in ``self.report.failed``, the rest load."""
         docs: list[Document] = []
-        found = discover_files(self.paths)
+        found = discover_files(self.paths, root=self.root, id_prefix=self.id_prefix)
         for path, reason in found.skipped.items():
             self.report.warnings.setdefault(path, []).append(f"skipped: {reason}")
         self.report.failed.update(found.conflicts)
-        for path, document_id in found.files:
+        for path, raw_id in found.files:
+            document_id, renamed = utf8_name(raw_id)
+            if renamed:
+                self.report.warnings.setdefault(utf8_name(str(path))[0], []).append(
+                    f"the file name is not valid UTF-8; stored as document {document_id!r}"
+                )
             try:
                 result = read_text_file(path, on_bad_bytes=self.on_bad_bytes)
             except DocumentReadError as exc:
-                self.report.failed[str(path)] = exc.reason
+                self.report.failed[utf8_name(str(path))[0]] = exc.reason
                 continue
+            source = utf8_name(str(path))[0]
             if result.warnings:
-                self.report.warnings[str(path)] = list(result.warnings)
+                self.report.warnings.setdefault(source, []).extend(result.warnings)
             if not result.text.strip():
-                self.report.warnings.setdefault(str(path), []).append("empty file skipped")
+                self.report.warnings.setdefault(source, []).append("empty file skipped")
                 continue
             docs.append(
                 Document(
                     page_content=result.text,
-                    metadata={"document_id": document_id, "source": str(path)},
+                    metadata={"document_id": document_id, "source": source},
                 )
             )
         return docs
@@ -98,6 +112,7 @@ class TextLoader(AbstractLoader):
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
         docs = self.load()
+        failed_before = set(self.report.failed)
         rows = await self.chunk_documents(
             docs,
             vector_store=vector_store,
@@ -106,7 +121,7 @@ class TextLoader(AbstractLoader):
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
         )
-        self.report.documents += len(docs)
+        self.report.documents += len(docs) - len(set(self.report.failed) - failed_before)
         for row in rows:
             if row.metadata.get("is_chunk"):
                 self.report.children += 1

@@ -33,10 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode
+from parrot_parents.stores.filters import validate_filter
 
 __all__ = [
     "BUDGET_MAX",
@@ -72,12 +73,43 @@ RerankCandidates = Annotated[
 Budget = Annotated[
     int, Field(ge=1, le=BUDGET_MAX, description="context budget in characters of passage text")
 ]
-#: A JSON scalar allowed as a metadata filter value.
+#: A JSON scalar allowed as a plain (equality) metadata filter value.
 Scalar = str | int | float | bool
-#: Metadata filter on the children, e.g. ``{"source": "handbook.md"}``.
+
+
+def _operators_or_filter(value: dict[str, Any]) -> dict[str, Any]:
+    """A nested object must be operators (``{"$gte": 2022}``) or a nested filter."""
+    if any(str(k).startswith("$") for k in value) or any(
+        isinstance(v, dict | list) for v in value.values()
+    ):
+        return value
+    raise ValueError(
+        "a nested object must hold operators such as {'$gte': 2022}; "
+        "write {'$not': [{...}]} to negate a plain filter"
+    )
+
+
+def _checked_filter(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        validate_filter(value)
+    except ConfigurationError as exc:
+        raise ValueError(exc.message) from None
+    return value
+
+
+#: A filter value: a scalar (equality), an operator object, or a list (``$and``/``$or``/
+#: ``$not``). Checked in full by :func:`~parrot_parents.stores.filters.validate_filter`.
+FilterValue = Scalar | Annotated[dict[str, Any], AfterValidator(_operators_or_filter)] | list[Any]
+#: Metadata filter on the children: langchain-postgres operators, e.g.
+#: ``{"source": "handbook.md"}`` or ``{"year": {"$gte": 2022}}``.
 Filter = Annotated[
-    dict[str, Scalar],
-    Field(max_length=FILTER_MAX_KEYS, description="metadata filter, e.g. {'source': 'x.md'}"),
+    dict[str, FilterValue],
+    Field(
+        max_length=FILTER_MAX_KEYS,
+        description="metadata filter (langchain-postgres operators), e.g. "
+        "{'source': 'x.md'} or {'year': {'$gte': 2022}}",
+    ),
+    AfterValidator(_checked_filter),
 ]
 
 

@@ -72,7 +72,9 @@ class PackResult:
     """Packed passages and what packing did (reported in ``meta["packing"]``).
 
     ``substituted``: wider passages handed over as windows of their hits;
-    ``truncated``: passages cut to fit; ``cut``: passages left out entirely.
+    ``truncated``: passages cut to fit; ``cut``: passages left out entirely, and every
+    hit that is in no returned passage (a hit of a parent whose window could not reach
+    it). Each hit is either in some passage's ``child_ids`` or in ``cut``.
     """
 
     passages: list[Passage]
@@ -111,6 +113,7 @@ class _Piece:
     bounds: Span  # how far phase 2 may grow it: its passage's extent
     owner: Passage
     whole: bool  # the owner passage taken as it is
+    hit: str | None = None  # the hit this piece was cut from (None: a whole passage)
 
 
 class _Selection:
@@ -189,12 +192,14 @@ class _Packer:
                 continue
             s, e = hit.start_index, hit.end_index
             if sel.cost(doc, (s, e)) <= room:
-                sel.pieces.append(_Piece(doc, (s, e), span, p, whole=False))
+                sel.pieces.append(_Piece(doc, (s, e), span, p, whole=False, hit=hit.id))
                 self.taken.add(p.id)
                 continue
             if cut and room >= self.min_piece:
                 cs = max(s, min((s + e) // 2 - room // 2, e - room))
-                sel.pieces.append(_Piece(doc, (cs, min(e, cs + room)), span, p, whole=False))
+                sel.pieces.append(
+                    _Piece(doc, (cs, min(e, cs + room)), span, p, whole=False, hit=hit.id)
+                )
                 self.taken.add(p.id)
                 result.truncated.append(p.id)
                 return i + 1
@@ -269,7 +274,12 @@ def pack(
         # Fill: whatever growth could not use (pieces at their bounds) goes to more hits.
         packer.take(hits, nxt, budget, cut=True, result=result)
     sel, loose, taken = packer.sel, packer.loose, packer.taken
-    result.passages = _emit(sel, loose, source)
+    hit_spans = {
+        h.id: (h.start_index, h.end_index)
+        for h in hits
+        if h.start_index is not None and h.end_index is not None
+    }
+    result.passages = _emit(sel, loose, source, hit_spans)
     result.used = sum(len(p.text) for p in result.passages)
     kept = {p.id for p in result.passages} | {c for p in result.passages for c in p.child_ids}
     for p in passages:
@@ -277,11 +287,19 @@ def pack(
             result.cut.append(p.id)
         elif p.kind != "child" and p.id in taken and not _is_whole(sel, p):
             result.substituted.append(p.id)
+    # Every hit is accounted for: in a passage's child_ids, or listed as cut.
+    for h in hits:
+        if h.id in owner and h.id not in kept and h.id not in result.cut:
+            result.cut.append(h.id)
     return result
 
 
 def _is_whole(sel: _Selection, p: Passage) -> bool:
     return any(x.owner is p and x.whole for x in sel.pieces)
+
+
+def _inside(span: Span, outer: Span) -> bool:
+    return outer[0] <= span[0] and span[1] <= outer[1]
 
 
 def _copy(p: Passage, text: str) -> Passage:
@@ -326,8 +344,18 @@ def _snap_to_words(source: SourceIndex, doc: str, start: int, end: int, reach: i
     return start, end
 
 
-def _emit(sel: _Selection, loose: list[Passage], source: SourceIndex) -> list[Passage]:
-    """Merge overlapping or touching pieces per document; order by best rank."""
+def _emit(
+    sel: _Selection,
+    loose: list[Passage],
+    source: SourceIndex,
+    hit_spans: dict[str, Span],
+) -> list[Passage]:
+    """Merge overlapping or touching pieces per document; order by best rank.
+
+    A passage's ``child_ids`` lists only the hits it holds: those cut from one of its
+    pieces, and those whose span lies inside it. A hit of the same parent that fell outside
+    the window is not listed (:func:`pack` reports it as cut).
+    """
     out: list[Passage] = []
     for doc in dict.fromkeys(p.doc for p in sel.pieces):
         pieces = sorted((p for p in sel.pieces if p.doc == doc), key=lambda p: p.span)
@@ -354,7 +382,14 @@ def _emit(sel: _Selection, loose: list[Passage], source: SourceIndex) -> list[Pa
                 kind, pid = "child", best.id  # a child cut to fit
             else:
                 kind, pid = "window", f"{doc}#window:{start}-{end}"
-            children = list(dict.fromkeys(c for o in owners for c in o.child_ids))
+            own = {x.hit for x in group if x.hit is not None}
+            children = [
+                c
+                for c in dict.fromkeys(c for o in owners for c in o.child_ids)
+                if c in own
+                or (c in hit_spans and _inside(hit_spans[c], (start, end)))
+                or (c not in hit_spans and c not in own)
+            ]
             scores = [o.score for o in owners if o.score is not None]
             out.append(
                 Passage(

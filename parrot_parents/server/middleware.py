@@ -96,6 +96,37 @@ def json_error(
     return resp
 
 
+#: Seconds a client should wait before retrying after a 503 from the database.
+RETRY_AFTER_S = 5
+
+
+def _database_error(request: web.Request, exc: BaseException) -> web.Response:
+    """503 with ``Retry-After`` for an outage; 400 when the database refused a value.
+
+    Decided by SQLSTATE (class 22, data exception: a client value the database cannot
+    store), never by message text. Details go to the log only.
+    """
+    from parrot_parents.stores.engine import store_error
+
+    err = store_error(exc, f"{request.method} {request.path}")
+    if err.sqlstate is not None and err.sqlstate.startswith("22") and not err.unavailable:
+        logger.warning("[%s] value refused by the database: %s", request[REQUEST_ID], err)
+        return json_error(
+            400, "a value in the request cannot be stored or compared", request=request
+        )
+    if err.unavailable:
+        logger.warning("[%s] database unavailable: %s", request[REQUEST_ID], err)
+    else:
+        logger.error("[%s] database failure: %s", request[REQUEST_ID], err, exc_info=exc)
+    return json_error(
+        503,
+        "the database is unavailable",
+        request=request,
+        hint=f"retry in {RETRY_AFTER_S} seconds",
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
+
+
 def auth_middleware(token: str | None) -> Callable[[web.Request, Handler], Awaitable[Any]]:
     """Require ``Authorization: Bearer <token>`` on every path but :data:`PUBLIC_PATHS`.
 
@@ -136,7 +167,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             message = (
                 f"the body is larger than the limit of {request.app[STATE].max_body_bytes} bytes"
             )
-        response = json_error(exc.status, message, request=request)
+        hint = None
+        if exc.status == 405 and "Allow" in exc.headers:
+            hint = f"this path answers {exc.headers['Allow']}, not {request.method}"
+        response = json_error(exc.status, message, request=request, hint=hint)
         if exc.status == 405 and "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
     except BadRequest as exc:
@@ -154,9 +188,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response = json_error(502, f"the LLM request failed{status}", request=request)
     except ConfigurationError as exc:
         response = json_error(400, exc.message, request=request, hint=exc.hint)
-    except (StoreError, SQLAlchemyError):
-        logger.exception("[%s] database failure", request[REQUEST_ID])
-        response = json_error(503, "the database is unavailable", request=request)
+    except (StoreError, SQLAlchemyError, OSError) as exc:
+        response = _database_error(request, exc)
     except Exception:
         logger.exception(
             "[%s] unhandled error on %s %s", request[REQUEST_ID], request.method, request.path

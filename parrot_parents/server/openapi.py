@@ -189,7 +189,20 @@ def build_spec() -> dict[str, Any]:
     )
     bad = {"400": _error("malformed body: the message and details say what is wrong")}
     big = {"413": _error("body larger than the limit (64 KiB by default)")}
-    unavailable = {"503": _error("the bot failed to load, or the database is unavailable")}
+    unavailable = {
+        "503": {
+            **_error(
+                "the bot failed to load (it is retried on the next request), or the "
+                "database is unavailable (retry after Retry-After seconds)"
+            ),
+            "headers": {
+                "Retry-After": {
+                    "description": "seconds to wait (database outages)",
+                    "schema": {"type": "integer"},
+                }
+            },
+        }
+    }
     writes = {"403": _error("bot writes are disabled (the server has no token)")}
     bot_path = {
         "parameters": [_NAME],

@@ -7,7 +7,6 @@ with a 400 whose ``details`` name each bad key.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from parrot_parents.bots.settings import validation_problems
 from parrot_parents.retrieval.options import RetrievalOptions
+from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
 
@@ -74,14 +74,7 @@ async def read_body(request: web.Request, model: type[M]) -> M:
     raw = await request.read()
     if not raw.strip():
         raise BadRequest("the body must be a JSON object; it is empty")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise BadRequest("the body is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise BadRequest(
-            f"the body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+    data = _parse(raw)
     if not isinstance(data, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
     try:
@@ -100,10 +93,30 @@ async def read_object(request: web.Request) -> dict[str, Any]:
         BadRequest: empty, not JSON, or not an object.
     """
     raw = await request.read()
-    try:
-        data = json.loads(raw) if raw.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadRequest("the body is not valid JSON") from None
+    data = _parse(raw) if raw.strip() else None
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")
+    return data
+
+
+def _parse(raw: bytes) -> Any:
+    """Strict JSON (no NaN/Infinity, no huge numbers, bounded nesting), no NUL anywhere.
+
+    Raises:
+        BadRequest: "the body is not valid JSON: ..." or a NUL in a named key.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the body is not UTF-8 text") from None
+    try:
+        data = loads_strict(text)
+    except InvalidJSON as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}") from None
+    where = find_nul(data)
+    if where is not None:
+        raise BadRequest(
+            f"invalid body: {where}: must not contain NUL characters",
+            [{"key": where, "message": "must not contain NUL characters"}],
+        )
     return data

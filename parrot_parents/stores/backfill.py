@@ -47,7 +47,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from parrot_parents.errors import ConfigurationError, StoreError
@@ -178,12 +178,9 @@ async def backfill_markers(
         raise ConfigurationError(f"pause_s must be >= 0, got {pause_s!r}")
     owned = engine is None
     if engine is None:
-        from parrot_parents.stores.embedded import resolve_dsn
-        from parrot_parents.stores.postgres import to_async_dsn
+        from parrot_parents.stores.engine import make_engine
 
-        engine = create_async_engine(
-            to_async_dsn(await asyncio.to_thread(resolve_dsn, dsn)), poolclass=NullPool
-        )
+        engine = await make_engine(dsn, poolclass=NullPool)
     try:
         runner = _Backfill(engine, collection, schema, batch_size, lock_timeout_ms, retries)
         return await runner.run(restart, max_batches, pause_s, on_batch)

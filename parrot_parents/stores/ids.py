@@ -12,7 +12,7 @@ from typing import Any
 
 from parrot_parents.stores.markers import row_kind
 
-__all__ = ["content_document_id", "make_row_id", "row_id_for"]
+__all__ = ["content_document_id", "content_sha256", "make_row_id", "row_id_for"]
 
 _TAGS = {"child": "c", "parent": "doc", "parent_chunk": "p"}
 
@@ -22,9 +22,15 @@ def make_row_id(document_id: str, kind: str, start: int, end: int) -> str:
     return f"{document_id}#{_TAGS.get(kind, kind)}:{start}-{end}"
 
 
+def content_sha256(text: str) -> str:
+    """Hex sha256 of a document's text (stored on its parents as ``content_sha256``)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def content_document_id(text: str) -> str:
     """A stable document id for text that arrived without one (sha256 prefix)."""
-    return "sha256-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    # surrogatepass: a lone surrogate must not crash the id of a text (it is reported later)
+    return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def row_id_for(content: str, metadata: dict[str, Any]) -> str:
@@ -34,5 +40,5 @@ def row_id_for(content: str, metadata: dict[str, Any]) -> str:
     start, end = metadata.get("start_index"), metadata.get("end_index")
     if isinstance(start, int) and isinstance(end, int):
         return make_row_id(document_id, kind, start, end)
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{document_id}#{_TAGS.get(kind, kind)}:h{digest}:{metadata.get('chunk_index', 0)}"

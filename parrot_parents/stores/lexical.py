@@ -145,8 +145,11 @@ def ensure_lexical(
             hint="use another collection, or re-create this one",
         )
     qt = t.q(table)
-    fresh = existing is None
-    if fresh:
+    if existing is not None and _complete(conn, t):
+        # Already set up: no DDL, so opening a store never takes a table lock that could
+        # deadlock with writers (every ingest opens one).
+        return existing
+    if existing is None:
         conn.execute(
             text(
                 f"ALTER TABLE {qt} ADD COLUMN IF NOT EXISTS lexical tsvector"
@@ -181,6 +184,30 @@ def ensure_lexical(
         )
     _create_triggers(conn, t)
     return wanted
+
+
+_TRIGGER_EVENTS = ("insert", "delete", "update")
+
+
+def _complete(conn: Connection, t: LexicalTables) -> bool:
+    """True when the statistics tables, the index and the three triggers all exist."""
+    base = t.table[:40]
+    found = conn.execute(
+        text(
+            "SELECT to_regclass(:stats) IS NOT NULL AND to_regclass(:lexicon) IS NOT NULL"
+            " AND to_regclass(:index) IS NOT NULL"
+            " AND (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass(:table)"
+            "      AND tgname = ANY(:triggers)) = 3"
+        ),
+        {
+            "stats": f'"{t.schema}"."{t.stats_name}"',
+            "lexicon": f'"{t.schema}"."{t.lexicon_name}"',
+            "index": f'"{t.schema}"."{base}_lexical_gin"',
+            "table": f'"{t.schema}"."{t.table}"',
+            "triggers": [f"{base}_lex_{e}" for e in _TRIGGER_EVENTS],
+        },
+    ).scalar_one()
+    return bool(found)
 
 
 def _create_triggers(conn: Connection, t: LexicalTables) -> None:

@@ -10,13 +10,14 @@ from typing import Any
 from langchain_core.documents import Document
 from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.dsn import to_async_dsn
+from parrot_parents.stores.engine import make_engine, store_errors
+from parrot_parents.stores.filters import compile_filter, validate_filter
 from parrot_parents.stores.hybrid import search_statement
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import (
@@ -37,7 +38,7 @@ from parrot_parents.stores.search_options import (
     HNSWQueryOptions,
     SearchMode,
 )
-from parrot_parents.stores.setup import check_dimension, create_extension, to_async_dsn
+from parrot_parents.stores.setup import check_dimension, create_extension
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
 
@@ -158,8 +159,7 @@ class PgVectorStore(AbstractStore):
             if self._engine is not None:
                 return self
             dimension = await asyncio.to_thread(lambda: self.dimension)
-            raw_dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-            engine = create_async_engine(to_async_dsn(raw_dsn), **self._engine_kwargs)
+            engine = await make_engine(self._dsn, **self._engine_kwargs)
             try:
                 await create_extension(engine)
                 self._table = collection_table(
@@ -170,7 +170,7 @@ class PgVectorStore(AbstractStore):
                     hnsw=self.hnsw,
                     text_search_config=self._wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
                 )
-                async with engine.begin() as conn:
+                async with store_errors(f"preparing {self.qualified_name}"), engine.begin() as conn:
                     if self.create:
                         await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
                         await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
@@ -297,22 +297,39 @@ class PgVectorStore(AbstractStore):
                 "cmetadata": stmt.excluded.cmetadata,
             },
         )
-        try:
-            async with engine.begin() as conn:
-                if replace_document_id is not None:
-                    await conn.execute(
-                        delete(table).where(meta_field(table, "document_id") == replace_document_id)
-                    )
-                if rows:
-                    # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
-                    await conn.execute(stmt, rows)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"write to {self.qualified_name} failed: {exc.orig or exc}") from exc
+        document_ids = sorted({r["cmetadata"]["document_id"] for r in rows})
+        if replace_document_id is not None:
+            document_ids = [replace_document_id]
+        async with store_errors(f"write to {self.qualified_name}"), engine.begin() as conn:
+            await self._lock_documents(conn, document_ids)
+            if replace_document_id is not None:
+                await conn.execute(
+                    delete(table).where(meta_field(table, "document_id") == replace_document_id)
+                )
+            if rows:
+                # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
+                await conn.execute(stmt, rows)
+
+    async def _lock_documents(self, conn: Any, document_ids: Sequence[str]) -> None:
+        """Serialise the writers of each document: a transaction-level advisory lock.
+
+        Keyed on ``(hashtext(schema.table), hashtext(document_id))``; held until the
+        transaction ends. Without it two concurrent ``replace_document`` calls each delete
+        nothing the other has committed yet, and both versions stay. Ids are locked in
+        sorted order, so two writers of the same documents cannot deadlock. A hash
+        collision only makes two writers wait for each other, never lose data.
+        """
+        for document_id in sorted(set(document_ids)):
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:t), hashtext(:d))"),
+                {"t": self.qualified_name, "d": str(document_id)},
+            )
 
     async def delete(self, document_id: str) -> int:
         """Remove every row (parents and children) of a source document, in one statement."""
         engine, table = await self.ready()
-        async with engine.begin() as conn:
+        async with store_errors(f"delete from {self.qualified_name}"), engine.begin() as conn:
+            await self._lock_documents(conn, [str(document_id)])
             result = await conn.execute(
                 delete(table).where(meta_field(table, "document_id") == str(document_id))
             )
@@ -321,7 +338,7 @@ class PgVectorStore(AbstractStore):
     async def drop(self) -> None:
         """Drop the collection's table (tests and ``eval`` use throwaway collections)."""
         engine, table = await self.ready()
-        async with engine.begin() as conn:
+        async with store_errors(f"drop {self.qualified_name}"), engine.begin() as conn:
             await conn.run_sync(table.drop, checkfirst=True)
             await conn.run_sync(drop_lexical, self.table, self.schema)
 
@@ -347,8 +364,11 @@ class PgVectorStore(AbstractStore):
             include_parents: also return rows marked as parents (legacy behaviour).
                 Default False applies the spec's legacy-compatible predicate: marked
                 children and rows without any marker are returned, parents are not.
-            filter: JSON containment filter on ``cmetadata`` (``cmetadata @> filter``),
-                e.g. ``{"document_id": "handbook"}``.
+            filter: metadata filter in the langchain-postgres language, applied in SQL to
+                both search branches: plain values are JSON containment
+                (``{"document_id": "handbook"}``, served by the GIN index), operators ``$eq
+                $ne $lt $lte $gt $gte $in $nin $between $exists $like $ilike $and $or $not``
+                (see :mod:`parrot_parents.stores.filters`).
             search_mode: ``dense`` (default: cosine kNN), ``lexical`` (BM25 over the
                 children) or ``hybrid`` (both in one statement, fused by weighted RRF);
                 see :mod:`parrot_parents.stores.hybrid`.
@@ -360,12 +380,16 @@ class PgVectorStore(AbstractStore):
             ``lexical_rank``.
 
         Raises:
-            ConfigurationError: ``limit`` out of range, ``filter`` not a dict, or an
-                unknown ``search_mode``.
+            ConfigurationError: ``limit`` out of range, an unknown ``search_mode``, or a
+                bad ``filter`` (an unknown operator, NaN/Infinity, a NUL character: the key
+                is named).
             LexicalIndexMissingError: ``lexical``/``hybrid`` on a collection without a
                 lexical index (``parrot-parents migrate`` adds it).
+            StoreError: the database failed or is unavailable (``unavailable=True``).
         """
         mode = _check_mode(search_mode)
+        if isinstance(filter, dict) and filter:
+            validate_filter(filter)  # a bad filter fails before the model runs
         vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
         return await self._search(vector, query, mode, limit, include_parents, filter, fusion)
 
@@ -401,6 +425,8 @@ class PgVectorStore(AbstractStore):
             raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
         if filter is not None and not isinstance(filter, dict):
             raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
+        if filter:
+            validate_filter(filter)  # before any model or SQL work
         if vector is not None and len(vector) != self.dimension:
             raise ConfigurationError(
                 f"query vector has {len(vector)} values, expected {self.dimension}"
@@ -410,7 +436,7 @@ class PgVectorStore(AbstractStore):
         if not include_parents:
             where.append(text(CHILD_PREDICATE))
         if filter:
-            where.append(table.c.cmetadata.contains(filter))
+            where.append(compile_filter(table.c.cmetadata, filter))
         params: dict[str, Any] = {}
         if mode == "dense":
             assert vector is not None
@@ -440,7 +466,7 @@ class PgVectorStore(AbstractStore):
             params["lexical_query"] = query
         opts = self.search_options
         depth = max(limit, (fusion.depth or limit) if fusion else limit)
-        async with engine.begin() as conn:
+        async with store_errors(f"search in {self.qualified_name}"), engine.begin() as conn:
             # SET LOCAL semantics (is_local=true): the settings live exactly as long as this
             # transaction, which also runs the query, so they take effect and never leak.
             await conn.execute(
@@ -511,10 +537,11 @@ class PgVectorStore(AbstractStore):
         )
         return await self._grouped(engine, stmt, "document_id")
 
-    @staticmethod
-    async def _grouped(engine: AsyncEngine, stmt: Any, key: str) -> dict[str, list[SearchResult]]:
+    async def _grouped(
+        self, engine: AsyncEngine, stmt: Any, key: str
+    ) -> dict[str, list[SearchResult]]:
         """Run ``stmt`` (id, document, cmetadata) and group the rows by a metadata key."""
-        async with engine.connect() as conn:
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         out: dict[str, list[SearchResult]] = defaultdict(list)
         for r in rows:
@@ -538,7 +565,7 @@ class PgVectorStore(AbstractStore):
             .where(doc_key.in_(ids))
             .distinct()
         )
-        async with engine.connect() as conn:
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         out: dict[str, set[str]] = {}
         for r in rows:
@@ -578,13 +605,37 @@ class PgVectorStore(AbstractStore):
             rows = (await conn.execute(stmt)).all()
         return [DocumentRow.from_row(r.id, dict(r.cmetadata or {}), int(r.length)) for r in rows]
 
+    async def documents_with_content(self, digests: Sequence[str]) -> dict[str, set[str]]:
+        """``{content_sha256: {document_id, ...}}`` of stored documents with that content.
+
+        Parents carry the hash of their whole document (see the loaders); one statement,
+        served by the GIN index. Loaders use it to warn when a file is already stored under
+        another id (the same file reached by two spellings of its path).
+        """
+        wanted = list(dict.fromkeys(str(d) for d in digests))
+        if not wanted:
+            return {}
+        engine, table = await self.ready()
+        digest = table.c.cmetadata["content_sha256"].astext
+        stmt = (
+            select(digest.label("digest"), meta_field(table, "document_id").label("doc"))
+            .where(or_(*[table.c.cmetadata.contains({"content_sha256": d}) for d in wanted]))
+            .distinct()
+        )
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out: dict[str, set[str]] = {}
+        for r in rows:
+            out.setdefault(r.digest, set()).add(r.doc)
+        return out
+
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""
         engine, table = await self.ready()
         stmt = select(func.count()).select_from(table)
         if not include_parents:
             stmt = stmt.where(text(CHILD_PREDICATE))
-        async with engine.connect() as conn:
+        async with store_errors(f"count {self.qualified_name}"), engine.connect() as conn:
             return int((await conn.execute(stmt)).scalar_one())
 
 

@@ -10,6 +10,12 @@ from langchain_core.documents import Document
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.ids import content_document_id, row_id_for
 from parrot_parents.stores.markers import is_parent, normalize_markers
+from parrot_parents.stores.values import (
+    check_document_id,
+    check_vector,
+    clean_text,
+    normalize_metadata,
+)
 
 __all__ = ["prepare_rows"]
 
@@ -25,9 +31,13 @@ def prepare_rows(
     ``Document.id`` or derived from ``document_id`` and the span; parents get no vector.
     A child's vector is taken from ``embeddings`` (``None`` means: embed it later).
 
+    Every value is checked first (:mod:`parrot_parents.stores.values`): text without NUL,
+    control characters or lone surrogates, JSON-able metadata (datetimes become ISO 8601),
+    a document id of at most 1024 bytes, finite nonzero vectors of ``dimension`` values.
+
     Raises:
         ConfigurationError: a non-Document, ``embeddings`` of another length than
-            ``documents``, or a vector whose length is not ``dimension``.
+            ``documents``, or a bad value; the message names the document and the key.
     """
     if embeddings is not None and len(embeddings) != len(documents):
         raise ConfigurationError(f"got {len(embeddings)} embeddings for {len(documents)} documents")
@@ -35,13 +45,26 @@ def prepare_rows(
     for i, doc in enumerate(documents):
         if not isinstance(doc, Document):
             raise ConfigurationError(f"documents[{i}] is {type(doc).__name__}, not Document")
-        meta = normalize_markers(doc.metadata or {})
-        meta["document_id"] = str(meta.get("document_id") or content_document_id(doc.page_content))
-        vector = embeddings[i] if embeddings is not None else None
-        if vector is not None and len(vector) != dimension:
-            raise ConfigurationError(
-                f"embeddings[{i}] has {len(vector)} values, expected {dimension}"
+        where = f"documents[{i}]"
+        try:
+            meta = normalize_markers(normalize_metadata(doc.metadata or {}))
+            given = meta.get("document_id")
+            if given is not None and not isinstance(given, str):
+                given = str(given)
+            meta["document_id"] = check_document_id(
+                given or content_document_id(clean_text(doc.page_content)[0])
             )
+            where = f"documents[{i}] (document {meta['document_id']!r})"
+            if clean_text(doc.page_content)[1]:
+                raise ConfigurationError(
+                    "page_content contains NUL, control characters or lone surrogates",
+                    hint="clean it first, or ingest through a loader, which cleans and reports",
+                )
+            vector = embeddings[i] if embeddings is not None else None
+            if vector is not None:
+                vector = check_vector(vector, dimension, f"embeddings[{i}]")
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc.message}", hint=exc.hint) from exc
         rows.append(
             {
                 "id": doc.id or row_id_for(doc.page_content, meta),

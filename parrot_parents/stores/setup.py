@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
+from parrot_parents.errors import SchemaMismatchError, StoreError
+from parrot_parents.stores.engine import is_unavailable, store_error
 
-__all__ = ["check_dimension", "create_extension", "to_async_dsn"]
-
-
-def to_async_dsn(dsn: str) -> str:
-    """Rewrite ``postgresql://`` / ``postgres://`` DSNs for SQLAlchemy's asyncpg dialect."""
-    try:
-        url = make_url(dsn)
-    except ArgumentError as exc:
-        raise ConfigurationError(
-            "cannot parse the DSN", hint="expected postgresql://user:password@host:port/db"
-        ) from exc
-    if url.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
-        url = url.set(drivername="postgresql+asyncpg")
-    elif url.drivername != "postgresql+asyncpg":
-        raise ConfigurationError(f"expected a postgresql:// DSN, got driver {url.drivername!r}")
-    return url.render_as_string(hide_password=False)
+__all__ = ["check_dimension", "create_extension"]
 
 
 async def create_extension(engine: AsyncEngine) -> None:
@@ -37,11 +22,8 @@ async def create_extension(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     except (OSError, SQLAlchemyError) as exc:
-        if isinstance(exc, OSError) or isinstance(getattr(exc, "orig", None), OSError):
-            raise StoreError(
-                f"cannot connect to the database: {type(getattr(exc, 'orig', exc)).__name__}",
-                hint="check the DSN and that the server is running",
-            ) from exc
+        if is_unavailable(exc):
+            raise store_error(exc, "connecting to the database") from exc
         raise StoreError(
             f"cannot prepare the pgvector extension: {exc.__class__.__name__}",
             hint="the server needs pgvector >= 0.8 installed",

@@ -106,3 +106,26 @@ def test_windows_and_cuts_end_on_word_boundaries() -> None:
             after = SOURCE[p.end_index] if p.end_index < len(SOURCE) else " "
             assert before.isspace() or p.text[0].isspace() or not p.text[0].isalnum()
             assert after.isspace() or p.text[-1].isspace() or not after.isalnum()
+
+
+def test_every_hit_is_in_a_passage_or_cut() -> None:
+    # Issue 9 part I: the shape of `ask "How will I be paid, and when?" --budget 1500`: five
+    # hits of one parent, the last far from the others. The window cannot reach it, so it
+    # must not be listed in the window's child_ids, and it must be reported as cut.
+    spans = [(4610, 5004), (5301, 5461), (5006, 5300), (5463, 5744), (5896, 6000)]
+    hits = [child(i, s, e, i) for i, (s, e) in enumerate(spans)]
+    result = pack([parent_passage(3797, 6000, hits)], hits, 1500)
+    listed = {c for p in result.passages for c in p.child_ids}
+    for p in result.passages:
+        for c in p.child_ids:
+            h = next(h for h in hits if h.id == c)
+            assert p.start_index <= h.start_index and h.end_index <= p.end_index, (p, c)
+    for h in hits:
+        assert (h.id in listed) != (h.id in result.cut), h.id
+    assert "c4" in result.cut
+
+
+def test_hits_in_a_whole_parent_are_not_cut() -> None:
+    hits = [child(1, 100, 200, 0), child(2, 600, 700, 1)]
+    result = pack([parent_passage(0, 1000, hits)], hits, 1500)
+    assert result.passages[0].child_ids == ["c1", "c2"] and result.cut == []

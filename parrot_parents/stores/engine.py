@@ -1,0 +1,148 @@
+"""The one place that turns a DSN into an SQLAlchemy ``AsyncEngine``, and database errors
+into :class:`~parrot_parents.errors.StoreError`.
+
+* :func:`make_engine`: ``None`` means ``$PARROT_PARENTS_DSN``, else the embedded server
+  (:mod:`parrot_parents.stores.embedded`). Pooled connections are pre-pinged
+  (``pool_pre_ping=True``), so after a server restart a stale connection is replaced before
+  use and the first request after the restart does not fail.
+* :func:`store_errors`: wraps driver and SQLAlchemy errors, and the ``OSError`` raised when
+  the socket is gone (``ConnectionRefusedError``, ``FileNotFoundError`` of a Unix socket),
+  into ``StoreError`` with ``sqlstate`` and without SQL text. Decisions are made on the
+  exception class and SQLSTATE, never on message text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from parrot_parents.errors import StoreError
+from parrot_parents.stores.dsn import to_async_dsn
+from parrot_parents.stores.embedded import resolve_dsn
+
+__all__ = [
+    "UNAVAILABLE_SQLSTATE_CLASSES",
+    "is_unavailable",
+    "make_engine",
+    "sqlstate_of",
+    "store_error",
+    "store_errors",
+]
+
+#: SQLSTATE classes that mean "the server is not there right now": 08 connection
+#: exception, 57 operator intervention (shutdown, starting up), 53 insufficient resources.
+UNAVAILABLE_SQLSTATE_CLASSES = frozenset({"08", "57", "53"})
+
+
+async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:
+    """An async engine (asyncpg) for ``dsn``, the environment's DSN or the embedded server.
+
+    Args:
+        dsn: ``postgresql://`` DSN, or None (see module docstring).
+        **kwargs: passed to :func:`sqlalchemy.ext.asyncio.create_async_engine`;
+            ``pool_pre_ping`` defaults to True.
+
+    Raises:
+        ConfigurationError: an unparsable DSN or another driver.
+        StoreError: the embedded server could not be started.
+    """
+    raw = await asyncio.to_thread(resolve_dsn, dsn)
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_async_engine(to_async_dsn(raw), **kwargs)
+
+
+def sqlstate_of(exc: BaseException) -> str | None:
+    """The SQLSTATE carried by a driver or SQLAlchemy error (or its cause), else None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        code = getattr(cur, "sqlstate", None) or getattr(cur, "pgcode", None)
+        if isinstance(code, str) and code:
+            return code
+        cur = getattr(cur, "orig", None) or cur.__cause__
+    return None
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when ``exc`` means the server is gone or unreachable: an ``OSError`` (refused,
+    socket file missing, reset), a timeout, an invalidated connection, SQLSTATE class 08,
+    53 or 57, or a driver interface error on a dropped connection. Decided by exception
+    class and SQLSTATE only."""
+    if isinstance(exc, OSError | TimeoutError | ConnectionError):
+        return True
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    orig = getattr(exc, "orig", None)
+    cause = getattr(orig, "__cause__", None)
+    if isinstance(orig, OSError) or isinstance(cause, OSError | TimeoutError):
+        return True
+    code = sqlstate_of(exc)
+    if code is not None:
+        return code[:2] in UNAVAILABLE_SQLSTATE_CLASSES
+    # Interface errors without a code: the connection dropped under the driver.
+    try:
+        import asyncpg
+    except ImportError:  # pragma: no cover - a hard dependency
+        return False
+    # DataError (a bad argument) is an InterfaceError too, but not an outage.
+    return any(
+        isinstance(x, asyncpg.InterfaceError) and not isinstance(x, asyncpg.DataError)
+        for x in (exc, cause)
+    )
+
+
+def _driver_message(exc: BaseException) -> str:
+    """The server's one-line message, without SQL text (never ``str(SQLAlchemyError)``)."""
+    orig = getattr(exc, "orig", None)
+    cause = getattr(orig, "__cause__", None)
+    for candidate in (cause, orig):
+        if candidate is None:
+            continue
+        message = getattr(candidate, "message", None) or getattr(candidate, "args", [None])[0]
+        if isinstance(message, str) and message:
+            # asyncpg's adapted errors read "<class '...'>: message".
+            return message.split(">: ", 1)[-1].splitlines()[0][:300]
+    return ""
+
+
+def store_error(exc: BaseException, action: str) -> StoreError:
+    """A :class:`StoreError` describing ``exc`` while doing ``action`` (no SQL text).
+
+    ``action`` completes "… failed", e.g. ``"search in public.docs"``.
+    """
+    if isinstance(exc, StoreError):
+        return exc
+    code = sqlstate_of(exc)
+    if is_unavailable(exc):
+        kind = type(getattr(getattr(exc, "orig", None), "__cause__", None) or exc).__name__
+        return StoreError(
+            f"{action} failed: the database is unavailable ({kind})",
+            hint="check that the server is running; retry later",
+            sqlstate=code,
+            unavailable=True,
+        )
+    detail = _driver_message(exc) if isinstance(exc, SQLAlchemyError) else ""
+    suffix = f" (SQLSTATE {code})" if code else ""
+    text = f": {detail}" if detail else f": {type(exc).__name__}"
+    return StoreError(f"{action} failed{text}{suffix}", sqlstate=code)
+
+
+@asynccontextmanager
+async def store_errors(action: str) -> AsyncIterator[None]:
+    """Re-raise database failures inside the block as :func:`store_error` (see module)."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        raise store_error(exc, action) from exc
+    except Exception as exc:
+        if type(exc).__module__.startswith("asyncpg"):
+            raise store_error(exc, action) from exc
+        raise

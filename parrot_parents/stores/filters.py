@@ -1,0 +1,237 @@
+"""Metadata filters: the langchain-postgres filter language, compiled to parameterised SQL
+over the jsonb ``cmetadata`` column.
+
+A filter is a dict. Each key is a metadata key or a logical operator:
+
+* ``{"source": "handbook.md"}``: plain equality. Plain values keep their historical meaning,
+  JSON containment (``cmetadata @> {"source": "handbook.md"}``), which the GIN
+  (``jsonb_path_ops``) index serves; all plain keys of one dict form one containment.
+* ``{"year": {"$gte": 2022}}``: a comparison. Operators: ``$eq $ne $lt $lte $gt $gte``,
+  ``$in $nin`` (a list), ``$between`` (``[low, high]``, both inclusive), ``$exists``
+  (bool), ``$like $ilike`` (SQL patterns, ``%`` and ``_``). Several operators on one key
+  must all hold.
+* ``{"$and": [f, ...]}``, ``{"$or": [f, ...]}``, ``{"$not": f}`` (or a list, negating its
+  conjunction).
+
+Semantics:
+
+* ``$eq``/``$in`` use containment (indexed). ``$ne``/``$nin``/``$not`` follow MongoDB and
+  langchain: a row without the key matches ``$ne``.
+* Ordering operators compare **numbers as numbers** (a jsonb number, so ``10 > 9``) and
+  **strings as text** (the database collation; ISO dates order correctly); a row whose
+  value has the other type, or lacks the key, does not match. Booleans and ``null`` only
+  support ``$eq``/``$ne``/``$in``/``$nin``.
+* Values are bound as parameters, never spliced into SQL.
+
+Limits (a :class:`~parrot_parents.errors.ConfigurationError` names the offending key): keys
+are non-empty strings of at most 256 characters; strings hold no NUL character; numbers are
+finite (no NaN, Infinity, or ``1e400``, which JSON readers turn into Infinity) and integers
+fit in 64 bits; at most 1000 values per list; nesting at most 16 levels deep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, false, func, literal, not_, or_, true
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql import column
+
+from parrot_parents.errors import ConfigurationError
+
+__all__ = ["COMPARISON_OPERATORS", "LOGICAL_OPERATORS", "compile_filter", "validate_filter"]
+
+COMPARISON_OPERATORS = frozenset(
+    {"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$in", "$nin", "$between", "$exists"}
+    | {"$like", "$ilike"}
+)
+LOGICAL_OPERATORS = frozenset({"$and", "$or", "$not"})
+
+_MAX_DEPTH = 16
+_MAX_LIST = 1000
+_MAX_KEY = 256
+_INT_LIMIT = 2**63
+_ORDER = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
+
+
+def validate_filter(filter: Any) -> None:
+    """Check ``filter`` without a table (e.g. at the HTTP boundary).
+
+    Raises:
+        ConfigurationError: see :func:`compile_filter`.
+    """
+    compile_filter(column("cmetadata", JSONB), filter)
+
+
+def compile_filter(cmetadata: Any, filter: Any) -> ColumnElement[bool]:
+    """The SQL condition of ``filter`` over the jsonb column ``cmetadata``.
+
+    Args:
+        cmetadata: the ``cmetadata`` column (JSONB) of the collection table.
+        filter: a filter dict (module docstring); ``{}`` matches every row.
+
+    Returns:
+        A boolean SQLAlchemy expression with every value bound as a parameter.
+
+    Raises:
+        ConfigurationError: not a dict, an unknown operator (named), a value of the wrong
+            type or out of the limits (the key is named).
+    """
+    if not isinstance(filter, Mapping):
+        raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
+    return _Compiler(cmetadata).where(filter, 0)
+
+
+class _Compiler:
+    def __init__(self, col: Any) -> None:
+        self.col = col
+
+    def where(self, f: Mapping[str, Any], depth: int) -> ColumnElement[bool]:
+        if depth > _MAX_DEPTH:
+            raise ConfigurationError(f"filter is nested more than {_MAX_DEPTH} levels deep")
+        plain: dict[str, Any] = {}
+        conds: list[ColumnElement[bool]] = []
+        for key, value in f.items():
+            _check_key(key)
+            if key.startswith("$"):
+                conds.append(self.logical(key, value, depth))
+            elif isinstance(value, Mapping) and any(str(k).startswith("$") for k in value):
+                conds.extend(self.field(key, op, arg) for op, arg in value.items())
+            else:
+                _check_value(key, value, nested=True)
+                plain[key] = value
+        if plain:
+            conds.insert(0, self.col.contains(plain))
+        if not conds:
+            return true()
+        return conds[0] if len(conds) == 1 else and_(*conds)
+
+    def logical(self, op: str, value: Any, depth: int) -> ColumnElement[bool]:
+        if op not in LOGICAL_OPERATORS:
+            raise _unknown(op, "")
+        if op == "$not":
+            items = value if isinstance(value, list) else [value]
+        elif isinstance(value, list):
+            items = value
+        else:
+            raise ConfigurationError(f"filter {op} needs a list of filters")
+        if not items or len(items) > _MAX_LIST:
+            raise ConfigurationError(f"filter {op} needs 1 to {_MAX_LIST} filters")
+        parts = []
+        for item in items:
+            if not isinstance(item, Mapping):
+                raise ConfigurationError(
+                    f"filter {op} needs filter dicts, got {type(item).__name__}"
+                )
+            parts.append(self.where(item, depth + 1))
+        if op == "$or":
+            return or_(*parts)
+        joined = and_(*parts) if len(parts) > 1 else parts[0]
+        return not_(joined) if op == "$not" else joined
+
+    def field(self, key: str, op: Any, arg: Any) -> ColumnElement[bool]:
+        where = f"filter[{key!r}]"
+        if not isinstance(op, str) or op not in COMPARISON_OPERATORS:
+            raise _unknown(op, key)
+        if op in ("$eq", "$ne"):
+            _check_value(key, arg, nested=False)
+            cond = self.col.contains({key: arg})
+            return cond if op == "$eq" else not_(cond)
+        if op in ("$in", "$nin"):
+            if not isinstance(arg, list) or len(arg) > _MAX_LIST:
+                raise ConfigurationError(f"{where} {op} needs a list of at most {_MAX_LIST} values")
+            for v in arg:
+                _check_value(key, v, nested=False)
+            cond = or_(*[self.col.contains({key: v}) for v in arg]) if arg else false()
+            return cond if op == "$in" else not_(cond)
+        if op == "$exists":
+            if not isinstance(arg, bool):
+                raise ConfigurationError(f"{where} $exists needs true or false")
+            has = self.col.has_key(literal(key))
+            return has if arg else not_(has)
+        if op in ("$like", "$ilike"):
+            if not isinstance(arg, str):
+                raise ConfigurationError(f"{where} {op} needs a string pattern")
+            _check_value(key, arg, nested=False)
+            text = self.col[literal(key)].astext
+            return text.like(arg) if op == "$like" else text.ilike(arg)
+        if op == "$between":
+            if not isinstance(arg, list) or len(arg) != 2:
+                raise ConfigurationError(f"{where} $between needs [low, high]")
+            lo, hi = arg
+            if _kind(key, lo) != _kind(key, hi):
+                raise ConfigurationError(f"{where} $between needs two numbers or two strings")
+            return and_(self.order(key, ">=", lo), self.order(key, "<=", hi))
+        return self.order(key, _ORDER[op], arg)
+
+    def order(self, key: str, sql_op: str, value: Any) -> ColumnElement[bool]:
+        kind = _kind(key, value)
+        element = self.col[literal(key)]
+        typed = func.jsonb_typeof(element) == kind
+        # jsonb compares numbers numerically and strings by collation; the type guard keeps
+        # jsonb's cross-type ordering (string < number < boolean) out of the answer.
+        return and_(typed, element.op(sql_op)(literal(value, type_=JSONB)))
+
+
+def _kind(key: str, value: Any) -> str:
+    _check_value(key, value, nested=False)
+    if isinstance(value, bool) or value is None:
+        raise ConfigurationError(
+            f"filter[{key!r}]: ordering needs a number or a string, got {value!r}"
+        )
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    raise ConfigurationError(
+        f"filter[{key!r}]: ordering needs a number or a string, got {type(value).__name__}"
+    )
+
+
+def _unknown(op: Any, key: str) -> ConfigurationError:
+    where = f" on key {key!r}" if key else ""
+    known = ", ".join(sorted(COMPARISON_OPERATORS | LOGICAL_OPERATORS))
+    return ConfigurationError(f"unknown filter operator {op!r}{where}", hint=f"known: {known}")
+
+
+def _check_key(key: Any) -> None:
+    if not isinstance(key, str) or not key or len(key) > _MAX_KEY:
+        raise ConfigurationError(
+            f"filter keys must be non-empty strings of at most {_MAX_KEY} characters, "
+            f"got {str(key)[:40]!r}"
+        )
+    if "\x00" in key:
+        raise ConfigurationError(f"filter key {key!r} contains a NUL character")
+
+
+def _check_value(key: str, value: Any, *, nested: bool, depth: int = 0) -> None:
+    """A JSON value that PostgreSQL's jsonb can hold; containers only when ``nested``."""
+    where = f"filter[{key!r}]"
+    if depth > _MAX_DEPTH:
+        raise ConfigurationError(f"{where} is nested more than {_MAX_DEPTH} levels deep")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -_INT_LIMIT <= value < _INT_LIMIT:
+            raise ConfigurationError(f"{where}: the integer does not fit in 64 bits")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConfigurationError(f"{where}: {value!r} is not a finite number")
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ConfigurationError(f"{where} contains a NUL character")
+        return
+    if nested and isinstance(value, list) and len(value) <= _MAX_LIST:
+        for v in value:
+            _check_value(key, v, nested=True, depth=depth + 1)
+        return
+    if nested and isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_key(k)
+            _check_value(key, v, nested=True, depth=depth + 1)
+        return
+    raise ConfigurationError(f"{where}: unsupported value of type {type(value).__name__}")

@@ -1,0 +1,161 @@
+"""Checks of the values that reach the database, made at the boundary before any model or
+SQL work: text, metadata, document ids and caller-given vectors.
+
+* **Text** (:func:`clean_text`): PostgreSQL ``text`` cannot hold NUL, UTF-8 cannot encode a
+  lone surrogate (common in PDF extraction, e.g. ``"\\ud835"``), and tokenizers choke on
+  both. Each such character, and every C0/C1 control character other than tab, line feed,
+  carriage return and form feed, is replaced by one character (a space, or U+FFFD for a
+  surrogate), so that character offsets into the caller's text stay exact. What was
+  replaced is reported.
+* **Metadata** (:func:`normalize_metadata`): must be JSON that jsonb can store. ``datetime``,
+  ``date`` and ``time`` become ISO 8601 strings and tuples become lists; any other type
+  (``set``, ``bytes``, objects), a non-finite float (``NaN``), a non-string key, or a string
+  with NUL or a lone surrogate is a :class:`~parrot_parents.errors.ConfigurationError`
+  naming the key.
+* **Document ids** (:func:`check_document_id`): non-empty, at most :data:`MAX_ID_BYTES`
+  (1024) bytes of UTF-8, no NUL, no surrogates. Row ids embed the document id and are
+  indexed by btree, whose entries are limited to about 2.7 KB.
+* **Vectors** (:func:`check_vector`): the dimension must match, every value must be finite
+  and the norm nonzero (a zero vector has no cosine distance).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from parrot_parents.errors import ConfigurationError
+
+__all__ = [
+    "MAX_ID_BYTES",
+    "check_document_id",
+    "check_vector",
+    "clean_text",
+    "normalize_metadata",
+]
+
+#: Longest document id, in bytes of UTF-8.
+MAX_ID_BYTES = 1024
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# NUL and control characters but \t \n \f \r (C0), DEL and C1.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def clean_text(text: str) -> tuple[str, list[str]]:
+    """``text`` with NUL/control characters replaced by spaces and lone surrogates by
+    U+FFFD (same length, so offsets are unchanged), and what was replaced.
+
+    Raises:
+        ConfigurationError: ``text`` is not a string.
+    """
+    if not isinstance(text, str):
+        raise ConfigurationError(f"page_content must be a string, got {type(text).__name__}")
+    warnings: list[str] = []
+    nul = text.count("\x00")
+    controls = len(_CONTROL.findall(text)) - nul
+    surrogates = len(_SURROGATE.findall(text))
+    if nul:
+        warnings.append(f"{nul} NUL character(s) replaced by spaces")
+    if controls:
+        warnings.append(f"{controls} control character(s) replaced by spaces")
+    if surrogates:
+        warnings.append(f"{surrogates} lone surrogate(s) replaced by U+FFFD")
+    if nul or controls:
+        text = _CONTROL.sub(" ", text)
+    if surrogates:
+        text = _SURROGATE.sub("\ufffd", text)
+    return text, warnings
+
+
+def _check_string(value: str, where: str) -> None:
+    if "\x00" in value:
+        raise ConfigurationError(f"{where} contains a NUL character")
+    if _SURROGATE.search(value):
+        raise ConfigurationError(f"{where} contains a lone surrogate (not valid Unicode)")
+
+
+def normalize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A JSON-able copy of ``metadata`` (module docstring).
+
+    Raises:
+        ConfigurationError: a value that cannot be stored; the message names the key
+            (dotted for nested values, e.g. ``metadata['dates'][1]``).
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ConfigurationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    return {k: v for k, v in _normalize(metadata, "metadata").items()}
+
+
+def _normalize(value: Any, where: str, depth: int = 0) -> Any:
+    if depth > 32:
+        raise ConfigurationError(f"{where} is nested more than 32 levels deep")
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConfigurationError(f"{where} is {value!r}, not a finite number (not JSON)")
+        return value
+    if isinstance(value, str):
+        _check_string(value, where)
+        return value
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigurationError(
+                    f"{where} has a key of type {type(k).__name__}; keys must be strings"
+                )
+            _check_string(k, f"{where} key {k!r}")
+            out[k] = _normalize(v, f"{where}[{k!r}]", depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [_normalize(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    raise ConfigurationError(
+        f"{where} is a {type(value).__name__}, which is not JSON",
+        hint="use a string, number, boolean, list or dict (datetimes become ISO 8601)",
+    )
+
+
+def check_document_id(document_id: Any) -> str:
+    """``document_id`` if it is a valid id (module docstring).
+
+    Raises:
+        ConfigurationError: empty, too long (the limit is named), NUL or surrogates.
+    """
+    if not isinstance(document_id, str) or not document_id:
+        raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
+    _check_string(document_id, "document_id")
+    size = len(document_id.encode("utf-8"))
+    if size > MAX_ID_BYTES:
+        raise ConfigurationError(
+            f"document_id is {size} bytes long; the limit is {MAX_ID_BYTES} bytes of UTF-8",
+            hint="use a shorter id, e.g. a path relative to a root or a hash",
+        )
+    return document_id
+
+
+def check_vector(vector: Sequence[float], dimension: int, where: str) -> list[float]:
+    """``vector`` as floats, if it has ``dimension`` finite values and a nonzero norm.
+
+    Raises:
+        ConfigurationError: another length, a NaN/infinite value, or the zero vector.
+    """
+    if len(vector) != dimension:
+        raise ConfigurationError(f"{where} has {len(vector)} values, expected {dimension}")
+    try:
+        values = [float(v) for v in vector]
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{where} holds a value that is not a number") from exc
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigurationError(f"{where} holds NaN or infinite values")
+    if not any(values):
+        raise ConfigurationError(f"{where} is the zero vector (no direction to compare)")
+    return values

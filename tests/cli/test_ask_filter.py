@@ -1,0 +1,33 @@
+"""``ask --filter JSON`` takes the same filter language as the library and HTTP (issue 9, C)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from parrot_parents.cli.main import main
+from tests.conftest import unique_table
+
+
+def test_ask_filter(tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, body in [("a.md", "Pay day is the 25th."), ("b.md", "Pay rises come in May.")]:
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    table = unique_table("flt")
+    assert main(["ingest", str(tmp_path), "--collection", table, "--dsn", pg_dsn]) == 0
+    capsys.readouterr()
+    base = ["ask", "pay", "--collection", table, "--dsn", pg_dsn, "--no-expand", "--json"]
+    assert main([*base, "--filter", '{"document_id": {"$in": ["b.md"]}}']) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {p["document_id"] for p in out["passages"]} == {"b.md"}
+    assert main([*base, "--filter", '{"document_id": {"$nin": ["b.md"]}}']) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {p["document_id"] for p in out["passages"]} == {"a.md"}
+    for bad, needle in [
+        ('{"year": {"$regex": "x"}}', "unknown filter operator '$regex'"),
+        ('{"year": NaN}', "--filter is not valid JSON"),
+        ('{"year": 1e400}', "--filter is not valid JSON"),
+    ]:
+        assert main([*base, "--filter", bad]) == 2
+        assert needle in capsys.readouterr().err

@@ -1,0 +1,89 @@
+"""A ``kill -9`` in the middle of an ingest leaves only whole documents, and running the same
+command again completes the collection (issue 9, fault tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from parrot_parents.loaders.hierarchy import LateChunkingProcessor
+from parrot_parents.stores.postgres import PgVectorStore
+from tests.conftest import unique_table
+from tests.loaders.test_hierarchy import make_text
+
+N_FILES = 12
+
+
+class _NoModel:
+    """Only the structure is needed to know how many rows a whole document has."""
+
+
+def _expected_rows(folder: Path) -> dict[str, int]:
+    proc = LateChunkingProcessor(embedding=_NoModel())  # type: ignore[arg-type]
+    out = {}
+    for f in sorted(folder.iterdir()):
+        h = proc.build_hierarchy(f.read_text(encoding="utf-8"), f.name)
+        out[f.name] = len(h.parents) + len(h.children)
+    return out
+
+
+async def _rows_per_document(store: PgVectorStore) -> dict[str, int]:
+    from sqlalchemy import func, select
+
+    from parrot_parents.stores.schema import meta_field
+
+    engine, table = await store.ready()
+    doc = meta_field(table, "document_id")
+    async with engine.connect() as conn:
+        rows = (await conn.execute(select(doc, func.count()).group_by(doc))).all()
+    return {str(d): int(n) for d, n in rows}
+
+
+def _ingest(folder: Path, table: str, dsn: str) -> subprocess.Popen[str]:
+    args = ["ingest", str(folder), "--collection", table, "--dsn", dsn]
+    return subprocess.Popen(
+        [sys.executable, "-m", "parrot_parents", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def test_kill_9_during_ingest_then_rerun(
+    tmp_path: Path, pg_dsn: str, embeddings: object
+) -> None:
+    for i in range(N_FILES):
+        (tmp_path / f"doc{i:02d}.md").write_text(make_text(5000, seed=i), encoding="utf-8")
+    expected = _expected_rows(tmp_path)
+    table = unique_table("kill")
+    store = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)  # type: ignore[arg-type]
+    await store.connect()
+    try:
+        proc = _ingest(tmp_path, table, pg_dsn)
+        deadline = time.monotonic() + 120
+        seen: dict[str, int] = {}
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen = await _rows_per_document(store)
+            if seen:
+                break
+            await asyncio.sleep(0.02)
+        assert proc.poll() is None, "the ingest finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        stored = await _rows_per_document(store)
+        assert 0 < len(stored) < N_FILES
+        for doc_id, n in stored.items():
+            assert n == expected[doc_id], f"{doc_id}: {n} of {expected[doc_id]} rows"
+        rerun = _ingest(tmp_path, table, pg_dsn)
+        _, err = rerun.communicate(timeout=300)
+        assert rerun.returncode == 0, err
+        assert await _rows_per_document(store) == expected
+    finally:
+        await store.drop()
+        await store.close()

@@ -1,0 +1,136 @@
+"""Client input is never a server error, and an outage is a 503 (issue 9, parts C, F, G)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from parrot_parents.bots.manager import BotManager
+from tests.server.conftest import AUTH, MakeClient
+
+URL = "/api/v1/bots/hr/context"
+QUESTION = {"question": "When are salaries paid?"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"question": "q", "filter": {"year": NaN}}',
+        b'{"question": "q", "filter": {"year": Infinity}}',
+        b'{"question": "q", "filter": {"year": -Infinity}}',
+        b'{"question": "q", "filter": {"year": 1e400}}',
+        b'{"question": "q", "filter": {"year": {"$gt": 1e400}}}',
+        b'{"question": "q", "limit": 1' + b"0" * 5000 + b"}",
+        b"[" * 32_000 + b"]" * 32_000,
+        b'{"question": "q", "filter": ' + b'{"a": ' * 100 + b"1" + b"}" * 100 + b"}",
+    ],
+    ids=["nan", "inf", "-inf", "1e400", "op-1e400", "huge-int", "deep-nesting", "deep-object"],
+)
+async def test_values_json_cannot_carry_are_400_not_valid_json(
+    make_client: MakeClient, body: bytes
+) -> None:
+    client = await make_client(max_body_bytes=256 * 1024)
+    resp = await client.post(URL, data=body, headers={"Content-Type": "application/json"})
+    assert resp.status == 400, await resp.text()
+    assert (await resp.json())["error"].startswith("the body is not valid JSON")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"question": "q", "filter": {"a\u0000": "x"}},
+        {"question": "q", "filter": {"source": "x\u0000"}},
+        {"question": "q\u0000"},
+        {"question": "q", "filter": {"year": {"$regex": "x"}}},
+        {"question": "q", "filter": {"year": {"$gt": True}}},
+    ],
+    ids=["nul-key", "nul-value", "nul-question", "unknown-op", "bool-order"],
+)
+async def test_bad_filter_values_are_400(make_client: MakeClient, body: dict[str, Any]) -> None:
+    client = await make_client()
+    resp = await client.post(URL, json=body)
+    data = await resp.json()
+    assert resp.status == 400, data
+    assert "database" not in data["error"]
+    if "$regex" in str(body):
+        assert "unknown filter operator '$regex'" in data["error"]
+
+
+async def test_filter_operators_over_http(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.post(
+        URL, json={**QUESTION, "filter": {"document_id": {"$in": ["pay", "nothing"]}}}
+    )
+    body = await resp.json()
+    assert resp.status == 200, body
+    assert body["passages"] and {p["document_id"] for p in body["passages"]} == {"pay"}
+    resp = await client.post(URL, json={**QUESTION, "filter": {"document_id": {"$nin": ["pay"]}}})
+    body = await resp.json()
+    assert resp.status == 200 and all(p["document_id"] != "pay" for p in body["passages"])
+
+
+@pytest.mark.parametrize("method", ["get", "delete"])
+async def test_a_name_with_nul_is_404(make_client: MakeClient, method: str) -> None:
+    client = await make_client(token="t0ken-for-tests")
+    resp = await client.request(method, "/api/v1/bots/hr%00", headers=AUTH)
+    assert resp.status == 404, await resp.text()
+
+
+async def test_patch_with_nul_is_400(make_client: MakeClient) -> None:
+    client = await make_client(token="t0ken-for-tests")
+    resp = await client.patch("/api/v1/bots/hr", json={"description": "a\u0000b"}, headers=AUTH)
+    assert resp.status == 400, await resp.text()
+    assert (await resp.json())["details"][0]["key"] == "description"
+
+
+async def test_get_on_a_post_route_says_to_use_post(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.get(URL)
+    assert resp.status == 405
+    body = await resp.json()
+    assert resp.headers["Allow"] == "POST" and "POST" in body["hint"]
+
+
+async def test_a_failed_bot_loads_once_its_collection_exists(
+    make_client: MakeClient, manager: BotManager, bots_dsn: str, embeddings: Any
+) -> None:
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    manager.retry_failed_s = 0.0
+    client = await make_client()
+    resp = await client.post("/api/v1/bots/broken/context", json=QUESTION)
+    assert resp.status == 503
+    created = PgVectorStore(dsn=bots_dsn, table="no_such_table", embedding=embeddings)
+    await created.connect()
+    try:
+        resp = await client.post("/api/v1/bots/broken/context", json=QUESTION)
+        assert resp.status == 200, await resp.text()
+    finally:
+        await created.drop()
+        await created.close()
+
+
+async def test_database_gone_is_503_with_retry_after(
+    make_client: MakeClient, manager: BotManager
+) -> None:
+    from parrot_parents.stores.engine import make_engine
+
+    client = await make_client()
+    store = manager.get("hr").store
+    live = store._engine
+    # Point the pool at a server that is not there: what a stopped PostgreSQL looks like.
+    store._engine = await make_engine("postgresql://postgres@127.0.0.1:9/gone")
+    try:
+        resps = await asyncio.gather(*(client.post(URL, json=QUESTION) for _ in range(3)))
+        for resp in resps:
+            raw = await resp.text()
+            assert resp.status == 503, raw
+            assert resp.headers["Retry-After"].isdigit()
+            assert "SELECT" not in raw and "Traceback" not in raw
+    finally:
+        await store._engine.dispose()
+        store._engine = live
+    resp = await client.post(URL, json=QUESTION)
+    assert resp.status == 200

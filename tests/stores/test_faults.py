@@ -1,0 +1,159 @@
+"""Faults a store survives (issue 9, parts E and F): concurrent writers of one document, and
+the database stopped and restarted under a running loop of searches."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from parrot_parents.errors import StoreError
+from parrot_parents.loaders.hierarchy import LateChunkingProcessor
+from parrot_parents.stores.postgres import PgVectorStore
+from tests.conftest import unique_table
+
+RACE_RUNS = 20
+
+
+def _version(store: PgVectorStore, text: str, size: int) -> list[Document]:
+    proc = LateChunkingProcessor(child_chunk_size=size, embedding=store.embedding)
+    return proc.build_hierarchy(text, "manual").documents()
+
+
+def _vectors(docs: list[Document], dim: int) -> list[list[float] | None]:
+    return [None if not d.metadata.get("is_chunk") else [1.0] + [0.0] * (dim - 1) for d in docs]
+
+
+async def test_concurrent_replace_of_one_document_leaves_one_version(store: PgVectorStore) -> None:
+    a = _version(store, "Version A. " * 40, 60)
+    b = _version(store, "Version B is longer. " * 30, 100)
+    dim = store.dimension
+    for _ in range(RACE_RUNS):
+        await asyncio.gather(
+            store.replace_document("manual", a, embeddings=_vectors(a, dim)),
+            store.replace_document("manual", b, embeddings=_vectors(b, dim)),
+        )
+        rows = await store.fetch_chunk_ranges([("manual", 0, 10_000)])
+        texts = {r.content[:9] for r in rows["manual"]}
+        assert len(texts) == 1, texts
+        expected = len(a) if texts == {"Version A"} else len(b)
+        assert await store.count() == expected
+        parents = await store.count() - await store.count(include_parents=False)
+        assert parents == 1
+
+
+def _pg_ctl(server: Any, *args: str) -> None:
+    """Run pg_ctl on the server's data directory as the user that owns it."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user, timeout=60)
+
+
+@pytest.fixture
+def own_server():
+    """A private embedded server, so stopping it disturbs no other test."""
+    import pgserver
+
+    data = Path(tempfile.mkdtemp(prefix="parrot-parents-fault-")) / "data"
+    server = pgserver.get_server(data, cleanup_mode="delete")
+    try:
+        yield server, data
+    finally:
+        try:
+            server.ensure_postgres_running()
+        finally:
+            server.cleanup()
+
+
+async def test_stop_and_restart_under_a_loop_of_searches(own_server, embeddings) -> None:
+    server, _ = own_server
+    store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
+    await store.add_documents(
+        [Document(page_content=f"pump maintenance step {i}") for i in range(20)]
+    )
+    query = await embeddings.aembed_query("pump maintenance")
+    outcomes: list[tuple[float, float, str]] = []  # (started, ended, "ok" | error class)
+    stop = asyncio.Event()
+
+    async def searcher() -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                hits = await store.similarity_search_by_vector(query, limit=3)
+                assert len(hits) == 3
+                outcomes.append((started, time.monotonic(), "ok"))
+            except StoreError as exc:
+                assert exc.unavailable, exc
+                assert "SELECT" not in str(exc)
+                outcomes.append((started, time.monotonic(), "StoreError"))
+            await asyncio.sleep(0.005)
+
+    try:
+        tasks = [asyncio.create_task(searcher()) for _ in range(4)]
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "stop")
+        down_at = time.monotonic()
+        await asyncio.sleep(0.7)
+        restart_at = time.monotonic()
+        await asyncio.to_thread(server.ensure_postgres_running)
+        back_at = time.monotonic()
+        await asyncio.sleep(1.0)
+        stop.set()
+        await asyncio.gather(*tasks)  # any other exception type fails the test here
+        during = [o for o in outcomes if down_at < o[0] and o[1] < restart_at]
+        after = [o for o in outcomes if o[0] > back_at]
+        assert during and all(kind == "StoreError" for *_, kind in during)
+        assert after and all(kind == "ok" for *_, kind in after), after
+        assert sum(kind == "ok" for *_, kind in outcomes if _[0] < down_at) > 0
+    finally:
+        await store.close()
+
+
+async def test_restart_costs_no_request_on_stale_pooled_connections(own_server, embeddings) -> None:
+    server, _ = own_server
+    store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
+    await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
+    query = await embeddings.aembed_query("step")
+    try:
+        # Fill the pool with several connections, then restart the server under them.
+        await asyncio.gather(*[store.similarity_search_by_vector(query, limit=2) for _ in range(5)])
+        await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "restart")
+        results = await asyncio.gather(
+            *[store.similarity_search_by_vector(query, limit=2) for _ in range(5)]
+        )
+        assert all(len(r) == 2 for r in results)
+    finally:
+        await store.close()
+
+
+async def test_search_while_stopped_is_a_store_error_with_no_sql(own_server, embeddings) -> None:
+    server, _ = own_server
+    store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
+    await store.add_documents([Document(page_content="step one")])
+    try:
+        await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "stop")
+        with pytest.raises(StoreError) as info:
+            await store.similarity_search("step")
+        assert info.value.unavailable
+        assert info.value.sqlstate is None or info.value.sqlstate[:2] in {"08", "57"}
+        assert "SELECT" not in str(info.value) and "[SQL" not in str(info.value)
+    finally:
+        await store.close()
+
+
+async def test_a_refused_statement_carries_its_sqlstate_and_no_sql(store: PgVectorStore) -> None:
+    from sqlalchemy import text
+
+    from parrot_parents.stores.engine import store_errors
+
+    with pytest.raises(StoreError) as info:
+        async with store_errors("dividing"), store.engine.connect() as conn:
+            await conn.execute(text("SELECT 1 / 0 AS secret_column"))
+    assert info.value.sqlstate == "22012" and not info.value.unavailable
+    assert "division by zero" in str(info.value)
+    assert "secret_column" not in str(info.value) and "SELECT" not in str(info.value)

@@ -1,0 +1,94 @@
+"""Metadata filters (issue 9, part C): the langchain-postgres operators, applied in SQL."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from langchain_core.documents import Document
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.filters import validate_filter
+from parrot_parents.stores.postgres import PgVectorStore
+
+ROWS = [
+    ("A", {"year": 2021, "topic": "pay", "source": "a.md", "tags": ["x"]}),
+    ("B", {"year": 2022, "topic": "Pay rises", "source": "b.md"}),
+    ("C", {"year": 2023, "topic": "leave", "source": "c.md", "draft": True}),
+    ("D", {"year": "2024", "topic": "travel", "source": "d.md"}),  # a string, not a number
+    ("E", {"year": 10, "topic": "misc", "source": "e.md"}),
+]
+
+
+@pytest.fixture
+async def filled(store: PgVectorStore) -> PgVectorStore:
+    docs = [
+        Document(page_content=f"document {d} about {m['topic']}", metadata={**m, "document_id": d})
+        for d, m in ROWS
+    ]
+    dim = store.dimension
+    await store.add_documents(docs, embeddings=[[1.0] + [0.0] * (dim - 1)] * len(docs))
+    return store
+
+
+async def _ids(store: PgVectorStore, flt: dict) -> set[str]:
+    vector = [1.0] + [0.0] * (store.dimension - 1)
+    hits = await store.similarity_search_by_vector(vector, limit=50, filter=flt)
+    return {h.metadata["document_id"] for h in hits}
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        # The issue's examples: both returned [] before.
+        ({"year": {"$gte": 2022}}, {"B", "C"}),
+        ({"document_id": {"$in": ["A", "B"]}}, {"A", "B"}),
+        # Plain equality keeps its containment meaning.
+        ({"source": "a.md"}, {"A"}),
+        ({"tags": ["x"]}, {"A"}),
+        ({"year": {"$eq": 2022}}, {"B"}),
+        ({"year": {"$ne": 2022}}, {"A", "C", "D", "E"}),
+        ({"year": {"$lt": 2022}}, {"A", "E"}),  # numbers compare as numbers: 10 < 2022
+        ({"year": {"$lte": 2022}}, {"A", "B", "E"}),
+        ({"year": {"$gt": 2022}}, {"C"}),  # "2024" is a string: not a number
+        ({"year": {"$gt": "2023"}}, {"D"}),  # strings compare as text
+        ({"year": {"$between": [2021, 2022]}}, {"A", "B"}),
+        ({"year": {"$nin": [2021, 2022]}}, {"C", "D", "E"}),
+        ({"draft": {"$exists": True}}, {"C"}),
+        ({"draft": {"$exists": False}}, {"A", "B", "D", "E"}),
+        ({"topic": {"$like": "Pay%"}}, {"B"}),
+        ({"topic": {"$ilike": "pay%"}}, {"A", "B"}),
+        ({"$or": [{"source": "a.md"}, {"year": {"$gt": 2022}}]}, {"A", "C"}),
+        ({"$and": [{"year": {"$gte": 2021}}, {"topic": {"$ilike": "%pay%"}}]}, {"A", "B"}),
+        ({"$not": {"year": {"$gte": 2022}}}, {"A", "D", "E"}),
+        ({"year": {"$gte": 2021, "$lt": 2023}}, {"A", "B"}),
+        ({"document_id": {"$in": []}}, set()),
+    ],
+)
+async def test_filter_operators(filled: PgVectorStore, flt: dict, expected: set[str]) -> None:
+    assert await _ids(filled, flt) == expected
+
+
+@pytest.mark.parametrize(
+    ("flt", "needle"),
+    [
+        ({"year": {"$regex": "x"}}, "$regex"),
+        ({"$nor": [{"a": 1}]}, "$nor"),
+        ({"year": {"$gt": math.nan}}, "finite"),
+        ({"year": math.inf}, "finite"),
+        ({"year": float("1e400")}, "finite"),
+        ({"a\x00": 1}, "NUL"),
+        ({"a": "x\x00"}, "NUL"),
+        ({"a": {"$in": "x"}}, "list"),
+        ({"a": {"$gt": True}}, "number or a string"),
+        ({"a": 10**30}, "64 bits"),
+        ({"a": {"$between": [1, "z"]}}, "between"),
+    ],
+)
+async def test_bad_filters_are_configuration_errors(
+    filled: PgVectorStore, flt: dict, needle: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=needle.replace("$", r"\$")):
+        validate_filter(flt)
+    with pytest.raises(ConfigurationError):
+        await filled.similarity_search("document", filter=flt)

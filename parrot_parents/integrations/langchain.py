@@ -1,0 +1,138 @@
+"""A langchain-core retriever over the parrot-parents pipeline.
+
+``ParentChildRetriever`` runs search -> rerank -> expansion -> packing through a
+:class:`~parrot_parents.bots.chatbot.Chatbot` and returns one LangChain ``Document`` per
+passage, in context order::
+
+    from parrot_parents.integrations.langchain import ParentChildRetriever
+
+    retriever = ParentChildRetriever.from_bot("hr", budget=2000)   # a row of the bots table
+    docs = retriever.invoke("How will I be paid, and when?")
+    docs[0].metadata  # {"source", "document_id", "start_index", "end_index", "kind", ...}
+
+Both paths are native: ``invoke`` runs the bot's coroutine on the package's loop thread
+(:func:`parrot_parents.sync.run_sync`, the bot's ``*_sync`` path), ``ainvoke`` awaits the
+bot on the caller's loop. A bot's connection pool belongs to the loop that opened it: build
+the retriever with :meth:`ParentChildRetriever.from_bot` (the package's loop) for
+``invoke``, and with :meth:`ParentChildRetriever.afrom_bot` or from a bot you made in your
+own loop for ``ainvoke``. A retriever made by ``from_bot`` still serves ``ainvoke``: it
+awaits the bot on the package's loop without blocking the caller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.integrations.common import call_options, passage_metadata
+from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.sync import package_loop, run_sync
+
+__all__ = ["ParentChildRetriever", "to_documents"]
+
+
+def to_documents(retrieval: Retrieval) -> list[Document]:
+    """One ``Document`` per passage, in context order (metadata: :func:`passage_metadata`)."""
+    return [
+        Document(id=p.id, page_content=p.text, metadata=passage_metadata(p))
+        for p in retrieval.passages
+    ]
+
+
+class ParentChildRetriever(BaseRetriever):
+    """LangChain retriever returning parent-child passages as ``Document``s.
+
+    Attributes:
+        bot: the :class:`Chatbot` that runs the pipeline (its store, parent searcher,
+            reranker and settings).
+        expand_to_parent, limit, filter, rerank_candidates, budget, mode: the per-call
+            options of ``Chatbot.get_vector_context`` (``budget`` in characters of
+            passage text); None leaves the bot's setting, then the package default.
+            Keyword arguments of ``invoke``/``ainvoke`` override them for one call.
+        on_package_loop: the bot was built on the package's loop thread (``from_bot``);
+            ``ainvoke`` then awaits it there.
+
+    Raises:
+        ConfigurationError: (at query time) a bad option value, or an empty question.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    bot: Chatbot
+    expand_to_parent: bool | None = None
+    limit: int | None = None
+    filter: dict[str, Any] | None = None
+    rerank_candidates: int | None = None
+    budget: int | None = None
+    mode: str | None = None
+    on_package_loop: bool = False
+
+    def _fixed(self) -> dict[str, Any]:
+        return {
+            "expand_to_parent": self.expand_to_parent,
+            "limit": self.limit,
+            "filter": self.filter,
+            "rerank_candidates": self.rerank_candidates,
+            "budget": self.budget,
+            "mode": self.mode,
+        }
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
+        options = call_options(self._fixed(), overrides)
+        return to_documents(run_sync(self.bot.retrieve(query, options)))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
+        options = call_options(self._fixed(), overrides)
+        coro = self.bot.retrieve(query, options)
+        if self.on_package_loop:
+            future = asyncio.run_coroutine_threadsafe(coro, package_loop())
+            return to_documents(await asyncio.wrap_future(future))
+        return to_documents(await coro)
+
+    @classmethod
+    def from_bot(cls, name: str, *, dsn: str | None = None, **options: Any) -> ParentChildRetriever:
+        """A retriever over the bot ``name`` of the ``bots`` table, for ``invoke``.
+
+        The bot is loaded on the package's loop thread (``Chatbot.from_database``).
+        ``options`` are the retriever's fields (``budget=2000``, ``mode="window:1"``, ...).
+        Close it with :meth:`close`.
+
+        Raises:
+            BotNotFoundError, BotConfigError, StoreError: as ``Chatbot.from_database``.
+        """
+        bot = run_sync(Chatbot.from_database(name, dsn=dsn))
+        return cls(bot=bot, on_package_loop=True, **options)
+
+    @classmethod
+    async def afrom_bot(
+        cls, name: str, *, dsn: str | None = None, **options: Any
+    ) -> ParentChildRetriever:
+        """:meth:`from_bot` for ``ainvoke``: the bot is loaded on the running loop."""
+        bot = await Chatbot.from_database(name, dsn=dsn)
+        return cls(bot=bot, **options)
+
+    def close(self) -> None:
+        """Release the bot (and its store when it owns it); for :meth:`from_bot`."""
+        run_sync(self.bot.close())
+
+    async def aclose(self) -> None:
+        """Release the bot; for :meth:`afrom_bot` or a bot made on the running loop."""
+        if self.on_package_loop:
+            await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(self.bot.close(), package_loop())
+            )
+        else:
+            await self.bot.close()

@@ -1,0 +1,71 @@
+"""Parent searcher over a :class:`~parrot_parents.stores.milvus.store.MilvusStore`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from pydantic import BaseModel, ConfigDict
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.milvus.store import MilvusStore
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.results import SearchResult
+
+__all__ = ["MilvusParentSearcher", "MilvusParentSearcherConfig"]
+
+
+class MilvusParentSearcherConfig(BaseModel):
+    """``{"type": "milvus"}``: parents are read from the store's parents collection."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class MilvusParentSearcher(AbstractParentSearcher):
+    """Every read of expansion, against the two collections of a :class:`MilvusStore`.
+
+    * :meth:`fetch`: primary-key ``get`` on ``<collection>__parents`` (parent mode);
+      children live in the other collection, so they are never returned;
+    * :meth:`fetch_children`: one query ``parent_document_id in [...]`` (auto_merge);
+    * :meth:`fetch_neighbours`: one query ORing ``document_id == d and lo <= chunk_index
+      <= hi`` per range (window).
+
+    Args:
+        store: the :class:`MilvusStore` holding parents and children.
+
+    Raises:
+        ConfigurationError: ``store`` is not a MilvusStore.
+    """
+
+    config_model = MilvusParentSearcherConfig
+
+    def __init__(self, store: MilvusStore) -> None:
+        if not isinstance(store, MilvusStore):
+            raise ConfigurationError(
+                f"MilvusParentSearcher needs a MilvusStore, got {type(store).__name__}"
+            )
+        self.store = store
+
+    async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        """Parents by id; see :meth:`AbstractParentSearcher.fetch`."""
+        return await self.store.fetch_parents(parent_ids)
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """Children per parent, ordered by ``start_index``; see the base."""
+        return await self.store.fetch_children(parent_ids)
+
+    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
+        """Children per document by ``chunk_index`` range; see the base."""
+        return await self.store.fetch_chunk_ranges(ranges)
+
+    async def health_check(self) -> bool:
+        """True when the parents collection answers."""
+        try:
+            client = await self.store.ready()
+            return bool(client.has_collection(self.store.parents_collection))
+        except Exception:
+            return False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "milvus"}

@@ -14,7 +14,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from parrot_parents.cli.common import add_dsn_option, add_model_option, print_json
+from parrot_parents.cli.common import (
+    add_backend_option,
+    add_dsn_option,
+    add_model_option,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
@@ -106,6 +111,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="MODEL",
         help="cross-encoder model name or directory to rerank the children",
     )
+    add_backend_option(p)
     add_dsn_option(p)
     add_model_option(p)
     p.add_argument(
@@ -150,6 +156,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         reranker=args.reranker,
         model=args.model,
         dsn=args.dsn,
+        store=args.store,
         collection=args.collection,
         keep=args.keep,
         ks=tuple(args.ks),

@@ -172,9 +172,10 @@ class MilvusStore(AbstractStore):
         fields = client.describe_collection(self.collection).get("fields", [])
         dims = [f.get("params", {}).get("dim") for f in fields if f.get("name") == "embedding"]
         if not dims or int(dims[0]) != dimension:
+            found = dims[0] if dims else None
             raise SchemaMismatchError(
-                f"collection {self.collection!r} has embedding dimension {dims[0] if dims else None}"
-                f", the model has {dimension}",
+                f"collection {self.collection!r} has embedding dimension {found}, "
+                f"the model has {dimension}",
                 expected_dimension=dimension,
                 actual_dimension=int(dims[0]) if dims and dims[0] is not None else None,
                 hint="use the model the collection was built with, or another collection",
@@ -215,7 +216,9 @@ class MilvusStore(AbstractStore):
         rows = prepare_rows(documents, embeddings, self.dimension)
         for row in rows:
             if len(row["id"].encode("utf-8")) > MAX_ID_BYTES:
-                raise ConfigurationError(f"row id {row['id'][:80]!r}... is over {MAX_ID_BYTES} bytes")
+                raise ConfigurationError(
+                    f"row id {row['id'][:80]!r}... is over {MAX_ID_BYTES} bytes"
+                )
             if len(row["document"].encode("utf-8")) > MAX_TEXT_BYTES:
                 raise ConfigurationError(
                     f"row {row['id']!r} holds {len(row['document'].encode('utf-8'))} bytes of "
@@ -527,8 +530,13 @@ class MilvusStore(AbstractStore):
             return {}
         rows = await self.query_children(in_list("parent_document_id", ids))
         out: dict[str, list[SearchResult]] = defaultdict(list)
-        for r in sorted(rows, key=lambda r: (str(r.metadata.get("parent_document_id")),
-                                             _int(r.metadata.get("start_index")))):
+        for r in sorted(
+            rows,
+            key=lambda r: (
+                str(r.metadata.get("parent_document_id")),
+                _int(r.metadata.get("start_index")),
+            ),
+        ):
             out[str(r.metadata["parent_document_id"])].append(r)
         return dict(out)
 
@@ -546,8 +554,10 @@ class MilvusStore(AbstractStore):
         )
         rows = await self.query_children(expr)
         out: dict[str, list[SearchResult]] = defaultdict(list)
-        for r in sorted(rows, key=lambda r: (str(r.metadata.get("document_id")),
-                                             _int(r.metadata.get("chunk_index")))):
+        for r in sorted(
+            rows,
+            key=lambda r: (str(r.metadata.get("document_id")), _int(r.metadata.get("chunk_index"))),
+        ):
             out[str(r.metadata["document_id"])].append(r)
         return dict(out)
 

@@ -103,25 +103,28 @@ class ParentChildRetriever(BaseRetriever):
         return to_documents(await coro)
 
     @classmethod
-    def from_bot(cls, name: str, *, dsn: str | None = None, **options: Any) -> ParentChildRetriever:
+    def from_bot(
+        cls, name: str, *, dsn: str | None = None, embedding: Any = None, **options: Any
+    ) -> ParentChildRetriever:
         """A retriever over the bot ``name`` of the ``bots`` table, for ``invoke``.
 
         The bot is loaded on the package's loop thread (``Chatbot.from_database``).
-        ``options`` are the retriever's fields (``budget=2000``, ``mode="window:1"``, ...).
+        ``dsn`` and ``embedding`` are those of ``Chatbot.from_database``; ``options`` are
+        the retriever's fields (``budget=2000``, ``mode="window:1"``, ...).
         Close it with :meth:`close`.
 
         Raises:
             BotNotFoundError, BotConfigError, StoreError: as ``Chatbot.from_database``.
         """
-        bot = run_sync(Chatbot.from_database(name, dsn=dsn))
+        bot = run_sync(Chatbot.from_database(name, dsn=dsn, embedding=embedding))
         return cls(bot=bot, on_package_loop=True, **options)
 
     @classmethod
     async def afrom_bot(
-        cls, name: str, *, dsn: str | None = None, **options: Any
+        cls, name: str, *, dsn: str | None = None, embedding: Any = None, **options: Any
     ) -> ParentChildRetriever:
         """:meth:`from_bot` for ``ainvoke``: the bot is loaded on the running loop."""
-        bot = await Chatbot.from_database(name, dsn=dsn)
+        bot = await Chatbot.from_database(name, dsn=dsn, embedding=embedding)
         return cls(bot=bot, **options)
 
     def close(self) -> None:

@@ -88,7 +88,7 @@ class ParentChildLlamaRetriever(BaseRetriever):
 
     @classmethod
     def from_bot(
-        cls, name: str, *, dsn: str | None = None, **options: Any
+        cls, name: str, *, dsn: str | None = None, embedding: Any = None, **options: Any
     ) -> ParentChildLlamaRetriever:
         """A retriever over the bot ``name`` of the ``bots`` table (loaded on the package's
         loop thread). Close it with :meth:`close`.
@@ -96,7 +96,7 @@ class ParentChildLlamaRetriever(BaseRetriever):
         Raises:
             BotNotFoundError, BotConfigError, StoreError: as ``Chatbot.from_database``.
         """
-        bot = run_sync(Chatbot.from_database(name, dsn=dsn))
+        bot = run_sync(Chatbot.from_database(name, dsn=dsn, embedding=embedding))
         return cls(bot, on_package_loop=True, **options)
 
     def close(self) -> None:

@@ -159,6 +159,8 @@ class MilvusStore(AbstractStore):
             (self.parents_collection, lambda: parents_schema(client)),
         ):
             if client.has_collection(name):
+                # A collection written by another process starts out released.
+                client.load_collection(name)
                 continue
             if not self.create:
                 raise StoreError(

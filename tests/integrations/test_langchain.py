@@ -79,9 +79,10 @@ def test_sync_invoke_in_a_chain_hands_the_parent_to_the_model(pg_dsn: str, embed
         children = retriever.invoke(QUESTION, expand_to_parent=False, limit=1)
         assert [d.metadata["kind"] for d in children] == ["child"]
         assert "Overtime" in children[0].page_content and children[0].id in meta["child_ids"]
-        assert retriever.invoke(QUESTION, filter={"source": "leave.md"})[0].metadata[
-            "document_id"
-        ] == "leave"
+        assert (
+            retriever.invoke(QUESTION, filter={"source": "leave.md"})[0].metadata["document_id"]
+            == "leave"
+        )
         with pytest.raises(ConfigurationError, match="unknown option 'top_k'"):
             retriever.invoke(QUESTION, top_k=3)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,7 +64,8 @@ class MilvusParentSearcher(AbstractParentSearcher):
         """True when the parents collection answers."""
         try:
             client = await self.store.ready()
-            return bool(client.has_collection(self.store.parents_collection))
+            name = self.store.parents_collection
+            return bool(await asyncio.to_thread(client.has_collection, name))
         except Exception:
             return False
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,12 @@ from parrot_parents.stores.milvus.store import MilvusStore
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["MilvusParentSearcher", "MilvusParentSearcherConfig"]
+__all__ = ["MILVUS_URI_ENV", "MilvusParentSearcher", "MilvusParentSearcherConfig"]
+
+#: Milvus URI used by bot rows of type ``milvus`` (the row never names a URI or path).
+MILVUS_URI_ENV = "PARROT_PARENTS_MILVUS_URI"
+#: Token of that Milvus (``user:password`` or an API key).
+MILVUS_TOKEN_ENV = "PARROT_PARENTS_MILVUS_TOKEN"
 
 
 class MilvusParentSearcherConfig(BaseModel):
@@ -47,6 +53,26 @@ class MilvusParentSearcher(AbstractParentSearcher):
                 f"MilvusParentSearcher needs a MilvusStore, got {type(store).__name__}"
             )
         self.store = store
+
+    @classmethod
+    def open_store(cls, collection: str, *, embedding: Any = None) -> MilvusStore:
+        """The Milvus store of a bot row ``{"type": "milvus"}``: ``collection`` at
+        ``$PARROT_PARENTS_MILVUS_URI`` (token ``$PARROT_PARENTS_MILVUS_TOKEN``).
+
+        The URI comes from the deployment, never from the row, so whoever can write the
+        bots table cannot point the service at another server or a local path.
+
+        Raises:
+            ConfigurationError: ``$PARROT_PARENTS_MILVUS_URI`` is not set.
+        """
+        uri = os.environ.get(MILVUS_URI_ENV)
+        if not uri:
+            raise ConfigurationError(
+                f"a bot of type 'milvus' needs ${MILVUS_URI_ENV}",
+                hint="e.g. http://milvus:19530, or a Milvus Lite file such as ./milvus.db",
+            )
+        token = os.environ.get(MILVUS_TOKEN_ENV) or None
+        return MilvusStore(uri, collection, token=token, embedding=embedding, create=False)
 
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
         """Parents by id; see :meth:`AbstractParentSearcher.fetch`."""

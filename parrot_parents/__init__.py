@@ -31,6 +31,8 @@ _EXPORTS = {
     "ExpansionMode": "parrot_parents.retrieval.modes",
     "InTableParentSearcher": "parrot_parents.stores.parents.in_table",
     "LateChunkingEmbedder": "parrot_parents.embeddings.late_chunking",
+    "MilvusParentSearcher": "parrot_parents.stores.milvus.parents",
+    "MilvusStore": "parrot_parents.stores.milvus.store",
     "ParrotParentsError": "parrot_parents.errors",
     "Passage": "parrot_parents.retrieval.passages",
     "PgVectorStore": "parrot_parents.stores.postgres",
@@ -56,6 +58,8 @@ __all__ = [
     "ExpansionMode",
     "InTableParentSearcher",
     "LateChunkingEmbedder",
+    "MilvusParentSearcher",
+    "MilvusStore",
     "ParrotParentsError",
     "Passage",
     "PgVectorStore",
@@ -100,6 +104,8 @@ if TYPE_CHECKING:
     from parrot_parents.retrieval.passages import Passage
     from parrot_parents.retrieval.pipeline import Retrieval, Retriever
     from parrot_parents.stores.abstract import AbstractStore
+    from parrot_parents.stores.milvus.parents import MilvusParentSearcher
+    from parrot_parents.stores.milvus.store import MilvusStore
     from parrot_parents.stores.parents.abstract import AbstractParentSearcher
     from parrot_parents.stores.parents.in_table import InTableParentSearcher
     from parrot_parents.stores.postgres import PgVectorStore

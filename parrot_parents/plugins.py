@@ -8,7 +8,8 @@ whoever can write the table cannot make the server import code of their choosing
 Where a name is found, in this order:
 
 1. classes registered in code with :meth:`Registry.register`;
-2. the built-in types (``in_table`` for parent searchers, ``cross_encoder`` for rerankers);
+2. the built-in types (``in_table`` and ``milvus`` for parent searchers, ``cross_encoder``
+   for rerankers);
 3. entry points of installed packages, in the groups ``parrot_parents.parent_searchers``
    and ``parrot_parents.rerankers``. Installing a package is the trusted act that adds a type;
    its ``pyproject.toml`` declares, for example::
@@ -262,12 +263,16 @@ class Registries:
     rerankers: Registry[Any]
 
 
-#: Parent searchers: ``in_table`` plus the ``parrot_parents.parent_searchers`` entry points.
+#: Parent searchers: ``in_table``, ``milvus``, plus the entry points of
+#: ``parrot_parents.parent_searchers``.
 PARENT_SEARCHERS: Registry[Any] = Registry(
     "parent searcher",
     PARENT_SEARCHERS_GROUP,
     "parrot_parents.stores.parents.abstract:AbstractParentSearcher",
-    {"in_table": ("parrot_parents.stores.parents.in_table:InTableParentSearcher", None)},
+    {
+        "in_table": ("parrot_parents.stores.parents.in_table:InTableParentSearcher", None),
+        "milvus": ("parrot_parents.stores.milvus.parents:MilvusParentSearcher", None),
+    },
 )
 #: Rerankers: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
 RERANKERS: Registry[Any] = Registry(

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["package_loop", "run_sync"]
 
 T = TypeVar("T")
 
@@ -31,6 +31,11 @@ def _loop() -> asyncio.AbstractEventLoop:
             ).start()
             _LOOP = loop
         return _LOOP
+
+
+def package_loop() -> asyncio.AbstractEventLoop:
+    """The package's background event loop (started on first use)."""
+    return _loop()
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

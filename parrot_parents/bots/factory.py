@@ -21,11 +21,13 @@ from parrot_parents.errors import (
     BotNotFoundError,
     ParrotParentsError,
     SchemaMismatchError,
+    StoreError,
 )
 from parrot_parents.plugins import Registries, default_registries
+from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.postgres import PgVectorStore
 
-__all__ = ["build_bot", "collection_exists", "load_bot"]
+__all__ = ["build_bot", "collection_exists", "load_bot", "row_store", "store_key"]
 
 B = TypeVar("B", bound=AbstractBot)
 
@@ -40,9 +42,46 @@ async def collection_exists(engine: AsyncEngine, collection: str, schema: str = 
         return found.scalar_one() is not None
 
 
+def row_store(
+    settings: BotSettings, *, registries: Registries, embedding: Any = None
+) -> AbstractStore | None:
+    """The store a row's parent searcher type brings (e.g. ``milvus``), not connected;
+    None for the row's collection in the bots' PostgreSQL database.
+
+    Raises:
+        BotConfigError: the searcher type cannot open its store (e.g. not configured).
+    """
+    config = settings.parent_searcher_config
+    if config is None:
+        return None
+    try:
+        cls = registries.parent_searchers.get(config["type"])
+        opener = getattr(cls, "open_store", None)
+        return None if opener is None else opener(settings.collection, embedding=embedding)
+    except ParrotParentsError as exc:
+        raise BotConfigError(settings.name, [("parent_searcher_config", exc.message)]) from exc
+
+
+def store_key(settings: BotSettings, store: AbstractStore | None) -> tuple[str, str]:
+    """``(backend, collection)``: bots with equal keys can share one store."""
+    backend = "postgres" if store is None else type(store).__name__
+    return backend, settings.collection
+
+
+async def connect_row_store(settings: BotSettings, store: AbstractStore) -> AbstractStore:
+    """Connect a store from :func:`row_store`; a missing collection or a dimension
+    mismatch becomes a :class:`BotConfigError` on ``collection``."""
+    try:
+        await store.connect()  # type: ignore[attr-defined]
+    except (SchemaMismatchError, StoreError) as exc:
+        await store.close()
+        raise BotConfigError(settings.name, [("collection", exc.message)]) from exc
+    return store
+
+
 async def build_bot(
     settings: BotSettings,
-    store: PgVectorStore,
+    store: AbstractStore,
     *,
     registries: Registries | None = None,
     warm_up: bool = True,
@@ -126,11 +165,22 @@ async def load_bot(
                 name, hint=f"the bot is disabled: `parrot-parents bots set {name} enabled=true`"
             )
         settings = validate_bot(row, registries=registries)
-        engine = await repo.engine()
-        if not await collection_exists(engine, settings.collection):
-            raise BotConfigError(
-                name, [("collection", f"table 'public.{settings.collection}' does not exist")]
+        other = row_store(settings, registries=registries, embedding=embedding)
+        if other is None:
+            engine = await repo.engine()
+            if not await collection_exists(engine, settings.collection):
+                raise BotConfigError(
+                    name, [("collection", f"table 'public.{settings.collection}' does not exist")]
+                )
+    if other is not None:
+        await connect_row_store(settings, other)
+        try:
+            return await build_bot(
+                settings, other, registries=registries, warm_up=warm_up, bot_class=bot_class
             )
+        except BaseException:
+            await other.close()
+            raise
     store = PgVectorStore(dsn=dsn, table=settings.collection, embedding=embedding)
     try:
         await store.connect()

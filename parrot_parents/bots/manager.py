@@ -22,7 +22,13 @@ from typing import Any
 from sqlalchemy import text
 
 from parrot_parents.bots.chatbot import Chatbot
-from parrot_parents.bots.factory import build_bot, collection_exists
+from parrot_parents.bots.factory import (
+    build_bot,
+    collection_exists,
+    connect_row_store,
+    row_store,
+    store_key,
+)
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.bots.settings import BotSettings, validate_bot
 from parrot_parents.errors import (
@@ -32,6 +38,7 @@ from parrot_parents.errors import (
     SchemaMismatchError,
 )
 from parrot_parents.plugins import Registries, default_registries
+from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.postgres import PgVectorStore
 
 __all__ = ["BotManager", "LoadReport"]
@@ -97,7 +104,7 @@ class BotManager:
         self.bots: dict[str, Chatbot] = {}
         self.errors: dict[str, str] = {}
         self._embedding = embedding
-        self._stores: dict[str, PgVectorStore] = {}
+        self._stores: dict[tuple[str, str], AbstractStore] = {}
         self._versions: dict[str, str] = {}
         self._lock = asyncio.Lock()
 
@@ -216,10 +223,15 @@ class BotManager:
         self._failed_at[name] = time.monotonic()
         report.failed[name] = reason
 
-    async def _store(self, settings: BotSettings) -> PgVectorStore:
-        store = self._stores.get(settings.collection)
+    async def _store(self, settings: BotSettings) -> AbstractStore:
+        other = row_store(settings, registries=self.registries, embedding=self.embedding)
+        key = store_key(settings, other)
+        store = self._stores.get(key)
         if store is not None:
             return store
+        if other is not None:  # the searcher type brings its own backend (e.g. milvus)
+            self._stores[key] = await connect_row_store(settings, other)
+            return other
         engine = await self.repository.engine()
         if not await collection_exists(engine, settings.collection):
             raise BotConfigError(
@@ -233,13 +245,13 @@ class BotManager:
             await store.connect()
         except SchemaMismatchError as exc:
             raise BotConfigError(settings.name, [("collection", exc.message)]) from exc
-        self._stores[settings.collection] = store
+        self._stores[key] = store
         return store
 
     async def _close_unused_stores(self) -> None:
-        used = {getattr(b, "collection", None) for b in self.bots.values()}
-        for collection in [c for c in self._stores if c not in used]:
-            await self._stores.pop(collection).close()
+        used = {id(b.store) for b in self.bots.values()}
+        for key in [k for k, s in self._stores.items() if id(s) not in used]:
+            await self._stores.pop(key).close()
 
     # -- health and lifecycle -----------------------------------------------------------
 

@@ -26,12 +26,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 async def run(args: argparse.Namespace) -> int:
     from parrot_parents.bots.chatbot import Chatbot
-    from parrot_parents.stores.parents.in_table import InTableParentSearcher
+    from parrot_parents.stores.backends import parent_searcher_for
 
     store = make_store(args, create=False)
     bot = Chatbot(
         store=store,
-        parent_searcher=InTableParentSearcher(store=store),
+        parent_searcher=parent_searcher_for(store),
     )
     try:
         retrieval = await bot.retrieve(args.question, **retrieval_overrides(args))

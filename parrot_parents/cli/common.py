@@ -10,6 +10,7 @@ from typing import Any
 from parrot_parents.stores.embedded import DSN_ENV
 
 __all__ = [
+    "add_backend_option",
     "add_dsn_option",
     "add_model_option",
     "add_retrieval_options",
@@ -37,8 +38,21 @@ def add_model_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_backend_option(parser: argparse.ArgumentParser) -> None:
+    """``--store``: ``postgres`` (default) or ``milvus:URI``."""
+    parser.add_argument(
+        "--store",
+        default="postgres",
+        metavar="BACKEND",
+        help="postgres (default; see --dsn) or milvus:URI, a Milvus Lite file such as "
+        "milvus:./milvus.db or a server such as milvus:http://host:19530 (token from "
+        "$PARROT_PARENTS_MILVUS_TOKEN); needs the [milvus] extra",
+    )
+
+
 def add_store_options(parser: argparse.ArgumentParser) -> None:
-    """``--dsn``, ``--collection`` and ``--model``."""
+    """``--store``, ``--dsn``, ``--collection`` and ``--model``."""
+    add_backend_option(parser)
     add_dsn_option(parser)
     parser.add_argument(
         "--collection", default="documents", help="collection (table) name (default: documents)"
@@ -160,12 +174,14 @@ def parse_filter(raw: str | None) -> dict[str, Any] | None:
 
 
 def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
+    """The store of ``--store``/``--dsn``/``--collection``/``--model`` (not connected)."""
     from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-    from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.stores.backends import open_store
 
-    return PgVectorStore(
+    return open_store(
+        getattr(args, "store", None),
         dsn=args.dsn,
-        table=args.collection,
+        collection=args.collection,
         embedding=SentenceTransformerEmbeddings(args.model),
         create=create,
     )

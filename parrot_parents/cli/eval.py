@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from parrot_parents.cli.common import (
+    add_backend_option,
     add_dsn_option,
     add_model_option,
     add_retrieval_options,
@@ -96,6 +97,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="MODEL",
         help="cross-encoder model name or directory to rerank the children",
     )
+    add_backend_option(p)
     add_dsn_option(p)
     add_model_option(p)
     p.add_argument(
@@ -152,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         reranker=args.reranker,
         model=args.model,
         dsn=args.dsn,
+        store=args.store,
         collection=args.collection,
         keep=args.keep,
         ks=tuple(args.ks),

@@ -87,6 +87,8 @@ class EvalConfig:
         reranker: cross-encoder model name or directory; None for no reranking.
         model: embedding model name or directory; None for all-MiniLM-L6-v2.
         dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.
+        store: backend spec, ``"postgres"`` (default, None) or ``"milvus:URI"``
+            (:mod:`parrot_parents.stores.backends`).
         collection: table name; None for a fresh ``eval_<random>`` name.
         keep: keep the collection after the run instead of dropping it.
         ks: passage cut-offs of the @k metrics.
@@ -110,6 +112,7 @@ class EvalConfig:
     reranker: str | None = None
     model: str | None = None
     dsn: str | None = None
+    store: str | None = None
     collection: str | None = None
     keep: bool = False
     ks: tuple[int, ...] = DEFAULT_KS
@@ -136,6 +139,9 @@ class EvalConfig:
         for k in (*self.ks, *self.budgets):
             _positive("ks/budgets value", k)
         self.options()  # the retrieval options are checked by their one definition
+        from parrot_parents.stores.backends import parse_store_spec
+
+        parse_store_spec(self.store)
 
     @property
     def parent_chars(self) -> int:
@@ -356,13 +362,14 @@ class _Session:
         from parrot_parents.bots.chatbot import Chatbot
         from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
         from parrot_parents.loaders.text import TextLoader
-        from parrot_parents.stores.parents.in_table import InTableParentSearcher
-        from parrot_parents.stores.postgres import PgVectorStore
+        from parrot_parents.stores.backends import open_store, parent_searcher_for
 
         self.config = config
         self.collection = config.collection or fresh_collection_name()
         self.embedding = SentenceTransformerEmbeddings(config.model)
-        self.store = PgVectorStore(dsn=config.dsn, table=self.collection, embedding=self.embedding)
+        self.store: Any = open_store(
+            config.store, dsn=config.dsn, collection=self.collection, embedding=self.embedding
+        )
         late = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
         self.loader = TextLoader(
             child_chunk_size=config.child_size,
@@ -377,7 +384,7 @@ class _Session:
             self.reranker = CrossEncoderReranker(config.reranker)
         self.bot = Chatbot(
             store=self.store,
-            parent_searcher=InTableParentSearcher(store=self.store),
+            parent_searcher=parent_searcher_for(self.store),
             expand_to_parent=config.expand,
             context_search_limit=config.limit,
             reranker=self.reranker,

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.documents import Document
 from pydantic import BaseModel
 
 from parrot_parents.stores.results import SearchResult
+
+if TYPE_CHECKING:
+    from parrot_parents.stores.abstract import AbstractStore
 
 __all__ = ["AbstractParentSearcher", "ChunkRange"]
 
@@ -37,6 +40,19 @@ class AbstractParentSearcher(ABC):
 
     #: Keys of ``parent_searcher_config`` (besides ``type``); None: from ``__init__``.
     config_model: ClassVar[type[BaseModel] | None] = None
+
+    @classmethod
+    def open_store(cls, collection: str, *, embedding: Any = None) -> AbstractStore | None:
+        """The store a bot row naming this searcher type searches (not connected yet).
+
+        ``None`` (the default): the row's ``collection`` table in the bots' PostgreSQL
+        database. A searcher whose parents live in another backend returns that backend's
+        store, so a row chooses its store by the searcher's type name alone.
+
+        Raises:
+            ConfigurationError: the backend is not configured in the environment.
+        """
+        return None
 
     @abstractmethod
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:

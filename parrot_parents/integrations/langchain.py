@@ -1,0 +1,145 @@
+"""A langchain-core retriever over the parrot-parents pipeline.
+
+``ParentChildRetriever`` runs search -> rerank -> expansion -> packing through a
+:class:`~parrot_parents.bots.chatbot.Chatbot` and returns one LangChain ``Document`` per
+passage, in context order::
+
+    from parrot_parents.integrations.langchain import ParentChildRetriever
+
+    retriever = ParentChildRetriever.from_bot("hr", budget=2000)   # a row of the bots table
+    docs = retriever.invoke("How will I be paid, and when?")
+    docs[0].metadata  # {"source", "document_id", "start_index", "end_index", "kind", ...}
+
+Both paths are native: ``invoke`` runs the bot's coroutine on the package's loop thread
+(:func:`parrot_parents.sync.run_sync`, the bot's ``*_sync`` path), ``ainvoke`` awaits the
+bot on the caller's loop. A bot's connection pool belongs to the loop that opened it: build
+the retriever with :meth:`ParentChildRetriever.from_bot` (the package's loop) for
+``invoke``, and with :meth:`ParentChildRetriever.afrom_bot` or from a bot you made in your
+own loop for ``ainvoke``. A retriever made by ``from_bot`` still serves ``ainvoke``: it
+awaits the bot on the package's loop without blocking the caller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, model_validator
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.integrations.common import call_options, passage_metadata
+from parrot_parents.retrieval.options import RetrievalOptions
+from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.sync import package_loop, run_sync
+
+__all__ = ["ParentChildRetriever", "to_documents"]
+
+
+def to_documents(retrieval: Retrieval) -> list[Document]:
+    """One ``Document`` per passage, in context order (metadata: :func:`passage_metadata`)."""
+    return [
+        Document(id=p.id, page_content=p.text, metadata=passage_metadata(p))
+        for p in retrieval.passages
+    ]
+
+
+class ParentChildRetriever(BaseRetriever):
+    """LangChain retriever returning parent-child passages as ``Document``s.
+
+    Attributes:
+        bot: the :class:`Chatbot` that runs the pipeline (its store, parent searcher,
+            reranker and settings).
+        options: the per-call options of ``Chatbot.get_vector_context``
+            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`: ``budget`` in
+            characters of passage text, ``mode``, ``search_mode``...). They may also be
+            given as keyword arguments (``ParentChildRetriever(bot=bot, budget=2000)``);
+            unset ones leave the bot's setting, then the package default. Keyword
+            arguments of ``invoke``/``ainvoke`` override them for one call.
+        on_package_loop: the bot was built on the package's loop thread (``from_bot``);
+            ``ainvoke`` then awaits it there.
+
+    Raises:
+        ConfigurationError: (at query time) a bad option value, or an empty question.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    bot: Chatbot
+    options: RetrievalOptions = RetrievalOptions()
+    on_package_loop: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_options(cls, data: Any) -> Any:
+        """Keyword options (``budget=2000``) into :attr:`options`, validated once."""
+        if not isinstance(data, dict):
+            return data
+        names = RetrievalOptions.model_fields
+        given = {k: data.pop(k) for k in list(data) if k in names}
+        if given:
+            base = data.get("options") or RetrievalOptions()
+            data["options"] = RetrievalOptions.from_overrides(given).over(base)
+        return data
+
+    def _fixed(self) -> dict[str, Any]:
+        return self.options.set_fields()
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
+        options = call_options(self._fixed(), overrides)
+        return to_documents(run_sync(self.bot.retrieve(query, options)))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
+        options = call_options(self._fixed(), overrides)
+        coro = self.bot.retrieve(query, options)
+        if self.on_package_loop:
+            future = asyncio.run_coroutine_threadsafe(coro, package_loop())
+            return to_documents(await asyncio.wrap_future(future))
+        return to_documents(await coro)
+
+    @classmethod
+    def from_bot(
+        cls, name: str, *, dsn: str | None = None, embedding: Any = None, **options: Any
+    ) -> ParentChildRetriever:
+        """A retriever over the bot ``name`` of the ``bots`` table, for ``invoke``.
+
+        The bot is loaded on the package's loop thread (``Chatbot.from_database``).
+        ``dsn`` and ``embedding`` are those of ``Chatbot.from_database``; ``options`` are
+        the retriever's fields (``budget=2000``, ``mode="window:1"``, ...).
+        Close it with :meth:`close`.
+
+        Raises:
+            BotNotFoundError, BotConfigError, StoreError: as ``Chatbot.from_database``.
+        """
+        bot = run_sync(Chatbot.from_database(name, dsn=dsn, embedding=embedding))
+        return cls(bot=bot, on_package_loop=True, **options)
+
+    @classmethod
+    async def afrom_bot(
+        cls, name: str, *, dsn: str | None = None, embedding: Any = None, **options: Any
+    ) -> ParentChildRetriever:
+        """:meth:`from_bot` for ``ainvoke``: the bot is loaded on the running loop."""
+        bot = await Chatbot.from_database(name, dsn=dsn, embedding=embedding)
+        return cls(bot=bot, **options)
+
+    def close(self) -> None:
+        """Release the bot (and its store when it owns it); for :meth:`from_bot`."""
+        run_sync(self.bot.close())
+
+    async def aclose(self) -> None:
+        """Release the bot; for :meth:`afrom_bot` or a bot made on the running loop."""
+        if self.on_package_loop:
+            await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(self.bot.close(), package_loop())
+            )
+        else:
+            await self.bot.close()

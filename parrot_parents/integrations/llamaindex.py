@@ -1,0 +1,104 @@
+"""A llama-index-core retriever over the parrot-parents pipeline (extra ``[llamaindex]``).
+
+``ParentChildLlamaRetriever`` returns one ``NodeWithScore`` per passage, in context order;
+the node is a ``TextNode`` whose ``id_`` is the passage id and whose metadata is that of
+:func:`~parrot_parents.integrations.common.passage_metadata` (source, offsets in
+characters, kind, score, child ids)::
+
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from parrot_parents.integrations.llamaindex import ParentChildLlamaRetriever
+
+    retriever = ParentChildLlamaRetriever.from_bot("hr", budget=2000)
+    engine = RetrieverQueryEngine.from_args(retriever, llm=my_llm)
+    print(engine.query("How will I be paid, and when?"))
+
+``retrieve`` runs on the package's loop thread (the bot's ``*_sync`` path); ``aretrieve``
+awaits the bot on the caller's loop, or on the package's loop for a retriever made by
+:meth:`~ParentChildLlamaRetriever.from_bot` (see :mod:`parrot_parents.integrations.langchain`
+for why a bot belongs to one loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+try:
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "parrot_parents.integrations.llamaindex needs llama-index-core: "
+        "pip install 'parrot-parents[llamaindex]'"
+    ) from exc
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.integrations.common import call_options, passage_metadata
+from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.sync import package_loop, run_sync
+
+__all__ = ["ParentChildLlamaRetriever", "to_nodes"]
+
+
+def to_nodes(retrieval: Retrieval) -> list[NodeWithScore]:
+    """One ``NodeWithScore`` per passage, in context order; ``score`` is the best hit's
+    cosine similarity (None when unknown)."""
+    return [
+        NodeWithScore(
+            node=TextNode(id_=p.id, text=p.text, metadata=passage_metadata(p)),
+            score=p.score,
+        )
+        for p in retrieval.passages
+    ]
+
+
+class ParentChildLlamaRetriever(BaseRetriever):
+    """LlamaIndex retriever returning parent-child passages.
+
+    Args:
+        bot: the :class:`Chatbot` that runs the pipeline.
+        on_package_loop: the bot was built on the package's loop thread (``from_bot``).
+        **options: the per-call options of ``Chatbot.get_vector_context``
+            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`: ``budget`` in
+            characters, ``mode``, ``search_mode``...); unset ones fall back to the bot's
+            settings, then the package defaults.
+
+    Raises:
+        ConfigurationError: an unknown option or a bad value (at construction).
+    """
+
+    def __init__(self, bot: Chatbot, *, on_package_loop: bool = False, **options: Any) -> None:
+        super().__init__()
+        call_options(options, {})  # validates: unknown names and bad values raise
+        self.bot = bot
+        self.options = dict(options)
+        self.on_package_loop = on_package_loop
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        options = call_options(self.options, {})
+        return to_nodes(run_sync(self.bot.retrieve(query_bundle.query_str, options)))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        options = call_options(self.options, {})
+        coro = self.bot.retrieve(query_bundle.query_str, options)
+        if self.on_package_loop:
+            future = asyncio.run_coroutine_threadsafe(coro, package_loop())
+            return to_nodes(await asyncio.wrap_future(future))
+        return to_nodes(await coro)
+
+    @classmethod
+    def from_bot(
+        cls, name: str, *, dsn: str | None = None, embedding: Any = None, **options: Any
+    ) -> ParentChildLlamaRetriever:
+        """A retriever over the bot ``name`` of the ``bots`` table (loaded on the package's
+        loop thread). Close it with :meth:`close`.
+
+        Raises:
+            BotNotFoundError, BotConfigError, StoreError: as ``Chatbot.from_database``.
+        """
+        bot = run_sync(Chatbot.from_database(name, dsn=dsn, embedding=embedding))
+        return cls(bot, on_package_loop=True, **options)
+
+    def close(self) -> None:
+        """Release the bot (and its store when it owns it); for :meth:`from_bot`."""
+        run_sync(self.bot.close())

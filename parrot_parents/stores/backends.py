@@ -1,0 +1,94 @@
+"""Choosing a storage backend from a short spec: ``postgres`` or ``milvus:URI``.
+
+Used by the command line (``--store``) and ``eval``; Python code constructs
+:class:`~parrot_parents.stores.postgres.PgVectorStore` or
+:class:`~parrot_parents.stores.milvus.MilvusStore` directly.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.milvus.parents import MILVUS_TOKEN_ENV
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+
+__all__ = ["MILVUS_TOKEN_ENV", "StoreSpec", "open_store", "parent_searcher_for", "parse_store_spec"]
+
+StoreSpec = tuple[str, str | None]
+
+
+def parse_store_spec(spec: str | None) -> StoreSpec:
+    """``("postgres", None)`` or ``("milvus", uri)``.
+
+    ``None``, ``""`` and ``"postgres"`` mean PostgreSQL; ``"milvus:./milvus.db"`` a
+    Milvus Lite file; ``"milvus:http://host:19530"`` a Milvus server.
+
+    Raises:
+        ConfigurationError: any other spec, or ``milvus:`` without a URI.
+    """
+    if spec in (None, "", "postgres", "postgresql", "pg"):
+        return "postgres", None
+    assert spec is not None
+    kind, sep, uri = spec.partition(":")
+    if kind == "milvus" and sep and uri.strip():
+        return "milvus", uri.strip()
+    raise ConfigurationError(
+        f"unknown store {spec!r}",
+        hint="use 'postgres' (the default) or 'milvus:URI', e.g. milvus:./milvus.db",
+    )
+
+
+def open_store(
+    spec: str | None,
+    *,
+    dsn: str | None = None,
+    collection: str = "documents",
+    embedding: Any = None,
+    create: bool = True,
+) -> AbstractStore:
+    """The store named by ``spec`` (see :func:`parse_store_spec`); nothing connects yet.
+
+    ``dsn`` is used for PostgreSQL; a Milvus cluster's token is read from
+    ``$PARROT_PARENTS_MILVUS_TOKEN``.
+
+    Raises:
+        ConfigurationError: a bad spec, collection name, or ``--dsn`` given with Milvus.
+    """
+    kind, uri = parse_store_spec(spec)
+    if kind == "milvus":
+        if dsn is not None:
+            raise ConfigurationError("--dsn is for PostgreSQL; a Milvus store takes its URI")
+        from parrot_parents.stores.milvus.store import MilvusStore
+
+        return MilvusStore(
+            uri or "",
+            collection,
+            token=os.environ.get(MILVUS_TOKEN_ENV) or None,
+            embedding=embedding,
+            create=create,
+        )
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    return PgVectorStore(dsn=dsn, table=collection, embedding=embedding, create=create)
+
+
+def parent_searcher_for(store: AbstractStore) -> AbstractParentSearcher:
+    """The parent searcher reading the store's own parents.
+
+    Raises:
+        ConfigurationError: a store of a kind this package has no searcher for.
+    """
+    from parrot_parents.stores.milvus.store import MilvusStore
+    from parrot_parents.stores.parents.in_table import InTableParentSearcher
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    if isinstance(store, MilvusStore):
+        from parrot_parents.stores.milvus.parents import MilvusParentSearcher
+
+        return MilvusParentSearcher(store)
+    if isinstance(store, PgVectorStore):
+        return InTableParentSearcher(store=store)
+    raise ConfigurationError(f"no parent searcher for a {type(store).__name__}")

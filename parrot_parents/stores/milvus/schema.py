@@ -1,0 +1,96 @@
+"""Collection layout of a Milvus collection pair (children, parents).
+
+Children (``<name>``), searched::
+
+    id                  VARCHAR primary key (the deterministic row id)
+    text                VARCHAR, analyzed (standard analyzer) for full-text search
+    embedding           FLOAT_VECTOR(d), index AUTOINDEX, metric COSINE
+    sparse              SPARSE_FLOAT_VECTOR, output of a BM25 function over ``text``,
+                        index SPARSE_INVERTED_INDEX, metric BM25
+    document_id         VARCHAR, parent_document_id VARCHAR, chunk_index INT64,
+    start_index         INT64: the hierarchy keys as scalar fields (inverted indexes), for
+                        deletes, ``fetch_children`` and ``fetch_neighbours``
+    metadata            JSON: the whole ``cmetadata`` (what filters read)
+
+Parents (``<name>__parents``), read by primary key only::
+
+    id, text, document_id, metadata   as above (no analyzer, no dense vector)
+    no_vector           SPARSE_FLOAT_VECTOR holding the constant {0: 1.0}: Milvus refuses a
+                        collection without a vector field, and Milvus Lite 3.2 accepts
+                        neither nullable nor empty vectors; nothing ever searches it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CHILD_FIELDS",
+    "MAX_ID_BYTES",
+    "MAX_TEXT_BYTES",
+    "PARENTS_SUFFIX",
+    "PARENT_FIELDS",
+    "PLACEHOLDER_VECTOR",
+    "children_schema",
+    "parents_schema",
+]
+
+PARENTS_SUFFIX = "__parents"
+MAX_TEXT_BYTES = 65_535  # Milvus VARCHAR limit
+MAX_ID_BYTES = 1_024
+#: Scalar hierarchy fields, and what a row lacking the key stores there.
+SCALAR_DEFAULTS: dict[str, Any] = {
+    "document_id": "",
+    "parent_document_id": "",
+    "chunk_index": -1,
+    "start_index": -1,
+}
+CHILD_FIELDS = ["id", "text", "metadata"]
+PARENT_FIELDS = ["id", "text", "metadata"]
+PLACEHOLDER_VECTOR = {0: 1.0}
+
+
+def children_schema(client: Any, dimension: int) -> tuple[Any, Any]:
+    """``(schema, index_params)`` of the children collection."""
+    from pymilvus import DataType, Function, FunctionType
+
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
+    schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+    schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_field("document_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
+    schema.add_field("parent_document_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
+    schema.add_field("chunk_index", DataType.INT64)
+    schema.add_field("start_index", DataType.INT64)
+    schema.add_field("metadata", DataType.JSON)
+    schema.add_function(
+        Function(
+            name="text_bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=["text"],
+            output_field_names=["sparse"],
+        )
+    )
+    index = client.prepare_index_params()
+    index.add_index(field_name="embedding", index_type="AUTOINDEX", metric_type="COSINE")
+    index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    for name in ("document_id", "parent_document_id", "chunk_index"):
+        index.add_index(field_name=name, index_type="INVERTED")
+    return schema, index
+
+
+def parents_schema(client: Any) -> tuple[Any, Any]:
+    """``(schema, index_params)`` of the parents collection."""
+    from pymilvus import DataType
+
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
+    schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+    schema.add_field("document_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
+    schema.add_field("metadata", DataType.JSON)
+    schema.add_field("no_vector", DataType.SPARSE_FLOAT_VECTOR)
+    index = client.prepare_index_params()
+    index.add_index(field_name="no_vector", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+    index.add_index(field_name="document_id", index_type="INVERTED")
+    return schema, index

@@ -1,0 +1,636 @@
+"""Milvus store: children in one collection (dense + BM25 search), parents in another.
+
+The same code talks to Milvus Lite (a local file, ``uri="./milvus.db"``) and to a Milvus
+cluster (``uri="http://host:19530"``, ``token="user:password"``): only the URI changes.
+Layout and index choice: :mod:`parrot_parents.stores.milvus.schema` and
+``docs/scale-out.md``. Needs the extra ``[milvus]`` (``pymilvus`` with ``milvus-lite``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+from langchain_core.documents import Document
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
+from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.markers import is_parent
+from parrot_parents.stores.milvus.filters import in_list, literal, translate_filter
+from parrot_parents.stores.milvus.schema import (
+    CHILD_FIELDS,
+    MAX_ID_BYTES,
+    MAX_TEXT_BYTES,
+    PARENT_FIELDS,
+    PARENTS_SUFFIX,
+    PLACEHOLDER_VECTOR,
+    SCALAR_DEFAULTS,
+    children_schema,
+    parents_schema,
+)
+from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.rows import prepare_rows
+from parrot_parents.stores.search_options import Fusion
+
+__all__ = ["MilvusStore", "SearchMode"]
+
+SearchMode = Literal["dense", "lexical", "hybrid"]
+SEARCH_MODES = ("dense", "lexical", "hybrid")
+_MAX_LIMIT = 10_000
+#: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
+QUERY_WINDOW = 16_384
+#: RRF constant of hybrid search (Cormack et al., 2009), the engine's default.
+RRF_K = 60
+
+T = TypeVar("T")
+
+
+class MilvusStore(AbstractStore):
+    """A collection kept in Milvus: children (with vectors) and parents (without).
+
+    Args:
+        uri: Milvus Lite file (``./milvus.db``) or server URI (``http://host:19530``).
+        collection: collection name (default ``"documents"``); the parents live in
+            ``<collection>__parents``. A validated identifier.
+        token: ``"user:password"`` or an API key for a cluster; None for Milvus Lite.
+        embedding: the embedding model; default all-MiniLM-L6-v2 (384 dimensions).
+        dimension: embedding length; read from the model when None.
+        embed_batch_size: children embedded per model call.
+        create: create the collections when missing (default True); False makes
+            :meth:`connect` fail with :class:`StoreError` instead.
+        table: alias of ``collection``.
+
+    Nothing connects at construction. Milvus has no multi-row transactions: see
+    :meth:`replace_document` for what readers may see while a document is rewritten.
+
+    Raises:
+        ConfigurationError: a bad name or parameter, or pymilvus is not installed.
+        SchemaMismatchError: the collection exists with another embedding dimension.
+        StoreError: Milvus cannot be reached or refused an operation.
+    """
+
+    def __init__(
+        self,
+        uri: str = "./milvus.db",
+        collection: str | None = None,
+        *,
+        token: str | None = None,
+        embedding: SentenceTransformerEmbeddings | None = None,
+        dimension: int | None = None,
+        embed_batch_size: int = 64,
+        create: bool = True,
+        table: str | None = None,
+    ) -> None:
+        if table is not None and collection is not None and table != collection:
+            raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
+        chosen = collection if collection is not None else table
+        self.collection = validate_identifier(chosen or "documents", "collection")
+        self.parents_collection = self.collection + PARENTS_SUFFIX
+        if not isinstance(uri, str) or not uri:
+            raise ConfigurationError(f"uri must be a non-empty string, got {uri!r}")
+        if embed_batch_size < 1:
+            raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")
+        self.uri = uri
+        self._token = token
+        self.embedding = embedding or SentenceTransformerEmbeddings()
+        self._dimension = dimension
+        self.embed_batch_size = embed_batch_size
+        self.create = create
+        self._client: Any = None
+        self._connect_lock = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def table(self) -> str:
+        """Alias of :attr:`collection` (the name the CLI and eval print)."""
+        return self.collection
+
+    @property
+    def dimension(self) -> int:
+        """Embedding length (loads the model when it was not given)."""
+        if self._dimension is None:
+            self._dimension = self.embedding.dimension
+        return self._dimension
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking pymilvus call in a worker thread; errors become StoreError."""
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        except ConfigurationError:
+            raise
+        except Exception as exc:
+            if type(exc).__module__.startswith("pymilvus"):
+                raise StoreError(f"Milvus {self.collection!r}: {exc}") from exc
+            raise
+
+    async def connect(self) -> MilvusStore:
+        """Open the client, create the two collections when missing, check the dimension."""
+        async with self._connect_lock:
+            if self._client is not None:
+                return self
+            try:
+                from pymilvus import MilvusClient
+            except ImportError as exc:
+                raise ConfigurationError(
+                    "the Milvus store needs pymilvus",
+                    hint="pip install 'parrot-parents[milvus]'",
+                ) from exc
+            dimension = await asyncio.to_thread(lambda: self.dimension)
+            kwargs = {} if self._token is None else {"token": self._token}
+            try:
+                client = await asyncio.to_thread(MilvusClient, self.uri, **kwargs)
+            except Exception as exc:
+                raise StoreError(f"cannot open Milvus at {self.uri!r}: {exc}") from exc
+            try:
+                await asyncio.to_thread(self._ensure_collections, client, dimension)
+            except BaseException:
+                await asyncio.to_thread(client.close)
+                raise
+            self._client = client
+        return self
+
+    def _ensure_collections(self, client: Any, dimension: int) -> None:
+        for name, build in (
+            (self.collection, lambda: children_schema(client, dimension)),
+            (self.parents_collection, lambda: parents_schema(client)),
+        ):
+            if client.has_collection(name):
+                # A collection written by another process starts out released.
+                client.load_collection(name)
+                continue
+            if not self.create:
+                raise StoreError(
+                    f"collection {name!r} does not exist in Milvus at {self.uri!r}",
+                    hint="ingest into it first; names are case-sensitive",
+                )
+            schema, index = build()
+            client.create_collection(
+                name, schema=schema, index_params=index, consistency_level="Strong"
+            )
+        fields = client.describe_collection(self.collection).get("fields", [])
+        dims = [f.get("params", {}).get("dim") for f in fields if f.get("name") == "embedding"]
+        if not dims or int(dims[0]) != dimension:
+            found = dims[0] if dims else None
+            raise SchemaMismatchError(
+                f"collection {self.collection!r} has embedding dimension {found}, "
+                f"the model has {dimension}",
+                expected_dimension=dimension,
+                actual_dimension=int(dims[0]) if dims and dims[0] is not None else None,
+                hint="use the model the collection was built with, or another collection",
+            )
+
+    @property
+    def client(self) -> Any:
+        """The ``MilvusClient``; only after :meth:`connect`."""
+        if self._client is None:
+            raise StoreError("the store is not connected", hint="await store.connect() first")
+        return self._client
+
+    async def ready(self) -> Any:
+        """The client, connecting first when needed (for parent searchers)."""
+        if self._client is None:
+            await self.connect()
+        return self._client
+
+    async def close(self) -> None:
+        """Close the client. Safe to call twice."""
+        client, self._client = self._client, None
+        if client is not None:
+            await asyncio.to_thread(client.close)
+
+    async def __aenter__(self) -> MilvusStore:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writes ------------------------------------------------------------------------
+
+    def _rows(
+        self,
+        documents: Sequence[Document],
+        embeddings: Sequence[Sequence[float] | None] | None,
+    ) -> list[dict[str, Any]]:
+        rows = prepare_rows(documents, embeddings, self.dimension)
+        for row in rows:
+            if len(row["id"].encode("utf-8")) > MAX_ID_BYTES:
+                raise ConfigurationError(
+                    f"row id {row['id'][:80]!r}... is over {MAX_ID_BYTES} bytes"
+                )
+            if len(row["document"].encode("utf-8")) > MAX_TEXT_BYTES:
+                raise ConfigurationError(
+                    f"row {row['id']!r} holds {len(row['document'].encode('utf-8'))} bytes of "
+                    f"text; Milvus keeps at most {MAX_TEXT_BYTES}",
+                    hint="ingest with a smaller parent threshold / parent size",
+                )
+        return rows
+
+    async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
+        todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
+        for start in range(0, len(todo), self.embed_batch_size):
+            batch = todo[start : start + self.embed_batch_size]
+            vectors = await self.embedding.aembed_documents([r["document"] for r in batch])
+            for row, vector in zip(batch, vectors, strict=True):
+                row["embedding"] = vector
+
+    @staticmethod
+    def _entities(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(children, parents)`` as Milvus entities."""
+        children, parents = [], []
+        for row in rows:
+            meta = row["cmetadata"]
+            scalars = {
+                k: (meta.get(k) if isinstance(meta.get(k), type(d)) else d)
+                for k, d in SCALAR_DEFAULTS.items()
+            }
+            if is_parent(meta):
+                parents.append(
+                    {
+                        "id": row["id"],
+                        "text": row["document"],
+                        "document_id": scalars["document_id"],
+                        "metadata": meta,
+                        "no_vector": PLACEHOLDER_VECTOR,
+                    }
+                )
+            else:
+                children.append(
+                    {
+                        "id": row["id"],
+                        "text": row["document"],
+                        "embedding": [float(x) for x in row["embedding"]],
+                        **scalars,
+                        "metadata": meta,
+                    }
+                )
+        return children, parents
+
+    async def _upsert(self, rows: list[dict[str, Any]]) -> None:
+        client = await self.ready()
+        children, parents = self._entities(rows)
+        # Parents first: a child is never visible before the parent it points to.
+        if parents:
+            await self._call(client.upsert, self.parents_collection, data=parents)
+        if children:
+            await self._call(client.upsert, self.collection, data=children)
+
+    async def add_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> list[str]:
+        """Insert or update rows (upsert by the deterministic id).
+
+        Markers are normalised and ids derived as in
+        :meth:`~parrot_parents.stores.postgres.PgVectorStore.add_documents`; children
+        without a given vector are embedded in batches; parents go to the parents
+        collection. Adding the same rows twice leaves one copy.
+
+        Returns:
+            The row ids, in input order.
+
+        Raises:
+            ConfigurationError: a non-Document, a vector of the wrong length, or a text
+                or id over Milvus's VARCHAR limit (checked before anything is written).
+            StoreError: Milvus refused the write.
+        """
+        rows = self._rows(documents, embeddings)
+        await self._embed_missing(rows)
+        await self._upsert(rows)
+        return [r["id"] for r in rows]
+
+    async def replace_document(
+        self,
+        document_id: str,
+        documents: Sequence[Document],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> list[str]:
+        """Replace every row of ``document_id`` by ``documents`` (used by the loaders).
+
+        Milvus has no multi-row transactions, so this upserts the new rows first, then
+        deletes the document's rows whose ids are not among them. A reader never finds the
+        document missing; while it runs, a search may see old rows next to new ones. If
+        the upsert fails, the previous version is untouched; if the stale-row delete
+        fails, running the same ingest again removes them.
+
+        Raises:
+            ConfigurationError: a row of another document, or as :meth:`add_documents`.
+            StoreError: Milvus refused the write.
+        """
+        rows = self._rows(documents, embeddings)
+        for row in rows:
+            if row["cmetadata"]["document_id"] != document_id:
+                raise ConfigurationError(
+                    f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
+                    f"not {document_id!r}"
+                )
+        await self._embed_missing(rows)
+        await self._upsert(rows)
+        keep = [r["id"] for r in rows]
+        await self._delete_where(self._doc_filter(document_id, keep))
+        return keep
+
+    @staticmethod
+    def _doc_filter(document_id: str, keep: Sequence[str] = ()) -> str:
+        expr = f"document_id == {literal(str(document_id))}"
+        if keep:
+            expr += " and " + in_list("id", keep).replace(" in [", " not in [", 1)
+        return expr
+
+    async def _delete_where(self, expr: str) -> int:
+        client = await self.ready()
+        deleted = 0
+        # Children first: a parent never disappears while a child still points to it.
+        for name in (self.collection, self.parents_collection):
+            result = await self._call(client.delete, name, filter=expr)
+            deleted += _deleted_count(result)
+        return deleted
+
+    async def delete(self, document_id: str) -> int:
+        """Remove a source document's children and parents; returns the rows deleted."""
+        return await self._delete_where(self._doc_filter(document_id))
+
+    async def drop(self) -> None:
+        """Drop both collections (tests and ``eval`` use throwaway collections).
+
+        The store disconnects; a later call connects again and, with ``create``, makes
+        empty collections."""
+        client = await self.ready()
+        for name in (self.collection, self.parents_collection):
+            if await self._call(client.has_collection, name):
+                await self._call(client.drop_collection, name)
+        await self.close()
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def similarity_search(
+        self,
+        query: str,
+        limit: int = 10,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+        *,
+        search_mode: SearchMode = "dense",
+        fusion: Fusion | None = None,
+    ) -> list[SearchResult]:
+        """The ``limit`` children best matching ``query``, best first.
+
+        Args:
+            query: question text.
+            limit: rows wanted, 1..10000, default 10. When at least ``limit`` children
+                match ``filter``, exactly ``limit`` come back (Milvus filters before the
+                vector search).
+            include_parents: accepted for interface compatibility; parents have no vector
+                here, so they are never returned.
+            filter: metadata filter (:mod:`parrot_parents.stores.milvus.filters`).
+            search_mode: ``"dense"`` (default: cosine similarity of the embeddings),
+                ``"lexical"`` (the engine's BM25 over the analyzed ``text`` field) or
+                ``"hybrid"`` (both, fused by the engine with reciprocal rank fusion,
+                k=60, Cormack et al. 2009).
+            fusion: the RRF constant of ``hybrid`` (``fusion.rrf_k``); the engine's RRF
+                weighs both branches equally, so other weights are refused.
+
+        Returns:
+            :class:`SearchResult` rows. ``score``: cosine similarity (dense), BM25 score
+            (lexical) or RRF score (hybrid), higher is better; ``distance`` is the cosine
+            distance for dense and None otherwise.
+
+        Raises:
+            ConfigurationError: a bad ``limit``, ``filter`` or ``search_mode``.
+            StoreError: Milvus refused the search.
+        """
+        if search_mode not in SEARCH_MODES:
+            raise ConfigurationError(
+                f"search_mode must be one of {', '.join(SEARCH_MODES)}, got {search_mode!r}"
+            )
+        _check_limit(limit)
+        expr = translate_filter(filter)
+        vector = None
+        if search_mode != "lexical":
+            vector = await self.embedding.aembed_query(query)
+        client = await self.ready()
+        if search_mode == "dense":
+            assert vector is not None
+            return await self._dense(client, vector, limit, expr)
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigurationError("a lexical or hybrid search needs a non-empty query")
+        if search_mode == "lexical":
+            hits = await self._call(
+                client.search,
+                self.collection,
+                data=[query],
+                anns_field="sparse",
+                limit=limit,
+                filter=expr,
+                output_fields=CHILD_FIELDS,
+                search_params={"metric_type": "BM25"},
+            )
+            # Milvus reports BM25 as a score, Milvus Lite as its negative; order is the
+            # engine's either way.
+            return [_result(h, abs(float(h["distance"]))) for h in hits[0]]
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        fusion = fusion or Fusion()
+        if fusion.dense_weight != fusion.lexical_weight:
+            raise ConfigurationError(
+                "Milvus fuses with the engine's RRF, which weighs both branches equally",
+                hint="leave dense_weight and lexical_weight equal on a Milvus store",
+            )
+
+        candidates = min(max(2 * limit, 20), _MAX_LIMIT)
+        requests = [
+            AnnSearchRequest(
+                data=[list(vector or [])],
+                anns_field="embedding",
+                param={"metric_type": "COSINE"},
+                limit=candidates,
+                expr=expr or None,
+            ),
+            AnnSearchRequest(
+                data=[query],
+                anns_field="sparse",
+                param={"metric_type": "BM25"},
+                limit=candidates,
+                expr=expr or None,
+            ),
+        ]
+        hits = await self._call(
+            client.hybrid_search,
+            self.collection,
+            reqs=requests,
+            ranker=RRFRanker(fusion.rrf_k),
+            limit=limit,
+            output_fields=CHILD_FIELDS,
+        )
+        return [_result(h, float(h["distance"])) for h in hits[0]]
+
+    async def similarity_search_by_vector(
+        self,
+        vector: Sequence[float],
+        limit: int = 10,
+        include_parents: bool = False,
+        filter: dict[str, Any] | None = None,
+    ) -> list[SearchResult]:
+        """Dense :meth:`similarity_search` with a precomputed query vector."""
+        _check_limit(limit)
+        if len(vector) != self.dimension:
+            raise ConfigurationError(
+                f"query vector has {len(vector)} values, expected {self.dimension}"
+            )
+        return await self._dense(await self.ready(), vector, limit, translate_filter(filter))
+
+    async def _dense(
+        self, client: Any, vector: Sequence[float], limit: int, expr: str
+    ) -> list[SearchResult]:
+        hits = await self._call(
+            client.search,
+            self.collection,
+            data=[[float(x) for x in vector]],
+            anns_field="embedding",
+            limit=limit,
+            filter=expr,
+            output_fields=CHILD_FIELDS,
+            search_params={"metric_type": "COSINE"},
+        )
+        return [_result(h, float(h["distance"]), 1.0 - float(h["distance"])) for h in hits[0]]
+
+    async def query_children(self, expr: str) -> list[SearchResult]:
+        """Children matching a Milvus expression (built by this package, never by a user).
+
+        Raises:
+            StoreError: more than :data:`QUERY_WINDOW` rows match (Milvus's result window).
+        """
+        client = await self.ready()
+        rows = await self._call(
+            client.query,
+            self.collection,
+            filter=expr,
+            output_fields=[*CHILD_FIELDS, "chunk_index", "start_index"],
+            limit=QUERY_WINDOW,
+        )
+        if len(rows) >= QUERY_WINDOW:
+            raise StoreError(f"more than {QUERY_WINDOW} children match one read; narrow it")
+        return [
+            SearchResult(id=r["id"], content=r["text"], metadata=dict(r["metadata"] or {}))
+            for r in rows
+        ]
+
+    async def fetch_parents(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        """Parents by id (primary-key reads); missing ids are absent."""
+        ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
+        if not ids:
+            return {}
+        client = await self.ready()
+        rows = await self._call(
+            client.get, self.parents_collection, ids=ids, output_fields=PARENT_FIELDS
+        )
+        return {
+            r["id"]: Document(id=r["id"], page_content=r["text"], metadata=dict(r["metadata"]))
+            for r in rows
+        }
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """Children of each parent id, ordered by ``start_index``; one query."""
+        ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
+        if not ids:
+            return {}
+        rows = await self.query_children(in_list("parent_document_id", ids))
+        out: dict[str, list[SearchResult]] = defaultdict(list)
+        for r in sorted(
+            rows,
+            key=lambda r: (
+                str(r.metadata.get("parent_document_id")),
+                _int(r.metadata.get("start_index")),
+            ),
+        ):
+            out[str(r.metadata["parent_document_id"])].append(r)
+        return dict(out)
+
+    async def fetch_chunk_ranges(
+        self, ranges: Sequence[tuple[str, int, int]]
+    ) -> dict[str, list[SearchResult]]:
+        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``;
+        one query, results per document ordered by ``chunk_index``."""
+        if not ranges:
+            return {}
+        expr = " or ".join(
+            f"(document_id == {literal(str(d))} and chunk_index >= {int(lo)}"
+            f" and chunk_index <= {int(hi)})"
+            for d, lo, hi in ranges
+        )
+        rows = await self.query_children(expr)
+        out: dict[str, list[SearchResult]] = defaultdict(list)
+        for r in sorted(
+            rows,
+            key=lambda r: (str(r.metadata.get("document_id")), _int(r.metadata.get("chunk_index"))),
+        ):
+            out[str(r.metadata["document_id"])].append(r)
+        return dict(out)
+
+    async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
+        """``{document_id: {source, ...}}`` of the stored rows of those documents."""
+        ids = list(dict.fromkeys(str(d) for d in document_ids))
+        if not ids:
+            return {}
+        client = await self.ready()
+        out: dict[str, set[str]] = {}
+        for name in (self.collection, self.parents_collection):
+            rows = await self._call(
+                client.query,
+                name,
+                filter=in_list("document_id", ids),
+                output_fields=["document_id", "metadata"],
+                limit=QUERY_WINDOW,
+            )
+            for r in rows:
+                sources = out.setdefault(r["document_id"], set())
+                source = (r.get("metadata") or {}).get("source")
+                if source is not None:
+                    sources.add(str(source))
+        return out
+
+    async def count(self, *, include_parents: bool = True) -> int:
+        """Number of rows (children only when ``include_parents`` is False)."""
+        client = await self.ready()
+        names = [self.collection] + ([self.parents_collection] if include_parents else [])
+        total = 0
+        for name in names:
+            rows = await self._call(client.query, name, filter="", output_fields=["count(*)"])
+            total += int(rows[0]["count(*)"])
+        return total
+
+
+def _check_limit(limit: object) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
+        raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else -1
+
+
+def _result(hit: Any, score: float, distance: float | None = None) -> SearchResult:
+    entity = hit.get("entity", {})
+    return SearchResult(
+        id=str(hit["id"]),
+        content=entity.get("text", ""),
+        metadata=dict(entity.get("metadata") or {}),
+        score=score,
+        distance=distance,
+    )
+
+
+def _deleted_count(result: Any) -> int:
+    if isinstance(result, dict):
+        return int(result.get("delete_count", 0))
+    try:
+        return len(result)
+    except TypeError:
+        return 0

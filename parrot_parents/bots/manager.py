@@ -6,9 +6,10 @@
 * **Reload.** :meth:`BotManager.refresh` re-reads only the rows that changed since the last
   load (every write changes a row's version), so flipping ``expand_to_parent`` takes
   effect at the next refresh without a restart; :meth:`BotManager.reload` rebuilds all.
-* **Sharing.** Bots on the same collection share one store (one connection pool), and all
-  stores share one embedding model. The manager owns the stores: a bot's ``close()`` leaves
-  a shared store open, :meth:`BotManager.close` closes them.
+* **Sharing.** Bots on the same collection share one store; all PostgreSQL stores and the
+  bots table share one engine (one connection pool per server), and one embedding model.
+  The manager owns the stores: a bot's ``close()`` leaves a shared store open,
+  :meth:`BotManager.close` closes them.
 """
 
 from __future__ import annotations
@@ -240,7 +241,8 @@ class BotManager:
                 hint=f"ingest into it, or run `parrot-parents migrate --collection "
                 f"{settings.collection}`",
             )
-        store = PgVectorStore(dsn=self.dsn, table=settings.collection, embedding=self.embedding)
+        # Every collection shares the repository's engine: a server opens one pool.
+        store = PgVectorStore(table=settings.collection, embedding=self.embedding, engine=engine)
         try:
             await store.connect()
         except SchemaMismatchError as exc:

@@ -44,17 +44,15 @@ async def _refresh(request: web.Request) -> None:
         logger.warning("[%s] could not refresh the bots: %s", request[REQUEST_ID], exc)
 
 
-_INTERNAL = ("[SQL", "sqlalchemy", "asyncpg", "Traceback")
-
-
 def _public_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """``meta`` with fallback errors cut to what a client may see: a database error keeps
-    only its exception type, other errors their first line (at most 200 characters)."""
+    """``meta`` with fallback errors cut to their first line (at most 200 characters).
+
+    Fallback errors come from :func:`~parrot_parents.retrieval.meta.describe_error`, which
+    never carries SQL: a database error is its class names, or a ``StoreError`` message.
+    """
     fallbacks = []
     for fallback in meta.get("fallbacks", []):
         error = str(fallback.get("error", ""))
-        if any(marker in error for marker in _INTERNAL):
-            error = error.split(":", 1)[0]
         fallbacks.append({**fallback, "error": error.splitlines()[0][:200] if error else error})
     return {**meta, "fallbacks": fallbacks}
 

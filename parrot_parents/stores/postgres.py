@@ -64,6 +64,9 @@ class PgVectorStore(AbstractStore):
         collection: alias of ``table``.
         create: create the table and indexes when missing (default True); False makes
             :meth:`connect` fail with :class:`StoreError` instead (for read-only callers).
+        engine: an engine to share (from :func:`~parrot_parents.stores.engine.make_engine`),
+            so that several collections use one connection pool; the store then never
+            disposes of it. ``dsn`` is ignored.
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.
@@ -93,6 +96,7 @@ class PgVectorStore(AbstractStore):
         engine_kwargs: dict[str, Any] | None = None,
         create: bool = True,
         text_search_config: str | None = None,
+        engine: AsyncEngine | None = None,
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -116,6 +120,7 @@ class PgVectorStore(AbstractStore):
         #: collection has no lexical index (a read-only store on an old collection).
         self.text_search_config: str | None = None
         self.lexical = LexicalTables(self.table, self.schema)
+        self._shared_engine = engine
         self._engine: AsyncEngine | None = None
         self._table: Table | None = None
         self._connect_lock = asyncio.Lock()
@@ -159,7 +164,8 @@ class PgVectorStore(AbstractStore):
             if self._engine is not None:
                 return self
             dimension = await asyncio.to_thread(lambda: self.dimension)
-            engine = await make_engine(self._dsn, **self._engine_kwargs)
+            shared = self._shared_engine
+            engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
             try:
                 await create_extension(engine)
                 self._table = collection_table(
@@ -188,15 +194,16 @@ class PgVectorStore(AbstractStore):
                         )
                     await check_dimension(conn, self.schema, self.table, dimension)
             except BaseException:
-                await engine.dispose()
+                if shared is None:
+                    await engine.dispose()
                 raise
             self._engine = engine
         return self
 
     async def close(self) -> None:
-        """Dispose of the connection pool. Safe to call twice."""
+        """Dispose of the connection pool (unless it is shared). Safe to call twice."""
         engine, self._engine = self._engine, None
-        if engine is not None:
+        if engine is not None and engine is not self._shared_engine:
             await asyncio.shield(engine.dispose())
 
     async def __aenter__(self) -> PgVectorStore:

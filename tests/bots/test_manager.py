@@ -333,3 +333,12 @@ async def test_a_bot_from_the_database_owns_its_store(
     assert bot.owns_store
     await bot.close()
     assert bot.store._engine is None  # type: ignore[union-attr]
+
+
+async def test_every_collection_shares_one_pool(
+    repo: BotRepository, manager: BotManager, bots_dsn: str
+) -> None:
+    await repo.create({"name": "hr", "collection": COLLECTION})
+    await manager.load()
+    store = manager.get("hr").store
+    assert store.engine is await manager.repository.engine()  # type: ignore[union-attr]

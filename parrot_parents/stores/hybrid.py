@@ -153,7 +153,8 @@ def search_statement(
     if vector is not None:
         distance = table.c.embedding.cosine_distance(list(vector))
     assert lexical is not None and text_search_config is not None
-    lex = _lexical(table, lexical, text_search_config, where, depth)
+    lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
+    lex = _lexical(table, lexical, text_search_config, where, lex_depth)
     if mode == "lexical":
         return (
             select(

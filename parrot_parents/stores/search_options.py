@@ -23,12 +23,15 @@ class Fusion:
         rrf_k: the RRF constant (default 60, as in Cormack et al. 2009), 1..1000.
         dense_weight, lexical_weight: weight of each branch (default 1.0 each), 0..10.
         depth: candidates taken from each branch before fusing; default the ``limit``.
+        lexical_depth: candidates of the lexical branch when it should see fewer than
+            the dense one (BM25 ranks far down a list add noise); default ``depth``.
     """
 
     rrf_k: int = 60
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
     depth: int | None = None
+    lexical_depth: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int):
@@ -39,8 +42,10 @@ class Fusion:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= float(value) <= 10.0:
                 raise ConfigurationError(f"{name} must be in [0, 10], got {value!r}")
-        if self.depth is not None and not 1 <= self.depth <= 10_000:
-            raise ConfigurationError(f"depth must be in [1, 10000], got {self.depth!r}")
+        for name in ("depth", "lexical_depth"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= 10_000:
+                raise ConfigurationError(f"{name} must be in [1, 10000], got {value!r}")
 
 
 @dataclass(frozen=True)

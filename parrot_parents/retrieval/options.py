@@ -19,7 +19,7 @@ option                 default       meaning (unit)
 ``budget``             none          context budget in characters of passage text,
                                      1..10,000,000 (see :mod:`.packing`)
 ``mode``               ``parent``    expansion mode (:mod:`.modes`)
-``search_mode``        ``dense``     ``dense``, ``lexical`` (BM25) or ``hybrid`` (both,
+``search_mode``        ``hybrid``    ``dense``, ``lexical`` (BM25) or ``hybrid`` (both,
                                      fused by weighted RRF)
 ``rrf_k``              60            the RRF constant, 1..1000
 ``dense_weight``       1.0           weight of the dense ranks in the fusion, 0..10
@@ -243,7 +243,9 @@ DEFAULTS = RetrievalOptions(
     expand_to_parent=False,
     limit=10,
     mode=ExpansionMode(),
-    search_mode="dense",
+    # Hybrid wins at the default child size at every budget on the dev set, and lexical
+    # matching is what transfers to text full of numbers and names (docs/benchmarks.md).
+    search_mode="hybrid",
     rrf_k=60,
     dense_weight=1.0,
     lexical_weight=1.0,

@@ -168,7 +168,7 @@ class Retriever:
     async def _rerank(
         self, question: str, hits: list[Hit], k: int, meta: RetrievalMeta
     ) -> list[Hit]:
-        """Rerank the children and keep the top ``k``; vector order on any failure."""
+        """Rerank the children and keep the top ``k``; search order on any failure."""
         if self.reranker is None or not hits:
             return hits[:k]
         t = time.perf_counter()
@@ -179,7 +179,7 @@ class Retriever:
         except Exception as exc:
             meta.reranked = False
             meta.fallbacks.append(
-                Fallback("rerank", describe_error(exc), f"kept the vector order, truncated to {k}")
+                Fallback("rerank", describe_error(exc), f"kept the search order, truncated to {k}")
             )
             return hits[:k]
         finally:

@@ -79,7 +79,8 @@ async def test_a_failing_reranker_falls_back_to_vector_order_truncated(
     filled: PgVectorStore, tmp_path: Path
 ) -> None:
     missing = CrossEncoderReranker(str(tmp_path / "no-such-model"))
-    bot = Chatbot(store=filled, context_search_limit=3, reranker=missing)
+    # Dense search, so that the search order is the cosine order checked below.
+    bot = Chatbot(store=filled, context_search_limit=3, reranker=missing, search_mode="dense")
     retrieval = await bot.retrieve("payroll")
     assert len(retrieval.passages) == 3  # never all 12 candidates
     (fallback,) = retrieval.meta["fallbacks"]

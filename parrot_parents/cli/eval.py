@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=200,
         help="parent_chunk overlap in characters (default 200)",
     )
-    add_retrieval_options(p, limit=10, expand=True)
+    add_retrieval_options(p)  # nothing set: the package defaults (what Chatbot() does)
     p.add_argument(
         "--reranker",
         default=None,
@@ -184,8 +184,9 @@ async def evaluate(args: argparse.Namespace) -> EvalResult:
 
 def run_label(config: EvalConfig) -> str:
     """A short legend for a run's curve, e.g. ``expand (parent), c400, limit 10``."""
-    what = f"expand ({config.mode or 'parent'})" if config.expand else "children only"
-    parts = [what, f"c{config.child_size}", f"limit {config.limit}"]
+    resolved = config.options().resolve()
+    what = f"expand ({resolved.mode})" if resolved.expand_to_parent else "children only"
+    parts = [what, f"c{config.child_size}", f"limit {resolved.limit}", resolved.search_mode]
     if config.budget is not None:
         parts.append(f"budget {config.budget}")
     return ", ".join(parts)

@@ -76,9 +76,11 @@ class EvalConfig:
         parent_threshold: documents longer than this many characters get parent_chunks;
             overrides the default described under ``parent_size``.
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
-        expand: fold hits into their parents (``expand_to_parent``); default True.
+        expand: fold hits into their parents (``expand_to_parent``); None (default)
+            keeps the package default, so that an evaluation with nothing set measures
+            what ``Chatbot()`` does.
         late_chunking: embed children with late chunking; None keeps the loader default.
-        limit: children kept after search and rerank (default 10).
+        limit: children kept after search and rerank; None keeps the package default.
         budget: per-call context budget in characters, forwarded to ``retrieve`` only
             when set (needs a bot that supports it).
         mode: per-call expansion mode (``parent``, ``auto_merge:T``, ``window:N``).
@@ -100,9 +102,9 @@ class EvalConfig:
     parent_size: int | None = None
     parent_threshold: int | None = None
     parent_overlap: int = DEFAULT_PARENT_OVERLAP
-    expand: bool = True
+    expand: bool | None = None
     late_chunking: bool | None = None
-    limit: int = 10
+    limit: int | None = None
     budget: int | None = None
     mode: str | None = None
     search_mode: str | None = None
@@ -119,8 +121,7 @@ class EvalConfig:
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
 
     def __post_init__(self) -> None:
-        for name in ("child_size", "limit"):
-            _positive(name, getattr(self, name))
+        _positive("child_size", self.child_size)
         for name in ("parent_size", "parent_threshold", "budget"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
@@ -385,8 +386,6 @@ class _Session:
         self.bot = Chatbot(
             store=self.store,
             parent_searcher=parent_searcher_for(self.store),
-            expand_to_parent=config.expand,
-            context_search_limit=config.limit,
             reranker=self.reranker,
         )
         self._owned = False

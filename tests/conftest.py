@@ -17,6 +17,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# pymilvus (the Milvus tests) starts gRPC threads; gRPC's fork handlers then crash the
+# children that later tests fork (pg_ctl of a private server died with SIGSEGV once).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.stores.postgres import PgVectorStore

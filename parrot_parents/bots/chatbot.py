@@ -86,6 +86,11 @@ class Chatbot(AbstractBot):
             bot_class=cls,
         )
 
+    @classmethod
+    def from_database_sync(cls, name: str, **kwargs: Any) -> Chatbot:
+        """:meth:`from_database` from code without an event loop (same arguments)."""
+        return run_sync(cls.from_database(name, **kwargs))
+
     async def retrieve(
         self,
         question: str,

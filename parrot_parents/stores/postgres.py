@@ -39,6 +39,7 @@ from parrot_parents.stores.search_options import (
     SearchMode,
 )
 from parrot_parents.stores.setup import check_dimension, create_extension
+from parrot_parents.sync import run_sync
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
 
@@ -205,6 +206,10 @@ class PgVectorStore(AbstractStore):
         engine, self._engine = self._engine, None
         if engine is not None and engine is not self._shared_engine:
             await asyncio.shield(engine.dispose())
+
+    def close_sync(self) -> None:
+        """:meth:`close` for a store used through the ``*_sync`` calls (no event loop)."""
+        run_sync(self.close())
 
     async def __aenter__(self) -> PgVectorStore:
         return await self.connect()

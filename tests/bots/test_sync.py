@@ -42,3 +42,13 @@ async def test_run_sync_refuses_its_own_loop() -> None:
             run_sync(asyncio.sleep(0))
 
     await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(inner(), _loop()))
+
+
+def test_the_store_closes_without_an_event_loop(pg_dsn: str, embeddings) -> None:
+    from parrot_parents.sync import run_sync
+
+    store = PgVectorStore(dsn=pg_dsn, table=unique_table("syncclose"), embedding=embeddings)
+    run_sync(store.connect())
+    run_sync(store.drop())
+    store.close_sync()
+    assert store._engine is None

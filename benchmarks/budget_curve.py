@@ -63,13 +63,23 @@ TABLE_BUDGETS = (1000, 2000, 4000, 8000)
 PACKED = [
     (
         "ours-default",
-        "ours, defaults packed to B (c400, parent, limit 10)",
-        ("--expand",),
+        "ours, c400 parent limit 10, dense, packed to B (the defaults before hybrid)",
+        ("--expand", "--limit", "10", "--search-mode", "dense"),
     ),
     (
         "ours-best",
         "ours, c300 window:1 packed to B (limit 20)",
-        ("--expand", "--child-size", "300", "--mode", "window:1", "--limit", "20"),
+        (
+            "--expand",
+            "--child-size",
+            "300",
+            "--mode",
+            "window:1",
+            "--limit",
+            "20",
+            "--search-mode",
+            "dense",
+        ),
     ),
 ]
 PLAIN = Row(

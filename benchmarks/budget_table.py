@@ -58,7 +58,8 @@ QUERIES = [
 
 async def _run_queries(bot: Chatbot, questions, expand, mode, budget, limit):
     run, lat, used = {}, [], []
-    kwargs = {"expand_to_parent": expand, "limit": limit}
+    # Dense search: this table predates hybrid search (now the default; issue 10's table).
+    kwargs = {"expand_to_parent": expand, "limit": limit, "search_mode": "dense"}
     if mode:
         kwargs["mode"] = mode
     if budget:

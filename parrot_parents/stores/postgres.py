@@ -28,9 +28,9 @@ from parrot_parents.stores.lexical import (
     read_text_search_config,
     validate_text_search_config,
 )
-from parrot_parents.stores.markers import CHILD_PREDICATE, PARENT_PREDICATE, is_parent
+from parrot_parents.stores.markers import CHILD_PREDICATE, PARENT_PREDICATE
 from parrot_parents.stores.results import DocumentRow, SearchResult
-from parrot_parents.stores.rows import prepare_rows
+from parrot_parents.stores.rows import embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import (
     SEARCH_MODES,
@@ -233,12 +233,7 @@ class PgVectorStore(AbstractStore):
         return prepare_rows(documents, embeddings, self.dimension)
 
     async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
-        todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
-        for start in range(0, len(todo), self.embed_batch_size):
-            batch = todo[start : start + self.embed_batch_size]
-            vectors = await self.embedding.aembed_documents([r["document"] for r in batch])
-            for row, vector in zip(batch, vectors, strict=True):
-                row["embedding"] = vector
+        await embed_missing(rows, self.embedding, self.embed_batch_size)
 
     async def add_documents(
         self,

@@ -17,7 +17,7 @@ from parrot_parents.stores.values import (
     normalize_metadata,
 )
 
-__all__ = ["prepare_rows"]
+__all__ = ["embed_missing", "prepare_rows"]
 
 
 def prepare_rows(
@@ -74,3 +74,16 @@ def prepare_rows(
             }
         )
     return rows
+
+
+async def embed_missing(rows: list[dict[str, Any]], embedding: Any, batch_size: int) -> None:
+    """Embed, in place and in batches of ``batch_size``, the children given no vector.
+
+    Parents stay without one (they never enter a vector index).
+    """
+    todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        vectors = await embedding.aembed_documents([r["document"] for r in batch])
+        for row, vector in zip(batch, vectors, strict=True):
+            row["embedding"] = vector

@@ -33,7 +33,7 @@ from parrot_parents.stores.milvus.schema import (
     parents_schema,
 )
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.rows import prepare_rows
+from parrot_parents.stores.rows import embed_missing, prepare_rows
 from parrot_parents.stores.search_options import Fusion
 
 __all__ = ["MilvusStore", "SearchMode"]
@@ -231,12 +231,7 @@ class MilvusStore(AbstractStore):
         return rows
 
     async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
-        todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
-        for start in range(0, len(todo), self.embed_batch_size):
-            batch = todo[start : start + self.embed_batch_size]
-            vectors = await self.embedding.aembed_documents([r["document"] for r in batch])
-            for row, vector in zip(batch, vectors, strict=True):
-                row["embedding"] = vector
+        await embed_missing(rows, self.embedding, self.embed_batch_size)
 
     @staticmethod
     def _entities(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
@@ -34,12 +34,10 @@ from parrot_parents.stores.milvus.schema import (
 )
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.rows import embed_missing, prepare_rows
-from parrot_parents.stores.search_options import Fusion
+from parrot_parents.stores.search_options import SEARCH_MODES, Fusion, SearchMode
 
 __all__ = ["MilvusStore", "SearchMode"]
 
-SearchMode = Literal["dense", "lexical", "hybrid"]
-SEARCH_MODES = ("dense", "lexical", "hybrid")
 _MAX_LIMIT = 10_000
 #: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
 QUERY_WINDOW = 16_384

@@ -26,6 +26,7 @@ from sqlalchemy import (
     Float,
     Select,
     Table,
+    any_,
     bindparam,
     cast,
     func,
@@ -61,13 +62,18 @@ def _dense(table: Table, vector: Sequence[float], where: list[Any], depth: int) 
 
 
 def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], depth: int) -> Any:
+    # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
+    # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
+    # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
     cfg = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
-    query = func.to_tsvector(cfg, bindparam("lexical_query"))
-    qu = func.unnest(query).table_valued("lexeme", "positions", "weights", name="qu")
-    terms = select(qu.c.lexeme).distinct().cte("qterms")
-    tsquery = select(
-        cast(func.string_agg(func.quote_literal(terms.c.lexeme), literal(" | ")), TSQUERY)
-    ).scalar_subquery()
+    terms = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("lexical_query")))
+    q = select(terms.label("terms")).cte("qterms")
+    qt = func.unnest(q.c.terms).table_valued("term", name="qt").render_derived()
+    tsquery = (
+        select(cast(func.string_agg(func.quote_literal(qt.c.term), literal(" | ")), TSQUERY))
+        .select_from(qt)
+        .scalar_subquery()
+    )
     st = lex.stats
     stats = select(
         cast(st.c.n, Float).label("n"),
@@ -81,38 +87,26 @@ def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], de
         )
         .select_from(lx)
         .join(stats, true())
-        .where(lx.c.lexeme.in_(select(terms.c.lexeme)))
+        .join(q, true())
+        .where(lx.c.lexeme == any_(q.c.terms))
         .cte("idf")
     )
-    cand = (
-        select(table.c.id, table.c.lexical)
-        .where(table.c.lexical.op("@@")(tsquery), *where)
-        .cte("lexcand")
-    )
-    u = func.unnest(cand.c.lexical).table_valued("lexeme", "positions", "weights", name="u")
-    # Only the query's lexemes are kept per row; the length is ``length(tsvector)``, the
+    u = func.unnest(table.c.lexical).table_valued("lexeme", "positions", "weights", name="u")
+    # tf: the positions of the lexeme in the row; the length is ``length(tsvector)``, the
     # number of distinct lexemes (see :mod:`parrot_parents.stores.lexical`).
-    rows = (
-        select(
-            cand.c.id,
-            u.c.lexeme,
-            func.array_length(u.c.positions, 1).label("tf"),
-            func.length(cand.c.lexical).label("dl"),
-        )
-        .select_from(cand)
-        .join(u, true())
-        .where(u.c.lexeme.in_(select(terms.c.lexeme)))
-        .cte("lexrows")
-    )
-    norm = 1.0 - BM25_B + BM25_B * cast(rows.c.dl, Float) / stats.c.avgdl
-    score = func.sum(idf.c.idf * rows.c.tf * (BM25_K1 + 1.0) / (rows.c.tf + BM25_K1 * norm))
+    tf = cast(func.array_length(u.c.positions, 1), Float)
+    norm = 1.0 - BM25_B + BM25_B * cast(func.length(table.c.lexical), Float) / stats.c.avgdl
+    score = func.sum(idf.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm))
     top = (
-        select(rows.c.id, score.label("lexical_score"))
-        .select_from(rows)
-        .join(idf, idf.c.lexeme == rows.c.lexeme)
+        select(table.c.id, score.label("lexical_score"))
+        .select_from(table)
+        .join(u, true())
+        .join(idf, idf.c.lexeme == u.c.lexeme)
         .join(stats, true())
-        .group_by(rows.c.id)
-        .order_by(score.desc(), rows.c.id)
+        .join(q, true())
+        .where(table.c.lexical.op("@@")(tsquery), *where)
+        .group_by(table.c.id)
+        .order_by(score.desc(), table.c.id)
         .limit(depth)
         .subquery("lexical_top")
     )

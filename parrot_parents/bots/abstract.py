@@ -36,7 +36,8 @@ class AbstractBot:
         store: the vector store searched for children.
         parent_searcher: every read expansion needs; default None (spec FEAT-128).
         expand_to_parent: default of the per-call ``expand_to_parent``; default False.
-        context_search_limit: children kept after search and rerank; default 10, 1..100.
+        context_search_limit: children kept after search and rerank, 1..100; default None:
+            10, or 20 when a budget is set (``retrieval.options.BUDGETED_LIMIT``).
         reranker: optional cross-encoder reranker applied to the children.
         rerank_candidates: children searched before reranking; default 4 x limit.
         context_budget: context budget in characters of passage text (the unit of the
@@ -58,7 +59,7 @@ class AbstractBot:
         store: AbstractStore | None = None,
         parent_searcher: AbstractParentSearcher | None = None,
         expand_to_parent: bool = bool(DEFAULTS.expand_to_parent),
-        context_search_limit: int = DEFAULTS.limit or 10,
+        context_search_limit: int | None = None,
         reranker: AbstractReranker | None = None,
         rerank_candidates: int | None = None,
         context_budget: int | None = None,

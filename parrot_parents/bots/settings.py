@@ -14,7 +14,8 @@ A row, with defaults::
     collection              required; the table searched (a SQL identifier)
     expand_to_parent        False
     expansion_mode          "parent"    | "auto_merge:T" (0 < T <= 1) | "window:N" (N >= 1)
-    context_search_limit    10          children kept after search/rerank, 1..100
+    context_search_limit    None        children kept after search/rerank, 1..100; None:
+                                        10, or 20 when a budget is set
     context_budget          None        context budget in characters of passage text,
                                         1..10_000_000
     search_mode             None        "dense" | "lexical" | "hybrid"; None: the default
@@ -78,7 +79,7 @@ class BotSettings(BaseModel):
     collection: str = Field(pattern=COLLECTION_PATTERN)
     expand_to_parent: bool = bool(DEFAULTS.expand_to_parent)
     expansion_mode: ExpansionMode = DEFAULTS.mode or ExpansionMode()
-    context_search_limit: Limit = DEFAULTS.limit or 10
+    context_search_limit: Limit | None = None
     context_budget: Budget | None = DEFAULTS.budget
     search_mode: SearchMode | None = None
     rrf_k: RrfK | None = None

@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("ask", help="retrieve the context for a question")
     p.add_argument("question")
     add_store_options(p)
-    add_retrieval_options(p, limit=5, expand=True)
+    add_retrieval_options(p)  # the package defaults, as Chatbot() and eval have them
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 

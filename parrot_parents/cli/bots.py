@@ -136,7 +136,7 @@ async def run_list(args: argparse.Namespace) -> int:
                 r["collection"],
                 "yes" if r["expand_to_parent"] else "no",
                 r["expansion_mode"],
-                str(r["context_search_limit"]),
+                "-" if r["context_search_limit"] is None else str(r["context_search_limit"]),
                 "-" if r["context_budget"] is None else str(r["context_budget"]),
                 str(reranker),
                 r["status"],

@@ -7,13 +7,16 @@ The same definitions serve every surface: keyword arguments of
 So a value accepted (or refused) on one surface is accepted (or refused) on all of them.
 
 Resolution order, for every option (spec FEAT-128, "Resolution order"): the per-call value,
-then the bot's setting, then :data:`DEFAULTS`. ``None`` means "not set here".
+then the bot's setting, then :data:`DEFAULTS`. ``None`` means "not set here". One default
+depends on another option: a ``limit`` set nowhere is :data:`BUDGETED_LIMIT` (20) when a
+``budget`` is set, so that the budget can be filled, and 10 otherwise.
 
 =====================  ============  =================================================
 option                 default       meaning (unit)
 =====================  ============  =================================================
 ``expand_to_parent``   ``False``     widen hits per ``mode``
-``limit``              10            children kept after search and rerank, 1..100
+``limit``              10 (20 with   children kept after search and rerank, 1..100;
+                       a budget)     with a budget the packer keeps what fits
 ``filter``             none          metadata filter on the children (store syntax)
 ``rerank_candidates``  4 x limit     children searched before reranking, 1..1000
 ``budget``             none          context budget in characters of passage text,
@@ -40,6 +43,7 @@ from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.stores.filters import validate_filter
 
 __all__ = [
+    "BUDGETED_LIMIT",
     "BUDGET_MAX",
     "DEFAULTS",
     "LIMIT_MAX",
@@ -58,6 +62,8 @@ __all__ = [
 ]
 
 LIMIT_MAX = 100
+#: The default ``limit`` when a budget is set (the packer keeps what fits).
+BUDGETED_LIMIT = 20
 RERANK_CANDIDATES_MAX = 1000
 BUDGET_MAX = 10_000_000
 FILTER_MAX_KEYS = 20
@@ -193,7 +199,12 @@ class RetrievalOptions(BaseModel):
 
     def resolve(self, base: RetrievalOptions | None = None) -> ResolvedOptions:
         """Apply the resolution order: these options, then ``base``, then :data:`DEFAULTS`."""
-        o = self.over(base).over(DEFAULTS)
+        o = self.over(base)
+        if o.limit is None and o.budget is not None:
+            # With a budget the packer decides how much fits, so search deeper: 20 children
+            # fill 4,000 characters of 400-character children (docs/benchmarks.md).
+            o = o.model_copy(update={"limit": BUDGETED_LIMIT})
+        o = o.over(DEFAULTS)
         assert o.expand_to_parent is not None and o.limit is not None and o.mode is not None
         assert o.search_mode is not None and o.rrf_k is not None
         assert o.dense_weight is not None and o.lexical_weight is not None

@@ -304,7 +304,7 @@ async def test_repository_validates_every_write(repo: BotRepository) -> None:
     with pytest.raises(BotNotFoundError):
         await repo.delete("nobody")
     # Nothing invalid reached the table.
-    assert (await repo.get("hr")).context_search_limit == 10
+    assert (await repo.get("hr")).context_search_limit is None
     settings, created = await repo.put("hr", {"collection": COLLECTION, "enabled": False})
     assert not created and settings.enabled is False
     _, created = await repo.put("new", {"collection": COLLECTION})

@@ -22,7 +22,7 @@ def test_defaults() -> None:
     s = validate_bot(BASE)
     assert s.expand_to_parent is False
     assert s.expansion_mode == "parent"
-    assert s.context_search_limit == 10
+    assert s.context_search_limit is None  # 10, or 20 with a budget (retrieval options)
     assert s.context_budget is None
     assert s.reranker_config is None
     assert s.parent_searcher_config == {"type": "in_table"}

@@ -156,7 +156,7 @@ def test_concurrent_upgrades_in_processes_serialise(empty_dsn: str) -> None:
         ({"expansion_mode": "window:0"}, "bots_expansion_mode_format"),
         ({"expansion_mode": "auto_merge:1.5"}, "bots_expansion_mode_format"),
         ({"context_search_limit": 0}, "bots_context_search_limit_range"),
-        ({"context_search_limit": 1001}, "bots_context_search_limit_range"),
+        ({"context_search_limit": 101}, "bots_context_search_limit_range"),
         ({"context_budget": 0}, "bots_context_budget_range"),
         ({"reranker_config": [1, 2]}, "bots_reranker_config_object"),
         ({"reranker_config": {"model": "x"}}, "bots_reranker_config_object"),
@@ -223,3 +223,24 @@ def test_config_rejects_bad_collection_names() -> None:
         migrations.alembic_config(collections=["bad name"])
     with pytest.raises(ConfigurationError, match=r"dimension must be in 1..16000"):
         migrations.alembic_config(dimension=0)
+
+
+async def test_0005_keeps_stored_limits_and_lets_new_rows_follow_the_default(
+    empty_dsn: str,
+) -> None:
+    await asyncio.to_thread(migrations.upgrade, empty_dsn, "0004")
+
+    def insert(conn: sa.Connection) -> None:
+        conn.execute(sa.text("INSERT INTO bots (name, collection) VALUES ('old', 'handbook')"))
+
+    await _query(empty_dsn, insert)
+    await asyncio.to_thread(migrations.upgrade, empty_dsn)
+
+    def read(conn: sa.Connection) -> dict[str, Any]:
+        conn.execute(sa.text("INSERT INTO bots (name, collection) VALUES ('new', 'handbook')"))
+        rows = conn.execute(sa.text("SELECT name, context_search_limit FROM bots")).all()
+        return {r.name: r.context_search_limit for r in rows}
+
+    # The row written before keeps its number; a new one stores NULL (the package default).
+    assert await _query(empty_dsn, read) == {"old": 10, "new": None}
+    assert validate_bot({"name": "new", "collection": "handbook"}).context_search_limit is None

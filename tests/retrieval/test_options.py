@@ -14,6 +14,7 @@ from parrot_parents.errors import BotConfigError, ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
 from parrot_parents.retrieval.options import (
     BUDGET_MAX,
+    BUDGETED_LIMIT,
     DEFAULTS,
     LIMIT_MAX,
     RetrievalOptions,
@@ -130,6 +131,18 @@ def test_resolution_order_is_call_then_bot_then_default() -> None:
     assert (resolved.limit, resolved.mode) == (3, ExpansionMode("window", window=1))
     assert resolved.expand_to_parent is DEFAULTS.expand_to_parent is False
     assert RetrievalOptions().resolve().limit == DEFAULTS.limit == 10
+
+
+def test_a_budget_deepens_the_default_limit_only() -> None:
+    budgeted = RetrievalOptions.from_overrides({"budget": 2000})
+    assert budgeted.resolve().limit == BUDGETED_LIMIT == 20
+    # A limit set anywhere wins over the budget rule: per call, or on the bot.
+    assert RetrievalOptions.from_overrides({"budget": 2000, "limit": 5}).resolve().limit == 5
+    bot = RetrievalOptions.from_overrides({"limit": 7})
+    assert budgeted.resolve(bot).limit == 7
+    # The bot's budget counts as a budget too.
+    bot_budget = RetrievalOptions.from_overrides({"budget": 4000})
+    assert RetrievalOptions().resolve(bot_budget).limit == BUDGETED_LIMIT
 
 
 def test_unknown_options_are_named() -> None:

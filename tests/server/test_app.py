@@ -186,7 +186,7 @@ async def test_put_creates_and_delete_removes(make_client: MakeClient) -> None:
     assert resp.status == 201
     assert (await resp.json())["status"] == "loaded"
     resp = await client.put("/api/v1/bots/faq", json={"collection": "handbook"}, headers=AUTH)
-    assert resp.status == 200 and (await resp.json())["context_search_limit"] == 10
+    assert resp.status == 200 and (await resp.json())["context_search_limit"] is None
     resp = await client.delete("/api/v1/bots/faq", headers=AUTH)
     assert resp.status == 204
     resp = await client.post("/api/v1/bots/faq/context", json=QUESTION, headers=AUTH)

@@ -45,7 +45,7 @@ from parrot_parents.eval.runner import fresh_collection_name, load_corpora
 from parrot_parents.eval.scorer import score_run
 from parrot_parents.loaders import TextLoader
 from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
-from parrot_parents.retrieval.options import DEFAULTS
+from parrot_parents.retrieval.options import BUDGETED_LIMIT, DEFAULTS
 from parrot_parents.stores.markers import CHILD_PREDICATE
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
@@ -61,6 +61,10 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     (
         "dense, children only, limit 40",
         {"expand_to_parent": False, "limit": 40, "search_mode": "dense"},
+    ),
+    (
+        "hybrid, children only, limit 20",
+        {"expand_to_parent": False, "limit": 20, "search_mode": "hybrid"},
     ),
     (
         "hybrid, children only, limit 40",
@@ -318,8 +322,9 @@ async def main() -> None:
         [
             "<!-- issue10-table:start -->",
             f"Run {started}; {os.cpu_count()} cores ({cpu}); all-MiniLM-L6-v2 on CPU, late chunking; "
-            f"276 dev questions. Package defaults: child size {DEFAULT_CHILD_SIZE}, {json.dumps(defaults)}.",
-            "Command: `python benchmarks/hybrid_table.py`",
+            f"276 dev questions. Package defaults: child size {DEFAULT_CHILD_SIZE}, {json.dumps(defaults)}; "
+            f"with a budget and no limit set, limit {BUDGETED_LIMIT}.",
+            f"Command: `python benchmarks/hybrid_table.py {' '.join(sys.argv[1:])}`",
             "",
             *parts,
             "<!-- issue10-table:end -->",

@@ -21,7 +21,7 @@ from parrot_parents.cli.common import (
     add_retrieval_options,
     print_json,
 )
-from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
+from parrot_parents.loaders.sizes import DEFAULT_CHILD_SIZE
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult

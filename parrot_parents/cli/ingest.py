@@ -7,7 +7,7 @@ import asyncio
 import sys
 
 from parrot_parents.cli.common import add_store_options, make_store
-from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
+from parrot_parents.loaders.sizes import DEFAULT_CHILD_SIZE
 
 __all__ = ["register"]
 

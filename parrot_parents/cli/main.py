@@ -45,13 +45,8 @@ def _quiet() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # transformers reads this one too, when it is imported (never for --help).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except Exception:  # pragma: no cover - transformers is a dependency
-        pass
     warnings.filterwarnings("ignore")
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
 

@@ -15,7 +15,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from parrot_parents.server.app import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
+    from parrot_parents.server.limits import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
 
     p = subparsers.add_parser(
         "serve",

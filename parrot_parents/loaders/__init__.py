@@ -1,10 +1,12 @@
-"""Loaders: read sources and build the 2- or 3-level parent/child hierarchy."""
+"""Loaders: read sources and build the 2- or 3-level parent/child hierarchy.
 
-from parrot_parents.loaders.abstract import AbstractLoader, IngestReport
-from parrot_parents.loaders.chunk_info import ChunkInfo
-from parrot_parents.loaders.hierarchy import DocumentHierarchy, LateChunkingProcessor
-from parrot_parents.loaders.readers import read_text_file
-from parrot_parents.loaders.text import TextLoader
+The names below load on first use (:mod:`parrot_parents.lazy`), so the CLI can read the
+default sizes (:mod:`parrot_parents.loaders.sizes`) without importing the model stack.
+"""
+
+from typing import TYPE_CHECKING
+
+from parrot_parents.lazy import lazy_exports
 
 __all__ = [
     "AbstractLoader",
@@ -15,3 +17,24 @@ __all__ = [
     "TextLoader",
     "read_text_file",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AbstractLoader": "parrot_parents.loaders.abstract",
+        "IngestReport": "parrot_parents.loaders.abstract",
+        "ChunkInfo": "parrot_parents.loaders.chunk_info",
+        "DocumentHierarchy": "parrot_parents.loaders.hierarchy",
+        "LateChunkingProcessor": "parrot_parents.loaders.hierarchy",
+        "read_text_file": "parrot_parents.loaders.readers",
+        "TextLoader": "parrot_parents.loaders.text",
+    },
+    globals(),
+)
+
+if TYPE_CHECKING:
+    from parrot_parents.loaders.abstract import AbstractLoader, IngestReport
+    from parrot_parents.loaders.chunk_info import ChunkInfo
+    from parrot_parents.loaders.hierarchy import DocumentHierarchy, LateChunkingProcessor
+    from parrot_parents.loaders.readers import read_text_file
+    from parrot_parents.loaders.text import TextLoader

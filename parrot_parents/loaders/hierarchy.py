@@ -28,17 +28,25 @@ from langchain_core.documents import Document
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
 from parrot_parents.loaders.chunk_info import ChunkInfo
+from parrot_parents.loaders.sizes import (
+    DEFAULT_CHILD_SIZE,
+    DEFAULT_PARENT_OVERLAP,
+    DEFAULT_PARENT_SIZE,
+    DEFAULT_THRESHOLD,
+)
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
 
-__all__ = ["DocumentHierarchy", "LateChunkingProcessor", "validate_parent_sizes"]
-
-#: Maximum child length in characters (chosen on the shared dev set: docs/benchmarks.md).
-DEFAULT_CHILD_SIZE = 400
-DEFAULT_THRESHOLD = 16000
-DEFAULT_PARENT_SIZE = 4000
-DEFAULT_PARENT_OVERLAP = 200
+__all__ = [
+    "DEFAULT_CHILD_SIZE",
+    "DEFAULT_PARENT_OVERLAP",
+    "DEFAULT_PARENT_SIZE",
+    "DEFAULT_THRESHOLD",
+    "DocumentHierarchy",
+    "LateChunkingProcessor",
+    "validate_parent_sizes",
+]
 
 
 def validate_parent_sizes(threshold: int, size: int, overlap: int) -> None:

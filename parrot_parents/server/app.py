@@ -24,17 +24,13 @@ from aiohttp import web
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.llm.client import ChatCompletionsClient
+from parrot_parents.server.limits import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
 from parrot_parents.server.middleware import auth_middleware, error_middleware
 from parrot_parents.server.routes import routes
 from parrot_parents.server.state import STATE, ServerState
 from parrot_parents.server.ui import add_ui_routes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKEN_ENV", "create_app"]
-
-#: Environment variable holding the bearer token of ``parrot-parents serve``.
-TOKEN_ENV = "PARROT_PARENTS_TOKEN"
-#: Default request body limit: 64 KiB.
-DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
 
 def create_app(

@@ -1,9 +1,30 @@
-"""Vector stores and the hierarchy's storage conventions."""
+"""Vector stores and the hierarchy's storage conventions.
 
-from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.schema import HNSWIndex
-from parrot_parents.stores.search_options import HNSWQueryOptions
+The names below load on first use (:mod:`parrot_parents.lazy`): importing a light module
+such as ``parrot_parents.stores.embedded`` does not pull in SQLAlchemy.
+"""
+
+from typing import TYPE_CHECKING
+
+from parrot_parents.lazy import lazy_exports
 
 __all__ = ["AbstractStore", "HNSWIndex", "HNSWQueryOptions", "PgVectorStore", "SearchResult"]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AbstractStore": "parrot_parents.stores.abstract",
+        "HNSWIndex": "parrot_parents.stores.schema",
+        "HNSWQueryOptions": "parrot_parents.stores.search_options",
+        "PgVectorStore": "parrot_parents.stores.postgres",
+        "SearchResult": "parrot_parents.stores.results",
+    },
+    globals(),
+)
+
+if TYPE_CHECKING:
+    from parrot_parents.stores.abstract import AbstractStore
+    from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.stores.results import SearchResult
+    from parrot_parents.stores.schema import HNSWIndex
+    from parrot_parents.stores.search_options import HNSWQueryOptions

@@ -164,10 +164,20 @@ class PgVectorStore(AbstractStore):
         async with self._connect_lock:
             if self._engine is not None:
                 return self
-            dimension = await asyncio.to_thread(lambda: self.dimension)
             shared = self._shared_engine
             engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
             try:
+                if not self.create:
+                    # Before the model loads (the dimension may need it): an unknown
+                    # collection is reported in a second, not after the model's load.
+                    async with store_errors(f"opening {self.qualified_name}"), engine.begin() as c:
+                        if not await c.run_sync(_table_exists, self.schema, self.table):
+                            raise StoreError(
+                                f"collection {self.table!r} does not exist in schema "
+                                f"{self.schema!r}",
+                                hint="ingest into it first; names are case-sensitive",
+                            )
+                dimension = await asyncio.to_thread(lambda: self.dimension)
                 await create_extension(engine)
                 self._table = collection_table(
                     self.table,
@@ -183,11 +193,6 @@ class PgVectorStore(AbstractStore):
                         await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
                         self.text_search_config = await conn.run_sync(
                             ensure_lexical, self.table, self.schema, self._wanted_config
-                        )
-                    elif not await conn.run_sync(_table_exists, self.schema, self.table):
-                        raise StoreError(
-                            f"collection {self.table!r} does not exist in schema {self.schema!r}",
-                            hint="ingest into it first; names are case-sensitive",
                         )
                     else:
                         self.text_search_config = await conn.run_sync(
@@ -397,6 +402,7 @@ class PgVectorStore(AbstractStore):
         mode = _check_mode(search_mode)
         if isinstance(filter, dict) and filter:
             validate_filter(filter)  # a bad filter fails before the model runs
+        await self.ready()  # and so does an unknown collection
         vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
         return await self._search(vector, query, mode, limit, include_parents, filter, fusion)
 

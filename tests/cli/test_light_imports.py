@@ -1,0 +1,50 @@
+"""``--help`` and argument errors never import the model or database stacks (issue 11).
+
+Checked on ``sys.modules`` in a fresh interpreter, not with a clock: the machine is noisy,
+the import list is not. ``benchmarks/`` reports the wall times.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "transformers", "sentence_transformers", "sqlalchemy", "asyncpg", "aiohttp")
+COMMANDS = ["", "ingest", "ask", "eval", "plot", "migrate", "bots", "serve", "backfill"]
+
+PROBE = """
+import json, sys
+from parrot_parents.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print(json.dumps({{"code": code, "heavy": heavy}}), file=sys.stderr)
+"""
+
+
+def _run(*argv: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return json.loads(out.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_imports_nothing_heavy(command: str) -> None:
+    result = _run(*([command] if command else []), "--help")
+    assert result == {"code": 0, "heavy": []}
+
+
+def test_an_argument_error_imports_nothing_heavy() -> None:
+    result = _run("ask")  # the question is missing
+    assert result == {"code": 2, "heavy": []}
+    result = _run("eval", "--budgets", "many")
+    assert result["code"] == 2 and result["heavy"] == []

@@ -19,7 +19,6 @@ each branch (None when absent from it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -41,15 +40,21 @@ from sqlalchemy.sql.elements import ColumnElement
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
 from parrot_parents.stores.search_options import Fusion, SearchMode
 
-__all__ = ["BM25_B", "BM25_K1", "search_statement"]
+__all__ = ["BM25_B", "BM25_K1", "query_vector", "search_statement"]
 
 #: BM25 parameters (bm25s's and Lucene's defaults).
 BM25_K1 = 1.5
 BM25_B = 0.75
 
 
-def _dense(table: Table, vector: Sequence[float], where: list[Any], depth: int) -> Any:
-    distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
+def query_vector(table: Table) -> Any:
+    """The query embedding as a bound parameter (``query_vector``), so that a statement
+    can be built once and run with any vector."""
+    return bindparam("query_vector", type_=table.c.embedding.type)
+
+
+def _dense(table: Table, where: list[Any], depth: int) -> Any:
+    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
     knn = (
         select(table.c.id, distance)
         .where(table.c.embedding.is_not(None), *where)
@@ -120,32 +125,33 @@ def search_statement(
     mode: SearchMode,
     limit: int,
     where: list[ColumnElement[Any]],
-    vector: Sequence[float] | None,
+    with_vector: bool,
     lexical: LexicalTables | None = None,
     text_search_config: str | None = None,
     fusion: Fusion | None = None,
 ) -> Select[Any]:
-    """The lexical or hybrid search statement; bind ``lexical_query`` (the question).
+    """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
+    ``with_vector``, ``query_vector`` (its embedding).
 
     Dense-only search stays the store's plain kNN statement.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score``,
-    best first. ``distance`` is the cosine distance when a ``vector`` is given.
+    best first. ``distance`` is the cosine distance when ``with_vector``.
 
     Args:
         table: the collection table.
         mode: ``lexical`` or ``hybrid``.
         limit: rows returned.
         where: filters applied to both branches (child predicate, metadata filter).
-        vector: the query embedding (needed by ``dense`` and ``hybrid``).
+        with_vector: whether ``query_vector`` is bound (``hybrid`` needs it).
         lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
         fusion: RRF settings; defaults of :class:`Fusion`.
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
     distance: Any = literal(None, Float)
-    if vector is not None:
-        distance = table.c.embedding.cosine_distance(list(vector))
+    if with_vector:
+        distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
     lex = _lexical(table, lexical, text_search_config, where, lex_depth)
@@ -164,8 +170,8 @@ def search_statement(
             .order_by(lex.c.lexical_rank)
             .limit(limit)
         )
-    assert vector is not None
-    dense = _dense(table, vector, where, depth)
+    assert with_vector
+    dense = _dense(table, where, depth)
     fid = func.coalesce(dense.c.id, lex.c.id)
     k = float(fusion.rrf_k)
     fused = fusion.dense_weight * func.coalesce(

@@ -18,7 +18,7 @@ from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import make_engine, store_errors
 from parrot_parents.stores.filters import compile_filter, validate_filter
-from parrot_parents.stores.hybrid import search_statement
+from parrot_parents.stores.hybrid import query_vector, search_statement
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
@@ -124,6 +124,8 @@ class PgVectorStore(AbstractStore):
         self._shared_engine = engine
         self._engine: AsyncEngine | None = None
         self._table: Table | None = None
+        # Search statements without a filter, by their shape (see _search); bounded.
+        self._statements: dict[tuple[Any, ...], Any] = {}
         self._connect_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -445,37 +447,25 @@ class PgVectorStore(AbstractStore):
                 f"query vector has {len(vector)} values, expected {self.dimension}"
             )
         engine, table = await self.ready()
-        where: list[Any] = []
-        if not include_parents:
-            where.append(text(CHILD_PREDICATE))
-        if filter:
-            where.append(compile_filter(table.c.cmetadata, filter))
+        if mode != "dense" and self.text_search_config is None:
+            raise LexicalIndexMissingError(
+                f"collection {self.table!r} has no lexical index",
+                hint=f"run `parrot-parents migrate --collection {self.table}`",
+            )
+        # Without a filter the statement depends only on the key below: build it once.
+        # (Building it took longer than PostgreSQL took to plan and run it.)
+        key = (mode, limit, include_parents, vector is not None, fusion)
+        stmt = None if filter else self._statements.get(key)
+        if stmt is None:
+            stmt = self._statement(table, mode, limit, include_parents, filter, fusion, vector)
+            if not filter:
+                if len(self._statements) >= 256:
+                    self._statements.clear()
+                self._statements[key] = stmt
         params: dict[str, Any] = {}
-        if mode == "dense":
-            assert vector is not None
-            distance = table.c.embedding.cosine_distance(list(vector)).label("distance")
-            stmt: Any = (
-                select(table.c.id, table.c.document, table.c.cmetadata, distance)
-                .where(table.c.embedding.is_not(None), *where)
-                .order_by(distance)
-                .limit(limit)
-            )
-        else:
-            if self.text_search_config is None:
-                raise LexicalIndexMissingError(
-                    f"collection {self.table!r} has no lexical index",
-                    hint=f"run `parrot-parents migrate --collection {self.table}`",
-                )
-            stmt = search_statement(
-                table,
-                mode=mode,
-                limit=limit,
-                where=where,
-                vector=vector,
-                lexical=self.lexical,
-                text_search_config=self.text_search_config,
-                fusion=fusion,
-            )
+        if vector is not None:
+            params["query_vector"] = vector
+        if mode != "dense":
             params["lexical_query"] = query
         opts = self.search_options
         depth = max(limit, (fusion.depth or limit) if fusion else limit)
@@ -508,6 +498,42 @@ class PgVectorStore(AbstractStore):
             )
             for i, r in enumerate(rows)
         ]
+
+    def _statement(
+        self,
+        table: Table,
+        mode: SearchMode,
+        limit: int,
+        include_parents: bool,
+        filter: dict[str, Any] | None,
+        fusion: Fusion | None,
+        vector: Sequence[float] | None,
+    ) -> Any:
+        """The search statement; binds ``query_vector`` and ``lexical_query``."""
+        where: list[Any] = []
+        if not include_parents:
+            where.append(text(CHILD_PREDICATE))
+        if filter:
+            where.append(compile_filter(table.c.cmetadata, filter))
+        if mode == "dense":
+            distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
+            return (
+                select(table.c.id, table.c.document, table.c.cmetadata, distance)
+                .where(table.c.embedding.is_not(None), *where)
+                .order_by(distance)
+                .limit(limit)
+            )
+        assert self.text_search_config is not None
+        return search_statement(
+            table,
+            mode=mode,
+            limit=limit,
+            where=where,
+            with_vector=vector is not None,
+            lexical=self.lexical,
+            text_search_config=self.text_search_config,
+            fusion=fusion,
+        )
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         """Children of each parent id, ordered by ``start_index``; one statement.

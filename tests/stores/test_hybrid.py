@@ -320,3 +320,24 @@ async def test_meta_reports_both_ranks(store: PgVectorStore, embeddings) -> None
     assert any(c["lexical_rank"] == 1 for c in children)
     note = await bot.retrieve("x", search_mode="dense", rrf_k=10, limit=1)
     assert note.meta["notes"] == ["rrf_k ignored: search_mode is 'dense'"]
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+async def test_a_reused_statement_answers_each_question_afresh(
+    store: PgVectorStore, embeddings, mode: str
+) -> None:
+    """Statements without a filter are built once per shape; every run binds its own
+    question and vector, and a filtered statement is never reused for another filter."""
+    await _ingest(store, embeddings)
+    first = await store.similarity_search("notice period thirty days", limit=2, search_mode=mode)
+    second = await store.similarity_search("paid leave carried over", limit=2, search_mode=mode)
+    assert first[0].metadata["document_id"] == "msa"
+    assert second[0].metadata["document_id"] == "leave"
+    cached = len(store._statements)
+    assert cached >= 1
+    for doc in ("pay", "cars"):
+        hits = await store.similarity_search(
+            "paid cars", limit=2, search_mode=mode, filter={"document_id": doc}
+        )
+        assert hits and {h.metadata["document_id"] for h in hits} == {doc}
+    assert len(store._statements) == cached

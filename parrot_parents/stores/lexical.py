@@ -216,29 +216,38 @@ def _create_triggers(conn: Connection, t: LexicalTables) -> None:
     len_of = "length(r.lexical)"
     # One advisory lock per collection serialises the statistics updates of concurrent
     # writers (until they commit), so two writers never deadlock on lexicon rows.
+    # Kept to a few index-driven statements per write statement: the statistics must not
+    # slow ingest down (docs/benchmarks.md, "What hybrid search costs"). A lexeme whose df
+    # reaches 0 is deleted by its key, never by scanning the lexicon.
     body = f"""
+DECLARE
+  d_n bigint;
+  d_len bigint;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('{lock}'));
   IF TG_OP IN ('DELETE', 'UPDATE') THEN
-    UPDATE {lexicon} l SET df = l.df - g.c
-      FROM (SELECT u.lexeme, count(*) AS c FROM old_rows r, unnest(r.lexical) u
-            WHERE r.lexical IS NOT NULL GROUP BY u.lexeme) g
-      WHERE l.lexeme = g.lexeme;
-    DELETE FROM {lexicon} WHERE df <= 0;
-    UPDATE {stats} SET
-      n = n - (SELECT count(*) FROM old_rows r WHERE r.lexical IS NOT NULL),
-      total_len = total_len - (SELECT coalesce(sum({len_of}), 0) FROM old_rows r
-                               WHERE r.lexical IS NOT NULL);
+    SELECT count(*), coalesce(sum({len_of}), 0) INTO d_n, d_len
+      FROM old_rows r WHERE r.lexical IS NOT NULL;
+    IF d_n > 0 THEN
+      WITH g AS (SELECT u.lexeme, count(*) AS c FROM old_rows r, unnest(r.lexical) u
+                 WHERE r.lexical IS NOT NULL GROUP BY u.lexeme),
+           gone AS (DELETE FROM {lexicon} l USING g
+                    WHERE l.lexeme = g.lexeme AND l.df <= g.c RETURNING l.lexeme)
+      UPDATE {lexicon} l SET df = l.df - g.c FROM g
+        WHERE l.lexeme = g.lexeme AND l.df > g.c;
+      UPDATE {stats} SET n = n - d_n, total_len = total_len - d_len;
+    END IF;
   END IF;
   IF TG_OP IN ('INSERT', 'UPDATE') THEN
-    INSERT INTO {lexicon} (lexeme, df)
-      SELECT u.lexeme, count(*) FROM new_rows r, unnest(r.lexical) u
-      WHERE r.lexical IS NOT NULL GROUP BY u.lexeme ORDER BY u.lexeme
-      ON CONFLICT (lexeme) DO UPDATE SET df = {lexicon}.df + EXCLUDED.df;
-    UPDATE {stats} SET
-      n = n + (SELECT count(*) FROM new_rows r WHERE r.lexical IS NOT NULL),
-      total_len = total_len + (SELECT coalesce(sum({len_of}), 0) FROM new_rows r
-                               WHERE r.lexical IS NOT NULL);
+    SELECT count(*), coalesce(sum({len_of}), 0) INTO d_n, d_len
+      FROM new_rows r WHERE r.lexical IS NOT NULL;
+    IF d_n > 0 THEN
+      INSERT INTO {lexicon} (lexeme, df)
+        SELECT u.lexeme, count(*) FROM new_rows r, unnest(r.lexical) u
+        WHERE r.lexical IS NOT NULL GROUP BY u.lexeme
+        ON CONFLICT (lexeme) DO UPDATE SET df = {lexicon}.df + EXCLUDED.df;
+      UPDATE {stats} SET n = n + d_n, total_len = total_len + d_len;
+    END IF;
   END IF;
   RETURN NULL;
 END"""

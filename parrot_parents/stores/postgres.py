@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
@@ -28,7 +28,13 @@ from parrot_parents.stores.lexical import (
     read_text_search_config,
     validate_text_search_config,
 )
-from parrot_parents.stores.markers import CHILD_PREDICATE, PARENT_PREDICATE
+from parrot_parents.stores.markers import (
+    CHILD_PREDICATE,
+    INDEXED_PREDICATE,
+    PARENT_PREDICATE,
+    SEARCH_PREDICATE,
+)
+from parrot_parents.stores.resolve import resolve_indexed, targets_of
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
@@ -81,6 +87,9 @@ class PgVectorStore(AbstractStore):
         SchemaMismatchError: the table exists with another embedding dimension.
         StoreError: the server cannot be reached.
     """
+
+    #: Indexed rows (ingestion strategies) are searched and resolved here.
+    supports_indexed_rows: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -441,9 +450,34 @@ class PgVectorStore(AbstractStore):
         engine, table = await self.ready()
         where: list[Any] = []
         if not include_parents:
-            where.append(text(CHILD_PREDICATE))
+            where.append(text(SEARCH_PREDICATE))
         if filter:
             where.append(compile_filter(table.c.cmetadata, filter))
+        # A hit on an indexed row resolves to its retrievable row; several hits on one row
+        # keep the best. Dedup can leave fewer than ``limit``: search deeper, then cut.
+        fetch = limit
+        while True:
+            found = await self._ranked(engine, table, vector, query, mode, fetch, where, fusion)
+            targets = targets_of(found)
+            if not targets:
+                return found
+            resolved = resolve_indexed(found, await self._rows_by_id(engine, table, targets))
+            if len(resolved) >= limit or len(found) < fetch or fetch >= _MAX_LIMIT:
+                return resolved[:limit]
+            fetch = min(_MAX_LIMIT, fetch * 4)
+
+    async def _ranked(
+        self,
+        engine: AsyncEngine,
+        table: Table,
+        vector: Sequence[float] | None,
+        query: str | None,
+        mode: SearchMode,
+        limit: int,
+        where: list[Any],
+        fusion: Fusion | None,
+    ) -> list[SearchResult]:
+        """The ranked rows of one search statement, indexed rows unresolved."""
         params: dict[str, Any] = {}
         if mode == "dense":
             assert vector is not None
@@ -502,6 +536,22 @@ class PgVectorStore(AbstractStore):
             )
             for i, r in enumerate(rows)
         ]
+
+    async def _rows_by_id(
+        self, engine: AsyncEngine, table: Table, ids: Sequence[str]
+    ) -> dict[str, SearchResult]:
+        """Retrievable rows (never indexed ones) by id; one statement over the primary key."""
+        stmt = (
+            select(table.c.id, table.c.document, table.c.cmetadata)
+            .where(table.c.id.in_(list(ids)))
+            .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
+        )
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {
+            r.id: SearchResult(id=r.id, content=r.document, metadata=dict(r.cmetadata or {}))
+            for r in rows
+        }
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         """Children of each parent id, ordered by ``start_index``; one statement.
@@ -602,6 +652,8 @@ class PgVectorStore(AbstractStore):
                 func.char_length(table.c.document).label("length"),
             )
             .where(meta_field(table, "document_id") == document_id)
+            # Indexed rows are not spans of the document: they are not listed.
+            .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
             .order_by(
                 parents_first,
                 meta_field(table, "start_index").cast(Integer),

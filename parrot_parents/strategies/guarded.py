@@ -84,6 +84,7 @@ class GuardedModel:
         retries: extra attempts after a call that raises, default 2.
         backoff_s: first backoff in seconds, doubled each attempt, default 0.5.
         max_tokens: answer length cap per call in tokens, default 512.
+        owns_client: :meth:`close` also closes the client (default False).
 
     Raises:
         ConfigurationError: a bound below its minimum, or no model name to key the cache.
@@ -99,6 +100,7 @@ class GuardedModel:
         retries: int = 2,
         backoff_s: float = 0.5,
         max_tokens: int = 512,
+        owns_client: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency!r}")
@@ -122,6 +124,15 @@ class GuardedModel:
         self.max_tokens = max_tokens
         self.stats = ModelStats()
         self._slots = asyncio.Semaphore(concurrency)
+        self._owns_client = owns_client
+
+    async def close(self) -> None:
+        """Close the cache file, and the client when owned. Safe to call twice."""
+        if self.cache is not None:
+            self.cache.close()
+        close = getattr(self.client, "close", None)
+        if self._owns_client and close is not None:
+            await close()
 
     def _failed(self, kind: str, why: str) -> None:
         self.stats.failures[kind] = self.stats.failures.get(kind, 0) + 1

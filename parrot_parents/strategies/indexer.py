@@ -193,6 +193,11 @@ class StrategyIndexer:
             child.metadata[SEARCHABLE] = False
         return 1, [_row(str(p.id), p.metadata, summary, "summary", 0, self.spec) for p in h.parents]
 
+    async def close(self) -> None:
+        """Release the model (its cache file, and a client it owns). Safe to call twice."""
+        if self.model is not None:
+            await self.model.close()
+
     # -- what it did ---------------------------------------------------------------------
 
     def report(self) -> dict[str, Any]:

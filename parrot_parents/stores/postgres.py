@@ -380,6 +380,9 @@ class PgVectorStore(AbstractStore):
             include_parents: also return rows marked as parents (legacy behaviour).
                 Default False applies the spec's legacy-compatible predicate: marked
                 children and rows without any marker are returned, parents are not.
+                Indexed rows (ingestion strategies) are ranked too, but never returned:
+                each hit on one becomes the row it stands for (``via`` names it), once,
+                at its best rank (:mod:`parrot_parents.stores.resolve`).
             filter: metadata filter in the langchain-postgres language, applied in SQL to
                 both search branches: plain values are JSON containment
                 (``{"document_id": "handbook"}``, served by the GIN index), operators ``$eq
@@ -663,6 +666,25 @@ class PgVectorStore(AbstractStore):
         async with engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         return [DocumentRow.from_row(r.id, dict(r.cmetadata or {}), int(r.length)) for r in rows]
+
+    async def ingestion_records(self) -> dict[str, dict[str, Any]]:
+        """``{document_id: record}``: how each document was indexed by an ingestion
+        strategy (``strategy``, ``enriched``, ``of``, ``indexed_rows``, ``model``), as
+        recorded on its parent rows; documents ingested without one are absent. One
+        statement."""
+        engine, table = await self.ready()
+        doc = meta_field(table, "document_id")
+        record = table.c.cmetadata["ingestion"]
+        stmt = (
+            select(doc.label("doc"), record.label("record"))
+            .where(text(PARENT_PREDICATE))
+            .where(table.c.cmetadata.has_key("ingestion"))
+            .distinct(doc)
+            .order_by(doc)
+        )
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {r.doc: dict(r.record) for r in rows if isinstance(r.record, dict)}
 
     async def documents_with_content(self, digests: Sequence[str]) -> dict[str, set[str]]:
         """``{content_sha256: {document_id, ...}}`` of stored documents with that content.

@@ -18,7 +18,7 @@ from parrot_parents.strategies.guarded import ChatClient, GuardedModel
 from parrot_parents.strategies.indexer import StrategyIndexer
 from parrot_parents.strategies.spec import StrategySpec
 
-__all__ = ["free_report", "indexer_for"]
+__all__ = ["collection_record", "free_report", "indexer_for"]
 
 
 def indexer_for(
@@ -85,4 +85,21 @@ def free_report(spec: StrategySpec, children: int, parents: int) -> dict[str, An
         "cache_hits": 0,
         "tokens": {"prompt": 0, "completion": 0},
         "failures": {},
+    }
+
+
+def collection_record(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A collection's totals from its per-document records
+    (:meth:`~parrot_parents.stores.postgres.PgVectorStore.ingestion_records`):
+    ``strategies`` used, ``enriched`` of ``of``, ``indexed_rows``, ``documents``, and
+    ``partial`` when some chunk or document stayed plain."""
+    enriched = sum(int(r.get("enriched", 0)) for r in records.values())
+    of = sum(int(r.get("of", 0)) for r in records.values())
+    return {
+        "strategies": sorted({str(r.get("strategy")) for r in records.values()}),
+        "documents": len(records),
+        "enriched": enriched,
+        "of": of,
+        "partial": enriched < of,
+        "indexed_rows": sum(int(r.get("indexed_rows", 0)) for r in records.values()),
     }

@@ -117,7 +117,15 @@ async def test_a_failed_call_degrades_that_chunk_alone(
     assert len(plain) == 1 and plain[0].embedding is not None  # indexed as itself
     assert "searchable" not in plain[0].cmetadata
     assert not [r for r in await rows(store, indexed=True) if r.cmetadata["indexes"] == plain[0].id]
-    # the document's record on its parent says it is partly plain
+    # the collection's record says it is partly plain
+    from parrot_parents.strategies.build import collection_record
+
+    records = await store.ingestion_records()
+    assert set(records) == {"agreement", "recipes"}
+    total = collection_record(records)
+    assert (total["enriched"], total["of"]) == (report["enriched"], report["of"])
+    assert total["partial"] is True and total["strategies"] == [report["strategy"]]
+    assert records["agreement"]["enriched"] == records["agreement"]["of"] - 1
     parent = next(r for r in await rows(store, indexed=False) if r.id.startswith("agreement#doc"))
     assert parent.cmetadata["ingestion"]["enriched"] == parent.cmetadata["ingestion"]["of"] - 1
     got = await retriever(store).retrieve(
@@ -268,3 +276,21 @@ async def test_extractive_contextual_needs_no_model(
     assert notice.startswith("Document: a.md\nSection: Services agreement > Termination\n\n")
     soup = next(t for t in texts.values() if t.endswith("cook for an hour."))
     assert soup.startswith("Document: r.md\nSection: Soup\n\n")
+
+
+async def test_a_store_that_cannot_resolve_indexed_rows_is_refused_before_writing(
+    store: PgVectorStore, corpus: list[Document], tmp_path: Path
+) -> None:
+    from parrot_parents.errors import ConfigurationError
+
+    class NoIndexedRows(PgVectorStore):
+        supports_indexed_rows = False
+
+    other = NoIndexedRows(engine=(await store.ready())[0], table=store.table)
+    other.embedding = store.embedding
+    loader = TextLoader(
+        embedding=store.embedding, indexer=StrategyIndexer(parse_strategy("contextual:extractive"))
+    )
+    with pytest.raises(ConfigurationError, match="NoIndexedRows cannot search indexed rows"):
+        await loader.chunk_documents(corpus, vector_store=other)
+    assert await store.count() == 0

@@ -121,7 +121,16 @@ def render(results: list[dict[str, Any]], started: str, offline: bool) -> str:
             f"| {s['recall@1000c']:.3f} | {s['recall@2000c']:.3f} | {s['recall@4000c']:.3f} "
             f"| {s['chars@5']:.0f} | {r['timings']['ingest_seconds']:.0f} |"
         )
-    lines.append("")
+    lines += [
+        "",
+        "Expansion ratio: searched units per retrievable unit (the seed's definition), so "
+        "`parent-document` is children per parent (760 / 59 here). `contextual:extractive` "
+        "indexes, for each child, `Document: <file>` and `Section: <heading path>` above "
+        "the child's text; those rows are embedded one by one, while the children of the "
+        "other rows are late-chunked, so it measures context by prefix against context by "
+        "late chunking. Its ingest time includes embedding its rows.",
+        "",
+    ]
     if offline:
         lines.append(
             "The model-backed strategies (`contextual` with a model, `hypothetical-questions`, "
@@ -152,12 +161,18 @@ async def main() -> int:
     ap.add_argument("--only", default=None, help="comma-separated specs instead of the rows")
     ap.add_argument("--with-model", action="store_true", help="add the model-backed rows")
     ap.add_argument("--no-doc", action="store_true", help="print the table, leave --doc alone")
+    ap.add_argument(
+        "--render-only", metavar="STARTED", help="rewrite the table from the saved results"
+    )
     a = ap.parse_args()
     a.runs.mkdir(parents=True, exist_ok=True)
     specs = a.only.split(";") if a.only else [*FREE, *(MODEL if a.with_model else [])]
-    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
+    started = a.render_only or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     results = []
     for i, spec in enumerate(specs, 1):
+        if a.render_only:
+            results.append(json.loads((a.runs / f"{slug(spec)}.json").read_text()))
+            continue
         print(
             f"[{i}/{len(specs)}] parrot-parents {shlex.join(argv(spec, a.questions, a.corpora, a.runs))}",
             file=sys.stderr,

@@ -294,3 +294,21 @@ async def test_a_store_that_cannot_resolve_indexed_rows_is_refused_before_writin
     with pytest.raises(ConfigurationError, match="NoIndexedRows cannot search indexed rows"):
         await loader.chunk_documents(corpus, vector_store=other)
     assert await store.count() == 0
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+async def test_limit_rows_still_come_back_after_deduplication(
+    store: PgVectorStore, corpus: list[Document], tmp_path: Path, mode: str
+) -> None:
+    def script(chunk: str | None, document: str | None) -> str:
+        return json.dumps([f"What about {chunk}?", f"Tell me about {chunk}"])
+
+    loader = await ingest(store, corpus, "hypothetical-questions:2", ScriptedLLM(script), tmp_path)
+    report = loader.report.strategy
+    assert report is not None and report["enriched"] == report["of"]
+    children = report["of"]
+    # every indexed row holds "tell", so each mode ranks all of them
+    found = await store.similarity_search("tell me", limit=children, search_mode=mode)
+    expected = {r.id for r in await rows(store, indexed=False) if r.cmetadata.get("is_chunk")}
+    assert sorted(r.id for r in found) == sorted(expected)
+    assert all(r.via is not None and r.via.startswith(r.id + "~q") for r in found)

@@ -7,8 +7,9 @@ each row ingests the three corpora into its own fresh collection. Its run file i
 scored by the shared scorer, ``../shared/benchmarks/score.py`` (a subprocess), which
 measures characters, so what a strategy hands over cannot inflate its score.
 
-Rows: the four free strategies (query-time modes over the package's hierarchy) and the
-extractive ``contextual`` variant (document name and heading path prepended to each
+Rows: the four free strategies (query-time modes over the package's hierarchy; the two
+with a group also as ``:4``, the seed's default group: parents of 4 children, 1600
+characters) and the extractive ``contextual`` variant (document name and heading path prepended to each
 child's indexed text; no model). The model-backed strategies (``contextual`` with a model,
 ``hypothetical-questions``, ``propositions``, ``summary``) need an OpenAI-compatible
 server; ``--with-model`` adds them when ``PARROT_PARENTS_LLM_BASE_URL`` is set.
@@ -40,7 +41,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from eval_table import machine, replace_section  # noqa: E402
 
-FREE = ["plain", "parent-document", "sentence-window", "hierarchical", "contextual:extractive"]
+FREE = [
+    "plain",
+    "parent-document",
+    "parent-document:4",
+    "sentence-window",
+    "hierarchical",
+    "hierarchical:4",
+    "contextual:extractive",
+]
 MODEL = ["contextual", "hypothetical-questions", "propositions", "summary"]
 KS, BUDGETS = "1,3,5,10", "1000,2000,4000,8000"
 

@@ -15,6 +15,8 @@ __all__ = [
     "add_model_option",
     "add_retrieval_options",
     "add_store_options",
+    "add_strategy_option",
+    "describe_strategy",
     "make_store",
     "parse_filter",
     "print_json",
@@ -130,6 +132,37 @@ def add_retrieval_options(
         default=None,
         help="hybrid: weight of the lexical ranks (1.0)",
     )
+
+
+def add_strategy_option(parser: argparse.ArgumentParser) -> None:
+    """``--strategy SPEC``: an ingestion strategy (:mod:`parrot_parents.strategies.spec`)."""
+    parser.add_argument(
+        "--strategy",
+        default=None,
+        metavar="SPEC",
+        help="ingestion strategy: plain, parent-document[:N], sentence-window[:N], "
+        "hierarchical[:N], contextual (or contextual:extractive, no model), "
+        "hypothetical-questions[:N], propositions[:N], summary; keyword forms too "
+        "(hypothetical-questions:count=2). The model-backed ones call the LLM of "
+        "$PARROT_PARENTS_LLM_BASE_URL (docs/strategies.md)",
+    )
+
+
+def describe_strategy(report: dict[str, Any]) -> str:
+    """One line on what an ingestion strategy did: its expansion ratio and model use."""
+    tokens = report.get("tokens") or {}
+    line = (
+        f"strategy {report['strategy']}: expansion ratio {report['expansion']:.2f} "
+        f"(searched units per retrievable unit), {report['calls']} model call(s), "
+        f"{report.get('cache_hits', 0)} cached, "
+        f"{tokens.get('prompt', 0) + tokens.get('completion', 0)} tokens"
+    )
+    if report.get("of"):
+        line += f"; enriched {report['enriched']} of {report['of']}"
+        if report.get("partial"):
+            failures = ", ".join(f"{k} {v}" for k, v in sorted(report["failures"].items()))
+            line += f" (partly plain: {failures or 'no rows'})"
+    return line
 
 
 def retrieval_overrides(args: argparse.Namespace) -> dict[str, Any]:

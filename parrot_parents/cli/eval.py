@@ -19,6 +19,7 @@ from parrot_parents.cli.common import (
     add_dsn_option,
     add_model_option,
     add_retrieval_options,
+    add_strategy_option,
     print_json,
 )
 from parrot_parents.loaders.sizes import DEFAULT_CHILD_SIZE
@@ -91,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="parent_chunk overlap in characters (default 200)",
     )
     add_retrieval_options(p)  # nothing set: the package defaults (what Chatbot() does)
+    add_strategy_option(p)
     p.add_argument(
         "--reranker",
         default=None,
@@ -159,6 +161,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         keep=args.keep,
         ks=tuple(args.ks),
         budgets=tuple(args.budgets),
+        strategy=args.strategy,
     )
 
 
@@ -207,6 +210,7 @@ def plot_run(args: argparse.Namespace, result: EvalResult) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from parrot_parents.cli.common import describe_strategy
     from parrot_parents.eval.scorer import metric_order
 
     if args.plot:
@@ -241,6 +245,7 @@ async def run(args: argparse.Namespace) -> int:
         f"mean {t['query_mean_ms']:.1f} ms over {t['queries']} questions "
         "(query embedding included)"
     )
+    print(describe_strategy(i["strategy"]))
     d = result.diagnostics
     if d["fallbacks"] or d["text_mismatches"]:
         print(

@@ -6,8 +6,12 @@ import argparse
 import asyncio
 import sys
 
-from parrot_parents.cli.common import add_store_options, make_store
-from parrot_parents.loaders.sizes import DEFAULT_CHILD_SIZE
+from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
+from parrot_parents.loaders.sizes import (
+    DEFAULT_CHILD_SIZE,
+    DEFAULT_PARENT_SIZE,
+    DEFAULT_THRESHOLD,
+)
 
 __all__ = ["register"]
 
@@ -26,10 +30,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--parent-threshold",
         type=int,
-        default=16000,
-        help="documents longer than this (characters) get parent_chunks",
+        default=None,
+        help="documents longer than this (characters) get parent_chunks (default 16000, "
+        "or N x child size for a strategy with a group of N)",
     )
-    p.add_argument("--parent-size", type=int, default=4000, help="parent_chunk size (chars)")
+    p.add_argument(
+        "--parent-size",
+        type=int,
+        default=None,
+        help="parent_chunk size (chars; default 4000, or N x child size for a strategy "
+        "with a group of N)",
+    )
     p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
     p.add_argument(
         "--late-chunking",
@@ -57,14 +68,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="prefix every document id with PREFIX (instead of the root folder's name that "
         "is added when several PATHs are given)",
     )
+    add_strategy_option(p)
+    p.add_argument(
+        "--llm-concurrency",
+        type=int,
+        default=4,
+        help="model calls in flight at once, for the model-backed strategies (default 4)",
+    )
     p.set_defaults(func=run)
 
 
 async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from parrot_parents.cli.common import describe_strategy
     from parrot_parents.loaders.text import TextLoader
+    from parrot_parents.strategies.build import free_report, indexer_for
+    from parrot_parents.strategies.spec import parse_strategy
 
+    spec = parse_strategy(args.strategy)  # a bad spec fails before any work
+    group_size = spec.parent_size(args.child_size)
+    parent_size = args.parent_size or group_size or DEFAULT_PARENT_SIZE
+    threshold = args.parent_threshold or group_size or DEFAULT_THRESHOLD
+    indexer = indexer_for(spec, concurrency=args.llm_concurrency)
     store = make_store(args)
     kwargs = {}
     if args.late_chunking is not None:
@@ -77,6 +103,7 @@ async def run(args: argparse.Namespace) -> int:
         child_chunk_size=args.child_size,
         child_chunk_overlap=args.child_overlap,
         embedding=store.embedding,
+        indexer=indexer,
         **kwargs,
     )
     try:
@@ -87,8 +114,8 @@ async def run(args: argparse.Namespace) -> int:
                 rows = await loader.chunk_documents(
                     docs,
                     vector_store=store,
-                    parent_chunk_threshold_tokens=args.parent_threshold,
-                    parent_chunk_size_tokens=args.parent_size,
+                    parent_chunk_threshold_tokens=threshold,
+                    parent_chunk_size_tokens=parent_size,
                     parent_chunk_overlap_tokens=args.parent_overlap,
                     progress=bar.update,
                 )
@@ -102,12 +129,24 @@ async def run(args: argparse.Namespace) -> int:
                 raise
     finally:
         await store.close()
+        if indexer is not None:
+            await indexer.close()
     children = sum(1 for r in rows if r.metadata.get("is_chunk"))
     stored = len(docs) - (len(loader.report.failed) - failed_before)
     print(
         f"ingested {stored} document(s) into {args.collection!r}: "
         f"{len(rows) - children} parent row(s), {children} child row(s)"
+        + (f", {loader.report.indexed} indexed row(s)" if indexer is not None else "")
     )
+    if args.strategy is not None:
+        report = loader.report.strategy or free_report(spec, children, len(rows) - children)
+        print(describe_strategy(report))
+        if not spec.indexes_rows:
+            flags = " ".join(
+                f"--mode {v}" if k == "mode" else ("--expand" if v else "--no-expand")
+                for k, v in spec.retrieval_overrides().items()
+            )
+            print(f"query it with: parrot-parents ask {flags} (a query-time mode)")
     for path, warnings in loader.report.warnings.items():
         for w in warnings:
             print(f"warning: {path}: {w}", file=sys.stderr)

@@ -45,7 +45,10 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_THRESHOLD,
     validate_parent_sizes,
 )
+from parrot_parents.retrieval.modes import parse_mode
 from parrot_parents.retrieval.options import RetrievalOptions
+from parrot_parents.strategies.build import free_report, indexer_for
+from parrot_parents.strategies.spec import StrategySpec, parse_strategy
 
 __all__ = [
     "EvalConfig",
@@ -95,6 +98,10 @@ class EvalConfig:
         keep: keep the collection after the run instead of dropping it.
         ks: passage cut-offs of the @k metrics.
         budgets: character budgets of recall@Bc.
+        strategy: an ingestion strategy spec (:mod:`parrot_parents.strategies.spec`);
+            None measures the configuration as given. A free strategy sets
+            ``expand``/``mode`` (and, with ``:N``, parent_chunks of ``N x child_size``
+            characters) where those are not set; a model-backed one writes indexed rows.
     """
 
     child_size: int = DEFAULT_CHILD_SIZE
@@ -119,9 +126,11 @@ class EvalConfig:
     keep: bool = False
     ks: tuple[int, ...] = DEFAULT_KS
     budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    strategy: str | None = None
 
     def __post_init__(self) -> None:
         _positive("child_size", self.child_size)
+        self.spec  # noqa: B018 - the strategy is checked by its one parser
         for name in ("parent_size", "parent_threshold", "budget"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
@@ -145,16 +154,28 @@ class EvalConfig:
         parse_store_spec(self.store)
 
     @property
+    def spec(self) -> StrategySpec:
+        """The parsed ingestion strategy (``plain`` when none is given)."""
+        return parse_strategy(self.strategy)
+
+    @property
+    def _size(self) -> int | None:
+        """parent_size, else the one a strategy's group asks for."""
+        if self.parent_size is not None:
+            return self.parent_size
+        return self.spec.parent_size(self.child_size)
+
+    @property
     def parent_chars(self) -> int:
         """The parent_chunk size actually used, in characters."""
-        return self.parent_size if self.parent_size is not None else DEFAULT_PARENT_SIZE
+        return self._size if self._size is not None else DEFAULT_PARENT_SIZE
 
     @property
     def threshold_chars(self) -> int:
         """The 3-level threshold actually used, in characters."""
         if self.parent_threshold is not None:
             return self.parent_threshold
-        return self.parent_size if self.parent_size is not None else DEFAULT_THRESHOLD
+        return self._size if self._size is not None else DEFAULT_THRESHOLD
 
     def options(self) -> RetrievalOptions:
         """The per-call retrieval options of every question.
@@ -162,12 +183,29 @@ class EvalConfig:
         Raises:
             ConfigurationError: ``expand``, ``limit``, ``budget`` or ``mode`` is invalid.
         """
+        expand, mode = self.expand, self.mode
+        if self.strategy is not None:
+            wanted = self.spec.retrieval_overrides()
+            if expand is not None and expand != wanted["expand_to_parent"]:
+                raise ConfigurationError(
+                    f"strategy {self.strategy!r} sets expand={wanted['expand_to_parent']}, "
+                    f"but expand={expand} is given",
+                    hint="leave expand unset with a strategy",
+                )
+            if mode is not None and "mode" in wanted and parse_mode(mode) != wanted["mode"]:
+                raise ConfigurationError(
+                    f"strategy {self.strategy!r} sets mode {wanted['mode']!r}, "
+                    f"but mode {mode!r} is given",
+                    hint="leave mode unset with a strategy",
+                )
+            expand = wanted["expand_to_parent"]
+            mode = wanted.get("mode", mode)
         return RetrievalOptions.from_overrides(
             {
-                "expand_to_parent": self.expand,
+                "expand_to_parent": expand,
                 "limit": self.limit,
                 "budget": self.budget,
-                "mode": self.mode,
+                "mode": mode,
                 "search_mode": self.search_mode,
                 "rrf_k": self.rrf_k,
                 "dense_weight": self.dense_weight,
@@ -189,8 +227,9 @@ class EvalResult:
         metrics: the scorer's output (``recall@5``, ``recall@2000c``, ``chars@5``, ...).
         timings: ``ingest_seconds``, ``ingest_tokens``, ``ingest_tokens_per_second``,
             ``query_p50_ms``, ``query_p95_ms``, ``query_mean_ms``, ``queries``.
-        ingest: ``corpora``, ``characters``, ``parents`` and ``children`` rows, and the
-            ``late_chunking`` actually used.
+        ingest: ``corpora``, ``characters``, ``parents`` and ``children`` rows, the
+            ``late_chunking`` actually used, and ``strategy``: the ingestion strategy's
+            report (``expansion`` ratio, model ``calls``, ``enriched`` of ``of``...).
         diagnostics: ``fallbacks`` (questions whose ``meta`` reports a fallback) and
             ``text_mismatches`` (passages whose text is not the corpus text at their span).
         config: the configuration evaluated.
@@ -372,10 +411,12 @@ class _Session:
             config.store, dsn=config.dsn, collection=self.collection, embedding=self.embedding
         )
         late = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
+        self.indexer = indexer_for(config.spec)
         self.loader = TextLoader(
             child_chunk_size=config.child_size,
             child_chunk_overlap=config.child_overlap,
             embedding=self.embedding,
+            indexer=self.indexer,
             **late,
         )
         self.reranker: Any = None
@@ -426,6 +467,8 @@ class _Session:
             "parents": len(rows) - children,
             "children": children,
             "late_chunking": bool(self.loader.processor.late_chunking),
+            "strategy": self.loader.report.strategy
+            or free_report(config.spec, children, len(rows) - children),
         }
         timings = {
             "ingest_seconds": round(seconds, 3),
@@ -443,3 +486,5 @@ class _Session:
             await self.bot.close()
             if self.reranker is not None:
                 self.reranker.close()
+            if self.indexer is not None:
+                await self.indexer.close()

@@ -21,6 +21,7 @@ from parrot_parents.loaders.hierarchy import (
     LateChunkingProcessor,
     validate_parent_sizes,
 )
+from parrot_parents.loaders.indexing import RowIndexer
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.ids import content_document_id
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
@@ -38,6 +39,9 @@ class IngestReport:
     reason it was not stored; ``warnings`` lists what was cleaned or replaced;
     ``windowed_children`` counts children longer than the model's window that were
     embedded in overlapping windows (``late_chunking=False``) instead of being cut.
+    ``indexed`` counts the indexed rows an ingestion strategy wrote, and ``strategy``
+    is its report (:meth:`RowIndexer.report`: ``enriched`` of ``of``, model calls,
+    tokens, failures by kind), None without a strategy.
     """
 
     documents: int = 0
@@ -46,6 +50,8 @@ class IngestReport:
     failed: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, list[str]] = field(default_factory=dict)
     windowed_children: int = 0
+    indexed: int = 0
+    strategy: dict[str, Any] | None = None
 
 
 class AbstractLoader(ABC):
@@ -58,6 +64,9 @@ class AbstractLoader(ABC):
         late_chunking: embed children with late chunking, default True (see
             :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
+        indexer: an ingestion strategy's :class:`~parrot_parents.loaders.indexing.RowIndexer`
+            adding indexed rows to each document's write; None (default) writes the
+            hierarchy alone. Needs a store that supports indexed rows (PostgreSQL).
     """
 
     def __init__(
@@ -67,7 +76,9 @@ class AbstractLoader(ABC):
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
+        indexer: RowIndexer | None = None,
     ) -> None:
+        self.indexer = indexer
         self.report = IngestReport()
         self.processor = LateChunkingProcessor(
             child_chunk_size=child_chunk_size,
@@ -143,6 +154,17 @@ class AbstractLoader(ABC):
         validate_parent_sizes(
             parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
         )
+        if (
+            self.indexer is not None
+            and vector_store is not None
+            and not getattr(vector_store, "supports_indexed_rows", False)
+        ):
+            raise ConfigurationError(
+                f"{type(vector_store).__name__} cannot search indexed rows, which this "
+                "ingestion strategy writes",
+                hint="use the PostgreSQL store, or a free strategy (plain, parent-document, "
+                "sentence-window, hierarchical)",
+            )
         hierarchies: list[DocumentHierarchy] = []
         names: dict[str, str] = {}
         for i, doc in enumerate(documents):
@@ -176,16 +198,18 @@ class AbstractLoader(ABC):
             if vector_store is not None:
                 await self._warn_on_replaced_sources(vector_store, batch, documents)
                 batch = await self._embed_isolated(batch, names)
+                extra = await self.indexer.index_rows(batch) if self.indexer else {}
                 written = []
                 for h in batch:
                     try:
-                        await _write(vector_store, h)
+                        await _write(vector_store, h, extra.get(h.document_id, ()))
                     except (ConfigurationError, StoreError) as exc:
                         if isinstance(exc, StoreError) and exc.unavailable:
                             raise  # an outage: the next documents would fail the same way
                         self.report.failed[names[h.document_id]] = str(exc)
                         continue
                     written.append(h)
+                    self.report.indexed += len(extra.get(h.document_id, ()))
                 batch = written
             for h in batch:
                 out.extend(h.documents())
@@ -193,6 +217,8 @@ class AbstractLoader(ABC):
                 progress(done)
         self.report.windowed_children += self.processor.windowed_children
         self.processor.windowed_children = 0
+        if self.indexer is not None:
+            self.report.strategy = self.indexer.report()
         return out
 
     async def _embed_isolated(
@@ -289,10 +315,13 @@ def _document_id(doc: Document) -> str:
     return str(meta.get("document_id") or doc.id or content_document_id(doc.page_content))
 
 
-async def _write(store: AbstractStore, h: DocumentHierarchy) -> None:
-    docs = h.documents()
+async def _write(
+    store: AbstractStore, h: DocumentHierarchy, indexed: Sequence[Document] = ()
+) -> None:
+    docs = [*h.documents(), *indexed]
     vectors: list[list[float] | None] = [None] * len(h.parents)
     vectors += [c.embedding for c in h.children]
+    vectors += [None] * len(indexed)  # embedded by the store
     replace = getattr(store, "replace_document", None)
     if replace is not None:
         await replace(h.document_id, docs, embeddings=vectors)

@@ -16,6 +16,7 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
 )
+from parrot_parents.loaders.indexing import RowIndexer
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file, utf8_name
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.sync import run_sync
@@ -34,7 +35,7 @@ class TextLoader(AbstractLoader):
             (stable identity; see :func:`~parrot_parents.loaders.readers.discover_files`).
         id_prefix: a prefix for every id, replacing the root-name prefix added when
             several paths are given.
-        child_chunk_size, child_chunk_overlap, late_chunking, embedding: see
+        child_chunk_size, child_chunk_overlap, late_chunking, embedding, indexer: see
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
     """
 
@@ -49,12 +50,14 @@ class TextLoader(AbstractLoader):
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
+        indexer: RowIndexer | None = None,
     ) -> None:
         super().__init__(
             child_chunk_size=child_chunk_size,
             child_chunk_overlap=child_chunk_overlap,
             late_chunking=late_chunking,
             embedding=embedding,
+            indexer=indexer,
         )
         if paths is None:
             self.paths: list[str | Path] = []

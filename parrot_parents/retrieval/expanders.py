@@ -39,6 +39,7 @@ from parrot_parents.stores.markers import (
     END_INDEX,
     PARENT_DOCUMENT_ID,
     START_INDEX,
+    is_parent,
 )
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.results import SearchResult
@@ -197,7 +198,10 @@ class WindowExpander:
         ranges: list[ChunkRange] = [
             (h.document_id, h.metadata[CHUNK_INDEX] - self.n, h.metadata[CHUNK_INDEX] + self.n)
             for h in hits
-            if h.document_id is not None and isinstance(h.metadata.get(CHUNK_INDEX), int)
+            if h.document_id is not None
+            and isinstance(h.metadata.get(CHUNK_INDEX), int)
+            # a parent (reached through a document summary) is already its own context
+            and not is_parent(h.metadata)
         ]
         neighbours = await searcher.fetch_neighbours(ranges) if ranges else {}
         parent_ids = list(
@@ -239,7 +243,7 @@ class WindowExpander:
         windows: dict[str, list[str]] = {}
         for hit in hits:
             doc, index = hit.document_id, hit.metadata.get(CHUNK_INDEX)
-            if doc is None or not isinstance(index, int):
+            if doc is None or not isinstance(index, int) or is_parent(hit.metadata):
                 out.append(Passage.from_hit(hit))
                 continue
             rows = [

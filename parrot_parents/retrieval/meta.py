@@ -48,8 +48,9 @@ class Fallback:
 @dataclass(frozen=True)
 class ChildScore:
     """One kept child: its id, vector similarity, rerank score, rank, its rank in each
-    search branch (1-based, None when absent from it), its parent id, and its document
-    and character offsets."""
+    search branch (1-based, None when absent from it), its parent id, its document and
+    character offsets, and (``via``, ``via_kind``) the indexed row that matched, when an
+    ingestion strategy's text was hit rather than the child itself."""
 
     id: str
     score: float | None
@@ -62,6 +63,9 @@ class ChildScore:
     document_id: str | None = None
     start_index: int | None = None
     end_index: int | None = None
+    # The indexed row (ingestion strategy) that matched, when the hit came through one.
+    via: str | None = None
+    via_kind: str | None = None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> ChildScore:
@@ -76,10 +80,12 @@ class ChildScore:
             hit.document_id,
             hit.start_index,
             hit.end_index,
+            hit.via,
+            hit.via_kind,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "score": self.score,
             "rerank_score": self.rerank_score,
@@ -91,6 +97,10 @@ class ChildScore:
             "start_index": self.start_index,
             "end_index": self.end_index,
         }
+        if self.via is not None:
+            out["via"] = self.via
+            out["via_kind"] = self.via_kind
+        return out
 
 
 @dataclass

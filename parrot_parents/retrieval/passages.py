@@ -41,6 +41,8 @@ class Hit:
         rerank_score: raw reranker score when a reranker ran, else None.
         dense_rank, lexical_rank: 1-based rank in the dense and lexical search branches
             (None when the hit was not in that branch).
+        via, via_kind: the indexed row (an ingestion strategy's text) through which the
+            search reached this row, and its kind; None for a direct hit.
     """
 
     id: str
@@ -51,6 +53,8 @@ class Hit:
     rerank_score: float | None = None
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    via: str | None = None
+    via_kind: str | None = None
 
     @classmethod
     def from_result(cls, result: SearchResult, rank: int) -> Hit:
@@ -62,6 +66,8 @@ class Hit:
             rank,
             dense_rank=result.dense_rank,
             lexical_rank=result.lexical_rank,
+            via=result.via,
+            via_kind=result.via_kind,
         )
 
     def to_document(self) -> Document:
@@ -87,6 +93,11 @@ class Hit:
     def end_index(self) -> int | None:
         value = self.metadata.get(END_INDEX)
         return value if isinstance(value, int) else None
+
+
+def _hit_kind(metadata: dict[str, Any]) -> PassageKind:
+    kind = row_kind(metadata)
+    return "child" if kind == "indexed" else kind
 
 
 @dataclass
@@ -123,7 +134,8 @@ class Passage:
         return cls(
             id=hit.id,
             text=hit.text,
-            kind="child",
+            # A hit is a child, unless an indexed row (a summary) resolved to a parent.
+            kind=_hit_kind(hit.metadata),
             score=hit.score,
             rank=hit.rank,
             document_id=hit.document_id,

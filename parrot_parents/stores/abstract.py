@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 
@@ -16,6 +16,10 @@ __all__ = ["AbstractStore"]
 
 class AbstractStore(ABC):
     """A collection of parent and child rows with vector search over the children."""
+
+    #: True when the store searches indexed rows (ingestion strategies) and resolves a hit
+    #: on one to its retrievable row (:mod:`parrot_parents.stores.resolve`).
+    supports_indexed_rows: ClassVar[bool] = False
 
     @abstractmethod
     async def add_documents(

@@ -4,7 +4,12 @@ The key names and predicates follow the parent-child retrieval spec (FEAT-128):
 
 * children: ``is_chunk: true`` and ``parent_document_id``;
 * 2-level parents (a whole document): ``is_full_document: true``;
-* 3-level parents (a slice of a long document): ``document_type: "parent_chunk"``.
+* 3-level parents (a slice of a long document): ``document_type: "parent_chunk"``;
+* indexed rows (text an ingestion strategy wrote, never returned):
+  ``document_type: "indexed"``, ``is_chunk: false`` and ``indexes``, the id of the
+  retrievable row (a child or a parent) that a hit on them resolves to. They carry no
+  ``parent_document_id`` and no ``chunk_index``, so no parent, sibling or neighbour read
+  can see them, and ``offsets_exact: false``: their text is not a slice of the source.
 
 Every row also carries ``document_id`` (the source document), ``chunk_index`` and
 ``start_index``/``end_index``: character offsets into the original source text.
@@ -20,15 +25,23 @@ __all__ = [
     "DOCUMENT_ID",
     "DOCUMENT_TYPE",
     "END_INDEX",
+    "INDEXED",
+    "INDEXED_PREDICATE",
+    "INDEXES",
     "IS_CHUNK",
     "IS_FULL_DOCUMENT",
+    "OFFSETS_EXACT",
     "PARENT_CHUNK",
     "PARENT_DOCUMENT_ID",
     "PARENT_PREDICATE",
+    "SEARCHABLE",
+    "SEARCH_PREDICATE",
     "SOURCE",
     "START_INDEX",
     "RowKind",
+    "is_indexed",
     "is_parent",
+    "is_searchable",
     "normalize_markers",
     "row_kind",
 ]
@@ -43,12 +56,21 @@ CHUNK_INDEX = "chunk_index"
 START_INDEX = "start_index"
 END_INDEX = "end_index"
 SOURCE = "source"
+#: Indexed rows (ingestion strategies): their ``document_type``, the id of the row they
+#: stand for, and the flag saying their text is not a slice of the source.
+INDEXED = "indexed"
+INDEXES = "indexes"
+OFFSETS_EXACT = "offsets_exact"
+#: ``searchable: false`` on a child: it is indexed only through its indexed rows (an
+#: ingestion strategy replaced its text in the index), so it is stored without a vector
+#: and stays out of the HNSW and lexical indexes; it is still returned, expanded, counted.
+SEARCHABLE = "searchable"
 
 PARENT_CHUNK = "parent_chunk"
 # Legacy collections used document_type='parent' for whole-document parents.
 _PARENT_TYPES = frozenset({"parent", PARENT_CHUNK})
 
-RowKind = Literal["child", "parent", "parent_chunk"]
+RowKind = Literal["child", "parent", "parent_chunk", "indexed"]
 
 #: Default similarity_search filter. Rows without any marker (legacy chunks) stay
 #: returnable; rows marked as parents are excluded.
@@ -63,6 +85,13 @@ PARENT_PREDICATE = (
     "((cmetadata->>'is_full_document')::boolean = true"
     " OR cmetadata->>'document_type' = 'parent_chunk')"
 )
+
+#: Rows written by an ingestion strategy to be searched in place of a retrievable row.
+INDEXED_PREDICATE = "(cmetadata->>'document_type' = 'indexed')"
+
+#: What a search ranks: the children and the indexed rows (resolved to their retrievable
+#: rows by the store before anything is returned).
+SEARCH_PREDICATE = f"({CHILD_PREDICATE} OR {INDEXED_PREDICATE})"
 
 _TRUE = {"true", "t", "1", "yes", "y", "on"}
 _FALSE = {"false", "f", "0", "no", "n", "off"}
@@ -89,8 +118,20 @@ def is_parent(metadata: dict[str, Any]) -> bool:
     )
 
 
+def is_indexed(metadata: dict[str, Any]) -> bool:
+    """True when the metadata marks an indexed row (an ingestion strategy's text)."""
+    return metadata.get("document_type") == INDEXED
+
+
+def is_searchable(metadata: dict[str, Any]) -> bool:
+    """False for parents and for children marked ``searchable: false``."""
+    return not is_parent(metadata) and metadata.get(SEARCHABLE) is not False
+
+
 def row_kind(metadata: dict[str, Any]) -> RowKind:
-    """``"child"``, ``"parent"`` (whole document) or ``"parent_chunk"``."""
+    """``"child"``, ``"parent"`` (whole document), ``"parent_chunk"`` or ``"indexed"``."""
+    if is_indexed(metadata):
+        return "indexed"
     if metadata.get("document_type") == PARENT_CHUNK:
         return "parent_chunk"
     if is_parent(metadata):
@@ -106,6 +147,7 @@ def normalize_markers(metadata: dict[str, Any]) -> dict[str, Any]:
     * a row marked as a parent gets ``is_chunk: false``; ``is_full_document`` is coerced
       to a real boolean, and a legacy ``document_type: "parent"`` becomes
       ``is_full_document: true``;
+    * an indexed row gets ``is_chunk: false``;
     * every other row is a child and gets ``is_chunk: true``;
     * legacy string booleans (``"True"``, ``"1"``) are coerced to JSON booleans so that
       the SQL predicates can cast them.
@@ -119,5 +161,5 @@ def normalize_markers(metadata: dict[str, Any]) -> dict[str, Any]:
             out["is_full_document"] = coerced
     if out.get("document_type") == "parent":
         out["is_full_document"] = True
-    out["is_chunk"] = not is_parent(out)
+    out["is_chunk"] = not is_parent(out) and not is_indexed(out)
     return out

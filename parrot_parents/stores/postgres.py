@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document
 from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
@@ -28,7 +28,13 @@ from parrot_parents.stores.lexical import (
     read_text_search_config,
     validate_text_search_config,
 )
-from parrot_parents.stores.markers import CHILD_PREDICATE, PARENT_PREDICATE
+from parrot_parents.stores.markers import (
+    CHILD_PREDICATE,
+    INDEXED_PREDICATE,
+    PARENT_PREDICATE,
+    SEARCH_PREDICATE,
+)
+from parrot_parents.stores.resolve import resolve_indexed, targets_of
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
@@ -81,6 +87,9 @@ class PgVectorStore(AbstractStore):
         SchemaMismatchError: the table exists with another embedding dimension.
         StoreError: the server cannot be reached.
     """
+
+    #: Indexed rows (ingestion strategies) are searched and resolved here.
+    supports_indexed_rows: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -378,6 +387,9 @@ class PgVectorStore(AbstractStore):
             include_parents: also return rows marked as parents (legacy behaviour).
                 Default False applies the spec's legacy-compatible predicate: marked
                 children and rows without any marker are returned, parents are not.
+                Indexed rows (ingestion strategies) are ranked too, but never returned:
+                each hit on one becomes the row it stands for (``via`` names it), once,
+                at its best rank (:mod:`parrot_parents.stores.resolve`).
             filter: metadata filter in the langchain-postgres language, applied in SQL to
                 both search branches: plain values are JSON containment
                 (``{"document_id": "handbook"}``, served by the GIN index), operators ``$eq
@@ -452,6 +464,34 @@ class PgVectorStore(AbstractStore):
                 f"collection {self.table!r} has no lexical index",
                 hint=f"run `parrot-parents migrate --collection {self.table}`",
             )
+        # A hit on an indexed row resolves to its retrievable row; several hits on one row
+        # keep the best. Dedup can leave fewer than ``limit``: search deeper, then cut.
+        fetch = limit
+        while True:
+            found = await self._ranked(
+                engine, table, vector, query, mode, fetch, include_parents, filter, fusion
+            )
+            targets = targets_of(found)
+            if not targets:
+                return found
+            resolved = resolve_indexed(found, await self._rows_by_id(engine, table, targets))
+            if len(resolved) >= limit or len(found) < fetch or fetch >= _MAX_LIMIT:
+                return resolved[:limit]
+            fetch = min(_MAX_LIMIT, fetch * 4)
+
+    async def _ranked(
+        self,
+        engine: AsyncEngine,
+        table: Table,
+        vector: Sequence[float] | None,
+        query: str | None,
+        mode: SearchMode,
+        limit: int,
+        include_parents: bool,
+        filter: dict[str, Any] | None,
+        fusion: Fusion | None,
+    ) -> list[SearchResult]:
+        """The ranked rows of one search statement, indexed rows unresolved."""
         # Without a filter the statement depends only on the key below: build it once.
         # (Building it took longer than PostgreSQL took to plan and run it.)
         key = (mode, limit, include_parents, vector is not None, fusion)
@@ -512,7 +552,7 @@ class PgVectorStore(AbstractStore):
         """The search statement; binds ``query_vector`` and ``lexical_query``."""
         where: list[Any] = []
         if not include_parents:
-            where.append(text(CHILD_PREDICATE))
+            where.append(text(SEARCH_PREDICATE))
         if filter:
             where.append(compile_filter(table.c.cmetadata, filter))
         if mode == "dense":
@@ -534,6 +574,22 @@ class PgVectorStore(AbstractStore):
             text_search_config=self.text_search_config,
             fusion=fusion,
         )
+
+    async def _rows_by_id(
+        self, engine: AsyncEngine, table: Table, ids: Sequence[str]
+    ) -> dict[str, SearchResult]:
+        """Retrievable rows (never indexed ones) by id; one statement over the primary key."""
+        stmt = (
+            select(table.c.id, table.c.document, table.c.cmetadata)
+            .where(table.c.id.in_(list(ids)))
+            .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
+        )
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {
+            r.id: SearchResult(id=r.id, content=r.document, metadata=dict(r.cmetadata or {}))
+            for r in rows
+        }
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         """Children of each parent id, ordered by ``start_index``; one statement.
@@ -634,6 +690,8 @@ class PgVectorStore(AbstractStore):
                 func.char_length(table.c.document).label("length"),
             )
             .where(meta_field(table, "document_id") == document_id)
+            # Indexed rows are not spans of the document: they are not listed.
+            .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
             .order_by(
                 parents_first,
                 meta_field(table, "start_index").cast(Integer),
@@ -643,6 +701,25 @@ class PgVectorStore(AbstractStore):
         async with engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         return [DocumentRow.from_row(r.id, dict(r.cmetadata or {}), int(r.length)) for r in rows]
+
+    async def ingestion_records(self) -> dict[str, dict[str, Any]]:
+        """``{document_id: record}``: how each document was indexed by an ingestion
+        strategy (``strategy``, ``enriched``, ``of``, ``indexed_rows``, ``model``), as
+        recorded on its parent rows; documents ingested without one are absent. One
+        statement."""
+        engine, table = await self.ready()
+        doc = meta_field(table, "document_id")
+        record = table.c.cmetadata["ingestion"]
+        stmt = (
+            select(doc.label("doc"), record.label("record"))
+            .where(text(PARENT_PREDICATE))
+            .where(table.c.cmetadata.has_key("ingestion"))
+            .distinct(doc)
+            .order_by(doc)
+        )
+        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {r.doc: dict(r.record) for r in rows if isinstance(r.record, dict)}
 
     async def documents_with_content(self, digests: Sequence[str]) -> dict[str, set[str]]:
         """``{content_sha256: {document_id, ...}}`` of stored documents with that content.

@@ -26,6 +26,9 @@ class SearchResult:
         dense_rank, lexical_rank: 1-based rank in the dense and the lexical (BM25) branch;
             None when the row was not in that branch's candidates.
         lexical_score: the BM25 score, when the lexical branch ran and found the row.
+        via, via_kind: when the row was reached through an indexed row (an ingestion
+            strategy's text), that row's id and kind (``context``, ``question``...);
+            None otherwise. Scores and ranks are then those of the indexed row.
     """
 
     id: str
@@ -36,6 +39,8 @@ class SearchResult:
     dense_rank: int | None = None
     lexical_rank: int | None = None
     lexical_score: float | None = None
+    via: str | None = None
+    via_kind: str | None = None
 
     @property
     def page_content(self) -> str:

@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.ids import content_document_id, row_id_for
-from parrot_parents.stores.markers import is_parent, normalize_markers
+from parrot_parents.stores.markers import is_searchable, normalize_markers
 from parrot_parents.stores.values import (
     check_document_id,
     check_vector,
@@ -70,7 +70,7 @@ def prepare_rows(
                 "id": doc.id or row_id_for(doc.page_content, meta),
                 "document": doc.page_content,
                 "cmetadata": meta,
-                "embedding": None if is_parent(meta) else vector,
+                "embedding": vector if is_searchable(meta) else None,
             }
         )
     return rows
@@ -79,9 +79,10 @@ def prepare_rows(
 async def embed_missing(rows: list[dict[str, Any]], embedding: Any, batch_size: int) -> None:
     """Embed, in place and in batches of ``batch_size``, the children given no vector.
 
-    Parents stay without one (they never enter a vector index).
+    Parents, and children marked ``searchable: false``, stay without one (they never
+    enter a vector index).
     """
-    todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
+    todo = [r for r in rows if r["embedding"] is None and is_searchable(r["cmetadata"])]
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
         vectors = await embedding.aembed_documents([r["document"] for r in batch])

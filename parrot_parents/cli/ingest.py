@@ -84,14 +84,16 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.cli.common import describe_strategy
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.strategies.build import free_report, indexer_for
-    from parrot_parents.strategies.spec import parse_strategy
+    from parrot_parents.strategies.spec import default_strategy, parse_strategy
 
     spec = parse_strategy(args.strategy)  # a bad spec fails before any work
     group_size = spec.parent_size(args.child_size)
     parent_size = args.parent_size or group_size or DEFAULT_PARENT_SIZE
     threshold = args.parent_threshold or group_size or DEFAULT_THRESHOLD
-    indexer = indexer_for(spec, concurrency=args.llm_concurrency)
     store = make_store(args)
+    if args.strategy is None:
+        spec = parse_strategy(default_strategy(store))  # the package default
+    indexer = indexer_for(spec, concurrency=args.llm_concurrency)
     kwargs = {}
     if args.late_chunking is not None:
         kwargs["late_chunking"] = args.late_chunking
@@ -138,7 +140,7 @@ async def run(args: argparse.Namespace) -> int:
         f"{len(rows) - children} parent row(s), {children} child row(s)"
         + (f", {loader.report.indexed} indexed row(s)" if indexer is not None else "")
     )
-    if args.strategy is not None:
+    if args.strategy is not None or indexer is not None:
         report = loader.report.strategy or free_report(spec, children, len(rows) - children)
         print(describe_strategy(report))
         if not spec.indexes_rows:

@@ -48,7 +48,7 @@ from parrot_parents.loaders.hierarchy import (
 from parrot_parents.retrieval.modes import parse_mode
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.strategies.build import free_report, indexer_for
-from parrot_parents.strategies.spec import StrategySpec, parse_strategy
+from parrot_parents.strategies.spec import StrategySpec, default_strategy, parse_strategy
 
 __all__ = [
     "EvalConfig",
@@ -411,7 +411,14 @@ class _Session:
             config.store, dsn=config.dsn, collection=self.collection, embedding=self.embedding
         )
         late = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
-        self.indexer = indexer_for(config.spec)
+        # No strategy given: the package default for this store (ingestion only; the
+        # retrieval options stay as configured).
+        self.spec = (
+            config.spec
+            if config.strategy is not None
+            else parse_strategy(default_strategy(self.store))
+        )
+        self.indexer = indexer_for(self.spec)
         self.loader = TextLoader(
             child_chunk_size=config.child_size,
             child_chunk_overlap=config.child_overlap,
@@ -468,7 +475,7 @@ class _Session:
             "children": children,
             "late_chunking": bool(self.loader.processor.late_chunking),
             "strategy": self.loader.report.strategy
-            or free_report(config.spec, children, len(rows) - children),
+            or free_report(self.spec, children, len(rows) - children),
         }
         timings = {
             "ingest_seconds": round(seconds, 3),

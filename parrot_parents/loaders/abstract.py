@@ -21,8 +21,12 @@ from parrot_parents.loaders.hierarchy import (
     LateChunkingProcessor,
     validate_parent_sizes,
 )
+from parrot_parents.loaders.policy import ChunkPolicy
+from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_structure
+from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.ids import content_document_id
+from parrot_parents.stores.documents import DocumentRecord, DocumentState
+from parrot_parents.stores.ids import content_document_id, content_sha256
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
 __all__ = ["AbstractLoader", "IngestReport"]
@@ -46,6 +50,9 @@ class IngestReport:
     failed: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, list[str]] = field(default_factory=dict)
     windowed_children: int = 0
+    #: Documents not written because their content, source and chunk policy version are
+    #: those already stored (see :mod:`parrot_parents.loaders.policy`).
+    unchanged: list[str] = field(default_factory=list)
 
 
 class AbstractLoader(ABC):
@@ -58,6 +65,12 @@ class AbstractLoader(ABC):
         late_chunking: embed children with late chunking, default True (see
             :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
+        section_parents: parents follow the sections of documents that come with a
+            structure (``metadata["structure"]``, set by the readers), and tables give
+            ``table_row`` children; default False (see
+            :mod:`parrot_parents.loaders.structure`).
+        preamble: children of structured documents are embedded and lexically indexed
+            with their title and section path (never returned); default False.
     """
 
     def __init__(
@@ -67,6 +80,8 @@ class AbstractLoader(ABC):
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
+        section_parents: bool = False,
+        preamble: bool = False,
     ) -> None:
         self.report = IngestReport()
         self.processor = LateChunkingProcessor(
@@ -74,6 +89,8 @@ class AbstractLoader(ABC):
             child_chunk_overlap=child_chunk_overlap,
             embedding=embedding,
             late_chunking=late_chunking,
+            section_parents=section_parents,
+            preamble=preamble,
         )
 
     @abstractmethod
@@ -109,6 +126,7 @@ class AbstractLoader(ABC):
         *,
         progress: Callable[[int], None] | None = None,
         batch_documents: int = 8,
+        skip_unchanged: bool = True,
     ) -> list[Document]:
         """Build the 2- or 3-level hierarchy of ``documents`` (sizes in characters).
 
@@ -124,6 +142,9 @@ class AbstractLoader(ABC):
                 characters (default 200); must be smaller than the size.
             progress: called with the number of documents finished after each batch.
             batch_documents: documents embedded together.
+            skip_unchanged: with a store that keeps a documents table, leave out (and list
+                in ``self.report.unchanged``) the documents whose text, source and chunk
+                policy version are those stored; default True.
 
         Returns:
             Parents and children of all documents as ``Document``s (parents first per
@@ -145,17 +166,29 @@ class AbstractLoader(ABC):
         )
         hierarchies: list[DocumentHierarchy] = []
         names: dict[str, str] = {}
+        policy = self.policy(
+            parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
+        )
+        records: dict[str, DocumentRecord] = {}
+        states = await _stored_states(vector_store, documents) if skip_unchanged else {}
         for i, doc in enumerate(documents):
             name = _name(doc, i)
             try:
                 text, cleaned = _checked(doc)
+                metadata, structure = split_structure(doc.metadata)
+                document_id = check_document_id(_document_id(doc))
+                record = _record(document_id, text, metadata, structure, policy)
+                if record.same_as(states.get(document_id)):
+                    self.report.unchanged.append(name)
+                    continue
                 hierarchy = self.processor.build_hierarchy(
                     text,
-                    check_document_id(_document_id(doc)),
-                    normalize_metadata(doc.metadata),
+                    document_id,
+                    normalize_metadata(metadata),
                     parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
                     parent_chunk_size_tokens=parent_chunk_size_tokens,
                     parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+                    structure=structure,
                 )
             except ConfigurationError as exc:
                 self.report.failed[name] = str(exc)
@@ -166,9 +199,11 @@ class AbstractLoader(ABC):
             if cleaned:
                 self.report.warnings.setdefault(name, []).extend(cleaned)
             names[hierarchy.document_id] = name
+            records[hierarchy.document_id] = record
             hierarchies.append(hierarchy)
         if progress is not None and len(hierarchies) < len(documents):
-            progress(len(documents) - len(hierarchies))  # refused: finished, not stored
+            # refused or unchanged: finished, not stored
+            progress(len(documents) - len(hierarchies))
         out: list[Document] = []
         for start in range(0, len(hierarchies), batch_documents):
             batch = hierarchies[start : start + batch_documents]
@@ -179,7 +214,7 @@ class AbstractLoader(ABC):
                 written = []
                 for h in batch:
                     try:
-                        await _write(vector_store, h)
+                        await _write(vector_store, h, records.get(h.document_id))
                     except (ConfigurationError, StoreError) as exc:
                         if isinstance(exc, StoreError) and exc.unavailable:
                             raise  # an outage: the next documents would fail the same way
@@ -194,6 +229,26 @@ class AbstractLoader(ABC):
         self.report.windowed_children += self.processor.windowed_children
         self.processor.windowed_children = 0
         return out
+
+    def policy(
+        self,
+        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+    ) -> ChunkPolicy:
+        """The chunk policy of this loader with these parent sizes (characters)."""
+        p = self.processor
+        return ChunkPolicy(
+            child_size=p.child_chunk_size,
+            child_overlap=p.child_chunk_overlap,
+            parent_threshold=parent_chunk_threshold_tokens,
+            parent_size=parent_chunk_size_tokens,
+            parent_overlap=parent_chunk_overlap_tokens,
+            late_chunking=p.late_chunking,
+            section_parents=p.section_parents,
+            preamble=p.preamble,
+            model=str(getattr(p.embedding, "model_name", type(p.embedding).__name__)),
+        )
 
     async def _embed_isolated(
         self, batch: list[DocumentHierarchy], names: dict[str, str]
@@ -289,12 +344,49 @@ def _document_id(doc: Document) -> str:
     return str(meta.get("document_id") or doc.id or content_document_id(doc.page_content))
 
 
-async def _write(store: AbstractStore, h: DocumentHierarchy) -> None:
+async def _stored_states(
+    store: AbstractStore | None, documents: Sequence[Document]
+) -> dict[str, DocumentState]:
+    """The documents table's state of these documents (empty without such a table)."""
+    lookup = getattr(store, "document_states", None)
+    if lookup is None:
+        return {}
+    ids = [_document_id(d) for d in documents if isinstance(d, Document)]
+    return dict(await lookup(ids))
+
+
+def _record(
+    document_id: str,
+    text: str,
+    metadata: dict[str, Any],
+    structure: Structure | None,
+    policy: ChunkPolicy,
+) -> DocumentRecord:
+    """The documents-table row of a document about to be chunked."""
+    reader = structure.reader if structure is not None else "text"
+    meta: dict[str, Any] = {"reader": reader}
+    if structure is not None and reader in ("html", "pdf"):
+        # Their text is extracted: keep the tree, reindex cannot parse it again.
+        meta[STRUCTURE_KEY] = structure.to_dict()
+    source = metadata.get("source")
+    return DocumentRecord(
+        document_id=document_id,
+        content_sha256=content_sha256(text),
+        policy_version=policy.version(reader),
+        source_text=text,
+        source=source if isinstance(source, str) else None,
+        metadata=meta,
+    )
+
+
+async def _write(store: AbstractStore, h: DocumentHierarchy, record: DocumentRecord | None) -> None:
     docs = h.documents()
     vectors: list[list[float] | None] = [None] * len(h.parents)
     vectors += [c.embedding for c in h.children]
     replace = getattr(store, "replace_document", None)
-    if replace is not None:
+    if replace is not None and record is not None and getattr(store, "documents", None):
+        await replace(h.document_id, docs, embeddings=vectors, record=record)
+    elif replace is not None:
         await replace(h.document_id, docs, embeddings=vectors)
     else:
         await store.add_documents(docs, embeddings=vectors)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
@@ -31,6 +31,10 @@ from parrot_parents.loaders.chunk_info import ChunkInfo
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
+from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
+
+if TYPE_CHECKING:
+    from parrot_parents.loaders.structure.tree import Structure
 
 __all__ = ["DocumentHierarchy", "LateChunkingProcessor", "validate_parent_sizes"]
 
@@ -100,6 +104,12 @@ class LateChunkingProcessor:
             default: +5 to +7 points of recall@5 on the shared dev set, see
             docs/benchmarks.md) or embed each child on its own (False). See
             :mod:`parrot_parents.embeddings.late_chunking` for the models that qualify.
+        section_parents: when a document comes with a structure (headings, tables), its
+            parents follow its sections and its tables give ``table_row`` children
+            (:mod:`parrot_parents.loaders.structure.builder`); default False.
+        preamble: embed and lexically index each child of a structured document with a
+            short preamble (title and section path) that is never returned; with late
+            chunking it is read in the same pass as the parent. Default False.
 
     Raises:
         ConfigurationError: bad sizes; a model unfit for late chunking (when enabled, at
@@ -113,6 +123,8 @@ class LateChunkingProcessor:
         child_chunk_overlap: int = 0,
         embedding: SentenceTransformerEmbeddings | None = None,
         late_chunking: bool = True,
+        section_parents: bool = False,
+        preamble: bool = False,
     ) -> None:
         # Validate now, not at first use.
         split_spans("", child_chunk_size, child_chunk_overlap)
@@ -120,6 +132,8 @@ class LateChunkingProcessor:
         self.child_chunk_overlap = child_chunk_overlap
         self.embedding = embedding or SentenceTransformerEmbeddings()
         self.late_chunking = late_chunking
+        self.section_parents = section_parents
+        self.preamble = preamble
         self._late: Any = None
         #: Children embedded in windows because they exceed the model's window (non-late).
         self.windowed_children = 0
@@ -136,11 +150,14 @@ class LateChunkingProcessor:
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         force_three_level: bool = False,
+        structure: Structure | None = None,
     ) -> DocumentHierarchy:
         """Split one document; nothing is embedded. Sizes in characters.
 
         Returns a 2-level hierarchy when ``len(document_text) <= threshold`` (and not
-        ``force_three_level``), else a 3-level one. Empty text yields no rows.
+        ``force_three_level``), else a 3-level one. Empty text yields no rows. With
+        :attr:`section_parents` and a ``structure`` holding headings or tables, parents
+        follow the sections (:mod:`parrot_parents.loaders.structure.builder`).
         """
         validate_parent_sizes(
             parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
@@ -152,6 +169,25 @@ class LateChunkingProcessor:
         three = force_three_level or len(document_text) > parent_chunk_threshold_tokens
         hierarchy = DocumentHierarchy(document_id, document_text, 3 if three else 2)
         if not document_text.strip():
+            return hierarchy
+        if self.section_parents and structure is not None and not structure.empty:
+            from parrot_parents.loaders.structure.builder import SectionSizes, build_rows
+
+            sizes = SectionSizes(
+                self.child_chunk_size,
+                self.child_chunk_overlap,
+                parent_chunk_size_tokens,
+                parent_chunk_overlap_tokens,
+            )
+            hierarchy.parents, hierarchy.children = build_rows(
+                document_text,
+                document_id,
+                base,
+                structure,
+                sizes,
+                three_level=three,
+                preamble=self.preamble,
+            )
             return hierarchy
         if three:
             spans = split_spans(
@@ -248,10 +284,13 @@ class LateChunkingProcessor:
                 kids = by_parent.get(str(parent.id), [])
                 if not kids:
                     continue
-                offset = int(parent.metadata["start_index"])
+                # The preamble is read in the same pass, before the parent's text, so every
+                # child's vector sees its headings; the spans move by its length.
+                head = _preamble_prefix(parent.metadata)
+                offset = int(parent.metadata["start_index"]) - len(head)
                 items.append(
                     (
-                        parent.page_content,
+                        head + parent.page_content,
                         [(c.start_index - offset, c.end_index - offset) for c in kids],
                     )
                 )
@@ -270,7 +309,7 @@ class LateChunkingProcessor:
             ConfigurationError: a child is too long and the model cannot be run in windows
                 (see :func:`~parrot_parents.embeddings.late_chunking.check_late_chunking_model`).
         """
-        texts = [c.text for c in children]
+        texts = [_preamble_prefix(c.metadata) + c.text for c in children]
         long = set(await asyncio.to_thread(self._too_long, texts))
         short = [i for i in range(len(children)) if i not in long]
         vectors = await self.embedding.aembed_documents([texts[i] for i in short])
@@ -354,6 +393,12 @@ class LateChunkingProcessor:
         return hierarchy.parents, hierarchy.children
 
 
+def _preamble_prefix(metadata: dict[str, Any]) -> str:
+    """The retrieval preamble of a row followed by a blank line, or ``""``."""
+    preamble = metadata.get(RETRIEVAL_PREAMBLE)
+    return f"{preamble}\n\n" if isinstance(preamble, str) and preamble else ""
+
+
 # Keys the hierarchy owns; a caller's metadata cannot override them.
 _RESERVED = frozenset(
     {
@@ -366,5 +411,6 @@ _RESERVED = frozenset(
         "end_index",
         "document_id",
         "content_sha256",
+        RETRIEVAL_PREAMBLE,
     }
 )

@@ -1,4 +1,4 @@
-"""Loader for plain-text and Markdown files."""
+"""Loader for plain-text, Markdown, HTML and PDF files."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
 )
-from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file, utf8_name
+from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
+from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, read_document
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.sync import run_sync
 
@@ -24,7 +25,11 @@ __all__ = ["TextLoader"]
 
 
 class TextLoader(AbstractLoader):
-    """Reads ``.txt``/``.md`` files (or directories of them) as UTF-8 documents.
+    """Reads ``.txt``/``.md``/``.html``/``.pdf`` files (or directories of them).
+
+    Text and Markdown are read as UTF-8; HTML as its visible text; PDF as the text of its
+    pages. Each document carries the structure its reader found (headings, tables, pages:
+    :mod:`parrot_parents.loaders.structure.reading`), used when ``section_parents`` is on.
 
     Args:
         paths: files and/or directories; optional (``load`` then returns ``[]``).
@@ -34,7 +39,8 @@ class TextLoader(AbstractLoader):
             (stable identity; see :func:`~parrot_parents.loaders.readers.discover_files`).
         id_prefix: a prefix for every id, replacing the root-name prefix added when
             several paths are given.
-        child_chunk_size, child_chunk_overlap, late_chunking, embedding: see
+        child_chunk_size, child_chunk_overlap, late_chunking, embedding,
+        section_parents, preamble: see
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
     """
 
@@ -49,12 +55,16 @@ class TextLoader(AbstractLoader):
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
+        section_parents: bool = False,
+        preamble: bool = False,
     ) -> None:
         super().__init__(
             child_chunk_size=child_chunk_size,
             child_chunk_overlap=child_chunk_overlap,
             late_chunking=late_chunking,
             embedding=embedding,
+            section_parents=section_parents,
+            preamble=preamble,
         )
         if paths is None:
             self.paths: list[str | Path] = []
@@ -80,22 +90,20 @@ class TextLoader(AbstractLoader):
                     f"the file name is not valid UTF-8; stored as document {document_id!r}"
                 )
             try:
-                result = read_text_file(path, on_bad_bytes=self.on_bad_bytes)
+                text, structure, warnings = read_document(path, on_bad_bytes=self.on_bad_bytes)
             except DocumentReadError as exc:
                 self.report.failed[utf8_name(str(path))[0]] = exc.reason
                 continue
             source = utf8_name(str(path))[0]
-            if result.warnings:
-                self.report.warnings.setdefault(source, []).extend(result.warnings)
-            if not result.text.strip():
+            if warnings:
+                self.report.warnings.setdefault(source, []).extend(warnings)
+            if not text.strip():
                 self.report.warnings.setdefault(source, []).append("empty file skipped")
                 continue
-            docs.append(
-                Document(
-                    page_content=result.text,
-                    metadata={"document_id": document_id, "source": source},
-                )
-            )
+            meta: dict[str, Any] = {"document_id": document_id, "source": source}
+            if not structure.empty or structure.pages:
+                meta[STRUCTURE_KEY] = structure.to_dict()
+            docs.append(Document(page_content=text, metadata=meta))
         return docs
 
     async def ingest(
@@ -113,6 +121,7 @@ class TextLoader(AbstractLoader):
         """
         docs = self.load()
         failed_before = set(self.report.failed)
+        unchanged_before = len(self.report.unchanged)
         rows = await self.chunk_documents(
             docs,
             vector_store=vector_store,
@@ -121,7 +130,11 @@ class TextLoader(AbstractLoader):
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
         )
-        self.report.documents += len(docs) - len(set(self.report.failed) - failed_before)
+        self.report.documents += (
+            len(docs)
+            - len(set(self.report.failed) - failed_before)
+            - (len(self.report.unchanged) - unchanged_before)
+        )
         for row in rows:
             if row.metadata.get("is_chunk"):
                 self.report.children += 1

@@ -13,30 +13,10 @@ __all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("ingest", help="ingest .txt/.md files or directories")
+    p = subparsers.add_parser("ingest", help="ingest .txt/.md/.html/.pdf files or directories")
     p.add_argument("paths", nargs="+", help="files or directories")
     add_store_options(p)
-    p.add_argument(
-        "--child-size",
-        type=int,
-        default=DEFAULT_CHILD_SIZE,
-        help=f"child size in characters (default {DEFAULT_CHILD_SIZE})",
-    )
-    p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
-    p.add_argument(
-        "--parent-threshold",
-        type=int,
-        default=16000,
-        help="documents longer than this (characters) get parent_chunks",
-    )
-    p.add_argument("--parent-size", type=int, default=4000, help="parent_chunk size (chars)")
-    p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
-    p.add_argument(
-        "--late-chunking",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="embed children with late chunking (default: the loader's default)",
-    )
+    add_chunking_options(p)
     p.add_argument(
         "--on-bad-bytes",
         choices=["error", "replace"],
@@ -60,24 +40,82 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
+def add_chunking_options(p: argparse.ArgumentParser) -> None:
+    """The options that shape the rows (and so the chunk policy version)."""
+    p.add_argument(
+        "--child-size",
+        type=int,
+        default=DEFAULT_CHILD_SIZE,
+        help=f"child size in characters (default {DEFAULT_CHILD_SIZE})",
+    )
+    p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
+    p.add_argument(
+        "--parent-threshold",
+        type=int,
+        default=16000,
+        help="documents longer than this (characters) get parent_chunks",
+    )
+    p.add_argument("--parent-size", type=int, default=4000, help="parent_chunk size (chars)")
+    p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
+    p.add_argument(
+        "--late-chunking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed children with late chunking (default: the loader's default)",
+    )
+    p.add_argument(
+        "--structure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="parents follow the headings of Markdown/HTML/PDF documents and table rows "
+        "become table_row children (default: the loader's default)",
+    )
+    p.add_argument(
+        "--preamble",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed and index each child of a structured document with its title and "
+        "section path, never returned (default: the loader's default)",
+    )
+
+
+def loader_options(args: argparse.Namespace) -> dict[str, object]:
+    """Loader keyword arguments of the chunking options that were given."""
+    kwargs: dict[str, object] = {
+        "child_chunk_size": args.child_size,
+        "child_chunk_overlap": args.child_overlap,
+    }
+    for flag, name in (
+        ("late_chunking", "late_chunking"),
+        ("structure", "section_parents"),
+        ("preamble", "preamble"),
+    ):
+        if getattr(args, flag) is not None:
+            kwargs[name] = getattr(args, flag)
+    return kwargs
+
+
+def parent_sizes(args: argparse.Namespace) -> dict[str, int]:
+    return {
+        "parent_chunk_threshold_tokens": args.parent_threshold,
+        "parent_chunk_size_tokens": args.parent_size,
+        "parent_chunk_overlap_tokens": args.parent_overlap,
+    }
+
+
 async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from parrot_parents.loaders.text import TextLoader
 
     store = make_store(args)
-    kwargs = {}
-    if args.late_chunking is not None:
-        kwargs["late_chunking"] = args.late_chunking
     loader = TextLoader(
         args.paths,
         on_bad_bytes=args.on_bad_bytes,
         root=args.root,
         id_prefix=args.id_prefix,
-        child_chunk_size=args.child_size,
-        child_chunk_overlap=args.child_overlap,
         embedding=store.embedding,
-        **kwargs,
+        **loader_options(args),  # type: ignore[arg-type]
     )
     try:
         docs = loader.load()
@@ -85,12 +123,7 @@ async def run(args: argparse.Namespace) -> int:
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
             try:
                 rows = await loader.chunk_documents(
-                    docs,
-                    vector_store=store,
-                    parent_chunk_threshold_tokens=args.parent_threshold,
-                    parent_chunk_size_tokens=args.parent_size,
-                    parent_chunk_overlap_tokens=args.parent_overlap,
-                    progress=bar.update,
+                    docs, vector_store=store, progress=bar.update, **parent_sizes(args)
                 )
             except asyncio.CancelledError:
                 # Ctrl-C: say what is stored. Each document is written whole or not at all.
@@ -103,11 +136,18 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         await store.close()
     children = sum(1 for r in rows if r.metadata.get("is_chunk"))
-    stored = len(docs) - (len(loader.report.failed) - failed_before)
+    unchanged = loader.report.unchanged
+    stored = len(docs) - (len(loader.report.failed) - failed_before) - len(unchanged)
+    skipped = f"; {len(unchanged)} unchanged, skipped" if unchanged else ""
     print(
         f"ingested {stored} document(s) into {args.collection!r}: "
-        f"{len(rows) - children} parent row(s), {children} child row(s)"
+        f"{len(rows) - children} parent row(s), {children} child row(s){skipped}"
     )
+    for path in unchanged:
+        print(
+            f"unchanged: {path}: same content and chunk policy as stored, skipped",
+            file=sys.stderr,
+        )
     for path, warnings in loader.report.warnings.items():
         for w in warnings:
             print(f"warning: {path}: {w}", file=sys.stderr)

@@ -177,6 +177,7 @@ class AbstractLoader(ABC):
                 text, cleaned = _checked(doc)
                 metadata, structure = split_structure(doc.metadata)
                 document_id = check_document_id(_document_id(doc))
+                metadata = normalize_metadata(metadata)
                 record = _record(document_id, text, metadata, structure, policy)
                 if record.same_as(states.get(document_id)):
                     self.report.unchanged.append(name)
@@ -184,7 +185,7 @@ class AbstractLoader(ABC):
                 hierarchy = self.processor.build_hierarchy(
                     text,
                     document_id,
-                    normalize_metadata(metadata),
+                    metadata,
                     parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
                     parent_chunk_size_tokens=parent_chunk_size_tokens,
                     parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
@@ -364,7 +365,8 @@ def _record(
 ) -> DocumentRecord:
     """The documents-table row of a document about to be chunked."""
     reader = structure.reader if structure is not None else "text"
-    meta: dict[str, Any] = {"reader": reader}
+    # The caller's metadata (it is on every row), so that reindex rebuilds the same rows.
+    meta: dict[str, Any] = {"reader": reader, "row_metadata": metadata}
     if structure is not None and reader in ("html", "pdf"):
         # Their text is extracted: keep the tree, reindex cannot parse it again.
         meta[STRUCTURE_KEY] = structure.to_dict()

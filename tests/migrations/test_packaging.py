@@ -51,6 +51,7 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         "parrot_parents/migrations/versions/0002_bots.py",
         "parrot_parents/migrations/versions/0003_backfill_progress.py",
         "parrot_parents/migrations/versions/0004_search_mode.py",
+        "parrot_parents/migrations/versions/0005_documents.py",
         "parrot_parents/server/openapi.yaml",
         "parrot_parents/server/openapi.json",
         "parrot_parents/server/ui/static/index.html",
@@ -83,4 +84,4 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         capture_output=True,
         text=True,
     )
-    assert out.stdout.split() == ["['from_wheel']", "0004"]
+    assert out.stdout.split() == ["['from_wheel']", "0005"]

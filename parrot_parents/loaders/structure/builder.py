@@ -4,11 +4,13 @@ Called by :meth:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor.build_h
 when section parents are on and the reader found headings or tables. The 2-/3-level
 choice and the markers are the spec's, as for plain text:
 
-* 2 levels (a document up to the threshold): the whole document is the one parent, and
-  children are cut inside each unit of :func:`~.sections.plan_units`, so that no child
-  spans two sections;
+* 2 levels (a document up to the threshold): the whole document is the one parent;
 * 3 levels: each unit is a ``parent_chunk`` (``layer: "section"``); a unit longer than
   ``max_chars`` is cut into overlapping parent_chunks of the parent size inside it.
+
+Children never cross a heading: they are cut inside each segment (heading to the next
+heading of any level), where a segment shorter than a quarter of the child size (a heading
+alone) is glued to the next one.
 
 Tables: the body rows are grouped, in order, up to the child size, and each group is a
 ``table_row`` child whose ``retrieval_preamble`` holds the caption and the header row, so
@@ -228,7 +230,14 @@ def build_rows(
     tables = sorted(structure.tables, key=lambda t: t.start)
     holes = [(t.start, t.end) for t in tables]
     spans: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {}
-    for r_start, r_end, parent_id in regions:
+    cells = _cells(segs, max(1, sizes.child // 4))
+    pieces = [
+        (max(r_start, c_start), min(r_end, c_end), parent_id)
+        for r_start, r_end, parent_id in regions
+        for c_start, c_end in cells
+        if max(r_start, c_start) < min(r_end, c_end)
+    ]
+    for r_start, r_end, parent_id in pieces:
         for a, b in _subtract(r_start, r_end, holes):
             for c_start, c_end in split_spans(text[a:b], sizes.child, sizes.child_overlap):
                 start, end = a + c_start, a + c_end
@@ -273,6 +282,20 @@ def build_rows(
             ChunkInfo(chunk_id, parent_id, document_id, i, start, end, text[start:end], row)
         )
     return parents, children
+
+
+def _cells(segs: list[Segment], min_chars: int) -> list[tuple[int, int]]:
+    """Spans that children never cross: one per segment, a segment shorter than
+    ``min_chars`` (a heading alone, a one-line section) glued to the next one."""
+    cells: list[tuple[int, int]] = []
+    glue = False
+    for seg in segs:
+        if glue and cells:
+            cells[-1] = (cells[-1][0], seg.end)
+        else:
+            cells.append((seg.start, seg.end))
+        glue = cells[-1][1] - cells[-1][0] < min_chars
+    return cells
 
 
 def _pieces(text: str, unit: Unit, sizes: SectionSizes) -> list[tuple[int, int]]:

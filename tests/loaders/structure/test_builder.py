@@ -149,6 +149,11 @@ def test_property_children_inside_parents_with_exact_spans(
         assert parent["start_index"] <= c.start_index < c.end_index <= parent["end_index"]
         assert (c.start_index, c.end_index) not in spans
         spans.add((c.start_index, c.end_index))
+        # A child never crosses a heading, unless what precedes it in the child is a
+        # heading alone (shorter than a quarter of the child size, glued to its text).
+        for heading in s.headings:
+            if c.start_index < heading.start < c.end_index:
+                assert len(text[c.start_index : heading.start].rstrip()) < child_size // 4
     # Units never overlap, and a section parent never spans the start of a unit's
     # following higher-level heading.
     units = plan_units(text, segments(text, s.headings), min_chars=parent_size // 4,

@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+from html import escape
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from parrot_parents.loaders.structure.html import read_html
 
 PAGE = """<html><head><title>Benefits</title><style>p {color: red}</style></head><body>
@@ -42,3 +47,32 @@ def test_table_without_thead_takes_a_th_first_row_as_header() -> None:
     (table,) = s.tables
     assert table.columns == ("A", "B")
     assert [text[a:b] for a, b in table.rows] == ["1 | 2"]
+
+
+_words = st.text("abc XIV3&<é", min_size=1, max_size=12)
+_block = st.one_of(
+    st.builds(lambda n, w: f"<h{n}>{escape(w)}</h{n}>", st.integers(1, 6), _words),
+    st.builds(lambda w: f"<p>{escape(w)}</p>", _words),
+    st.builds(lambda w: f"<div> {escape(w)} <br> {escape(w)}</div>", _words),
+    st.builds(
+        lambda rows: (
+            "<table><tr><th>H1</th><th>H2</th></tr>"
+            + "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td></tr>" for a, b in rows)
+            + "</table>"
+        ),
+        st.lists(st.tuples(_words, _words), min_size=1, max_size=4),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_block, max_size=10))
+def test_property_heading_and_row_spans_are_their_text(blocks: list[str]) -> None:
+    text, s = read_html("<body>" + "".join(blocks) + "</body>")
+    for h in s.headings:
+        assert " ".join(text[h.start : h.end].split()) == h.title
+    for t in s.tables:
+        assert t.columns == ("H1", "H2")
+        for a, b in t.rows:
+            assert 0 <= t.start <= a < b <= t.end <= len(text)
+            assert "|" in text[a:b]

@@ -68,14 +68,14 @@ def add_chunking_options(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="parents follow the headings of Markdown/HTML/PDF documents and table rows "
-        "become table_row children (default: the loader's default)",
+        "become table_row children (default: on)",
     )
     p.add_argument(
         "--preamble",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="embed and index each child of a structured document with its title and "
-        "section path, never returned (default: the loader's default)",
+        "section path, never returned (default: on)",
     )
 
 

@@ -16,6 +16,8 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
     DocumentHierarchy,
     LateChunkingProcessor,
@@ -67,10 +69,11 @@ class AbstractLoader(ABC):
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
         section_parents: parents follow the sections of documents that come with a
             structure (``metadata["structure"]``, set by the readers), and tables give
-            ``table_row`` children; default False (see
-            :mod:`parrot_parents.loaders.structure`).
+            ``table_row`` children; default True (see
+            :mod:`parrot_parents.loaders.structure` and
+            :data:`~parrot_parents.loaders.hierarchy.DEFAULT_SECTION_PARENTS`).
         preamble: children of structured documents are embedded and lexically indexed
-            with their title and section path (never returned); default False.
+            with their title and section path (never returned); default True.
     """
 
     def __init__(
@@ -80,8 +83,8 @@ class AbstractLoader(ABC):
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
-        section_parents: bool = False,
-        preamble: bool = False,
+        section_parents: bool = DEFAULT_SECTION_PARENTS,
+        preamble: bool = DEFAULT_PREAMBLE,
     ) -> None:
         self.report = IngestReport()
         self.processor = LateChunkingProcessor(

@@ -14,6 +14,8 @@ from parrot_parents.loaders.abstract import AbstractLoader, IngestReport
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
 )
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
@@ -55,8 +57,8 @@ class TextLoader(AbstractLoader):
         child_chunk_overlap: int = 0,
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
-        section_parents: bool = False,
-        preamble: bool = False,
+        section_parents: bool = DEFAULT_SECTION_PARENTS,
+        preamble: bool = DEFAULT_PREAMBLE,
     ) -> None:
         super().__init__(
             child_chunk_size=child_chunk_size,

@@ -99,7 +99,7 @@ async def test_ingest_skips_unchanged_and_says_so(store: PgVectorStore, embeddin
 
 
 async def test_reindex_stale_after_a_policy_change(store: PgVectorStore, embeddings) -> None:
-    await _ingest(store, embeddings)  # fixed parent_chunks
+    await _ingest(store, embeddings, section_parents=False)  # fixed parent_chunks
     rows = await store.document_rows("employee-handbook.md")
     assert rows and not any(r.id.endswith("#p:4317-8378") for r in rows)
     loader = TextLoader(embedding=embeddings, section_parents=True)

@@ -77,6 +77,12 @@ def add_chunking_options(p: argparse.ArgumentParser) -> None:
         help="embed and index each child of a structured document with its title and "
         "section path, never returned (default: on)",
     )
+    p.add_argument(
+        "--document-layer",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add one extractive overview row per structured document (default: off)",
+    )
 
 
 def loader_options(args: argparse.Namespace) -> dict[str, object]:
@@ -89,6 +95,7 @@ def loader_options(args: argparse.Namespace) -> dict[str, object]:
         ("late_chunking", "late_chunking"),
         ("structure", "section_parents"),
         ("preamble", "preamble"),
+        ("document_layer", "document_layer"),
     ):
         if getattr(args, flag) is not None:
             kwargs[name] = getattr(args, flag)

@@ -74,6 +74,8 @@ class AbstractLoader(ABC):
             :data:`~parrot_parents.loaders.hierarchy.DEFAULT_SECTION_PARENTS`).
         preamble: children of structured documents are embedded and lexically indexed
             with their title and section path (never returned); default True.
+        document_layer: one extractive ``document`` overview row per structured document
+            (not a source span: ``eval`` refuses it); default False.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class AbstractLoader(ABC):
         embedding: SentenceTransformerEmbeddings | None = None,
         section_parents: bool = DEFAULT_SECTION_PARENTS,
         preamble: bool = DEFAULT_PREAMBLE,
+        document_layer: bool = False,
     ) -> None:
         self.report = IngestReport()
         self.processor = LateChunkingProcessor(
@@ -94,6 +97,7 @@ class AbstractLoader(ABC):
             late_chunking=late_chunking,
             section_parents=section_parents,
             preamble=preamble,
+            document_layer=document_layer,
         )
 
     @abstractmethod
@@ -251,6 +255,7 @@ class AbstractLoader(ABC):
             late_chunking=p.late_chunking,
             section_parents=p.section_parents,
             preamble=p.preamble,
+            document_layer=p.document_layer,
             model=str(getattr(p.embedding, "model_name", type(p.embedding).__name__)),
         )
 

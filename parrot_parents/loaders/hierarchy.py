@@ -118,6 +118,9 @@ class LateChunkingProcessor:
             short preamble (title and section path) that is never returned; with late
             chunking the parent's preamble is read in the same pass as the parent.
             Default :data:`DEFAULT_PREAMBLE` (True).
+        document_layer: add one ``document`` row per structured document, an extractive
+            overview that is embedded but is no span of the source
+            (:mod:`parrot_parents.loaders.structure.summary`). Default False.
 
     Raises:
         ConfigurationError: bad sizes; a model unfit for late chunking (when enabled, at
@@ -133,6 +136,7 @@ class LateChunkingProcessor:
         late_chunking: bool = True,
         section_parents: bool = DEFAULT_SECTION_PARENTS,
         preamble: bool = DEFAULT_PREAMBLE,
+        document_layer: bool = False,
     ) -> None:
         # Validate now, not at first use.
         split_spans("", child_chunk_size, child_chunk_overlap)
@@ -142,6 +146,7 @@ class LateChunkingProcessor:
         self.late_chunking = late_chunking
         self.section_parents = section_parents
         self.preamble = preamble
+        self.document_layer = document_layer
         self._late: Any = None
         #: Children embedded in windows because they exceed the model's window (non-late).
         self.windowed_children = 0
@@ -195,6 +200,7 @@ class LateChunkingProcessor:
                 sizes,
                 three_level=three,
                 preamble=self.preamble,
+                document_layer=self.document_layer,
             )
             return hierarchy
         if three:

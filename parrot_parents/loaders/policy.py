@@ -34,6 +34,7 @@ class ChunkPolicy:
     section_parents: bool
     preamble: bool
     model: str
+    document_layer: bool = False
     strategy: str = "plain"
     splitter_version: int = SPLITTER_VERSION
     reader_version: int = READER_VERSION

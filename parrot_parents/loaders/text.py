@@ -42,7 +42,7 @@ class TextLoader(AbstractLoader):
         id_prefix: a prefix for every id, replacing the root-name prefix added when
             several paths are given.
         child_chunk_size, child_chunk_overlap, late_chunking, embedding,
-        section_parents, preamble: see
+        section_parents, preamble, document_layer: see
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
     """
 
@@ -59,6 +59,7 @@ class TextLoader(AbstractLoader):
         embedding: SentenceTransformerEmbeddings | None = None,
         section_parents: bool = DEFAULT_SECTION_PARENTS,
         preamble: bool = DEFAULT_PREAMBLE,
+        document_layer: bool = False,
     ) -> None:
         super().__init__(
             child_chunk_size=child_chunk_size,
@@ -67,6 +68,7 @@ class TextLoader(AbstractLoader):
             embedding=embedding,
             section_parents=section_parents,
             preamble=preamble,
+            document_layer=document_layer,
         )
         if paths is None:
             self.paths: list[str | Path] = []

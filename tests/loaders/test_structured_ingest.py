@@ -155,3 +155,22 @@ def test_docs_given_in_code_need_no_structure(embeddings) -> None:  # type: igno
     doc = Document(page_content="# T\n\nbody", metadata={"document_id": "d"})
     (h,) = [loader.processor.build_hierarchy(doc.page_content, "d")]
     assert "layer" not in h.children[0].metadata  # no structure given: today's rows
+
+
+async def test_document_layer_row_is_embedded_and_found(store: PgVectorStore, embeddings) -> None:
+    await _ingest(store, embeddings, document_layer=True)
+    hits = await store.similarity_search(
+        "What is the employee handbook about?", limit=1, filter={"layer": "document"}
+    )
+    assert [h.id for h in hits] == ["employee-handbook.md#document"]
+    assert hits[0].score is not None  # it has a vector
+    assert "- 4. Pay and Payroll" in hits[0].content
+    bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), expand_to_parent=True)
+    retrieval = await bot.retrieve(
+        "What is the employee handbook about?", budget=1500, filter={"layer": "document"}
+    )
+    # One overview per document; no span, no parent: packed as loose text in the budget.
+    first = retrieval.passages[0]
+    assert first.id == "employee-handbook.md#document" and first.start_index is None
+    assert hits[0].content.startswith(first.text)
+    assert sum(len(p.text) for p in retrieval.passages) <= 1500

@@ -19,6 +19,9 @@ holds the whole table; when none does (a table cut by a long section's split), t
 is stored as its own parent (``layer: "table"``). ``parent_table_id`` names the table
 (``<document_id>#table:<start>-<end>``) in both cases. Prose children never overlap a table.
 
+With ``document_layer=True`` one more child, ``layer: "document"``, holds an extractive
+overview of the document and a guide to its sections (:mod:`.summary`).
+
 Every row records ``layer``, ``section_path``, ``ordinal`` and ``section_ordinal`` (a
 child: of the segment holding most of its characters; a parent: of the segment it starts
 in), plus ``page``/``page_end`` for a PDF. With ``preamble=True`` the children (and, for
@@ -44,11 +47,13 @@ from parrot_parents.loaders.structure.sections import (
     plan_units,
     segments,
 )
+from parrot_parents.loaders.structure.summary import extractive_summary
 from parrot_parents.loaders.structure.tree import Structure, Table
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
 from parrot_parents.stores.structure_markers import (
     LAYER,
+    LAYER_DOCUMENT,
     LAYER_SECTION,
     LAYER_TABLE,
     LAYER_TABLE_ROW,
@@ -171,6 +176,7 @@ def build_rows(
     *,
     three_level: bool,
     preamble: bool,
+    document_layer: bool = False,
 ) -> tuple[list[Document], list[ChunkInfo]]:
     """Parents and children of one structured document (module docstring).
 
@@ -281,7 +287,29 @@ def build_rows(
         children.append(
             ChunkInfo(chunk_id, parent_id, document_id, i, start, end, text[start:end], row)
         )
+    if document_layer:
+        children.append(_overview_row(text, document_id, base, segs, title))
     return parents, children
+
+
+def _overview_row(
+    text: str, document_id: str, base: dict[str, Any], segs: list[Segment], title: str
+) -> ChunkInfo:
+    """The ``document`` layer row (:mod:`.summary`): a child without parent or offsets."""
+    overview = extractive_summary(text, segs, title)
+    meta = {
+        **base,
+        LAYER: LAYER_DOCUMENT,
+        SECTION_PATH: "",
+        ORDINAL: 0,
+        SECTION_ORDINAL: 0,
+        "is_chunk": True,
+        "offset_exact": False,
+        "summary_sections": list(overview.ordinals),
+    }
+    row_id = f"{document_id}#document"
+    # No parent and no span: late chunking leaves it to the store, which embeds its text.
+    return ChunkInfo(row_id, "", document_id, -1, 0, 0, overview.text, meta)
 
 
 def _cells(segs: list[Segment], min_chars: int) -> list[tuple[int, int]]:

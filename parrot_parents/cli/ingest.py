@@ -130,7 +130,11 @@ async def run(args: argparse.Namespace) -> int:
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
             try:
                 rows = await loader.chunk_documents(
-                    docs, vector_store=store, progress=bar.update, **parent_sizes(args)
+                    docs,
+                    vector_store=store,
+                    progress=bar.update,
+                    skip_unchanged=True,
+                    **parent_sizes(args),
                 )
             except asyncio.CancelledError:
                 # Ctrl-C: say what is stored. Each document is written whole or not at all.

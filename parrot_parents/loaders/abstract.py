@@ -133,7 +133,7 @@ class AbstractLoader(ABC):
         *,
         progress: Callable[[int], None] | None = None,
         batch_documents: int = 8,
-        skip_unchanged: bool = True,
+        skip_unchanged: bool = False,
     ) -> list[Document]:
         """Build the 2- or 3-level hierarchy of ``documents`` (sizes in characters).
 
@@ -151,7 +151,7 @@ class AbstractLoader(ABC):
             batch_documents: documents embedded together.
             skip_unchanged: with a store that keeps a documents table, leave out (and list
                 in ``self.report.unchanged``) the documents whose text, source and chunk
-                policy version are those stored; default True.
+                policy version are those stored; default False (``ingest`` turns it on).
 
         Returns:
             Parents and children of all documents as ``Document``s (parents first per

@@ -118,8 +118,12 @@ class TextLoader(AbstractLoader):
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         progress: Callable[[int], None] | None = None,
+        skip_unchanged: bool = True,
     ) -> IngestReport:
         """Load the files and write their hierarchies to ``vector_store``.
+
+        A file whose text, source and chunk policy version are those already stored is
+        skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
 
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
@@ -133,6 +137,7 @@ class TextLoader(AbstractLoader):
             parent_chunk_size_tokens=parent_chunk_size_tokens,
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
+            skip_unchanged=skip_unchanged,
         )
         self.report.documents += (
             len(docs)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import json
 import os
 import platform
 import sys
@@ -45,6 +44,7 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.eval.runner import fresh_collection_name, load_corpora
+from parrot_parents.eval.scorer import write_run
 from parrot_parents.loaders import TextLoader
 from parrot_parents.loaders.structure.markdown import read_markdown
 from parrot_parents.stores.parents import InTableParentSearcher
@@ -133,19 +133,7 @@ async def dataset(
                         ]
                     runs_by_budget[b] = run
                     slug = f"{name}-{cfg_label.split()[0]}{'-pre' if options['preamble'] else ''}-{q_label.split()[0]}-{b}"
-                    with (runs / f"{slug}.jsonl").open("w", encoding="utf-8") as f:
-                        for qid, ps in run.items():
-                            f.write(
-                                json.dumps(
-                                    {
-                                        "qid": qid,
-                                        "passages": [
-                                            {"corpus_id": c, "start": s, "end": e} for c, s, e in ps
-                                        ],
-                                    }
-                                )
-                                + "\n"
-                            )
+                    write_run(runs / f"{slug}.jsonl", run)
                 for subset, keep in subsets.items():
                     cells = [
                         f"{_score(scorer, shared_q, runs_by_budget[b], keep, b):.3f}"

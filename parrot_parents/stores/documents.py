@@ -151,7 +151,14 @@ class DocumentsTable:
         """Documents whose policy version is none of ``policy_versions``, by id."""
         t = self.table.c
         stmt = (
-            select(t.document_id, t.source, t.content_sha256, t.metadata, t.source_text)
+            select(
+                t.document_id,
+                t.source,
+                t.content_sha256,
+                t.policy_version,
+                t.metadata,
+                t.source_text,
+            )
             .where(t.policy_version.is_(None) | t.policy_version.not_in(list(policy_versions)))
             .order_by(t.document_id)
             .limit(limit)

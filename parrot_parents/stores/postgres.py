@@ -680,7 +680,7 @@ class PgVectorStore(AbstractStore):
             DocumentRecord(
                 document_id=r.document_id,
                 content_sha256=r.content_sha256,
-                policy_version=None,
+                policy_version=r.policy_version,
                 source_text=r.source_text,
                 source=r.source,
                 metadata=dict(r.metadata or {}),

@@ -5,7 +5,9 @@ The revisions (``versions/``) create, in order:
 * ``0001`` the ``vector`` extension and the named collection tables with their indexes
   (the same ``Table`` the store builds: :func:`parrot_parents.stores.schema.collection_table`);
 * ``0002`` the ``bots`` table, its CHECK constraints and its ``updated_at`` trigger;
-* ``0003`` ``parrot_parents_backfill``, the checkpoints of the marker backfill.
+* ``0003`` ``parrot_parents_backfill``, the checkpoints of the marker backfill;
+* ``0004`` the bots' search settings and the collections' lexical index;
+* ``0005`` each named collection's documents table, backfilled (chunk policy, issue 12).
 
 Alembic records the applied revision in ``parrot_parents_alembic_version``, so the package
 can share a database with an application's own alembic history.

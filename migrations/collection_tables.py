@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
+from parrot_parents.stores.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import drop_lexical, ensure_lexical
 from parrot_parents.stores.schema import collection_table
@@ -48,7 +49,9 @@ def ensure_collections(
     """Create the missing collection tables (and the extension/schema); return those created.
 
     Existing tables keep their content; every named collection gets its lexical index and
-    BM25 statistics when it lacks them (:func:`~parrot_parents.stores.lexical.ensure_lexical`).
+    BM25 statistics when it lacks them (:func:`~parrot_parents.stores.lexical.ensure_lexical`),
+    and its documents table, backfilled from its parents
+    (:func:`~parrot_parents.stores.documents.backfill_documents`).
     """
     validate_identifier(schema, "schema")
     conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
@@ -60,6 +63,7 @@ def ensure_collections(
             table.metadata.create_all(conn, checkfirst=True)
             created.append(name)
         ensure_lexical(conn, name, schema)
+        backfill_documents(conn, name, schema)
     return created
 
 
@@ -70,3 +74,4 @@ def drop_collections(conn: Connection, names: Sequence[str], schema: str = "publ
         validate_identifier(name, "collection")
         conn.execute(text(f'DROP TABLE IF EXISTS "{schema}"."{name}"'))
         drop_lexical(conn, name, schema)
+        DocumentsTable(name, schema).drop(conn)

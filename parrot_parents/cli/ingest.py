@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
 from parrot_parents.loaders.sizes import (
@@ -13,41 +14,17 @@ from parrot_parents.loaders.sizes import (
     DEFAULT_THRESHOLD,
 )
 
+if TYPE_CHECKING:
+    from parrot_parents.strategies.spec import StrategySpec
+
 __all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("ingest", help="ingest .txt/.md files or directories")
+    p = subparsers.add_parser("ingest", help="ingest .txt/.md/.html/.pdf files or directories")
     p.add_argument("paths", nargs="+", help="files or directories")
     add_store_options(p)
-    p.add_argument(
-        "--child-size",
-        type=int,
-        default=DEFAULT_CHILD_SIZE,
-        help=f"child size in characters (default {DEFAULT_CHILD_SIZE})",
-    )
-    p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
-    p.add_argument(
-        "--parent-threshold",
-        type=int,
-        default=None,
-        help="documents longer than this (characters) get parent_chunks (default 16000, "
-        "or N x child size for a strategy with a group of N)",
-    )
-    p.add_argument(
-        "--parent-size",
-        type=int,
-        default=None,
-        help="parent_chunk size (chars; default 4000, or N x child size for a strategy "
-        "with a group of N)",
-    )
-    p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
-    p.add_argument(
-        "--late-chunking",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="embed children with late chunking (default: the loader's default)",
-    )
+    add_chunking_options(p)
     p.add_argument(
         "--on-bad-bytes",
         choices=["error", "replace"],
@@ -78,6 +55,85 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
+def add_chunking_options(p: argparse.ArgumentParser) -> None:
+    """The options that shape the rows (and so the chunk policy version)."""
+    p.add_argument(
+        "--child-size",
+        type=int,
+        default=DEFAULT_CHILD_SIZE,
+        help=f"child size in characters (default {DEFAULT_CHILD_SIZE})",
+    )
+    p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
+    p.add_argument(
+        "--parent-threshold",
+        type=int,
+        default=None,
+        help="documents longer than this (characters) get parent_chunks (default 16000, "
+        "or N x child size for a strategy with a group of N)",
+    )
+    p.add_argument(
+        "--parent-size",
+        type=int,
+        default=None,
+        help="parent_chunk size (chars; default 4000, or N x child size for a strategy "
+        "with a group of N)",
+    )
+    p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
+    p.add_argument(
+        "--late-chunking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed children with late chunking (default: the loader's default)",
+    )
+    p.add_argument(
+        "--structure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="parents follow the headings of Markdown/HTML/PDF documents and table rows "
+        "become table_row children (default: on)",
+    )
+    p.add_argument(
+        "--preamble",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="embed and index each child of a structured document with its title and "
+        "section path, never returned (default: on)",
+    )
+    p.add_argument(
+        "--document-layer",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add one extractive overview row per structured document (default: off)",
+    )
+
+
+def loader_options(args: argparse.Namespace) -> dict[str, object]:
+    """Loader keyword arguments of the chunking options that were given."""
+    kwargs: dict[str, object] = {
+        "child_chunk_size": args.child_size,
+        "child_chunk_overlap": args.child_overlap,
+    }
+    for flag, name in (
+        ("late_chunking", "late_chunking"),
+        ("structure", "section_parents"),
+        ("preamble", "preamble"),
+        ("document_layer", "document_layer"),
+    ):
+        if getattr(args, flag) is not None:
+            kwargs[name] = getattr(args, flag)
+    return kwargs
+
+
+def parent_sizes(args: argparse.Namespace, spec: StrategySpec | None = None) -> dict[str, int]:
+    """The parent sizes given, else those of the strategy's group, else the defaults."""
+    group = spec.parent_size(args.child_size) if spec is not None else None
+    return {
+        "parent_chunk_threshold_tokens": args.parent_threshold or group or DEFAULT_THRESHOLD,
+        "parent_chunk_size_tokens": args.parent_size or group or DEFAULT_PARENT_SIZE,
+        "parent_chunk_overlap_tokens": args.parent_overlap,
+    }
+
+
 async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -87,26 +143,19 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.strategies.spec import default_strategy, parse_strategy
 
     spec = parse_strategy(args.strategy)  # a bad spec fails before any work
-    group_size = spec.parent_size(args.child_size)
-    parent_size = args.parent_size or group_size or DEFAULT_PARENT_SIZE
-    threshold = args.parent_threshold or group_size or DEFAULT_THRESHOLD
+    sizes = parent_sizes(args, spec)
     store = make_store(args)
     if args.strategy is None:
         spec = parse_strategy(default_strategy(store))  # the package default
     indexer = indexer_for(spec, concurrency=args.llm_concurrency)
-    kwargs = {}
-    if args.late_chunking is not None:
-        kwargs["late_chunking"] = args.late_chunking
     loader = TextLoader(
         args.paths,
         on_bad_bytes=args.on_bad_bytes,
         root=args.root,
         id_prefix=args.id_prefix,
-        child_chunk_size=args.child_size,
-        child_chunk_overlap=args.child_overlap,
         embedding=store.embedding,
         indexer=indexer,
-        **kwargs,
+        **loader_options(args),  # type: ignore[arg-type]
     )
     try:
         docs = loader.load()
@@ -116,10 +165,9 @@ async def run(args: argparse.Namespace) -> int:
                 rows = await loader.chunk_documents(
                     docs,
                     vector_store=store,
-                    parent_chunk_threshold_tokens=threshold,
-                    parent_chunk_size_tokens=parent_size,
-                    parent_chunk_overlap_tokens=args.parent_overlap,
                     progress=bar.update,
+                    skip_unchanged=True,
+                    **sizes,
                 )
             except asyncio.CancelledError:
                 # Ctrl-C: say what is stored. Each document is written whole or not at all.
@@ -134,11 +182,14 @@ async def run(args: argparse.Namespace) -> int:
         if indexer is not None:
             await indexer.close()
     children = sum(1 for r in rows if r.metadata.get("is_chunk"))
-    stored = len(docs) - (len(loader.report.failed) - failed_before)
+    unchanged = loader.report.unchanged
+    stored = len(docs) - (len(loader.report.failed) - failed_before) - len(unchanged)
+    skipped = f"; {len(unchanged)} unchanged, skipped" if unchanged else ""
     print(
         f"ingested {stored} document(s) into {args.collection!r}: "
         f"{len(rows) - children} parent row(s), {children} child row(s)"
         + (f", {loader.report.indexed} indexed row(s)" if indexer is not None else "")
+        + skipped
     )
     if args.strategy is not None or indexer is not None:
         report = loader.report.strategy or free_report(spec, children, len(rows) - children)
@@ -149,6 +200,11 @@ async def run(args: argparse.Namespace) -> int:
                 for k, v in spec.retrieval_overrides().items()
             )
             print(f"query it with: parrot-parents ask {flags} (a query-time mode)")
+    for path in unchanged:
+        print(
+            f"unchanged: {path}: same content and chunk policy as stored, skipped",
+            file=sys.stderr,
+        )
     for path, warnings in loader.report.warnings.items():
         for w in warnings:
             print(f"warning: {path}: {w}", file=sys.stderr)

@@ -24,6 +24,8 @@ COMMAND_MODULES = [
     "parrot_parents.cli.bots",
     "parrot_parents.cli.serve",
     "parrot_parents.cli.backfill",
+    "parrot_parents.cli.reindex",
+    "parrot_parents.cli.show",
 ]
 
 

@@ -45,6 +45,7 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_THRESHOLD,
     validate_parent_sizes,
 )
+from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, structure_of
 from parrot_parents.retrieval.modes import parse_mode
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.strategies.build import free_report, indexer_for
@@ -454,8 +455,17 @@ class _Session:
             )
         self._owned = True
         tokens = await asyncio.to_thread(count_tokens, self.embedding, list(corpora.values()))
+        # Corpora are read as Markdown, as `ingest` reads .md files, so that an evaluation
+        # measures the structure-aware default (text without headings gets no structure).
         documents = [
-            Document(page_content=text, metadata={"document_id": cid, "source": cid})
+            Document(
+                page_content=text,
+                metadata={
+                    "document_id": cid,
+                    "source": cid,
+                    STRUCTURE_KEY: structure_of(text, "markdown").to_dict(),
+                },
+            )
             for cid, text in corpora.items()
         ]
         started = time.perf_counter()

@@ -16,14 +16,20 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
     DocumentHierarchy,
     LateChunkingProcessor,
     validate_parent_sizes,
 )
 from parrot_parents.loaders.indexing import RowIndexer
+from parrot_parents.loaders.policy import ChunkPolicy
+from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_structure
+from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.ids import content_document_id
+from parrot_parents.stores.documents import DocumentRecord, DocumentState
+from parrot_parents.stores.ids import content_document_id, content_sha256
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
 __all__ = ["AbstractLoader", "IngestReport"]
@@ -52,6 +58,9 @@ class IngestReport:
     windowed_children: int = 0
     indexed: int = 0
     strategy: dict[str, Any] | None = None
+    #: Documents not written because their content, source and chunk policy version are
+    #: those already stored (see :mod:`parrot_parents.loaders.policy`).
+    unchanged: list[str] = field(default_factory=list)
 
 
 class AbstractLoader(ABC):
@@ -67,6 +76,15 @@ class AbstractLoader(ABC):
         indexer: an ingestion strategy's :class:`~parrot_parents.loaders.indexing.RowIndexer`
             adding indexed rows to each document's write; None (default) writes the
             hierarchy alone. Needs a store that supports indexed rows (PostgreSQL).
+        section_parents: parents follow the sections of documents that come with a
+            structure (``metadata["structure"]``, set by the readers), and tables give
+            ``table_row`` children; default True (see
+            :mod:`parrot_parents.loaders.structure` and
+            :data:`~parrot_parents.loaders.hierarchy.DEFAULT_SECTION_PARENTS`).
+        preamble: children of structured documents are embedded and lexically indexed
+            with their title and section path (never returned); default True.
+        document_layer: one extractive ``document`` overview row per structured document
+            (not a source span: ``eval`` refuses it); default False.
     """
 
     def __init__(
@@ -77,6 +95,9 @@ class AbstractLoader(ABC):
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
         indexer: RowIndexer | None = None,
+        section_parents: bool = DEFAULT_SECTION_PARENTS,
+        preamble: bool = DEFAULT_PREAMBLE,
+        document_layer: bool = False,
     ) -> None:
         self.indexer = indexer
         self.report = IngestReport()
@@ -85,6 +106,9 @@ class AbstractLoader(ABC):
             child_chunk_overlap=child_chunk_overlap,
             embedding=embedding,
             late_chunking=late_chunking,
+            section_parents=section_parents,
+            preamble=preamble,
+            document_layer=document_layer,
         )
 
     @abstractmethod
@@ -120,6 +144,7 @@ class AbstractLoader(ABC):
         *,
         progress: Callable[[int], None] | None = None,
         batch_documents: int = 8,
+        skip_unchanged: bool = False,
     ) -> list[Document]:
         """Build the 2- or 3-level hierarchy of ``documents`` (sizes in characters).
 
@@ -135,6 +160,9 @@ class AbstractLoader(ABC):
                 characters (default 200); must be smaller than the size.
             progress: called with the number of documents finished after each batch.
             batch_documents: documents embedded together.
+            skip_unchanged: with a store that keeps a documents table, leave out (and list
+                in ``self.report.unchanged``) the documents whose text, source and chunk
+                policy version are those stored; default False (``ingest`` turns it on).
 
         Returns:
             Parents and children of all documents as ``Document``s (parents first per
@@ -167,17 +195,30 @@ class AbstractLoader(ABC):
             )
         hierarchies: list[DocumentHierarchy] = []
         names: dict[str, str] = {}
+        policy = self.policy(
+            parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
+        )
+        records: dict[str, DocumentRecord] = {}
+        states = await _stored_states(vector_store, documents) if skip_unchanged else {}
         for i, doc in enumerate(documents):
             name = _name(doc, i)
             try:
                 text, cleaned = _checked(doc)
+                metadata, structure = split_structure(doc.metadata)
+                document_id = check_document_id(_document_id(doc))
+                metadata = normalize_metadata(metadata)
+                record = _record(document_id, text, metadata, structure, policy)
+                if record.same_as(states.get(document_id)):
+                    self.report.unchanged.append(name)
+                    continue
                 hierarchy = self.processor.build_hierarchy(
                     text,
-                    check_document_id(_document_id(doc)),
-                    normalize_metadata(doc.metadata),
+                    document_id,
+                    metadata,
                     parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
                     parent_chunk_size_tokens=parent_chunk_size_tokens,
                     parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+                    structure=structure,
                 )
             except ConfigurationError as exc:
                 self.report.failed[name] = str(exc)
@@ -188,9 +229,11 @@ class AbstractLoader(ABC):
             if cleaned:
                 self.report.warnings.setdefault(name, []).extend(cleaned)
             names[hierarchy.document_id] = name
+            records[hierarchy.document_id] = record
             hierarchies.append(hierarchy)
         if progress is not None and len(hierarchies) < len(documents):
-            progress(len(documents) - len(hierarchies))  # refused: finished, not stored
+            # refused or unchanged: finished, not stored
+            progress(len(documents) - len(hierarchies))
         out: list[Document] = []
         for start in range(0, len(hierarchies), batch_documents):
             batch = hierarchies[start : start + batch_documents]
@@ -202,7 +245,12 @@ class AbstractLoader(ABC):
                 written = []
                 for h in batch:
                     try:
-                        await _write(vector_store, h, extra.get(h.document_id, ()))
+                        await _write(
+                            vector_store,
+                            h,
+                            extra.get(h.document_id, ()),
+                            records.get(h.document_id),
+                        )
                     except (ConfigurationError, StoreError) as exc:
                         if isinstance(exc, StoreError) and exc.unavailable:
                             raise  # an outage: the next documents would fail the same way
@@ -220,6 +268,31 @@ class AbstractLoader(ABC):
         if self.indexer is not None:
             self.report.strategy = self.indexer.report()
         return out
+
+    def policy(
+        self,
+        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+    ) -> ChunkPolicy:
+        """The chunk policy of this loader with these parent sizes (characters)."""
+        p = self.processor
+        return ChunkPolicy(
+            child_size=p.child_chunk_size,
+            child_overlap=p.child_chunk_overlap,
+            parent_threshold=parent_chunk_threshold_tokens,
+            parent_size=parent_chunk_size_tokens,
+            parent_overlap=parent_chunk_overlap_tokens,
+            late_chunking=p.late_chunking,
+            section_parents=p.section_parents,
+            preamble=p.preamble,
+            document_layer=p.document_layer,
+            model=str(getattr(p.embedding, "model_name", type(p.embedding).__name__)),
+            # Indexed rows are part of what a document's rows are (issue 13).
+            strategy=str(self.indexer.report().get("strategy", "plain"))
+            if self.indexer is not None
+            else "plain",
+        )
 
     async def _embed_isolated(
         self, batch: list[DocumentHierarchy], names: dict[str, str]
@@ -315,15 +388,56 @@ def _document_id(doc: Document) -> str:
     return str(meta.get("document_id") or doc.id or content_document_id(doc.page_content))
 
 
+async def _stored_states(
+    store: AbstractStore | None, documents: Sequence[Document]
+) -> dict[str, DocumentState]:
+    """The documents table's state of these documents (empty without such a table)."""
+    lookup = getattr(store, "document_states", None)
+    if lookup is None:
+        return {}
+    ids = [_document_id(d) for d in documents if isinstance(d, Document)]
+    return dict(await lookup(ids))
+
+
+def _record(
+    document_id: str,
+    text: str,
+    metadata: dict[str, Any],
+    structure: Structure | None,
+    policy: ChunkPolicy,
+) -> DocumentRecord:
+    """The documents-table row of a document about to be chunked."""
+    reader = structure.reader if structure is not None else "text"
+    # The caller's metadata (it is on every row), so that reindex rebuilds the same rows.
+    meta: dict[str, Any] = {"reader": reader, "row_metadata": metadata}
+    if structure is not None and reader in ("html", "pdf"):
+        # Their text is extracted: keep the tree, reindex cannot parse it again.
+        meta[STRUCTURE_KEY] = structure.to_dict()
+    source = metadata.get("source")
+    return DocumentRecord(
+        document_id=document_id,
+        content_sha256=content_sha256(text),
+        policy_version=policy.version(reader),
+        source_text=text,
+        source=source if isinstance(source, str) else None,
+        metadata=meta,
+    )
+
+
 async def _write(
-    store: AbstractStore, h: DocumentHierarchy, indexed: Sequence[Document] = ()
+    store: AbstractStore,
+    h: DocumentHierarchy,
+    indexed: Sequence[Document] = (),
+    record: DocumentRecord | None = None,
 ) -> None:
     docs = [*h.documents(), *indexed]
     vectors: list[list[float] | None] = [None] * len(h.parents)
     vectors += [c.embedding for c in h.children]
     vectors += [None] * len(indexed)  # embedded by the store
     replace = getattr(store, "replace_document", None)
-    if replace is not None:
+    if replace is not None and record is not None and getattr(store, "documents", None):
+        await replace(h.document_id, docs, embeddings=vectors, record=record)
+    elif replace is not None:
         await replace(h.document_id, docs, embeddings=vectors)
     else:
         await store.add_documents(docs, embeddings=vectors)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
@@ -37,16 +37,29 @@ from parrot_parents.loaders.sizes import (
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
+from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
+
+if TYPE_CHECKING:
+    from parrot_parents.loaders.structure.tree import Structure
 
 __all__ = [
     "DEFAULT_CHILD_SIZE",
     "DEFAULT_PARENT_OVERLAP",
     "DEFAULT_PARENT_SIZE",
+    "DEFAULT_PREAMBLE",
+    "DEFAULT_SECTION_PARENTS",
     "DEFAULT_THRESHOLD",
     "DocumentHierarchy",
     "LateChunkingProcessor",
     "validate_parent_sizes",
 ]
+
+#: Parents follow the sections of structured documents, and children carry a preamble
+#: (title and section path): +6.2 points of recall@2000c on structured_eval with the
+#: search defaults, +4.3 with parent expansion, the same rows where a document has no
+#: structure (docs/benchmarks.md, "Structure-aware parents").
+DEFAULT_SECTION_PARENTS = True
+DEFAULT_PREAMBLE = True
 
 
 def validate_parent_sizes(threshold: int, size: int, overlap: int) -> None:
@@ -108,6 +121,17 @@ class LateChunkingProcessor:
             default: +5 to +7 points of recall@5 on the shared dev set, see
             docs/benchmarks.md) or embed each child on its own (False). See
             :mod:`parrot_parents.embeddings.late_chunking` for the models that qualify.
+        section_parents: when a document comes with a structure (headings, tables), its
+            parents follow its sections and its tables give ``table_row`` children
+            (:mod:`parrot_parents.loaders.structure.builder`); default
+            :data:`DEFAULT_SECTION_PARENTS` (True).
+        preamble: embed and lexically index each child of a structured document with a
+            short preamble (title and section path) that is never returned; with late
+            chunking the parent's preamble is read in the same pass as the parent.
+            Default :data:`DEFAULT_PREAMBLE` (True).
+        document_layer: add one ``document`` row per structured document, an extractive
+            overview that is embedded but is no span of the source
+            (:mod:`parrot_parents.loaders.structure.summary`). Default False.
 
     Raises:
         ConfigurationError: bad sizes; a model unfit for late chunking (when enabled, at
@@ -121,6 +145,9 @@ class LateChunkingProcessor:
         child_chunk_overlap: int = 0,
         embedding: SentenceTransformerEmbeddings | None = None,
         late_chunking: bool = True,
+        section_parents: bool = DEFAULT_SECTION_PARENTS,
+        preamble: bool = DEFAULT_PREAMBLE,
+        document_layer: bool = False,
     ) -> None:
         # Validate now, not at first use.
         split_spans("", child_chunk_size, child_chunk_overlap)
@@ -128,6 +155,9 @@ class LateChunkingProcessor:
         self.child_chunk_overlap = child_chunk_overlap
         self.embedding = embedding or SentenceTransformerEmbeddings()
         self.late_chunking = late_chunking
+        self.section_parents = section_parents
+        self.preamble = preamble
+        self.document_layer = document_layer
         self._late: Any = None
         #: Children embedded in windows because they exceed the model's window (non-late).
         self.windowed_children = 0
@@ -144,11 +174,14 @@ class LateChunkingProcessor:
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         force_three_level: bool = False,
+        structure: Structure | None = None,
     ) -> DocumentHierarchy:
         """Split one document; nothing is embedded. Sizes in characters.
 
         Returns a 2-level hierarchy when ``len(document_text) <= threshold`` (and not
-        ``force_three_level``), else a 3-level one. Empty text yields no rows.
+        ``force_three_level``), else a 3-level one. Empty text yields no rows. With
+        :attr:`section_parents` and a ``structure`` holding headings or tables, parents
+        follow the sections (:mod:`parrot_parents.loaders.structure.builder`).
         """
         validate_parent_sizes(
             parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
@@ -160,6 +193,26 @@ class LateChunkingProcessor:
         three = force_three_level or len(document_text) > parent_chunk_threshold_tokens
         hierarchy = DocumentHierarchy(document_id, document_text, 3 if three else 2)
         if not document_text.strip():
+            return hierarchy
+        if self.section_parents and structure is not None and not structure.empty:
+            from parrot_parents.loaders.structure.builder import SectionSizes, build_rows
+
+            sizes = SectionSizes(
+                self.child_chunk_size,
+                self.child_chunk_overlap,
+                parent_chunk_size_tokens,
+                parent_chunk_overlap_tokens,
+            )
+            hierarchy.parents, hierarchy.children = build_rows(
+                document_text,
+                document_id,
+                base,
+                structure,
+                sizes,
+                three_level=three,
+                preamble=self.preamble,
+                document_layer=self.document_layer,
+            )
             return hierarchy
         if three:
             spans = split_spans(
@@ -256,10 +309,13 @@ class LateChunkingProcessor:
                 kids = by_parent.get(str(parent.id), [])
                 if not kids:
                     continue
-                offset = int(parent.metadata["start_index"])
+                # The preamble is read in the same pass, before the parent's text, so every
+                # child's vector sees its headings; the spans move by its length.
+                head = _preamble_prefix(parent.metadata)
+                offset = int(parent.metadata["start_index"]) - len(head)
                 items.append(
                     (
-                        parent.page_content,
+                        head + parent.page_content,
                         [(c.start_index - offset, c.end_index - offset) for c in kids],
                     )
                 )
@@ -278,7 +334,7 @@ class LateChunkingProcessor:
             ConfigurationError: a child is too long and the model cannot be run in windows
                 (see :func:`~parrot_parents.embeddings.late_chunking.check_late_chunking_model`).
         """
-        texts = [c.text for c in children]
+        texts = [_preamble_prefix(c.metadata) + c.text for c in children]
         long = set(await asyncio.to_thread(self._too_long, texts))
         short = [i for i in range(len(children)) if i not in long]
         vectors = await self.embedding.aembed_documents([texts[i] for i in short])
@@ -362,6 +418,12 @@ class LateChunkingProcessor:
         return hierarchy.parents, hierarchy.children
 
 
+def _preamble_prefix(metadata: dict[str, Any]) -> str:
+    """The retrieval preamble of a row followed by a blank line, or ``""``."""
+    preamble = metadata.get(RETRIEVAL_PREAMBLE)
+    return f"{preamble}\n\n" if isinstance(preamble, str) and preamble else ""
+
+
 # Keys the hierarchy owns; a caller's metadata cannot override them.
 _RESERVED = frozenset(
     {
@@ -374,5 +436,6 @@ _RESERVED = frozenset(
         "end_index",
         "document_id",
         "content_sha256",
+        RETRIEVAL_PREAMBLE,
     }
 )

@@ -18,7 +18,9 @@ __all__ = [
     "utf8_name",
 ]
 
-SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text"})
+SUPPORTED_SUFFIXES = frozenset(
+    {".txt", ".md", ".markdown", ".rst", ".text", ".html", ".htm", ".pdf"}
+)
 
 OnBadBytes = Literal["error", "replace"]
 
@@ -120,7 +122,8 @@ def discover_files(
 ) -> Discovery:
     """Expand files and directories into ``(file, document_id)`` pairs.
 
-    A directory contributes its ``.txt``/``.md``/``.rst`` files recursively, skipping hidden
+    A directory contributes its ``.txt``/``.md``/``.rst``/``.html``/``.pdf`` files
+    (:data:`SUPPORTED_SUFFIXES`) recursively, skipping hidden
     files and folders; the document id is the path relative to that directory
     (``"guide/intro.md"``), so ids do not depend on the working directory. With several
     roots, each id is prefixed by its root's name (``"d1/notes.md"``). A file named

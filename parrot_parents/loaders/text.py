@@ -1,4 +1,4 @@
-"""Loader for plain-text and Markdown files."""
+"""Loader for plain-text, Markdown, HTML and PDF files."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ from parrot_parents.loaders.abstract import AbstractLoader, IngestReport
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
 )
 from parrot_parents.loaders.indexing import RowIndexer
-from parrot_parents.loaders.readers import OnBadBytes, discover_files, read_text_file, utf8_name
+from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
+from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, read_document
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.sync import run_sync
 
@@ -25,7 +28,11 @@ __all__ = ["TextLoader"]
 
 
 class TextLoader(AbstractLoader):
-    """Reads ``.txt``/``.md`` files (or directories of them) as UTF-8 documents.
+    """Reads ``.txt``/``.md``/``.html``/``.pdf`` files (or directories of them).
+
+    Text and Markdown are read as UTF-8; HTML as its visible text; PDF as the text of its
+    pages. Each document carries the structure its reader found (headings, tables, pages:
+    :mod:`parrot_parents.loaders.structure.reading`), used when ``section_parents`` is on.
 
     Args:
         paths: files and/or directories; optional (``load`` then returns ``[]``).
@@ -35,7 +42,8 @@ class TextLoader(AbstractLoader):
             (stable identity; see :func:`~parrot_parents.loaders.readers.discover_files`).
         id_prefix: a prefix for every id, replacing the root-name prefix added when
             several paths are given.
-        child_chunk_size, child_chunk_overlap, late_chunking, embedding, indexer: see
+        child_chunk_size, child_chunk_overlap, late_chunking, embedding, indexer,
+        section_parents, preamble, document_layer: see
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
     """
 
@@ -51,6 +59,9 @@ class TextLoader(AbstractLoader):
         late_chunking: bool = True,
         embedding: SentenceTransformerEmbeddings | None = None,
         indexer: RowIndexer | None = None,
+        section_parents: bool = DEFAULT_SECTION_PARENTS,
+        preamble: bool = DEFAULT_PREAMBLE,
+        document_layer: bool = False,
     ) -> None:
         super().__init__(
             child_chunk_size=child_chunk_size,
@@ -58,6 +69,9 @@ class TextLoader(AbstractLoader):
             late_chunking=late_chunking,
             embedding=embedding,
             indexer=indexer,
+            section_parents=section_parents,
+            preamble=preamble,
+            document_layer=document_layer,
         )
         if paths is None:
             self.paths: list[str | Path] = []
@@ -83,22 +97,20 @@ class TextLoader(AbstractLoader):
                     f"the file name is not valid UTF-8; stored as document {document_id!r}"
                 )
             try:
-                result = read_text_file(path, on_bad_bytes=self.on_bad_bytes)
+                text, structure, warnings = read_document(path, on_bad_bytes=self.on_bad_bytes)
             except DocumentReadError as exc:
                 self.report.failed[utf8_name(str(path))[0]] = exc.reason
                 continue
             source = utf8_name(str(path))[0]
-            if result.warnings:
-                self.report.warnings.setdefault(source, []).extend(result.warnings)
-            if not result.text.strip():
+            if warnings:
+                self.report.warnings.setdefault(source, []).extend(warnings)
+            if not text.strip():
                 self.report.warnings.setdefault(source, []).append("empty file skipped")
                 continue
-            docs.append(
-                Document(
-                    page_content=result.text,
-                    metadata={"document_id": document_id, "source": source},
-                )
-            )
+            meta: dict[str, Any] = {"document_id": document_id, "source": source}
+            if not structure.empty or structure.pages:
+                meta[STRUCTURE_KEY] = structure.to_dict()
+            docs.append(Document(page_content=text, metadata=meta))
         return docs
 
     async def ingest(
@@ -109,13 +121,18 @@ class TextLoader(AbstractLoader):
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         progress: Callable[[int], None] | None = None,
+        skip_unchanged: bool = True,
     ) -> IngestReport:
         """Load the files and write their hierarchies to ``vector_store``.
+
+        A file whose text, source and chunk policy version are those already stored is
+        skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
 
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
         docs = self.load()
         failed_before = set(self.report.failed)
+        unchanged_before = len(self.report.unchanged)
         rows = await self.chunk_documents(
             docs,
             vector_store=vector_store,
@@ -123,8 +140,13 @@ class TextLoader(AbstractLoader):
             parent_chunk_size_tokens=parent_chunk_size_tokens,
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
+            skip_unchanged=skip_unchanged,
         )
-        self.report.documents += len(docs) - len(set(self.report.failed) - failed_before)
+        self.report.documents += (
+            len(docs)
+            - len(set(self.report.failed) - failed_before)
+            - (len(self.report.unchanged) - unchanged_before)
+        )
         for row in rows:
             if row.metadata.get("is_chunk"):
                 self.report.children += 1

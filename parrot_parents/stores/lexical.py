@@ -2,7 +2,9 @@
 
 * ``lexical``: a generated column, ``to_tsvector('<config>', document)`` for rows with an
   embedding (children) and NULL for parents, so parents stay out of the lexical index as
-  they stay out of the HNSW index. A GIN index serves ``@@``.
+  they stay out of the HNSW index. A child's ``cmetadata->>'retrieval_preamble'`` (the
+  title and section path of a structured document, never returned) is indexed before its
+  text when present. A GIN index serves ``@@``.
 * ``<table>_lexicon(lexeme, df)``: the number of children holding each lexeme, and
   ``<table>_lexstats(n, total_len)``: the number of children and their total length in
   lexeme occurrences. Statement-level triggers with transition tables keep both exact under
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
+_PREAMBLE = "retrieval_preamble"  # parrot_parents.stores.structure_markers.RETRIEVAL_PREAMBLE
 _CONFIG = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _READ_CONFIG = re.compile(r"to_tsvector\('([a-z_][a-z0-9_]*)'::regconfig")
 
@@ -59,9 +62,11 @@ def validate_text_search_config(name: str) -> str:
 def lexical_expression(config: str) -> str:
     """SQL of the generated ``lexical`` column (children only)."""
     config = validate_text_search_config(config)
+    # NULL || text is NULL: a row without a preamble indexes exactly its document text.
     return (
         "CASE WHEN embedding IS NULL THEN NULL::tsvector "
-        f"ELSE to_tsvector('{config}'::regconfig, document) END"
+        f"ELSE to_tsvector('{config}'::regconfig, "
+        f"coalesce((cmetadata->>'{_PREAMBLE}') || E'\\n', '') || document) END"
     )
 
 
@@ -96,9 +101,8 @@ class LexicalTables:
         return f'"{self.schema}"."{name}"'
 
 
-def read_text_search_config(conn: Connection, table: str, schema: str = "public") -> str | None:
-    """The configuration of the collection's ``lexical`` column; None without the column."""
-    row = conn.execute(
+def _lexical_expr(conn: Connection, table: str, schema: str) -> str | None:
+    return conn.execute(
         text(
             "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a"
             " JOIN pg_class c ON c.oid = a.attrelid"
@@ -109,6 +113,11 @@ def read_text_search_config(conn: Connection, table: str, schema: str = "public"
         ),
         {"schema": schema, "table": table},
     ).scalar_one_or_none()
+
+
+def read_text_search_config(conn: Connection, table: str, schema: str = "public") -> str | None:
+    """The configuration of the collection's ``lexical`` column; None without the column."""
+    row = _lexical_expr(conn, table, schema)
     if row is None:
         return None
     found = _READ_CONFIG.search(row)
@@ -145,10 +154,17 @@ def ensure_lexical(
             hint="use another collection, or re-create this one",
         )
     qt = t.q(table)
-    if existing is not None and _complete(conn, t):
+    current = existing is not None and _PREAMBLE in (_lexical_expr(conn, table, schema) or "")
+    if current and _complete(conn, t):
         # Already set up: no DDL, so opening a store never takes a table lock that could
         # deadlock with writers (every ingest opens one).
-        return existing
+        return existing  # type: ignore[return-value]
+    if existing is not None and not current:
+        # A collection from before retrieval preambles: re-create the column with the
+        # preamble in its expression (one table rewrite), then count the statistics again.
+        conn.execute(text(f"ALTER TABLE {qt} DROP COLUMN lexical"))
+        conn.execute(text(f"DROP TABLE IF EXISTS {t.q(t.lexicon_name)}, {t.q(t.stats_name)}"))
+        existing = None
     if existing is None:
         conn.execute(
             text(

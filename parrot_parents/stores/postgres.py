@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import make_engine, store_errors
 from parrot_parents.stores.filters import compile_filter, validate_filter
@@ -130,6 +131,8 @@ class PgVectorStore(AbstractStore):
         #: collection has no lexical index (a read-only store on an old collection).
         self.text_search_config: str | None = None
         self.lexical = LexicalTables(self.table, self.schema)
+        #: The collection's documents table (:mod:`parrot_parents.stores.documents`).
+        self.documents = DocumentsTable(self.table, self.schema)
         self._shared_engine = engine
         self._engine: AsyncEngine | None = None
         self._table: Table | None = None
@@ -205,6 +208,7 @@ class PgVectorStore(AbstractStore):
                         self.text_search_config = await conn.run_sync(
                             ensure_lexical, self.table, self.schema, self._wanted_config
                         )
+                        await conn.run_sync(self.documents.create)
                     else:
                         self.text_search_config = await conn.run_sync(
                             read_text_search_config, self.table, self.schema
@@ -291,12 +295,14 @@ class PgVectorStore(AbstractStore):
         documents: Sequence[Document],
         *,
         embeddings: Sequence[Sequence[float] | None] | None = None,
+        record: DocumentRecord | None = None,
     ) -> list[str]:
         """Atomically replace every row of ``document_id`` by ``documents``.
 
         Used by the loaders: re-chunking a document with other sizes leaves no stale rows.
         Delete and insert run in one transaction, so readers never see a half-written
-        document, and a failure keeps the previous version.
+        document, and a failure keeps the previous version. ``record``, when given, is
+        written to the documents table in the same transaction.
         """
         rows = self._rows(documents, embeddings)
         for row in rows:
@@ -306,10 +312,15 @@ class PgVectorStore(AbstractStore):
                     f"not {document_id!r}"
                 )
         await self._embed_missing(rows)
-        await self._write(rows, replace_document_id=document_id)
+        await self._write(rows, replace_document_id=document_id, record=record)
         return [r["id"] for r in rows]
 
-    async def _write(self, rows: list[dict[str, Any]], replace_document_id: str | None) -> None:
+    async def _write(
+        self,
+        rows: list[dict[str, Any]],
+        replace_document_id: str | None,
+        record: DocumentRecord | None = None,
+    ) -> None:
         engine, table = await self.ready()
         stmt = pg_insert(table)
         stmt = stmt.on_conflict_do_update(
@@ -332,6 +343,8 @@ class PgVectorStore(AbstractStore):
             if rows:
                 # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
                 await conn.execute(stmt, rows)
+            if record is not None:
+                await conn.execute(self.documents.upsert(record))
 
     async def _lock_documents(self, conn: Any, document_ids: Sequence[str]) -> None:
         """Serialise the writers of each document: a transaction-level advisory lock.
@@ -356,6 +369,7 @@ class PgVectorStore(AbstractStore):
             result = await conn.execute(
                 delete(table).where(meta_field(table, "document_id") == str(document_id))
             )
+            await conn.execute(self.documents.delete(str(document_id)))
         return int(result.rowcount or 0)
 
     async def drop(self) -> None:
@@ -364,6 +378,7 @@ class PgVectorStore(AbstractStore):
         async with store_errors(f"drop {self.qualified_name}"), engine.begin() as conn:
             await conn.run_sync(table.drop, checkfirst=True)
             await conn.run_sync(drop_lexical, self.table, self.schema)
+            await conn.run_sync(self.documents.drop)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -744,6 +759,43 @@ class PgVectorStore(AbstractStore):
         for r in rows:
             out.setdefault(r.digest, set()).add(r.doc)
         return out
+
+    # -- the documents table (parrot_parents.stores.documents) ---------------------------
+
+    async def document_states(self, document_ids: Sequence[str]) -> dict[str, DocumentState]:
+        """The stored hash, policy version and source of each document id; one statement.
+
+        Documents without a documents row are absent."""
+        ids = list(dict.fromkeys(str(d) for d in document_ids))
+        if not ids:
+            return {}
+        engine, _ = await self.ready()
+        async with store_errors(f"read from {self.documents.name}"), engine.connect() as conn:
+            rows = (await conn.execute(self.documents.states(ids))).all()
+        return {
+            r.document_id: DocumentState(r.content_sha256, r.policy_version, r.source) for r in rows
+        }
+
+    async def stale_documents(
+        self, policy_versions: Sequence[str], *, after: str | None = None, limit: int = 100
+    ) -> list[DocumentRecord]:
+        """Up to ``limit`` documents stored under none of ``policy_versions``, by id, after
+        the id ``after``; with their stored text and metadata (structure included)."""
+        engine, _ = await self.ready()
+        stmt = self.documents.stale(policy_versions, after, limit)
+        async with store_errors(f"read from {self.documents.name}"), engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [
+            DocumentRecord(
+                document_id=r.document_id,
+                content_sha256=r.content_sha256,
+                policy_version=r.policy_version,
+                source_text=r.source_text,
+                source=r.source,
+                metadata=dict(r.metadata or {}),
+            )
+            for r in rows
+        ]
 
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""

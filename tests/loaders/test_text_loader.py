@@ -115,12 +115,12 @@ def test_an_id_collision_is_reported_never_merged(tmp_path: Path, embeddings) ->
 def test_hidden_and_unsupported_files_are_skipped_and_reported(tmp_path: Path) -> None:
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "h.md").write_text("hidden", encoding="utf-8")
-    (tmp_path / "page.html").write_text("<p>x</p>", encoding="utf-8")
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK")  # HTML and PDF are read since issue 12
     (tmp_path / "ok.md").write_text("fine", encoding="utf-8")
     loader = TextLoader(tmp_path)
     assert [d.metadata["document_id"] for d in loader.load()] == ["ok.md"]
     assert loader.report.warnings == {
-        str(tmp_path / "page.html"): ["skipped: unsupported file type '.html'"]
+        str(tmp_path / "sheet.xlsx"): ["skipped: unsupported file type '.xlsx'"]
     }
 
 

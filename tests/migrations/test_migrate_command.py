@@ -16,17 +16,17 @@ def test_migrate_up_current_history_and_down(
 
     assert main(["migrate", "--collection", "docs", *dsn]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].endswith(": upgraded from none to 0005")
+    assert out[0].endswith(": upgraded from none to 0006")
     assert out[1] == "created collection 'docs' (vector(384))"
 
     assert main(["migrate", *dsn]) == 0
-    assert capsys.readouterr().out.rstrip().endswith(": already at 0005")
+    assert capsys.readouterr().out.rstrip().endswith(": already at 0006")
 
     assert main(["migrate", "--history"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("0001  Collections")
 
     assert main(["migrate", "--downgrade", "base", "--collection", "docs", *dsn]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("from 0005 to base")
+    assert capsys.readouterr().out.rstrip().endswith("from 0006 to base")
     assert main(["migrate", "--current", *dsn]) == 0
     assert capsys.readouterr().out == "none (not migrated)\n"
 

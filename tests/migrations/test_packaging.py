@@ -52,6 +52,7 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         "parrot_parents/migrations/versions/0003_backfill_progress.py",
         "parrot_parents/migrations/versions/0004_search_mode.py",
         "parrot_parents/migrations/versions/0005_budgeted_limit.py",
+        "parrot_parents/migrations/versions/0006_documents.py",
         "parrot_parents/server/openapi.yaml",
         "parrot_parents/server/openapi.json",
         "parrot_parents/server/ui/static/index.html",
@@ -84,4 +85,4 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         capture_output=True,
         text=True,
     )
-    assert out.stdout.split() == ["['from_wheel']", "0005"]
+    assert out.stdout.split() == ["['from_wheel']", "0006"]

@@ -1,0 +1,71 @@
+"""``parrot-parents reindex --stale``: re-chunk documents stored under another chunk policy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from parrot_parents.cli.common import add_store_options, make_store
+from parrot_parents.cli.ingest import add_chunking_options, loader_options, parent_sizes
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "reindex",
+        help="re-chunk the documents whose chunk policy version differs, from the stored text",
+        description="Takes the chunking options of `ingest`; every document stored with "
+        "another policy version is rebuilt from the text kept in the collection's documents "
+        "table (the files are not read), batch by batch; each document is replaced in one "
+        "transaction, so an interrupted run resumes where it stopped.",
+    )
+    p.add_argument(
+        "--stale", action="store_true", required=True, help="only documents of another policy"
+    )
+    add_store_options(p)
+    add_chunking_options(p)
+    p.add_argument("--batch-size", type=int, default=16, help="documents per batch (16)")
+    p.add_argument("--max-batches", type=int, default=None, help="stop after N batches")
+    p.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    from parrot_parents.loaders.reindex import ReindexReport, reindex_stale
+    from parrot_parents.loaders.text import TextLoader
+    from parrot_parents.strategies.build import indexer_for
+    from parrot_parents.strategies.spec import default_strategy, parse_strategy
+
+    store = make_store(args)
+    # The same default strategy as ingest, so a re-chunked document keeps its indexed rows.
+    indexer = indexer_for(parse_strategy(default_strategy(store)))
+    loader = TextLoader(
+        embedding=store.embedding,
+        indexer=indexer,
+        **loader_options(args),  # type: ignore[arg-type]
+    )
+
+    def progress(r: ReindexReport) -> None:
+        print(f"batch {r.batches}: {r.reindexed} document(s) re-chunked", file=sys.stderr)
+
+    try:
+        report = await reindex_stale(
+            loader,
+            store,
+            batch_size=args.batch_size,
+            max_batches=args.max_batches,
+            on_batch=progress,
+            **parent_sizes(args),
+        )
+    finally:
+        await store.close()
+        if indexer is not None:
+            await indexer.close()
+    state = "finished" if report.finished else "stopped; run again to resume"
+    print(
+        f"reindex of {args.collection!r} to policy {report.policy}: "
+        f"{report.reindexed} document(s) re-chunked in {report.batches} batch(es); {state}"
+    )
+    for name, reason in report.failed.items():
+        print(f"error: {name}: {reason}", file=sys.stderr)
+    return 1 if report.failed else 0

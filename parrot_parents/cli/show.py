@@ -1,0 +1,60 @@
+"""``parrot-parents show DOCUMENT_ID``: a stored document's sections with their row counts."""
+
+from __future__ import annotations
+
+import argparse
+
+from parrot_parents.cli.common import add_dsn_option, print_json
+
+__all__ = ["format_outline", "register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "show", help="print a stored document's tree of sections with row counts"
+    )
+    p.add_argument("document_id", help="the document id (as stored by ingest)")
+    add_dsn_option(p)
+    p.add_argument("--collection", default="documents", help="collection (default: documents)")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+    p.set_defaults(func=run)
+
+
+def format_outline(document_id: str, entries: list) -> str:  # type: ignore[type-arg]
+    """The tree as text: one line per section path (indented by depth) and layer."""
+    from parrot_parents.loaders.structure.sections import PATH_SEPARATOR
+
+    lines = [document_id]
+    for e in entries:
+        parts = e.section_path.split(PATH_SEPARATOR) if e.section_path else ["(no section)"]
+        counts = []
+        if e.parents:
+            counts.append(f"{e.parents} parent{'s' if e.parents != 1 else ''}")
+        if e.children:
+            noun = "table row" if e.layer == "table_row" else "child"
+            plural = "ren" if noun == "child" else "s"
+            counts.append(f"{e.children} {noun}{plural if e.children != 1 else ''}")
+        layer = f" [{e.layer}]" if e.layer and e.layer != "section" else ""
+        lines.append(f"{'  ' * len(parts)}{parts[-1]}{layer}: {', '.join(counts)}")
+    return "\n".join(lines)
+
+
+async def run(args: argparse.Namespace) -> int:
+    from parrot_parents.stores.outline import document_outline
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    store = PgVectorStore(dsn=args.dsn, table=args.collection, create=False)
+    try:
+        entries = await document_outline(store, args.document_id)
+    finally:
+        await store.close()
+    if not entries:
+        print(f"no document {args.document_id!r} in {args.collection!r}")
+        return 1
+    if args.json:
+        from dataclasses import asdict
+
+        print_json({"document_id": args.document_id, "sections": [asdict(e) for e in entries]})
+    else:
+        print(format_outline(args.document_id, entries))
+    return 0

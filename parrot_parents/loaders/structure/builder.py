@@ -1,0 +1,339 @@
+"""Rows of a structured document: section parents, section and table-row children.
+
+Called by :meth:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor.build_hierarchy`
+when section parents are on and the reader found headings or tables. The 2-/3-level
+choice and the markers are the spec's, as for plain text:
+
+* 2 levels (a document up to the threshold): the whole document is the one parent;
+* 3 levels: each unit is a ``parent_chunk`` (``layer: "section"``); a unit longer than
+  ``max_chars`` is cut into overlapping parent_chunks of the parent size inside it.
+
+Children never cross a heading: they are cut inside each segment (heading to the next
+heading of any level), where a segment shorter than a quarter of the child size (a heading
+alone) is glued to the next one.
+
+Tables: the body rows are grouped, in order, up to the child size, and each group is a
+``table_row`` child whose ``retrieval_preamble`` holds the caption and the header row, so
+a header-less row is found by its column names. The group's parent is the parent that
+holds the whole table; when none does (a table cut by a long section's split), the table
+is stored as its own parent (``layer: "table"``). ``parent_table_id`` names the table
+(``<document_id>#table:<start>-<end>``) in both cases. Prose children never overlap a table.
+
+With ``document_layer=True`` one more child, ``layer: "document"``, holds an extractive
+overview of the document and a guide to its sections (:mod:`.summary`).
+
+Every row records ``layer``, ``section_path``, ``ordinal`` and ``section_ordinal`` (a
+child: of the segment holding most of its characters; a parent: of the segment it starts
+in), plus ``page``/``page_end`` for a PDF. With ``preamble=True`` the children (and, for
+late chunking, the parents) carry ``retrieval_preamble``: the document title and the
+section path, embedded and lexically indexed with the child but never returned.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from langchain_core.documents import Document
+
+from parrot_parents.loaders.chunk_info import ChunkInfo
+from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
+from parrot_parents.loaders.structure.sections import (
+    PATH_SEPARATOR,
+    Segment,
+    Unit,
+    plan_units,
+    segments,
+)
+from parrot_parents.loaders.structure.summary import extractive_summary
+from parrot_parents.loaders.structure.tree import Structure, Table
+from parrot_parents.stores.ids import content_sha256, make_row_id
+from parrot_parents.stores.markers import PARENT_CHUNK
+from parrot_parents.stores.structure_markers import (
+    LAYER,
+    LAYER_DOCUMENT,
+    LAYER_SECTION,
+    LAYER_TABLE,
+    LAYER_TABLE_ROW,
+    ORDINAL,
+    PAGE,
+    PAGE_END,
+    PARENT_TABLE_ID,
+    RETRIEVAL_PREAMBLE,
+    SECTION_ORDINAL,
+    SECTION_PATH,
+)
+
+__all__ = ["SectionSizes", "build_rows", "document_title", "section_bounds"]
+
+
+@dataclass(frozen=True)
+class SectionSizes:
+    """Sizes in characters: children, child overlap, parent_chunks and their overlap."""
+
+    child: int
+    child_overlap: int
+    parent: int
+    parent_overlap: int
+
+    @property
+    def min_section(self) -> int:
+        return max(1, self.parent // 4)
+
+    @property
+    def max_section(self) -> int:
+        return self.parent + self.parent // 4
+
+
+def section_bounds(parent_size: int) -> tuple[int, int]:
+    """``(min_chars, max_chars)`` of section units for a parent size (characters)."""
+    sizes = SectionSizes(1, 0, parent_size, 0)
+    return sizes.min_section, sizes.max_section
+
+
+def document_title(document_id: str, metadata: dict[str, Any], structure: Structure) -> str:
+    """The title a preamble names: ``metadata["title"]``, the reader's title, or the file
+    name of the document id without its suffix."""
+    title = metadata.get("title") or structure.title
+    if isinstance(title, str) and title.strip():
+        return " ".join(title.split())
+    return PurePosixPath(document_id).stem or document_id
+
+
+class _Segments:
+    def __init__(self, segs: list[Segment]) -> None:
+        self.segs = segs
+        self.starts = [s.start for s in segs]
+
+    def at(self, pos: int) -> Segment | None:
+        i = bisect.bisect_right(self.starts, pos) - 1
+        return self.segs[i] if i >= 0 else (self.segs[0] if self.segs else None)
+
+    def main(self, start: int, end: int) -> Segment | None:
+        """The segment holding most of ``[start, end)``."""
+        i = max(0, bisect.bisect_right(self.starts, start) - 1)
+        best, best_len = self.at(start), -1
+        while i < len(self.segs) and self.segs[i].start < end:
+            seg = self.segs[i]
+            nxt = self.starts[i + 1] if i + 1 < len(self.segs) else end
+            overlap = min(end, nxt) - max(start, seg.start)
+            if overlap > best_len:
+                best, best_len = seg, overlap
+            i += 1
+        return best
+
+
+def _section_meta(seg: Segment | None) -> dict[str, Any]:
+    if seg is None:
+        return {SECTION_PATH: "", ORDINAL: 0, SECTION_ORDINAL: 0}
+    return {
+        SECTION_PATH: seg.section_path,
+        ORDINAL: seg.ordinal,
+        SECTION_ORDINAL: seg.section_ordinal,
+    }
+
+
+def _pages(structure: Structure, start: int, end: int) -> dict[str, Any]:
+    if not structure.pages:
+        return {}
+    starts = [p[0] for p in structure.pages]
+    first = max(0, bisect.bisect_right(starts, start) - 1)
+    last = max(first, bisect.bisect_right(starts, max(start, end - 1)) - 1)
+    return {PAGE: first + 1, PAGE_END: last + 1}
+
+
+def _subtract(start: int, end: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, cur = [], start
+    for h_start, h_end in holes:
+        if h_end <= cur or h_start >= end:
+            continue
+        if h_start > cur:
+            out.append((cur, h_start))
+        cur = max(cur, h_end)
+    if cur < end:
+        out.append((cur, end))
+    return out
+
+
+def _row_groups(table: Table, size: int) -> list[tuple[int, int]]:
+    groups: list[tuple[int, int]] = []
+    for r_start, r_end in table.rows:
+        if groups and r_end - groups[-1][0] <= size:
+            groups[-1] = (groups[-1][0], r_end)
+        else:
+            groups.append((r_start, r_end))
+    return groups
+
+
+def build_rows(
+    text: str,
+    document_id: str,
+    base: dict[str, Any],
+    structure: Structure,
+    sizes: SectionSizes,
+    *,
+    three_level: bool,
+    preamble: bool,
+    document_layer: bool = False,
+) -> tuple[list[Document], list[ChunkInfo]]:
+    """Parents and children of one structured document (module docstring).
+
+    ``base`` is the metadata every row starts from (``document_id`` included). Children
+    come back in document order with ``chunk_index`` 0, 1, 2…
+    """
+    segs = segments(text, structure.headings)
+    index = _Segments(segs)
+    units = plan_units(text, segs, min_chars=sizes.min_section, max_chars=sizes.max_section)
+    title = document_title(document_id, base, structure)
+    has_top = any(h.level == 1 for h in structure.headings)
+
+    def preamble_for(seg: Segment | None) -> str | None:
+        if not preamble:
+            return None
+        path = list(seg.path) if seg is not None else []
+        parts = path if has_top and path else [title, *path]
+        return PATH_SEPARATOR.join(parts) or None
+
+    digest = content_sha256(text)
+    parents: list[Document] = []
+    # (start, end, parent id) regions inside which children are cut.
+    regions: list[tuple[int, int, str]] = []
+
+    def add_parent(kind: str, start: int, end: int, meta: dict[str, Any]) -> str:
+        parent_id = make_row_id(document_id, kind, start, end)
+        row = {
+            **base,
+            **meta,
+            "chunk_index": len(parents),
+            "start_index": start,
+            "end_index": end,
+            "is_chunk": False,
+            "content_sha256": digest,
+            **_pages(structure, start, end),
+        }
+        parents.append(Document(id=parent_id, page_content=text[start:end], metadata=row))
+        return parent_id
+
+    if three_level:
+        for unit in units:
+            for p_start, p_end in _pieces(text, unit, sizes):
+                seg = index.at(p_start) if p_start != unit.start else unit.first
+                meta = {"document_type": PARENT_CHUNK, LAYER: LAYER_SECTION, **_section_meta(seg)}
+                if (p := preamble_for(seg)) is not None:
+                    meta[RETRIEVAL_PREAMBLE] = p
+                regions.append((p_start, p_end, add_parent("parent_chunk", p_start, p_end, meta)))
+    else:
+        doc_id = add_parent(
+            "parent",
+            0,
+            len(text),
+            {"is_full_document": True, LAYER: LAYER_SECTION, **_section_meta(None)},
+        )
+        regions = [(u.start, u.end, doc_id) for u in units]
+
+    tables = sorted(structure.tables, key=lambda t: t.start)
+    holes = [(t.start, t.end) for t in tables]
+    spans: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {}
+    cells = _cells(segs, max(1, sizes.child // 4))
+    pieces = [
+        (max(r_start, c_start), min(r_end, c_end), parent_id)
+        for r_start, r_end, parent_id in regions
+        for c_start, c_end in cells
+        if max(r_start, c_start) < min(r_end, c_end)
+    ]
+    for r_start, r_end, parent_id in pieces:
+        for a, b in _subtract(r_start, r_end, holes):
+            for c_start, c_end in split_spans(text[a:b], sizes.child, sizes.child_overlap):
+                start, end = a + c_start, a + c_end
+                if (start, end) in spans:  # overlapping parent_chunks cut it twice
+                    continue
+                seg = index.main(start, end)
+                meta = {LAYER: LAYER_SECTION, **_section_meta(seg)}
+                if (p := preamble_for(seg)) is not None:
+                    meta[RETRIEVAL_PREAMBLE] = p
+                spans[(start, end)] = (parent_id, meta)
+
+    for table in tables:
+        table_id = make_row_id(document_id, "table", table.start, table.end)
+        seg = index.main(table.start, table.end)
+        holder = next((pid for s, e, pid in regions if s <= table.start and table.end <= e), None)
+        if holder is None:
+            meta = {"document_type": PARENT_CHUNK, LAYER: LAYER_TABLE, **_section_meta(seg)}
+            holder = add_parent("table", table.start, table.end, meta)
+        header = text[table.header[0] : table.header[1]] if table.header else ""
+        context = "\n".join(x for x in (preamble_for(seg), table.caption, header) if x)
+        for start, end in _row_groups(table, sizes.child):
+            meta = {LAYER: LAYER_TABLE_ROW, PARENT_TABLE_ID: table_id, **_section_meta(seg)}
+            if context:
+                meta[RETRIEVAL_PREAMBLE] = context
+            spans[(start, end)] = (holder, meta)
+
+    children: list[ChunkInfo] = []
+    for (start, end), (parent_id, meta) in sorted(spans.items()):
+        i = len(children)
+        row = {
+            **base,
+            **meta,
+            "is_chunk": True,
+            "parent_document_id": parent_id,
+            "chunk_index": i,
+            "start_index": start,
+            "end_index": end,
+            **_pages(structure, start, end),
+        }
+        chunk_id = make_row_id(document_id, "child", start, end)
+        children.append(
+            ChunkInfo(chunk_id, parent_id, document_id, i, start, end, text[start:end], row)
+        )
+    if document_layer:
+        children.append(_overview_row(text, document_id, base, segs, title))
+    return parents, children
+
+
+def _overview_row(
+    text: str, document_id: str, base: dict[str, Any], segs: list[Segment], title: str
+) -> ChunkInfo:
+    """The ``document`` layer row (:mod:`.summary`): a child without parent or offsets."""
+    overview = extractive_summary(text, segs, title)
+    meta = {
+        **base,
+        LAYER: LAYER_DOCUMENT,
+        SECTION_PATH: "",
+        ORDINAL: 0,
+        SECTION_ORDINAL: 0,
+        "is_chunk": True,
+        "offset_exact": False,
+        "summary_sections": list(overview.ordinals),
+    }
+    row_id = f"{document_id}#document"
+    # No parent and no span: late chunking leaves it to the store, which embeds its text.
+    return ChunkInfo(row_id, "", document_id, -1, 0, 0, overview.text, meta)
+
+
+def _cells(segs: list[Segment], min_chars: int) -> list[tuple[int, int]]:
+    """Spans that children never cross: one per segment, a segment shorter than
+    ``min_chars`` (a heading alone, a one-line section) glued to the next one."""
+    cells: list[tuple[int, int]] = []
+    glue = False
+    for seg in segs:
+        if glue and cells:
+            cells[-1] = (cells[-1][0], seg.end)
+        else:
+            cells.append((seg.start, seg.end))
+        glue = cells[-1][1] - cells[-1][0] < min_chars
+    return cells
+
+
+def _pieces(text: str, unit: Unit, sizes: SectionSizes) -> list[tuple[int, int]]:
+    """The parent_chunks of a unit: itself, or overlapping pieces when it is too long."""
+    if unit.end - unit.start <= sizes.max_section:
+        return [(unit.start, unit.end)]
+    spans = split_spans(
+        text[unit.start : unit.end],
+        sizes.parent,
+        sizes.parent_overlap,
+        separators=PARENT_SEPARATORS,
+    )
+    return [(unit.start + s, unit.start + e) for s, e in spans]

@@ -1,0 +1,198 @@
+"""From headings to parents: the section tree, and the units that become parent rows.
+
+A *section* runs from its heading to the next heading of the same or a higher level (a
+smaller level number). Parents follow the tree, largest section first:
+
+1. a section of at most ``max_chars`` characters is one unit, subsections included;
+2. a longer section is opened: its heading and the text before its first subsection form
+   one unit (its *intro*), then each subsection follows rule 1 or 2; a long section without
+   subsections stays one unit, which the builder cuts into parent_chunks *inside* the
+   section (never across its boundary);
+3. tiny siblings are merged: walking one section's units in order, a unit shorter than
+   ``min_chars`` absorbs the next one while the union stays within ``max_chars``. Only
+   whole siblings (and an intro) merge; the pieces of an opened subsection never merge
+   with their neighbours, so no unit spans the end of a section and the start of the
+   next one at a higher level.
+
+Why merge: a 300-character section as a parent gives expansion nothing to add to its
+one or two children, and many tiny parents crowd a budget with headers. The builder uses
+``min_chars = parent size / 4`` and ``max_chars = parent size × 5/4`` (1,000 and 5,000
+characters for the default 4,000): a section slightly over the parent size (the
+handbook's 4,063-character pay section) stays whole instead of leaving a 63-character
+tail parent.
+
+*Segments* are the finest cut: each heading to the next heading of any level (plus the
+text before the first heading, ordinal 0). They give each child its ``section_path``,
+``ordinal`` (1, 2, 3… in document order) and ``section_ordinal`` (the number in the
+heading, :func:`~parrot_parents.loaders.structure.ordinals.section_ordinal`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parrot_parents.loaders.structure.ordinals import section_ordinal
+from parrot_parents.loaders.structure.tree import Heading
+
+__all__ = ["PATH_SEPARATOR", "Segment", "Unit", "plan_units", "segments"]
+
+#: Joins the headings of a ``section_path`` ("5. Leave > Vacation").
+PATH_SEPARATOR = " > "
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Text from one heading to the next heading of any level (stripped of blanks)."""
+
+    start: int
+    end: int
+    level: int  # 0 for the text before the first heading
+    path: tuple[str, ...]
+    ordinal: int
+    section_ordinal: int
+
+    @property
+    def section_path(self) -> str:
+        return PATH_SEPARATOR.join(self.path)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A span that becomes one parent (or is cut into parent_chunks when too long)."""
+
+    start: int
+    end: int
+    first: Segment  # the segment the unit starts in: its section metadata
+
+
+@dataclass
+class _Node:
+    level: int
+    start: int
+    end: int
+    segment: Segment | None
+    children: list[_Node] = field(default_factory=list)
+
+
+def _rstrip(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _lstrip(text: str, start: int, end: int) -> int:
+    while start < end and text[start].isspace():
+        start += 1
+    return start
+
+
+def segments(text: str, headings: tuple[Heading, ...] | list[Heading]) -> list[Segment]:
+    """The segments of ``text`` (module docstring), in order; blank ones are left out."""
+    out: list[Segment] = []
+    ordered = sorted(headings, key=lambda h: h.start)
+    first = ordered[0].start if ordered else len(text)
+    s = _lstrip(text, 0, first)
+    e = _rstrip(text, s, first)
+    if e > s:
+        out.append(Segment(s, e, 0, (), 0, 0))
+    stack: list[Heading] = []
+    for i, h in enumerate(ordered):
+        while stack and stack[-1].level >= h.level:
+            stack.pop()
+        stack.append(h)
+        nxt = ordered[i + 1].start if i + 1 < len(ordered) else len(text)
+        end = _rstrip(text, h.start, nxt)
+        path = tuple(x.title for x in stack)
+        out.append(Segment(h.start, end, h.level, path, i + 1, section_ordinal(h.title)))
+    return out
+
+
+def _tree(text: str, segs: list[Segment]) -> _Node:
+    root = _Node(0, 0, len(text), None)
+    stack = [root]
+    for seg in segs:
+        if seg.level == 0:
+            continue
+        while stack[-1].level >= seg.level:
+            stack.pop()
+        node = _Node(seg.level, seg.start, len(text), seg)
+        stack[-1].children.append(node)
+        stack.append(node)
+    _close(root, len(text))
+    return root
+
+
+def _close(node: _Node, end: int) -> None:
+    node.end = end
+    for i, child in enumerate(node.children):
+        nxt = node.children[i + 1].start if i + 1 < len(node.children) else end
+        _close(child, nxt)
+
+
+def plan_units(text: str, segs: list[Segment], *, min_chars: int, max_chars: int) -> list[Unit]:
+    """The units of ``text`` (module docstring), in document order, without overlaps."""
+    by_start = {s.start: s for s in segs}
+    root = _tree(text, segs)
+    preface = segs[0] if segs and segs[0].level == 0 else None
+    units = _units(text, root, by_start, preface, min_chars, max_chars)
+    return [u for u in units if u.end > u.start]
+
+
+def _span(text: str, start: int, end: int) -> tuple[int, int]:
+    s = _lstrip(text, start, end)
+    return s, _rstrip(text, s, end)
+
+
+def _units(
+    text: str,
+    node: _Node,
+    by_start: dict[int, Segment],
+    preface: Segment | None,
+    min_chars: int,
+    max_chars: int,
+) -> list[Unit]:
+    start, end = _span(text, node.start, node.end)
+    own = node.segment or preface
+    if end <= start:
+        return []
+    if (end - start <= max_chars and node.segment is not None) or not node.children:
+        if own is None:
+            own = Segment(start, end, 0, (), 0, 0)
+        return [Unit(start, end, own)]
+    # Open the section: its intro, then each subsection, whole or opened in turn.
+    items: list[tuple[Unit, bool]] = []  # (unit, may merge with its neighbours)
+    i_start, i_end = _span(text, node.start, node.children[0].start)
+    if i_end > i_start and own is not None:
+        items.append((Unit(i_start, i_end, own), True))
+    for child in node.children:
+        c_start, c_end = _span(text, child.start, child.end)
+        if c_end <= c_start:
+            continue
+        if c_end - c_start <= max_chars or not child.children:
+            items.append((Unit(c_start, c_end, by_start[child.start]), True))
+        else:
+            sub = _units(text, child, by_start, None, min_chars, max_chars)
+            items.extend((u, False) for u in sub)
+    return _merge(items, min_chars, max_chars)
+
+
+def _merge(items: list[tuple[Unit, bool]], min_chars: int, max_chars: int) -> list[Unit]:
+    out: list[Unit] = []
+    current: Unit | None = None
+    current_ok = False
+    for unit, ok in items:
+        if (
+            current is not None
+            and current_ok
+            and ok
+            and current.end - current.start < min_chars
+            and unit.end - current.start <= max_chars
+        ):
+            current = Unit(current.start, unit.end, current.first)
+            continue
+        if current is not None:
+            out.append(current)
+        current, current_ok = unit, ok
+    if current is not None:
+        out.append(current)
+    return out

@@ -1,0 +1,66 @@
+"""A document's section tree with row counts (``parrot-parents show DOCUMENT_ID``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Integer, func, select, text
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.engine import store_errors
+from parrot_parents.stores.markers import PARENT_PREDICATE
+from parrot_parents.stores.schema import meta_field
+
+__all__ = ["OutlineEntry", "document_outline"]
+
+
+@dataclass(frozen=True)
+class OutlineEntry:
+    """Rows of one ``(section_path, layer)`` of a document, at their first offset."""
+
+    section_path: str
+    layer: str
+    parents: int
+    children: int
+    start_index: int
+    section_ordinal: int | None
+
+
+async def document_outline(store: Any, document_id: str) -> list[OutlineEntry]:
+    """Counts of parents and children per section path and layer, in document order.
+
+    One statement over the collection table of ``store`` (a connected or connectable
+    :class:`~parrot_parents.stores.postgres.PgVectorStore`). Rows without a section path
+    (plain text) form one entry with path ``""`` and layer ``""``.
+
+    Raises:
+        ConfigurationError: ``document_id`` is not a non-empty string.
+    """
+    if not isinstance(document_id, str) or not document_id:
+        raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
+    engine, table = await store.ready()
+    meta = table.c.cmetadata
+    path = func.coalesce(meta["section_path"].astext, "").label("path")
+    layer = func.coalesce(meta["layer"].astext, "").label("layer")
+    is_parent = text(f"coalesce({PARENT_PREDICATE}, false)")
+    is_child = text(f"NOT coalesce({PARENT_PREDICATE}, false)")
+    stmt = (
+        select(
+            path,
+            layer,
+            func.count().filter(is_parent).label("parents"),
+            func.count().filter(is_child).label("children"),
+            func.min(meta_field(table, "start_index").cast(Integer)).label("start"),
+            func.min(meta["section_ordinal"].astext.cast(Integer)).label("ordinal"),
+        )
+        .where(meta_field(table, "document_id") == document_id)
+        .group_by(path, layer)
+        .order_by(text("start"), path, layer)
+    )
+    async with store_errors(f"read from {store.qualified_name}"), engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+    return [
+        OutlineEntry(r.path, r.layer, int(r.parents), int(r.children), int(r.start or 0), r.ordinal)
+        for r in rows
+    ]

@@ -67,10 +67,12 @@ _NOT_COPIED = frozenset(
         "content_sha256",
         SEARCHABLE,
         INGESTION_KEY,
-        "section_path",
-        "layer",
+        # Its own text already carries the heading path: a preamble would count it twice.
+        "retrieval_preamble",
     }
 )
+# The structure keys (``layer``, ``section_path``, ``ordinal``, ``section_ordinal``) are
+# copied, so that a filter on structure finds a child through its indexed rows.
 _TAGS = {"context": "ctx", "question": "q", "proposition": "f", "summary": "sum"}
 _KINDS = {
     "contextual": "context",

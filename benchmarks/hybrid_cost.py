@@ -51,6 +51,7 @@ from parrot_parents.strategies.build import indexer_for
 from parrot_parents.strategies.spec import DEFAULT_STRATEGY, parse_strategy
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
 BENCH = ROOT.parent / "shared" / "benchmarks" / "chunking_eval"
 BUDGET = 2000
 
@@ -211,6 +212,8 @@ async def ingest(emb: Any, corpora: dict[str, str], dsn: str | None, passes: int
 
 
 async def main() -> None:
+    from doc_sections import replace_section
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks.md")
     ap.add_argument("--dsn", default=None)
@@ -240,25 +243,19 @@ async def main() -> None:
             "",
         ]
     cpu = platform.processor() or platform.machine()
-    section = "\n".join(
+    replace_section(
+        args.doc,
+        "issue10-cost",
         [
-            "<!-- issue10-cost:start -->",
             f"Run {started}; {os.cpu_count()} cores ({cpu}); all-MiniLM-L6-v2 on CPU; child size {DEFAULT_CHILD_SIZE}; "
             f"latency on a collection ingested with the default strategy ({DEFAULT_STRATEGY}), ingest throughput with plain children; "
             f"{len(questions)} dev questions x {args.rounds} rounds, interleaved.",
             f"Command: `python benchmarks/hybrid_cost.py {' '.join(sys.argv[1:])}`",
             "",
             *parts,
-            "<!-- issue10-cost:end -->",
-        ]
+        ],
+        "### What hybrid search costs",
     )
-    doc = args.doc.read_text(encoding="utf-8") if args.doc.exists() else "# Benchmarks\n"
-    start, end = "<!-- issue10-cost:start -->", "<!-- issue10-cost:end -->"
-    if start in doc and end in doc:
-        doc = doc[: doc.index(start)] + section + doc[doc.index(end) + len(end) :]
-    else:
-        doc = doc.rstrip() + "\n\n### What hybrid search costs\n\n" + section + "\n"
-    args.doc.write_text(doc, encoding="utf-8")
     print(f"wrote {args.doc}", file=sys.stderr)
 
 

@@ -299,6 +299,8 @@ def peers(emb: Any, questions: list[Any], corpora: dict[str, str], runs: Path) -
 
 
 async def main() -> None:
+    from doc_sections import replace_section
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks.md")
     ap.add_argument("--runs", type=Path, default=ROOT / ".bench" / "runs" / "hybrid")
@@ -337,9 +339,10 @@ async def main() -> None:
         parts += ["### Peers, same run", "", *peers(emb, questions, corpora, args.runs), ""]
     cpu = platform.processor() or platform.machine()
     defaults = {k: str(v) for k, v in DEFAULTS.set_fields().items()}
-    section = "\n".join(
+    replace_section(
+        args.doc,
+        "issue10-table",
         [
-            "<!-- issue10-table:start -->",
             f"Run {started}; {os.cpu_count()} cores ({cpu}); all-MiniLM-L6-v2 on CPU, late chunking; "
             f"276 dev questions. Package defaults: child size {DEFAULT_CHILD_SIZE}, {json.dumps(defaults)}; "
             f"with a budget and no limit set, limit {BUDGETED_LIMIT}; ingestion strategy {DEFAULT_STRATEGY} "
@@ -347,16 +350,9 @@ async def main() -> None:
             f"Command: `python benchmarks/hybrid_table.py {' '.join(sys.argv[1:])}`",
             "",
             *parts,
-            "<!-- issue10-table:end -->",
-        ]
+        ],
+        "## Hybrid search and the defaults (issue 10)",
     )
-    doc = args.doc.read_text(encoding="utf-8") if args.doc.exists() else "# Benchmarks\n"
-    start, end = "<!-- issue10-table:start -->", "<!-- issue10-table:end -->"
-    if start in doc and end in doc:
-        doc = doc[: doc.index(start)] + section + doc[doc.index(end) + len(end) :]
-    else:
-        doc = doc.rstrip() + "\n\n## Hybrid search and the defaults (issue 10)\n\n" + section + "\n"
-    args.doc.write_text(doc, encoding="utf-8")
     print(f"wrote {args.doc}", file=sys.stderr)
 
 

@@ -51,6 +51,7 @@ from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
 SHARED = ROOT.parent / "shared" / "benchmarks"
 BUDGETS = (1000, 2000, 4000)
 CONFIGS: list[tuple[str, dict[str, bool]]] = [
@@ -150,6 +151,8 @@ async def dataset(
 
 
 async def main() -> None:
+    from doc_sections import replace_section
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks.md")
     ap.add_argument("--runs", type=Path, default=ROOT / ".bench" / "runs" / "structure")
@@ -184,9 +187,10 @@ async def main() -> None:
         QUERIES[1:],
     )
     rows.sort(key=lambda r: r.split("|")[1])
-    section = "\n".join(
+    replace_section(
+        args.doc,
+        "issue12-table",
         [
-            "<!-- issue12-table:start -->",
             f"Run {started}; {os.cpu_count()} cores ({platform.processor() or platform.machine()}); "
             "all-MiniLM-L6-v2 on CPU, late chunking, 400-character children, search defaults; "
             "scored by `../shared/benchmarks/score.py`.",
@@ -194,16 +198,9 @@ async def main() -> None:
             "",
             *header,
             *rows,
-            "<!-- issue12-table:end -->",
-        ]
+        ],
+        "## Structure-aware parents (issue 12)",
     )
-    doc = args.doc.read_text(encoding="utf-8") if args.doc.exists() else "# Benchmarks\n"
-    start, end = "<!-- issue12-table:start -->", "<!-- issue12-table:end -->"
-    if start in doc and end in doc:
-        doc = doc[: doc.index(start)] + section + doc[doc.index(end) + len(end) :]
-    else:
-        doc = doc.rstrip() + "\n\n## Structure-aware parents (issue 12)\n\n" + section + "\n"
-    args.doc.write_text(doc, encoding="utf-8")
     print(f"wrote {args.doc}", file=sys.stderr)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from parrot_parents.cli.common import add_store_options, make_store
+from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
 from parrot_parents.cli.ingest import add_chunking_options, loader_options, parent_sizes
 
 __all__ = ["register"]
@@ -18,13 +18,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Takes the chunking options of `ingest`; every document stored with "
         "another policy version is rebuilt from the text kept in the collection's documents "
         "table (the files are not read), batch by batch; each document is replaced in one "
-        "transaction, so an interrupted run resumes where it stopped.",
+        "transaction, so an interrupted run resumes where it stopped. The strategy is part "
+        "of the policy: give the `--strategy` the documents were ingested with (default: "
+        "the same default as `ingest`).",
     )
     p.add_argument(
         "--stale", action="store_true", required=True, help="only documents of another policy"
     )
     add_store_options(p)
     add_chunking_options(p)
+    add_strategy_option(p)
     p.add_argument("--batch-size", type=int, default=16, help="documents per batch (16)")
     p.add_argument("--max-batches", type=int, default=None, help="stop after N batches")
     p.set_defaults(func=run)
@@ -36,9 +39,12 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.strategies.build import indexer_for
     from parrot_parents.strategies.spec import default_strategy, parse_strategy
 
-    store = make_store(args)
-    # The same default strategy as ingest, so a re-chunked document keeps its indexed rows.
-    indexer = indexer_for(parse_strategy(default_strategy(store)))
+    spec = parse_strategy(args.strategy)  # a bad spec fails before any work
+    # An existing collection only: a typo must not create an empty one.
+    store = make_store(args, create=False)
+    if args.strategy is None:
+        spec = parse_strategy(default_strategy(store))  # the same default as ingest
+    indexer = indexer_for(spec)
     loader = TextLoader(
         embedding=store.embedding,
         indexer=indexer,
@@ -55,7 +61,7 @@ async def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             max_batches=args.max_batches,
             on_batch=progress,
-            **parent_sizes(args),
+            **parent_sizes(args, spec),
         )
     finally:
         await store.close()

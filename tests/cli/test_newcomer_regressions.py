@@ -1,0 +1,51 @@
+"""Faults a newcomer found from the README: each test failed before its fix."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from sqlalchemy import text
+
+from parrot_parents.cli.main import main
+from parrot_parents.stores.engine import make_engine
+from tests.conftest import REPO_ROOT, unique_table
+
+EXAMPLES = REPO_ROOT / "examples" / "corpus"
+
+
+async def _exists(dsn: str, table: str) -> bool:
+    engine = await make_engine(dsn)
+    try:
+        async with engine.connect() as conn:
+            found = (await conn.execute(text("SELECT to_regclass(:t)"), {"t": table})).scalar()
+    finally:
+        await engine.dispose()
+    return found is not None
+
+
+def test_reindex_of_an_unknown_collection_fails_and_creates_nothing(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = unique_table("nosuch")
+    assert main(["reindex", "--stale", "--collection", table, "--dsn", pg_dsn]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not asyncio.run(_exists(pg_dsn, table))
+
+
+def test_show_counts_the_documents_own_children_not_indexed_rows(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = unique_table("show")
+    common = ["--collection", table, "--dsn", pg_dsn]
+    assert main(["ingest", str(EXAMPLES), *common]) == 0  # the default strategy
+    assert "indexed row(s)" in capsys.readouterr().out
+    assert main(["show", "employee-handbook.md", *common]) == 0
+    tree = capsys.readouterr().out
+    shown = int(re.search(r"4\. Pay and Payroll: 1 parent, (\d+) children", tree).group(1))
+    assert main(["ingest", str(EXAMPLES), *common, "--strategy", "plain"]) == 0
+    capsys.readouterr()
+    assert main(["show", "employee-handbook.md", *common]) == 0
+    plain = capsys.readouterr().out
+    assert f"4. Pay and Payroll: 1 parent, {shown} children" in plain

@@ -64,7 +64,9 @@ def read_text_file(path: str | Path, *, on_bad_bytes: OnBadBytes = "error") -> R
     except UnicodeDecodeError as exc:
         if on_bad_bytes == "error":
             raise DocumentReadError(
-                str(p), f"not valid UTF-8 at byte {exc.start} (use on_bad_bytes='replace')"
+                str(p),
+                f"not valid UTF-8 at byte {exc.start} (use on_bad_bytes='replace'; "
+                "on the command line, --on-bad-bytes replace)",
             ) from exc
         text = raw.decode("utf-8", errors="replace")
         warnings.append(f"invalid UTF-8 replaced by U+FFFD (first at byte {exc.start})")

@@ -39,8 +39,12 @@ def document_window(text: str, start: int, end: int, max_chars: int) -> str:
     """
     if len(text) <= max_chars:
         return text
-    middle = (start + end) // 2 if end - start < max_chars else start
-    lo = max(0, min(middle - max_chars // 2, len(text) - max_chars))
+    if end - start <= max_chars:
+        # Centred, but never so far that the span's start or end falls outside.
+        lo = min(max((start + end) // 2 - max_chars // 2, end - max_chars), start)
+    else:
+        lo = start
+    lo = max(0, min(lo, len(text) - max_chars))
     return text[lo : lo + max_chars]
 
 

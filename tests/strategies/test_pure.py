@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from parrot_parents.stores.resolve import resolve_indexed, targets_of
@@ -18,6 +18,7 @@ from parrot_parents.strategies.prompts import (
 )
 
 
+@example(text="0000000000001", a=1, b=13, cap=12)  # a span exactly as long as the cap
 @given(
     st.text(max_size=300),
     st.integers(min_value=0, max_value=300),

@@ -30,6 +30,7 @@ __all__ = [
     "INDEXES",
     "IS_CHUNK",
     "IS_FULL_DOCUMENT",
+    "NOT_INDEXED_PREDICATE",
     "OFFSETS_EXACT",
     "PARENT_CHUNK",
     "PARENT_DOCUMENT_ID",
@@ -88,6 +89,8 @@ PARENT_PREDICATE = (
 
 #: Rows written by an ingestion strategy to be searched in place of a retrievable row.
 INDEXED_PREDICATE = "(cmetadata->>'document_type' = 'indexed')"
+#: Rows of a document's own hierarchy (parents and children): anything but indexed rows.
+NOT_INDEXED_PREDICATE = f"(NOT coalesce({INDEXED_PREDICATE}, false))"
 
 #: What a search ranks: the children and the indexed rows (resolved to their retrievable
 #: rows by the store before anything is returned).

@@ -9,7 +9,7 @@ from sqlalchemy import Integer, func, select, text
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.engine import store_errors
-from parrot_parents.stores.markers import INDEXED_PREDICATE, PARENT_PREDICATE
+from parrot_parents.stores.markers import NOT_INDEXED_PREDICATE, PARENT_PREDICATE
 from parrot_parents.stores.schema import meta_field
 
 __all__ = ["OutlineEntry", "document_outline"]
@@ -57,7 +57,7 @@ async def document_outline(store: Any, document_id: str) -> list[OutlineEntry]:
         .where(meta_field(table, "document_id") == document_id)
         # Indexed rows (ingestion strategies) stand for children; they are not rows of
         # the document's own hierarchy.
-        .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
+        .where(text(NOT_INDEXED_PREDICATE))
         .group_by(path, layer)
         .order_by(text("start"), path, layer)
     )

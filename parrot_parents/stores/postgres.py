@@ -31,7 +31,7 @@ from parrot_parents.stores.lexical import (
 )
 from parrot_parents.stores.markers import (
     CHILD_PREDICATE,
-    INDEXED_PREDICATE,
+    NOT_INDEXED_PREDICATE,
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
 )
@@ -597,7 +597,7 @@ class PgVectorStore(AbstractStore):
         stmt = (
             select(table.c.id, table.c.document, table.c.cmetadata)
             .where(table.c.id.in_(list(ids)))
-            .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
+            .where(text(NOT_INDEXED_PREDICATE))
         )
         async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -706,7 +706,7 @@ class PgVectorStore(AbstractStore):
             )
             .where(meta_field(table, "document_id") == document_id)
             # Indexed rows are not spans of the document: they are not listed.
-            .where(text(f"NOT coalesce({INDEXED_PREDICATE}, false)"))
+            .where(text(NOT_INDEXED_PREDICATE))
             .order_by(
                 parents_first,
                 meta_field(table, "start_index").cast(Integer),

@@ -140,13 +140,11 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.cli.common import describe_strategy
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.strategies.build import free_report, indexer_for
-    from parrot_parents.strategies.spec import default_strategy, parse_strategy
+    from parrot_parents.strategies.spec import strategy_for
 
-    spec = parse_strategy(args.strategy)  # a bad spec fails before any work
+    store = make_store(args)  # not connected: nothing is loaded yet
+    spec = strategy_for(args.strategy, store)  # a bad spec fails before any work
     sizes = parent_sizes(args, spec)
-    store = make_store(args)
-    if args.strategy is None:
-        spec = parse_strategy(default_strategy(store))  # the package default
     indexer = indexer_for(spec, concurrency=args.llm_concurrency)
     loader = TextLoader(
         args.paths,

@@ -37,13 +37,11 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.loaders.reindex import ReindexReport, reindex_stale
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.strategies.build import indexer_for
-    from parrot_parents.strategies.spec import default_strategy, parse_strategy
+    from parrot_parents.strategies.spec import strategy_for
 
-    spec = parse_strategy(args.strategy)  # a bad spec fails before any work
     # An existing collection only: a typo must not create an empty one.
-    store = make_store(args, create=False)
-    if args.strategy is None:
-        spec = parse_strategy(default_strategy(store))  # the same default as ingest
+    store = make_store(args, create=False)  # not connected: nothing is loaded yet
+    spec = strategy_for(args.strategy, store)  # a bad spec fails before any work
     indexer = indexer_for(spec)
     loader = TextLoader(
         embedding=store.embedding,

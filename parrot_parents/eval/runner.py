@@ -49,7 +49,7 @@ from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, structure_of
 from parrot_parents.retrieval.modes import parse_mode
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.strategies.build import free_report, indexer_for
-from parrot_parents.strategies.spec import StrategySpec, default_strategy, parse_strategy
+from parrot_parents.strategies.spec import StrategySpec, parse_strategy, strategy_for
 
 __all__ = [
     "EvalConfig",
@@ -414,11 +414,7 @@ class _Session:
         late = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
-        self.spec = (
-            config.spec
-            if config.strategy is not None
-            else parse_strategy(default_strategy(self.store))
-        )
+        self.spec = strategy_for(config.strategy, self.store)
         self.indexer = indexer_for(self.spec)
         self.loader = TextLoader(
             child_chunk_size=config.child_size,

@@ -49,8 +49,8 @@ __all__ = [
     "STRATEGY_NAMES",
     "StrategyName",
     "StrategySpec",
-    "default_strategy",
     "parse_strategy",
+    "strategy_for",
 ]
 
 #: The ingestion strategy of ``ingest`` and ``eval`` when none is given, on a store that
@@ -199,10 +199,18 @@ def _int(spec: str, key: str, raw: str) -> int:
         raise _fail(spec, f"{key} must be a whole number, got {raw!r}") from None
 
 
-def default_strategy(store: object) -> str:
-    """:data:`DEFAULT_STRATEGY` on a store that can search indexed rows, else ``plain``
-    (the Milvus store cannot, so its default stays plain)."""
-    return DEFAULT_STRATEGY if getattr(store, "supports_indexed_rows", False) else "plain"
+def strategy_for(value: str | StrategySpec | None, store: object) -> StrategySpec:
+    """The strategy given, parsed; when none is given, the package default for ``store``:
+    :data:`DEFAULT_STRATEGY` on a store that can search indexed rows, else ``plain`` (the
+    Milvus store cannot, so its default stays plain).
+
+    Raises:
+        ConfigurationError: as :func:`parse_strategy`.
+    """
+    if value is not None:
+        return parse_strategy(value)
+    indexed = getattr(store, "supports_indexed_rows", False)
+    return parse_strategy(DEFAULT_STRATEGY if indexed else "plain")
 
 
 def parse_strategy(value: str | StrategySpec | None) -> StrategySpec:

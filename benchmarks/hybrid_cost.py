@@ -47,8 +47,7 @@ from parrot_parents.retrieval.options import DEFAULTS
 from parrot_parents.stores.lexical import drop_lexical
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.strategies.build import indexer_for
-from parrot_parents.strategies.spec import DEFAULT_STRATEGY, parse_strategy
+from parrot_parents.strategies.spec import DEFAULT_STRATEGY
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -63,15 +62,11 @@ def _p(values: list[float], q: float) -> float:
 async def latency(
     emb: Any, corpora: dict[str, str], questions: list[Any], rounds: int, dsn: str | None
 ) -> list[str]:
-    store = PgVectorStore(dsn=dsn, table=fresh_collection_name(), embedding=emb)
+    from hybrid_table import ingest_corpora
+
+    # The default ingestion too: hits on indexed rows resolve to their children.
+    store = await ingest_corpora(emb, corpora, DEFAULT_CHILD_SIZE, dsn, DEFAULT_STRATEGY)
     try:
-        # The default ingestion too: hits on indexed rows resolve to their children.
-        indexer = indexer_for(parse_strategy(DEFAULT_STRATEGY))
-        loader = TextLoader(embedding=emb, indexer=indexer)
-        docs = [Document(page_content=t, metadata={"document_id": c}) for c, t in corpora.items()]
-        await loader.chunk_documents(docs, vector_store=store)
-        if indexer is not None:
-            await indexer.close()
         bot = Chatbot(
             store=store, parent_searcher=InTableParentSearcher(store=store), owns_store=False
         )

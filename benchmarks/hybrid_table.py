@@ -103,7 +103,7 @@ def _write_run(path: Path, run: dict[int, list[tuple[str, int, int]]]) -> None:
             f.write(json.dumps({"qid": qid, "passages": passages}) + "\n")
 
 
-async def _ingest(
+async def ingest_corpora(
     emb: Any, corpora: dict[str, str], child: int, dsn: str | None, strategy: str = "plain"
 ) -> PgVectorStore:
     """A fresh collection of the corpora; ``strategy`` is the ingestion strategy (the
@@ -126,7 +126,7 @@ async def lexical_table(
     import bm25s
     import Stemmer
 
-    store = await _ingest(emb, corpora, 300, dsn)
+    store = await ingest_corpora(emb, corpora, 300, dsn)
     try:
         engine, _ = await store.ready()
         async with engine.connect() as conn:
@@ -234,11 +234,11 @@ async def grid(
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for child in sizes:
-        store = await _ingest(emb, corpora, child, dsn)
+        store = await ingest_corpora(emb, corpora, child, dsn)
         default_store = None
         if child == DEFAULT_CHILD_SIZE and any(label == "defaults" for label, _ in queries):
             # What `parrot-parents eval --budget B` runs: the default ingestion strategy too.
-            default_store = await _ingest(emb, corpora, child, dsn, DEFAULT_STRATEGY)
+            default_store = await ingest_corpora(emb, corpora, child, dsn, DEFAULT_STRATEGY)
         bots = {
             s: Chatbot(store=s, parent_searcher=InTableParentSearcher(store=s), owns_store=False)
             for s in (store, default_store)

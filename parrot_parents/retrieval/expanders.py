@@ -33,6 +33,7 @@ from langchain_core.documents import Document
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.packing import SourceIndex
 from parrot_parents.retrieval.passages import Hit, Passage
+from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.markers import (
     CHUNK_INDEX,
     DOCUMENT_ID,
@@ -53,6 +54,7 @@ __all__ = [
     "expand_hits",
     "expander_for",
     "group_by_parent",
+    "plan_for",
 ]
 
 
@@ -317,6 +319,15 @@ def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Pas
         target.id = f"{target.document_id}#window:{start}-{end}"
         target.child_ids += [c for c in p.child_ids if c not in target.child_ids]
     return out
+
+
+def plan_for(mode: ExpansionMode) -> ContextPlan:
+    """The reads of a mode's :meth:`Expander.fetch`, to join to the search statement."""
+    if mode.name == "auto_merge":
+        return ContextPlan(parents=True, children=True)
+    if mode.name == "window":
+        return ContextPlan(parents=True, window=mode.window)
+    return ContextPlan(parents=True)
 
 
 def expander_for(mode: ExpansionMode) -> Expander:

@@ -21,18 +21,20 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError
-from parrot_parents.retrieval.expanders import expander_for
+from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
+from parrot_parents.retrieval.expanders import expander_for, plan_for
 from parrot_parents.retrieval.meta import ChildScore, Fallback, RetrievalMeta, describe_error
 from parrot_parents.retrieval.options import ResolvedOptions, RetrievalOptions
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format_context
+from parrot_parents.stores.context import Context, ContextPlan
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
 from parrot_parents.stores.search_options import Fusion
 
 if TYPE_CHECKING:
     from parrot_parents.rerankers.abstract import AbstractReranker
     from parrot_parents.stores.abstract import AbstractStore
-    from parrot_parents.stores.parents.abstract import AbstractParentSearcher
     from parrot_parents.stores.results import SearchResult
 
 __all__ = ["Retrieval", "Retriever"]
@@ -108,7 +110,7 @@ class Retriever:
             search_mode=opts.search_mode,
         )
         t = time.perf_counter()
-        results = await self._search(question, opts, meta)
+        results, context = await self._search(question, opts, meta)
         meta.timings_ms["search"] = _ms(t)
         hits = [Hit.from_result(r, i) for i, r in enumerate(results)]
         meta.candidates = len(hits)
@@ -118,7 +120,7 @@ class Retriever:
 
         passages = [Passage.from_hit(h) for h in hits]
         if opts.expand_to_parent:
-            passages = await self._expand(hits, opts, meta) or passages
+            passages = await self._expand(hits, opts, meta, context) or passages
         if opts.budget is not None:
             t = time.perf_counter()
             packed = pack(passages, hits, opts.budget)
@@ -130,26 +132,65 @@ class Retriever:
         meta.timings_ms["total"] = _ms(started)
         return Retrieval(passages, meta)
 
+    def _plan(self, opts: ResolvedOptions) -> ContextPlan | None:
+        """The reads to join to the search, when the parent searcher reads this store's
+        own table (one round trip for search and expansion); else None."""
+        searcher = self.parent_searcher
+        if not opts.expand_to_parent or searcher is None:
+            return None
+        if not searcher.reads_from(self.store) or not hasattr(self.store, "search_with_context"):
+            return None
+        return plan_for(opts.mode)
+
     async def _search(
         self, question: str, opts: ResolvedOptions, meta: RetrievalMeta
-    ) -> list[SearchResult]:
-        """Search the children; a collection without a lexical index degrades to dense."""
+    ) -> tuple[list[SearchResult], Context | None]:
+        """Search the children (with the expansion's reads joined when possible); a
+        collection without a lexical index degrades to dense."""
         limit = opts.candidates(self.reranker is not None)
         fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight)
+        # After a reranker the context is read for the kept hits (see _expand).
+        plan = None if self.reranker is not None else self._plan(opts)
         try:
-            return await self.store.similarity_search(
+            if plan is not None:
+                search = self.store.search_with_context  # type: ignore[attr-defined]
+                try:
+                    results, context = await search(
+                        question,
+                        plan,
+                        limit=limit,
+                        filter=opts.filter,
+                        search_mode=opts.search_mode,
+                        fusion=fusion,
+                    )
+                    return results, context
+                except StoreError as exc:
+                    if exc.unavailable:
+                        raise
+                    # The joined read failed where a plain search may not: say so, and
+                    # search plainly (expansion then reads on its own, and may degrade).
+                    meta.fallbacks.append(
+                        Fallback(
+                            "context",
+                            describe_error(exc),
+                            "searched without the joined parent read",
+                        )
+                    )
+            results = await self.store.similarity_search(
                 question,
                 limit=limit,
                 filter=opts.filter,
                 search_mode=opts.search_mode,
                 fusion=fusion,
             )
+            return results, None
         except LexicalIndexMissingError as exc:
             meta.search_mode = "dense"
             meta.fallbacks.append(
                 Fallback("lexical", describe_error(exc), "searched the dense index only")
             )
-            return await self.store.similarity_search(question, limit=limit, filter=opts.filter)
+            results = await self.store.similarity_search(question, limit=limit, filter=opts.filter)
+            return results, None
 
     def _notes(self, call: RetrievalOptions, opts: ResolvedOptions) -> list[str]:
         """Options given for this call that have no effect, so nobody wonders why."""
@@ -192,14 +233,29 @@ class Retriever:
         return out
 
     async def _expand(
-        self, hits: list[Hit], opts: ResolvedOptions, meta: RetrievalMeta
+        self,
+        hits: list[Hit],
+        opts: ResolvedOptions,
+        meta: RetrievalMeta,
+        context: Context | None = None,
     ) -> list[Passage] | None:
-        """Widen the hits per mode; None (keep the children) when a read fails."""
+        """Widen the hits per mode; None (keep the children) when a read fails.
+
+        ``context``: the expansion's reads, joined to the search. Without it (after a
+        reranker), a searcher over the store's own table still reads everything in one
+        statement (``fetch_context``)."""
         assert self.parent_searcher is not None
         expander = expander_for(opts.mode)
         t = time.perf_counter()
+        searcher: AbstractParentSearcher = self.parent_searcher
         try:
-            fetched = await expander.fetch(hits, self.parent_searcher)
+            plan = self._plan(opts) if context is None else None
+            if plan is not None and hits:
+                read = self.store.fetch_context  # type: ignore[attr-defined]
+                context = await read([(h.id, h.metadata) for h in hits], plan)
+            if context is not None:
+                searcher = PrefetchedParentSearcher(context, searcher)
+            fetched = await expander.fetch(hits, searcher)
         except Exception as exc:  # only I/O is guarded: a failed read degrades
             meta.fallbacks.append(
                 Fallback("parent_fetch", describe_error(exc), "returned the children unexpanded")

@@ -2,9 +2,12 @@
 into :class:`~parrot_parents.errors.StoreError`.
 
 * :func:`make_engine`: ``None`` means ``$PARROT_PARENTS_DSN``, else the embedded server
-  (:mod:`parrot_parents.stores.embedded`). Pooled connections are pre-pinged
-  (``pool_pre_ping=True``), so after a server restart a stale connection is replaced before
-  use and the first request after the restart does not fail.
+  (:mod:`parrot_parents.stores.embedded`). Connections carry pgvector's binary codec
+  (:mod:`parrot_parents.stores.vector_codec`). They are not pre-pinged: a ping costs one
+  to three round trips on every checkout (SQLAlchemy's asyncpg ping opens a transaction),
+  more than a search. Instead, the store's reads retry once on a connection found dead
+  (:mod:`parrot_parents.stores.reads`), so after a server restart the first request
+  still succeeds; pass ``pool_pre_ping=True`` to ping anyway.
 * :func:`store_errors`: wraps driver and SQLAlchemy errors, and the ``OSError`` raised when
   the socket is gone (``ConnectionRefusedError``, ``FileNotFoundError`` of a Unix socket),
   into ``StoreError`` with ``sqlstate`` and without SQL text. Decisions are made on the
@@ -24,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.vector_codec import install as install_vector_codec
 
 __all__ = [
     "UNAVAILABLE_SQLSTATE_CLASSES",
@@ -45,15 +49,17 @@ async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:
     Args:
         dsn: ``postgresql://`` DSN, or None (see module docstring).
         **kwargs: passed to :func:`sqlalchemy.ext.asyncio.create_async_engine`;
-            ``pool_pre_ping`` defaults to True.
+            ``pool_pre_ping`` defaults to False (see the module docstring).
 
     Raises:
         ConfigurationError: an unparsable DSN or another driver.
         StoreError: the embedded server could not be started.
     """
     raw = await asyncio.to_thread(resolve_dsn, dsn)
-    kwargs.setdefault("pool_pre_ping", True)
-    return create_async_engine(to_async_dsn(raw), **kwargs)
+    kwargs.setdefault("pool_pre_ping", False)
+    engine = create_async_engine(to_async_dsn(raw), **kwargs)
+    install_vector_codec(engine)
+    return engine
 
 
 def sqlstate_of(exc: BaseException) -> str | None:

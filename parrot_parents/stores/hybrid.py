@@ -39,6 +39,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
 from parrot_parents.stores.search_options import Fusion, SearchMode
+from parrot_parents.stores.vector_codec import QueryVector
 
 __all__ = ["BM25_B", "BM25_K1", "query_vector", "search_statement"]
 
@@ -50,7 +51,8 @@ BM25_B = 0.75
 def query_vector(table: Table) -> Any:
     """The query embedding as a bound parameter (``query_vector``), so that a statement
     can be built once and run with any vector."""
-    return bindparam("query_vector", type_=table.c.embedding.type)
+    # Bound in pgvector's binary format (parrot_parents.stores.vector_codec), not as text.
+    return bindparam("query_vector", type_=QueryVector(table.c.embedding.type.dim))
 
 
 def _dense(table: Table, where: list[Any], depth: int) -> Any:
@@ -135,8 +137,8 @@ def search_statement(
 
     Dense-only search stays the store's plain kNN statement.
 
-    Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score``,
-    best first. ``distance`` is the cosine distance when ``with_vector``.
+    Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
+    ord`` (the 1-based rank), best first. ``distance`` is the cosine distance when ``with_vector``.
 
     Args:
         table: the collection table.
@@ -165,6 +167,7 @@ def search_statement(
                 literal(None, Float).label("dense_rank"),
                 lex.c.lexical_rank,
                 lex.c.lexical_score,
+                func.row_number().over(order_by=lex.c.lexical_rank).label("ord"),
             )
             .join(lex, lex.c.id == table.c.id)
             .order_by(lex.c.lexical_rank)
@@ -199,6 +202,9 @@ def search_statement(
             top.c.dense_rank,
             top.c.lexical_rank,
             top.c.lexical_score,
+            func.row_number()
+            .over(order_by=(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id))
+            .label("ord"),
         )
         .join(top, top.c.id == table.c.id)
         .order_by(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id)

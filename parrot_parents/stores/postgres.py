@@ -7,14 +7,35 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 from langchain_core.documents import Document
-from sqlalchemy import Integer, MetaData, Table, and_, delete, func, or_, select, text
+from sqlalchemy import (
+    Float,
+    Integer,
+    MetaData,
+    Table,
+    and_,
+    cast,
+    delete,
+    func,
+    null,
+    or_,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.context import Context, ContextPlan
+from parrot_parents.stores.context_sql import (
+    Split,
+    search_with_context,
+    seeded_statement,
+    split_rows,
+)
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import make_engine, store_errors
@@ -34,8 +55,10 @@ from parrot_parents.stores.markers import (
     NOT_INDEXED_PREDICATE,
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
+    is_indexed,
 )
-from parrot_parents.stores.resolve import resolve_indexed, targets_of
+from parrot_parents.stores.reads import Settings, read
+from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
@@ -433,7 +456,8 @@ class PgVectorStore(AbstractStore):
             validate_filter(filter)  # a bad filter fails before the model runs
         await self.ready()  # and so does an unknown collection
         vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
-        return await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+        results, _ = await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+        return results
 
     async def similarity_search_by_vector(
         self,
@@ -451,7 +475,8 @@ class PgVectorStore(AbstractStore):
         mode = _check_mode(search_mode)
         if mode != "dense" and not query:
             raise ConfigurationError(f"search_mode={mode!r} needs the query text: pass query=")
-        return await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+        results, _ = await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+        return results
 
     async def _search(
         self,
@@ -462,7 +487,8 @@ class PgVectorStore(AbstractStore):
         include_parents: bool,
         filter: dict[str, Any] | None,
         fusion: Fusion | None,
-    ) -> list[SearchResult]:
+        plan: ContextPlan | None = None,
+    ) -> tuple[list[SearchResult], Context | None]:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
             raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
         if filter is not None and not isinstance(filter, dict):
@@ -479,20 +505,43 @@ class PgVectorStore(AbstractStore):
                 f"collection {self.table!r} has no lexical index",
                 hint=f"run `parrot-parents migrate --collection {self.table}`",
             )
-        # A hit on an indexed row resolves to its retrievable row; several hits on one row
-        # keep the best. Dedup can leave fewer than ``limit``: search deeper, then cut.
+        # A hit on an indexed row resolves to its retrievable row (read in the same
+        # statement); several hits on one row keep the best. Dedup can leave fewer than
+        # ``limit``: search deeper, then cut.
         fetch = limit
         while True:
-            found = await self._ranked(
-                engine, table, vector, query, mode, fetch, include_parents, filter, fusion
+            split = await self._ranked(
+                engine, table, vector, query, mode, fetch, include_parents, filter, fusion, plan
             )
-            targets = targets_of(found)
-            if not targets:
-                return found
-            resolved = resolve_indexed(found, await self._rows_by_id(engine, table, targets))
+            found = split.hits
+            resolved = resolve_indexed(found, split.targets) if split.targets or any(
+                is_indexed(r.metadata) for r in found
+            ) else found
             if len(resolved) >= limit or len(found) < fetch or fetch >= _MAX_LIMIT:
-                return resolved[:limit]
+                return resolved[:limit], split.context
             fetch = min(_MAX_LIMIT, fetch * 4)
+
+    def _settings(
+        self, mode: SearchMode, limit: int, fusion: Fusion | None, filtered: bool
+    ) -> Settings:
+        """The session settings a search needs (none for a lexical one).
+
+        Without a filter, sequential scans are disabled: on a small table with a large
+        ``ef_search`` the planner costs the HNSW scan above a full scan and sort, and picks
+        the full scan, several times slower (37 ms against 6.5 ms at 10k rows with
+        ``ef_search`` 200). With a filter the planner stays free: a very selective filter
+        is answered exactly by a scan where an index scan could stop short.
+        """
+        if mode == "lexical":
+            return ()
+        opts = self.search_options
+        depth = max(limit, (fusion.depth or limit) if fusion else limit)
+        return (
+            ("hnsw.ef_search", str(max(opts.ef_search, min(depth, 1000)))),
+            ("hnsw.iterative_scan", opts.iterative_scan),
+            ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
+            ("enable_seqscan", "on" if filtered else "off"),
+        )
 
     async def _ranked(
         self,
@@ -505,54 +554,39 @@ class PgVectorStore(AbstractStore):
         include_parents: bool,
         filter: dict[str, Any] | None,
         fusion: Fusion | None,
-    ) -> list[SearchResult]:
-        """The ranked rows of one search statement, indexed rows unresolved."""
+        plan: ContextPlan | None = None,
+    ) -> Split:
+        """The ranked rows of one search statement, with the targets of indexed hits and
+        ``plan``'s reads; one round trip (:mod:`parrot_parents.stores.reads`)."""
         # Without a filter the statement depends only on the key below: build it once.
         # (Building it took longer than PostgreSQL took to plan and run it.)
-        key = (mode, limit, include_parents, vector is not None, fusion)
+        key = (mode, limit, include_parents, vector is not None, fusion, plan)
         stmt = None if filter else self._statements.get(key)
         if stmt is None:
-            stmt = self._statement(table, mode, limit, include_parents, filter, fusion, vector)
+            ranked = self._statement(table, mode, limit, include_parents, filter, fusion, vector)
+            stmt = search_with_context(table, ranked, plan)
             if not filter:
                 if len(self._statements) >= 256:
                     self._statements.clear()
                 self._statements[key] = stmt
         params: dict[str, Any] = {}
         if vector is not None:
-            params["query_vector"] = vector
+            params["query_vector"] = _as_float32(vector)
         if mode != "dense":
             params["lexical_query"] = query
-        opts = self.search_options
-        depth = max(limit, (fusion.depth or limit) if fusion else limit)
-        async with store_errors(f"search in {self.qualified_name}"), engine.begin() as conn:
-            # SET LOCAL semantics (is_local=true): the settings live exactly as long as this
-            # transaction, which also runs the query, so they take effect and never leak.
-            await conn.execute(
-                text(
-                    "SELECT set_config('hnsw.ef_search', :ef, true),"
-                    " set_config('hnsw.iterative_scan', :mode, true),"
-                    " set_config('hnsw.max_scan_tuples', :mst, true)"
-                ),
-                {
-                    "ef": str(max(opts.ef_search, min(depth, 1000))),
-                    "mode": opts.iterative_scan,
-                    "mst": str(opts.max_scan_tuples),
-                },
-            )
-            rows = (await conn.execute(stmt, params)).all()
-        return [
-            SearchResult(
-                id=r.id,
-                content=r.document,
-                metadata=dict(r.cmetadata or {}),
-                score=None if r.distance is None else 1.0 - float(r.distance),
-                distance=None if r.distance is None else float(r.distance),
-                dense_rank=i + 1 if mode == "dense" else _int(r.dense_rank),
-                lexical_rank=None if mode == "dense" else _int(r.lexical_rank),
-                lexical_score=None if mode == "dense" else _float(r.lexical_score),
-            )
-            for i, r in enumerate(rows)
-        ]
+        if plan is not None and plan.window is not None:
+            params["window_n"] = plan.window
+
+        async def work(conn: Any) -> list[Any]:
+            return list((await conn.execute(stmt, params)).all())
+
+        rows = await read(
+            engine,
+            f"search in {self.qualified_name}",
+            work,
+            self._settings(mode, limit, fusion, bool(filter)),
+        )
+        return split_rows(rows, plan, dense=mode == "dense")
 
     def _statement(
         self,
@@ -564,7 +598,8 @@ class PgVectorStore(AbstractStore):
         fusion: Fusion | None,
         vector: Sequence[float] | None,
     ) -> Any:
-        """The search statement; binds ``query_vector`` and ``lexical_query``."""
+        """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
+        ``query_vector`` and ``lexical_query``."""
         where: list[Any] = []
         if not include_parents:
             where.append(text(SEARCH_PREDICATE))
@@ -572,11 +607,24 @@ class PgVectorStore(AbstractStore):
             where.append(compile_filter(table.c.cmetadata, filter))
         if mode == "dense":
             distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
-            return (
+            # The kNN in a subquery, numbered outside it: a window function beside the
+            # ORDER BY ... LIMIT would read every row before the limit.
+            knn = (
                 select(table.c.id, table.c.document, table.c.cmetadata, distance)
                 .where(table.c.embedding.is_not(None), *where)
                 .order_by(distance)
                 .limit(limit)
+                .subquery("knn")
+            )
+            return select(
+                knn.c.id,
+                knn.c.document,
+                knn.c.cmetadata,
+                knn.c.distance,
+                cast(null(), Integer).label("dense_rank"),
+                cast(null(), Integer).label("lexical_rank"),
+                cast(null(), Float).label("lexical_score"),
+                func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
             )
         assert self.text_search_config is not None
         return search_statement(
@@ -590,21 +638,77 @@ class PgVectorStore(AbstractStore):
             fusion=fusion,
         )
 
-    async def _rows_by_id(
-        self, engine: AsyncEngine, table: Table, ids: Sequence[str]
-    ) -> dict[str, SearchResult]:
-        """Retrievable rows (never indexed ones) by id; one statement over the primary key."""
-        stmt = (
-            select(table.c.id, table.c.document, table.c.cmetadata)
-            .where(table.c.id.in_(list(ids)))
-            .where(text(NOT_INDEXED_PREDICATE))
+    async def search_with_context(
+        self,
+        query: str,
+        plan: ContextPlan,
+        limit: int = 10,
+        filter: dict[str, Any] | None = None,
+        *,
+        search_mode: SearchMode = "dense",
+        fusion: Fusion | None = None,
+        vector: Sequence[float] | None = None,
+    ) -> tuple[list[SearchResult], Context]:
+        """:meth:`similarity_search` over the children, and what ``plan`` names (parents,
+        a window's neighbours, a parent's children) read in the same statement: one round
+        trip for the search and the expansion after it (issue 11).
+
+        Args:
+            query: the question (embedded unless ``vector`` is given, and matched lexically
+                in ``lexical``/``hybrid`` mode).
+            plan: the reads to join (:class:`~parrot_parents.stores.context.ContextPlan`).
+            limit, filter, search_mode, fusion: as :meth:`similarity_search`.
+            vector: the query embedding, when already computed.
+
+        Returns:
+            ``(results, context)``: the results exactly as :meth:`similarity_search` returns
+            them, and a :class:`~parrot_parents.stores.context.Context` for
+            :class:`~parrot_parents.stores.parents.prefetched.PrefetchedParentSearcher`.
+
+        Raises:
+            As :meth:`similarity_search`.
+        """
+        mode = _check_mode(search_mode)
+        if isinstance(filter, dict) and filter:
+            validate_filter(filter)
+        await self.ready()
+        if vector is None and mode != "lexical":
+            vector = await self.embedding.aembed_query(query)
+        results, context = await self._search(
+            vector, query, mode, limit, False, filter, fusion, plan
         )
-        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return {
-            r.id: SearchResult(id=r.id, content=r.document, metadata=dict(r.cmetadata or {}))
-            for r in rows
-        }
+        assert context is not None
+        return results, context
+
+    async def fetch_context(
+        self, rows: Sequence[tuple[str, dict[str, Any]]], plan: ContextPlan
+    ) -> Context:
+        """``plan``'s reads for rows already found (after a reranker), in one statement.
+
+        Args:
+            rows: ``(id, metadata)`` of the retrievable rows kept (children, or parents
+                reached through a summary), as the search returned them.
+            plan: what to read.
+        """
+        wanted = list(dict.fromkeys(str(i) for i, _ in rows))
+        engine, table = await self.ready()
+        if not wanted:
+            return Context(plan=plan)
+        key = ("seeded", plan)
+        stmt = self._statements.get(key)
+        if stmt is None:
+            stmt = self._statements[key] = seeded_statement(table, plan)
+        params: dict[str, Any] = {"seed_ids": wanted}
+        if plan.window is not None:
+            params["window_n"] = plan.window
+
+        async def work(conn: Any) -> list[Any]:
+            return list((await conn.execute(stmt, params)).all())
+
+        found = await read(engine, f"read from {self.qualified_name}", work)
+        split = split_rows(found, plan, dense=True, seeds=[dict(m) for _, m in rows])
+        assert split.context is not None
+        return split.context
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         """Children of each parent id, ordered by ``start_index``; one statement.
@@ -651,8 +755,10 @@ class PgVectorStore(AbstractStore):
         self, engine: AsyncEngine, stmt: Any, key: str
     ) -> dict[str, list[SearchResult]]:
         """Run ``stmt`` (id, document, cmetadata) and group the rows by a metadata key."""
-        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        async def work(conn: Any) -> list[Any]:
+            return list((await conn.execute(stmt)).all())
+
+        rows = await read(engine, f"read from {self.qualified_name}", work)
         out: dict[str, list[SearchResult]] = defaultdict(list)
         for r in rows:
             meta = dict(r.cmetadata or {})
@@ -805,6 +911,11 @@ class PgVectorStore(AbstractStore):
             stmt = stmt.where(text(CHILD_PREDICATE))
         async with store_errors(f"count {self.qualified_name}"), engine.connect() as conn:
             return int((await conn.execute(stmt)).scalar_one())
+
+
+def _as_float32(vector: Sequence[float]) -> Any:
+    """The query vector as float32 numpy (what the binary codec sends, no text)."""
+    return np.asarray(vector, dtype=np.float32)
 
 
 def _check_mode(mode: object) -> SearchMode:

@@ -91,6 +91,12 @@ class AbstractParentSearcher(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} cannot read neighbouring children")
 
+    def reads_from(self, store: Any) -> bool:
+        """True when this searcher reads ``store``'s own table, so that its reads can be
+        joined to the store's search statement (one round trip per query). Default False.
+        """
+        return False
+
     async def health_check(self) -> bool:
         """Readiness probe used by ``GET /health``. Default: True."""
         return True

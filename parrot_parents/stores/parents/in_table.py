@@ -7,12 +7,14 @@ from typing import Any
 
 from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select, text
+from sqlalchemy import Text, any_, bindparam, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.markers import PARENT_PREDICATE
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.reads import read
 from parrot_parents.stores.results import SearchResult
 
 __all__ = ["InTableParentSearcher", "InTableParentSearcherConfig"]
@@ -52,20 +54,34 @@ class InTableParentSearcher(AbstractParentSearcher):
                 f"InTableParentSearcher needs a PgVectorStore, got {type(store).__name__}"
             )
         self.store = store
+        self._fetch: Any = None
+
+    def reads_from(self, store: Any) -> bool:
+        """True for the store this searcher was built on: the store joins the parents to
+        its search (:meth:`PgVectorStore.search_with_context`)."""
+        return store is self.store
 
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
-        """One ``SELECT ... WHERE id = ANY(:ids)``; see :meth:`AbstractParentSearcher.fetch`."""
+        """One ``SELECT ... WHERE id = ANY(:ids)``; see :meth:`AbstractParentSearcher.fetch`.
+
+        The ids are bound as one array, so the prepared statement is the same for any
+        number of ids."""
         ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
         if not ids:
             return {}
         engine, table = await self.store.ready()
-        stmt = (
-            select(table.c.id, table.c.document, table.c.cmetadata)
-            .where(table.c.id.in_(ids))
-            .where(text(PARENT_PREDICATE))
-        )
-        async with engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        if self._fetch is None:
+            self._fetch = (
+                select(table.c.id, table.c.document, table.c.cmetadata)
+                .where(table.c.id == any_(bindparam("ids", type_=ARRAY(Text))))
+                .where(text(PARENT_PREDICATE))
+            )
+        stmt = self._fetch
+
+        async def work(conn: Any) -> list[Any]:
+            return list((await conn.execute(stmt, {"ids": ids})).all())
+
+        rows = await read(engine, f"read from {self.store.qualified_name}", work)
         return {
             r.id: Document(id=r.id, page_content=r.document, metadata=dict(r.cmetadata or {}))
             for r in rows

@@ -1,0 +1,104 @@
+"""How the store reads: one round trip per statement, no transaction, one retry.
+
+A search used to cost seven round trips (``BEGIN; set_config; kNN; COMMIT; BEGIN;
+parents; ROLLBACK``), plus a ping per checkout. A read here is just the statement:
+
+* **no explicit transaction**: the connection runs in autocommit, so a lone ``SELECT``
+  is sent as is (asyncpg's cached prepared statement: one round trip);
+* **session settings once per pooled connection**: the HNSW settings a search needs are
+  applied with ``set_config(..., false)`` the first time a connection serves a search
+  with those values, and remembered in the pooled connection's ``info``; later searches
+  with the same values send nothing more;
+* **one retry on a dead connection**: without a pre-ping, a pooled connection that the
+  server dropped (a restart) fails on first use; SQLAlchemy then invalidates the pool,
+  and the read runs once more on a fresh connection. Reads are idempotent, so the retry
+  is safe; a server that is really down fails the retry too and is reported as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from parrot_parents.errors import StoreError
+from parrot_parents.stores.engine import store_errors
+from parrot_parents.stores.vector_codec import ensure_codec
+
+__all__ = ["SETTINGS_KEY", "Settings", "read", "rows", "was_disconnect"]
+
+T = TypeVar("T")
+
+#: ``((name, value), ...)``: session settings a read needs, in a fixed order.
+Settings = tuple[tuple[str, str], ...]
+
+#: Key in a pooled connection's ``info``: the settings last applied to its session.
+SETTINGS_KEY = "parrot_parents.session_settings"
+
+
+def was_disconnect(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated"."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, DBAPIError) and cur.connection_invalidated:
+            return True
+        cur = cur.__cause__
+    return False
+
+
+async def _apply(conn: AsyncConnection, settings: Settings) -> None:
+    """Set ``settings`` on the session unless they are what it already has."""
+    if not settings or conn.info.get(SETTINGS_KEY) == settings:
+        return
+    # Session-level (is_local=false): autocommit reads have no transaction to scope a
+    # SET LOCAL; the values are remembered, so a connection is set once per change.
+    conn.info.pop(SETTINGS_KEY, None)
+    calls = ", ".join(f"set_config(:n{i}, :v{i}, false)" for i in range(len(settings)))
+    params: dict[str, str] = {}
+    for i, (name, value) in enumerate(settings):
+        params[f"n{i}"] = name
+        params[f"v{i}"] = value
+    await conn.execute(text(f"SELECT {calls}"), params)
+    conn.info[SETTINGS_KEY] = settings
+
+
+async def read(
+    engine: AsyncEngine,
+    action: str,
+    work: Callable[[AsyncConnection], Awaitable[T]],
+    settings: Settings = (),
+) -> T:
+    """Run ``work(conn)`` on an autocommit connection with ``settings`` and the vector
+    codec in place; retried once when the pooled connection was dead.
+
+    Args:
+        engine: the store's engine.
+        action: what is being done, for the error message ("search in public.docs").
+        work: the statements; it must only read.
+        settings: session settings it needs (``hnsw.ef_search`` ...).
+
+    Raises:
+        StoreError: the database failed or is unavailable (no SQL in the message).
+    """
+    for attempt in (1, 2):
+        try:
+            async with store_errors(action), engine.connect() as conn:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                await ensure_codec(conn)
+                await _apply(conn, settings)
+                return await work(conn)
+        except StoreError as exc:
+            if attempt == 1 and was_disconnect(exc):
+                continue
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def rows(conn: AsyncConnection, stmt: Any, params: dict[str, Any] | None = None) -> list[Any]:
+    """All rows of ``stmt`` (a convenience for :func:`read`'s work functions)."""
+    return list((await conn.execute(stmt, params or {})).all())

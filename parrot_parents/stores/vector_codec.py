@@ -1,0 +1,114 @@
+"""pgvector's binary format on asyncpg connections, and what a read connection needs.
+
+Vectors travel in pgvector's binary format (4 bytes of header, then float32 values),
+through pgvector-python's own ``Vector`` encoding, instead of an ~8 KB text literal per
+384-dimension vector that the server must parse (text formatting was the top function in
+a profile of the query path, issue 11).
+
+* :func:`register_vector_codec` installs the codec on one asyncpg connection. Its encoder
+  takes a ``numpy`` array, a list of floats, a pgvector ``Vector`` or pgvector's text form
+  (what ``pgvector.sqlalchemy.VECTOR`` binds), so statements built either way keep working
+  on a connection with the codec.
+* :func:`install` registers it on every new connection of an engine (SQLAlchemy's
+  ``connect`` event); :func:`ensure_codec` does it lazily on a connection that lacks it (an
+  engine the caller built, or a connection opened before ``CREATE EXTENSION vector``).
+* :class:`QueryVector` is the SQLAlchemy type of a bound query vector: it passes the value
+  through to the codec and renders ``$1::VECTOR(d)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pgvector import Vector
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.types import UserDefinedType
+
+__all__ = [
+    "CODEC_KEY",
+    "QueryVector",
+    "encode_vector",
+    "ensure_codec",
+    "install",
+    "register_vector_codec",
+]
+
+#: Key in a pooled connection's ``info``: True once the codec is registered on it.
+CODEC_KEY = "parrot_parents.vector_codec"
+_INSTALLED = "parrot_parents.vector_codec_installed"
+
+
+def encode_vector(value: Any) -> bytes:
+    """pgvector's binary form of a vector given as ndarray, list, ``Vector`` or text."""
+    if isinstance(value, str):
+        value = Vector.from_text(value)
+    elif not isinstance(value, Vector):
+        value = Vector(value if isinstance(value, list) else np.asarray(value, dtype=np.float32))
+    return value.to_binary()
+
+
+async def register_vector_codec(driver_connection: Any) -> bool:
+    """Register the binary ``vector`` codec on an asyncpg connection.
+
+    Returns:
+        False when the database has no ``vector`` type yet (the extension is created
+        later); True otherwise.
+    """
+    schema = await driver_connection.fetchval(
+        "SELECT n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
+        " WHERE t.typname = 'vector' ORDER BY n.nspname = 'public' DESC LIMIT 1"
+    )
+    if schema is None:
+        return False
+    await driver_connection.set_type_codec(
+        "vector",
+        schema=schema,
+        encoder=encode_vector,
+        decoder=Vector.from_binary,
+        format="binary",
+    )
+    return True
+
+
+def install(engine: AsyncEngine) -> None:
+    """Register the codec on every connection ``engine`` opens from now on (idempotent)."""
+    sync_engine = engine.sync_engine
+    if sync_engine.dialect.driver != "asyncpg" or getattr(sync_engine, _INSTALLED, False):
+        return
+
+    def on_connect(dbapi_connection: Any, record: Any) -> None:
+        record.info[CODEC_KEY] = dbapi_connection.run_async(register_vector_codec)
+
+    event.listen(sync_engine, "connect", on_connect)
+    setattr(sync_engine, _INSTALLED, True)
+
+
+async def ensure_codec(conn: AsyncConnection) -> None:
+    """Register the codec on ``conn``'s connection unless it already has it."""
+    if conn.info.get(CODEC_KEY):
+        return
+    raw = await conn.get_raw_connection()
+    conn.info[CODEC_KEY] = await register_vector_codec(raw.driver_connection)
+
+
+class QueryVector(UserDefinedType[Any]):
+    """A vector bound in pgvector's binary format (needs :func:`ensure_codec`)."""
+
+    cache_ok = True
+    render_bind_cast = True
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "VECTOR" if self.dim is None else f"VECTOR({int(self.dim)})"
+
+    def bind_processor(self, dialect: Any) -> Any:
+        def process(value: Any) -> Any:
+            # ndarray, list or Vector: the codec encodes it, nothing is formatted as text.
+            return value
+
+        return process

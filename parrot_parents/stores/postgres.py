@@ -540,7 +540,8 @@ class PgVectorStore(AbstractStore):
             ("hnsw.ef_search", str(max(opts.ef_search, min(depth, 1000)))),
             ("hnsw.iterative_scan", opts.iterative_scan),
             ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
-            ("enable_seqscan", "on" if filtered else "off"),
+            # None: the session's own default again (a caller may have set it).
+            ("enable_seqscan", None if filtered else "off"),
         )
 
     async def _ranked(

@@ -32,8 +32,10 @@ __all__ = ["SETTINGS_KEY", "Settings", "read", "rows", "was_disconnect"]
 
 T = TypeVar("T")
 
-#: ``((name, value), ...)``: session settings a read needs, in a fixed order.
-Settings = tuple[tuple[str, str], ...]
+#: ``((name, value), ...)``: session settings a read needs, in a fixed order; a value of
+#: None returns the setting to the session's default (its ``RESET`` value: the server's, or
+#: what the connection asked for at start-up).
+Settings = tuple[tuple[str, str | None], ...]
 
 #: Key in a pooled connection's ``info``: the settings last applied to its session.
 SETTINGS_KEY = "parrot_parents.session_settings"
@@ -58,12 +60,17 @@ async def _apply(conn: AsyncConnection, settings: Settings) -> None:
     # Session-level (is_local=false): autocommit reads have no transaction to scope a
     # SET LOCAL; the values are remembered, so a connection is set once per change.
     conn.info.pop(SETTINGS_KEY, None)
-    calls = ", ".join(f"set_config(:n{i}, :v{i}, false)" for i in range(len(settings)))
+    calls = []
     params: dict[str, str] = {}
     for i, (name, value) in enumerate(settings):
         params[f"n{i}"] = name
-        params[f"v{i}"] = value
-    await conn.execute(text(f"SELECT {calls}"), params)
+        if value is None:
+            reset = f"(SELECT reset_val FROM pg_settings WHERE name = :n{i})"
+            calls.append(f"set_config(:n{i}, {reset}, false)")
+        else:
+            params[f"v{i}"] = value
+            calls.append(f"set_config(:n{i}, :v{i}, false)")
+    await conn.execute(text(f"SELECT {', '.join(calls)}"), params)
     conn.info[SETTINGS_KEY] = settings
 
 

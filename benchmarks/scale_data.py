@@ -8,11 +8,12 @@ blocks, so a 1M collection is generated and loaded without holding it in memory.
   (``is_full_document``, its whole text) and children that are exact slices of it, with
   ``parent_document_id``, ``chunk_index`` and character offsets. Every row also carries
   ``tenant`` (one of 100 values), so ``{"tenant": "t07"}`` selects 1 % of the children.
-* **Text** is words of the shared dev corpora: each document draws a third of its words
-  from its topic's 40 words, the rest from the whole vocabulary by a Zipf law, so BM25
+* **Text** is words of the shared dev corpora: each document draws 15 % of its words
+  from its topic's 80 words, the rest from the whole vocabulary by a Zipf law, so BM25
   sees topical terms and common words, not noise. Children are about 360 characters
   (the product's default child is at most 400). Queries are four topic words and two
-  common words, as a question would be.
+  words of frequency ranks 100..3000, as a question would be: the lexical branch scores
+  every child holding any of them, so these words set its cost.
 * **Vectors** are 384-d float32 unit vectors in three levels of clusters: topic centres
   (one per 100 documents), document centroids around them (cosine about 0.85) and
   children around their document (about 0.6). A query sits around a document centroid
@@ -43,12 +44,12 @@ __all__ = [
 
 DIM = 384
 #: Changes whenever the generated rows change, so cached collections are rebuilt.
-GENERATOR = "scale-synthetic-v2"
+GENERATOR = "scale-synthetic-v3"
 SEED = 11
 TENANTS = 100
 _WORDS_PER_CHILD = 54
-_TOPIC_WORDS = 40
-_TOPIC_SHARE = 0.33
+_TOPIC_WORDS = 80
+_TOPIC_SHARE = 0.15
 # Per-dimension noise for a target cosine c to a unit centre: sqrt((1/c^2 - 1) / DIM).
 _DOC_NOISE = float(np.sqrt((1 / 0.85**2 - 1) / DIM))
 _CHILD_NOISE = float(np.sqrt((1 / 0.6**2 - 1) / DIM))
@@ -219,8 +220,9 @@ class SyntheticCollection:
         texts = []
         for d in docs:
             topic = self._middle[self.topic_words[self.doc_topic[d]]]
-            # Two common words (ranks 30..1000: past the stop words, as in a question).
-            common = self.vocabulary[rng.integers(30, min(1000, len(self.vocabulary)), 2)]
+            # Two words of ranks 100..3000: common, but past the stop words and the
+            # corpora's most frequent words.
+            common = self.vocabulary[rng.integers(100, min(3000, len(self.vocabulary)), 2)]
             words = [*rng.choice(topic, 4, replace=False), *common]
             texts.append("what about " + " ".join(str(w) for w in words) + "?")
         return Queries(vectors, texts, docs)

@@ -48,14 +48,16 @@ async def recall_at_10(
     exact: list[float] = []
     for q in queries:
         async with conn.transaction():
+            await _custom_plans(conn)
             await conn.execute("SET LOCAL enable_indexscan = off")
-            rows = await conn.fetch(sql, q)
+            rows = await conn.fetch("/* exact */ " + sql, q)
         exact.append(float(rows[-1]["d"]))
     out: dict[int, float] = {}
     for ef in ef_values:
         hits = 0
         for q, kth in zip(queries, exact, strict=True):
             async with conn.transaction():
+                await _custom_plans(conn)
                 await conn.execute("SET LOCAL enable_seqscan = off")
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                 await conn.execute(
@@ -65,6 +67,12 @@ async def recall_at_10(
             hits += sum(1 for r in rows if float(r["d"]) <= kth + 1e-6)
         out[ef] = hits / (K * len(queries))
     return out
+
+
+async def _custom_plans(conn: asyncpg.Connection) -> None:
+    """Plan every execution under the settings of the moment: a prepared statement's
+    cached generic plan would otherwise outlive a change of ``enable_*``/``ef_search``."""
+    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
 
 
 @dataclass
@@ -98,6 +106,7 @@ async def explain_asyncpg(
 ) -> PlanNode:
     """The planner's scan of ``table`` for ``sql`` under ``SET LOCAL hnsw.ef_search``."""
     async with conn.transaction():
+        await _custom_plans(conn)
         await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
         raw = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *args)
     return scan_node(json.loads(raw)[0]["Plan"], table)

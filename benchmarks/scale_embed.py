@@ -87,10 +87,10 @@ class LangChainModel(Embeddings):
         self.model = model
 
     def embed_query(self, text: str) -> list[float]:
-        return list(map(float, self.model.embed_query(text)))
+        return np.asarray(self.model.embed_query(text), dtype=float).tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [list(map(float, v)) for v in self.model.embed_documents(texts)]
+        return np.asarray(self.model.embed_documents(texts), dtype=float).tolist()
 
     async def aembed_query(self, text: str) -> list[float]:
         # Off the event loop, as the product's own aembed_query does.

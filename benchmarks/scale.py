@@ -568,7 +568,9 @@ async def main_async(args: argparse.Namespace) -> None:
     results = [await measure_size(args, ctx, n) for n in sizes]
     blocks: dict[str, str] = {}
     for r in results:
-        blocks[f"scale-build-{r['label']}"] = build_block(ctx, r)
+        # A run that reused its tables keeps the block of the run that built them.
+        if not all(b.reused for b in r["builds"]):
+            blocks[f"scale-build-{r['label']}"] = build_block(ctx, r)
     if args.build_only:
         _write(args, blocks)
         return

@@ -56,7 +56,13 @@ sys.path.insert(0, str(HERE))
 from scale_data import DIM, SyntheticCollection, load_vocabulary  # noqa: E402
 from scale_embed import LangChainLookup, LangChainModel, LookupEmbedding  # noqa: E402
 from scale_langchain import LangChainSide  # noqa: E402
-from scale_load import build_langchain, build_ours, connect_raw, size_label  # noqa: E402
+from scale_load import (  # noqa: E402
+    build_langchain,
+    build_ours,
+    connect_raw,
+    size_label,
+    unnice_server,
+)
 from scale_query import Variant, interleave  # noqa: E402
 from scale_recall import (  # noqa: E402
     explain_asyncpg,
@@ -543,6 +549,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
     sizes = [int(s) for s in args.children.split(",") if s.strip()]
     dsn = await asyncio.to_thread(resolve_dsn, args.dsn)
+    if not args.build_only:
+        print(await unnice_server(dsn), flush=True)
     model = None
     if not args.build_only and args.embed_queries > 0:
         model = await asyncio.to_thread(_load_model)

@@ -33,7 +33,14 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 from scale_data import DIM, GENERATOR, SyntheticCollection, dumps
 
-__all__ = ["BuildReport", "build_langchain", "build_ours", "connect_raw", "size_label"]
+__all__ = [
+    "BuildReport",
+    "build_langchain",
+    "build_ours",
+    "connect_raw",
+    "size_label",
+    "unnice_server",
+]
 
 LC_NAMESPACE = uuid.UUID("6f0b5f9e-4c1c-4a57-9a51-5c0a1e2f3b11")
 
@@ -99,6 +106,30 @@ async def _maybe_renice(conn: asyncpg.Connection) -> None:
         return
     # Parallel workers would be new processes at normal priority.
     await conn.execute("SET max_parallel_maintenance_workers = 0")
+
+
+async def unnice_server(dsn: str) -> str:
+    """Give the server (postmaster, so every new backend) this process's priority.
+
+    The embedded server runs at the priority of the process that started it: a niced
+    1M build would otherwise leave every later measurement's backends at nice 19.
+    Returns what was done, for the log.
+    """
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    conn = await asyncpg.connect(_plain_dsn(dsn))
+    try:
+        backend = int(await conn.fetchval("SELECT pg_backend_pid()"))
+    finally:
+        await conn.close()
+    try:
+        with open(f"/proc/{backend}/stat", encoding="ascii") as f:
+            postmaster = int(f.read().rsplit(")", 1)[1].split()[1])
+        if os.getpriority(os.PRIO_PROCESS, postmaster) == mine:
+            return f"server at nice {mine}"
+        os.setpriority(os.PRIO_PROCESS, postmaster, mine)
+    except (OSError, ValueError, IndexError) as exc:  # not Linux, or not our server
+        return f"server priority left as it is ({exc})"
+    return f"server reniced to {mine} (pid {postmaster})"
 
 
 def _maintenance_mem(n_vectors: int) -> str:

@@ -119,9 +119,7 @@ async def unnice_server(dsn: str) -> str:
     conn = await asyncpg.connect(_plain_dsn(dsn))
     try:
         backend = int(await conn.fetchval("SELECT pg_backend_pid()"))
-    finally:
-        await conn.close()
-    try:
+        # The backend's parent is the postmaster (read while the backend lives).
         with open(f"/proc/{backend}/stat", encoding="ascii") as f:
             postmaster = int(f.read().rsplit(")", 1)[1].split()[1])
         if os.getpriority(os.PRIO_PROCESS, postmaster) == mine:
@@ -129,6 +127,8 @@ async def unnice_server(dsn: str) -> str:
         os.setpriority(os.PRIO_PROCESS, postmaster, mine)
     except (OSError, ValueError, IndexError) as exc:  # not Linux, or not our server
         return f"server priority left as it is ({exc})"
+    finally:
+        await conn.close()
     return f"server reniced to {mine} (pid {postmaster})"
 
 

@@ -290,7 +290,7 @@ async def build_langchain(
         report.copy_s = round(time.perf_counter() - t, 2)
         report.maintenance_work_mem = _maintenance_mem(coll.n_children)
         t = time.perf_counter()
-        await _lc_index(engine, pg, table, report.maintenance_work_mem)
+        await _lc_index(dsn, table, report.maintenance_work_mem)
         report.index_s["langchain HNSWIndex()"] = round(time.perf_counter() - t, 2)
         await conn.execute(f"ANALYZE {table}")
         await conn.execute(f"COMMENT ON TABLE {table} IS '{tag}'")
@@ -301,29 +301,38 @@ async def build_langchain(
         await engine.dispose()
 
 
-async def _lc_index(engine: Any, pg: Any, table: str, mem: str) -> None:
-    """``aapply_vector_index(HNSWIndex())`` with maintenance_work_mem set on its session."""
-    from langchain_postgres import PGVectorStore
+async def _lc_index(dsn: str, table: str, mem: str) -> None:
+    """``aapply_vector_index(HNSWIndex())`` on an engine whose sessions start with
+    ``maintenance_work_mem`` (and, when niced, the same niceness as ours)."""
+    from langchain_postgres import PGEngine, PGVectorStore
     from langchain_postgres.v2.indexes import HNSWIndex
     from sqlalchemy import event
+    from sqlalchemy.ext.asyncio import create_async_engine
 
     niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    settings = {"maintenance_work_mem": mem}
+    if niceness > 0:  # as _maybe_renice: no parallel workers at normal priority
+        settings["max_parallel_maintenance_workers"] = "0"
+    # Session defaults sent at connection start: no transaction of langchain-postgres's
+    # can roll them back (a SET in a pool event could be).
+    engine = create_async_engine(_async_dsn(dsn), connect_args={"server_settings": settings})
 
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    def _renice(dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
-        cursor.execute(f"SET maintenance_work_mem = '{mem}'")
-        if niceness > 0:  # as _maybe_renice, on langchain-postgres's own connection
-            cursor.execute("SET max_parallel_maintenance_workers = 0")
-            cursor.execute("SELECT pg_backend_pid()")
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, int(cursor.fetchone()[0]), niceness)
+        cursor.execute("SELECT pg_backend_pid()")
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, int(cursor.fetchone()[0]), niceness)
         cursor.close()
 
-    # New pool connections get the setting; the pool is emptied first so none predates it.
-    await engine.dispose()
-    event.listen(engine.sync_engine, "connect", _on_connect)
-    vs = await PGVectorStore.create(pg, table_name=table, embedding_service=_NoEmbedding())
-    await vs.aapply_vector_index(HNSWIndex())
+    if niceness > 0:
+        event.listen(engine.sync_engine, "connect", _renice)
+    try:
+        vs = await PGVectorStore.create(
+            PGEngine.from_engine(engine), table_name=table, embedding_service=_NoEmbedding()
+        )
+        await vs.aapply_vector_index(HNSWIndex())
+    finally:
+        await engine.dispose()
 
 
 class _NoEmbedding:

@@ -97,6 +97,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="dev questions for the embedding-included table (0: skip the model)",
     )
     p.add_argument("--recall-queries", type=int, default=100)
+    p.add_argument(
+        "--hybrid-queries",
+        type=int,
+        default=None,
+        help="hybrid variants on the first N queries only (they take ~1 s a query at 100k)",
+    )
     p.add_argument("--build-only", action="store_true", help="build (or check) the tables only")
     p.add_argument("--rebuild", action="store_true", help="rebuild cached tables")
     p.add_argument("--skip-real-recall", action="store_true")
@@ -242,6 +248,8 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     def q(i: int) -> str:
         return texts[i]
 
+    hyb = args.hybrid_queries
+
     variants = [
         Variant(
             "bare_knn",
@@ -262,6 +270,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
                 qs.vectors[i], limit=10, search_mode="hybrid", query=q(i)
             ),
             "dense + BM25, RRF",
+            limit=hyb,
         ),
         Variant(
             "parent_fetch",
@@ -280,6 +289,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "`get_vector_context`, parent expansion, package defaults",
             lambda i: bot.get_vector_context(q(i)),
             "hybrid search",
+            limit=hyb,
         ),
         Variant(
             "gvc_window",
@@ -415,6 +425,7 @@ async def _embedded(
             "gvc_default_embed",
             "ours: `get_vector_context`, package defaults (hybrid)",
             lambda i: bot.get_vector_context(questions[i]),
+            limit=args.hybrid_queries,
         ),
         Variant(
             "lc_pdr_embed",

@@ -28,6 +28,8 @@ class Variant:
     label: str
     run: Callable[[int], Awaitable[object]]
     note: str = ""
+    #: Run only on the first ``limit`` queries (a variant too slow for all of them).
+    limit: int | None = None
 
 
 @dataclass
@@ -71,13 +73,16 @@ async def interleave(
     offset = queries if warmup_offset is None else warmup_offset
     for i in range(warmup):
         for v in variants:
-            await v.run(offset + i)
+            if v.limit is None or i < min(warmup, 3):
+                await v.run(offset + i)
     stats = {v.key: Stat(v.key, v.label, note=v.note) for v in variants}
     gc.collect()
     order = list(variants)
     for i in range(queries):
         rng.shuffle(order)
         for v in order:
+            if v.limit is not None and i >= v.limit:
+                continue
             t = time.perf_counter()
             await v.run(i)
             stats[v.key].samples.append((time.perf_counter() - t) * 1000.0)

@@ -72,9 +72,12 @@ def _stats_table(stats: dict[str, Stat], base_key: str) -> list[str]:
         "|---|---:|---:|---:|---:|---|",
     ]
     for s in stats.values():
+        note = s.note
+        if len(s.samples) != len(base.samples):
+            note = f"{note}; {len(s.samples)} queries only".lstrip("; ")
         rows.append(
             f"| {s.label} | {_f(s.p50)} | {_f(s.p95)} | {_x(s.p50, base.p50)} | "
-            f"{_x(s.p95, base.p95)} | {s.note} |"
+            f"{_x(s.p95, base.p95)} | {note} |"
         )
     return rows
 
@@ -128,7 +131,8 @@ def query_block(ctx: dict[str, Any], r: dict[str, Any]) -> str:
             "|---|---:|---:|---:|",
         ]
         for s in embed.values():
-            lines.append(f"| {s.label} | {_f(s.p50)} | {_f(s.p95)} | {_x(s.p50, model.p50)} |")
+            few = "" if len(s.samples) == len(model.samples) else f" ({len(s.samples)} queries)"
+            lines.append(f"| {s.label}{few} | {_f(s.p50)} | {_f(s.p95)} | {_x(s.p50, model.p50)} |")
         o, l_ = embed.get("gvc_embed"), embed.get("lc_pdr_embed")
         if o and l_:
             lines += [

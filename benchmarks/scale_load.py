@@ -147,6 +147,7 @@ async def _create_indexes(
         t = time.perf_counter()
         await conn.execute(definition)
         report.index_s[name] = round(time.perf_counter() - t, 2)
+        print(f"  {name}: {report.index_s[name]} s", flush=True)  # a long build's progress
 
 
 async def build_ours(
@@ -211,6 +212,7 @@ async def build_ours(
             )
             report.rows += len(records)
         report.copy_s = round(time.perf_counter() - t, 2)
+        print(f"  {table}: COPY of {report.rows} rows {report.copy_s} s", flush=True)
         # HNSW last: it is the long one, and the others are then already there.
         defs.sort(key=lambda d: "hnsw" in d[1])
         await _create_indexes(conn, defs, report, coll.n_children)
@@ -288,6 +290,7 @@ async def build_langchain(
             )
             report.rows += len(records)
         report.copy_s = round(time.perf_counter() - t, 2)
+        print(f"  {table}: COPY of {report.rows} rows {report.copy_s} s", flush=True)
         report.maintenance_work_mem = _maintenance_mem(coll.n_children)
         t = time.perf_counter()
         await _lc_index(dsn, table, report.maintenance_work_mem)

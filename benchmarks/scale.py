@@ -200,12 +200,10 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     def store_factory(name: str, **kw: Any) -> Any:
         return PgVectorStore(dsn=dsn, table=name, dimension=DIM, **kw)
 
-    builds = [
-        await build_ours(dsn, store_factory, coll, table, args.rebuild),
-        await build_langchain(dsn, coll, lc_table, args.rebuild),
-    ]
-    for b in builds:
-        print(f"[{label}] {b}", flush=True)
+    builds = [await build_ours(dsn, store_factory, coll, table, args.rebuild)]
+    print(f"[{label}] {builds[-1]}", flush=True)
+    builds.append(await build_langchain(dsn, coll, lc_table, args.rebuild))
+    print(f"[{label}] {builds[-1]}", flush=True)
     result: dict[str, Any] = {
         "n": n,
         "label": label,

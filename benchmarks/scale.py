@@ -21,9 +21,9 @@ Writes its blocks into docs/performance.md and benchmarks/reports/scale.md
 (:mod:`scale_report`). Commands::
 
     export PARROT_PARENTS_DATA_DIR=/tmp/pg-issue11-bench   # or --dsn / $PARROT_PARENTS_DSN
-    python benchmarks/scale.py                              # 10k and 100k, 350 queries
+    python benchmarks/scale.py --rebuild                    # 10k and 100k, 350 queries
     nice -n 19 python benchmarks/scale.py --children 1000000 --build-only   # the long build
-    python benchmarks/scale.py --children 1000000           # 1M (reuses the built tables)
+    python benchmarks/scale.py --children 1000000 --hybrid-queries 20   # 1M, tables reused
     python benchmarks/scale.py --src /work/baseline          # "ours" from another checkout
 
 ``--src PATH`` runs this same script with ``PATH`` first on ``PYTHONPATH``, so every
@@ -100,8 +100,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--hybrid-queries",
         type=int,
-        default=None,
-        help="hybrid variants on the first N queries only (they take ~1 s a query at 100k)",
+        default=100,
+        help="hybrid variants on the first N queries only (about 1 s a query at 100k)",
     )
     p.add_argument("--build-only", action="store_true", help="build (or check) the tables only")
     p.add_argument("--rebuild", action="store_true", help="rebuild cached tables")

@@ -20,7 +20,14 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-__all__ = ["PlanNode", "explain_asyncpg", "explain_captured", "recall_at_10", "scan_node"]
+__all__ = [
+    "PlanNode",
+    "exact_ids",
+    "explain_asyncpg",
+    "explain_captured",
+    "recall_at_10",
+    "scan_node",
+]
 
 K = 10
 
@@ -73,6 +80,15 @@ async def _custom_plans(conn: asyncpg.Connection) -> None:
     """Plan every execution under the settings of the moment: a prepared statement's
     cached generic plan would otherwise outlive a change of ``enable_*``/``ef_search``."""
     await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+
+
+async def exact_ids(conn: asyncpg.Connection, table: str, vector: np.ndarray) -> set[str]:
+    """The ids of the exact top 10 (a sequential scan) of the product's ``table``."""
+    async with conn.transaction():
+        await _custom_plans(conn)
+        await conn.execute("SET LOCAL enable_indexscan = off")
+        rows = await conn.fetch("/* exact ids */ " + knn_sql(table), vector)
+    return {r["id"] for r in rows}
 
 
 @dataclass

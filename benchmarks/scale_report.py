@@ -117,7 +117,7 @@ def query_block(ctx: dict[str, Any], r: dict[str, Any]) -> str:
         ]
     if r.get("overlap"):
         lines += [
-            "Same answers: " + "; ".join(f"{k} {v}" for k, v in r["overlap"].items()) + ".",
+            "Same answers? " + "; ".join(f"{k} {v}" for k, v in r["overlap"].items()) + ".",
             "",
         ]
     embed: dict[str, Stat] | None = r.get("embed_stats")

@@ -586,6 +586,7 @@ async def main_async(args: argparse.Namespace) -> None:
         "machine": _machine(),
         "command": command,
         "checkout": _checkout(),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
     }
     raw = await connect_raw(dsn)
     versions = await raw.fetchrow(

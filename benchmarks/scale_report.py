@@ -185,6 +185,12 @@ def build_block(ctx: dict[str, Any], r: dict[str, Any]) -> str:
     checks = [c for b in r["builds"] for c in b.checks]
     if checks:
         lines += ["", "Checks: " + "; ".join(checks) + "."]
+    if ctx.get("nice", 0) > 0:
+        lines += [
+            "",
+            f"Built at nice {ctx['nice']} (its server backends reniced alike, no parallel "
+            "workers), beside other work on the two cores: wall times are upper bounds.",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pgvector import Vector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.types import UserDefinedType
@@ -34,6 +33,15 @@ __all__ = [
     "install",
     "register_vector_codec",
 ]
+
+try:  # pgvector-python >= 0.4
+    from pgvector import Vector
+except ImportError:  # 0.3.x, which langchain-postgres pins
+    from pgvector.utils import Vector  # type: ignore[no-redef]
+
+# What each version's own asyncpg codec decodes to, so that its SQLAlchemy type reads it:
+# 0.3.x returns a numpy array, later versions a ``Vector``.
+_decode = getattr(Vector, "_from_db_binary", None) or Vector.from_binary
 
 #: Key in a pooled connection's ``info``: True once the codec is registered on it.
 CODEC_KEY = "parrot_parents.vector_codec"
@@ -66,7 +74,7 @@ async def register_vector_codec(driver_connection: Any) -> bool:
         "vector",
         schema=schema,
         encoder=encode_vector,
-        decoder=Vector.from_binary,
+        decoder=_decode,
         format="binary",
     )
     return True

@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_strategy_option(p)
     p.add_argument(
+        "--bulk",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="drop the vector index during the load and build it once at the end (default: "
+        "on when the collection is new or empty, or lacks its vector index; PostgreSQL)",
+    )
+    p.add_argument(
         "--llm-concurrency",
         type=int,
         default=4,
@@ -157,6 +164,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
+        bulk = await _bulk_wanted(store, args.bulk) if docs else False
         failed_before = len(loader.report.failed)
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
             try:
@@ -165,6 +173,7 @@ async def run(args: argparse.Namespace) -> int:
                     vector_store=store,
                     progress=bar.update,
                     skip_unchanged=True,
+                    bulk_load=bulk,
                     **sizes,
                 )
             except asyncio.CancelledError:
@@ -189,6 +198,8 @@ async def run(args: argparse.Namespace) -> int:
         + (f", {loader.report.indexed} indexed row(s)" if indexer is not None else "")
         + skipped
     )
+    if loader.report.index_build_seconds is not None:
+        print(f"built the vector index in {loader.report.index_build_seconds:.1f} s (bulk load)")
     if args.strategy is not None or indexer is not None:
         report = loader.report.strategy or free_report(spec, children, len(rows) - children)
         print(describe_strategy(report))
@@ -215,3 +226,15 @@ async def run(args: argparse.Namespace) -> int:
     for path, reason in loader.report.failed.items():
         print(f"error: {path}: {reason}", file=sys.stderr)
     return 1 if loader.report.failed else 0
+
+
+async def _bulk_wanted(store: object, flag: bool | None) -> bool:
+    """``--bulk`` as given; by default, bulk when the collection has no rows (new or empty)
+    or lacks its vector index (a bulk load that could not build it): building the index
+    once is then cheaper than inserting into it row by row (benchmarks/scale_write.py).
+    Into a filled collection, rebuilding the whole index for a few new rows is not."""
+    if flag is not None or not hasattr(store, "bulk_load"):
+        return bool(flag) and hasattr(store, "bulk_load")
+    count = getattr(store, "count")  # noqa: B009 - PostgreSQL store only (bulk_load)
+    exists = getattr(store, "vector_index_exists")  # noqa: B009
+    return await count() == 0 or not await exists()

@@ -101,9 +101,15 @@ async def _binary_vectors(driver: Any) -> AsyncIterator[None]:
 
 
 def _dedupe(writes: Sequence[DocumentWrite]) -> list[dict[str, Any]]:
-    """The batch's rows, one per id, the last one winning (as sequential writes would)."""
+    """The batch's rows as sequential writes would leave them: a replace drops the rows of
+    its document written earlier in the batch, and of two rows with one id the last wins
+    (``ON CONFLICT DO UPDATE`` may touch a row only once per statement)."""
     by_id: dict[str, dict[str, Any]] = {}
     for w in writes:
+        if w.document_id is not None:
+            by_id = {
+                k: r for k, r in by_id.items() if r["cmetadata"]["document_id"] != w.document_id
+            }
         for row in w.rows:
             by_id.pop(row["id"], None)
             by_id[row["id"]] = row

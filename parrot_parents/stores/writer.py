@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "DocumentWrite",
     "VectorIndexDeferral",
     "copy_rows",
+    "ensure_binary_vectors",
     "maintenance_work_mem_kb",
     "write_records",
 ]
@@ -71,33 +72,44 @@ class DocumentWrite:
     record: DocumentRecord | None = field(default=None)
 
 
-@asynccontextmanager
-async def _binary_vectors(driver: Any) -> AsyncIterator[None]:
-    """pgvector's binary codec on the asyncpg connection while the block runs.
+# Driver connections this module gave pgvector's binary codec (they live in the pool).
+_WITH_CODEC: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    Registered for this write only and reset after, unless the connection already had one
-    (a pool set up with :func:`pgvector.asyncpg.register_vector`): SQLAlchemy's ``Vector``
-    type binds vectors as text, which a connection-wide binary codec would refuse.
+
+def _encode_vector(value: Any) -> bytes:
+    """pgvector's binary form of a vector: a :class:`pgvector.Vector`, a numpy array, a
+    list, or the text form that SQLAlchemy's ``Vector`` type binds (``'[1,2,3]'``)."""
+    if isinstance(value, str):
+        value = Vector.from_text(value)
+    return (value if isinstance(value, Vector) else Vector(value)).to_binary()
+
+
+async def ensure_binary_vectors(driver: Any) -> None:
+    """Give the asyncpg connection pgvector's binary codec for ``vector``, once.
+
+    Registered once per pooled connection: asyncpg's type introspection behind
+    ``set_type_codec`` costs tens of milliseconds, too much per transaction. The encoder
+    also takes the text that SQLAlchemy's ``Vector`` type binds, and SQLAlchemy's result
+    processor turns the decoded :class:`pgvector.Vector` into a list as before, so the rest
+    of the store is unaffected. A connection that already has a binary codec for
+    ``vector`` (e.g. from :func:`pgvector.asyncpg.register_vector`) keeps it.
     """
+    if driver in _WITH_CODEC:
+        return
     oid = await driver.fetchval("SELECT 'vector'::regtype::oid")
     try:
         had = driver._protocol.get_settings().get_data_codec(oid, _BINARY) is not None
-    except Exception:  # asyncpg internals moved: assume none, and reset after
+    except Exception:  # asyncpg internals moved: register ours
         had = False
-    if had:
-        yield
-        return
-    await driver.set_type_codec(
-        "vector",
-        schema="public",
-        encoder=lambda v: (v if isinstance(v, Vector) else Vector(v)).to_binary(),
-        decoder=Vector.from_binary,
-        format="binary",
-    )
-    try:
-        yield
-    finally:
-        await driver.reset_type_codec("vector", schema="public")
+    if not had:
+        await driver.set_type_codec(
+            "vector",
+            schema="public",
+            encoder=_encode_vector,
+            decoder=Vector.from_binary,
+            format="binary",
+        )
+    _WITH_CODEC.add(driver)
 
 
 def _dedupe(writes: Sequence[DocumentWrite]) -> list[dict[str, Any]]:
@@ -105,14 +117,17 @@ def _dedupe(writes: Sequence[DocumentWrite]) -> list[dict[str, Any]]:
     its document written earlier in the batch, and of two rows with one id the last wins
     (``ON CONFLICT DO UPDATE`` may touch a row only once per statement)."""
     by_id: dict[str, dict[str, Any]] = {}
+    ids_of: dict[str, list[str]] = {}  # document id -> ids of its rows in by_id
     for w in writes:
         if w.document_id is not None:
-            by_id = {
-                k: r for k, r in by_id.items() if r["cmetadata"]["document_id"] != w.document_id
-            }
+            for row_id in ids_of.pop(w.document_id, ()):
+                row = by_id.get(row_id)
+                if row is not None and row["cmetadata"]["document_id"] == w.document_id:
+                    del by_id[row_id]
         for row in w.rows:
             by_id.pop(row["id"], None)
             by_id[row["id"]] = row
+            ids_of.setdefault(row["cmetadata"]["document_id"], []).append(row["id"])
     return list(by_id.values())
 
 
@@ -137,19 +152,20 @@ async def copy_rows(conn: AsyncConnection, table: Table, rows: Sequence[dict[str
         return
     qt = f'"{table.schema}"."{table.name}"'
     cols = ", ".join(COLUMNS)
-    # IF NOT EXISTS + TRUNCATE: several batches may share one transaction.
+    # IF NOT EXISTS + DELETE: several batches may share one transaction. (DELETE of the
+    # usually empty table, not TRUNCATE, which would give it a new file every time.)
     await conn.execute(
         text(
             f"CREATE TEMP TABLE IF NOT EXISTS {_TEMP} (LIKE {qt} INCLUDING DEFAULTS) ON COMMIT DROP"
         )
     )
-    await conn.execute(text(f"TRUNCATE {_TEMP}"))
+    await conn.execute(text(f"DELETE FROM {_TEMP}"))
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection
-    async with _binary_vectors(driver):
-        await driver.copy_records_to_table(
-            _TEMP, records=[_record(r) for r in rows], columns=list(COLUMNS)
-        )
+    await ensure_binary_vectors(driver)
+    await driver.copy_records_to_table(
+        _TEMP, records=[_record(r) for r in rows], columns=list(COLUMNS)
+    )
     await conn.execute(
         text(
             f"INSERT INTO {qt} ({cols}) SELECT {cols} FROM {_TEMP}"

@@ -302,8 +302,8 @@ async def test_numpy_vectors_are_accepted_and_stored(store: PgVectorStore) -> No
 async def test_sqlalchemy_vector_binds_still_work_on_the_writers_connection(
     pg_dsn: str, embeddings
 ) -> None:
-    # One pooled connection: the writer's binary codec must not outlive its write, since
-    # SQLAlchemy's Vector type binds text (a search right after would fail otherwise).
+    # One pooled connection: the writer's binary codec stays on it, and must take the text
+    # that SQLAlchemy's Vector type binds (a search right after would fail otherwise).
     store = PgVectorStore(
         dsn=pg_dsn,
         table=unique_table("codec"),

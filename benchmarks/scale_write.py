@@ -55,12 +55,55 @@ BASELINE = Path("/work/baseline")
 CORPORA = ROOT.parent / "shared" / "benchmarks" / "chunking_eval" / "corpora"
 DIM = 384
 CHILDREN_PER_PARENT = 10
-WORDS = (
-    "pump seal water valve pressure warranty leave salary notice period contract party "
-    "payment invoice mileage car staff holiday report safety engine filter oil manual "
-    "service repair parrot seed cage river bridge station train ticket policy claim "
-    "insurance doctor patient record court judge law tax rate bank loan"
-).split()
+WORDS = [
+    "pump",
+    "seal",
+    "water",
+    "valve",
+    "pressure",
+    "warranty",
+    "leave",
+    "salary",
+    "notice",
+    "period",
+    "contract",
+    "party",
+    "payment",
+    "invoice",
+    "mileage",
+    "car",
+    "staff",
+    "holiday",
+    "report",
+    "safety",
+    "engine",
+    "filter",
+    "oil",
+    "manual",
+    "service",
+    "repair",
+    "parrot",
+    "seed",
+    "cage",
+    "river",
+    "bridge",
+    "station",
+    "train",
+    "ticket",
+    "policy",
+    "claim",
+    "insurance",
+    "doctor",
+    "patient",
+    "record",
+    "court",
+    "judge",
+    "law",
+    "tax",
+    "rate",
+    "bank",
+    "loan",
+]
 
 
 # -- the synthetic rows ----------------------------------------------------------------
@@ -369,7 +412,9 @@ def report(args: argparse.Namespace, res: dict[str, dict], real: dict | None) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="children (default 100000)")
-    parser.add_argument("--today-rows", type=int, default=10_000, help="children for today's writer")
+    parser.add_argument(
+        "--today-rows", type=int, default=10_000, help="children for today's writer"
+    )
     parser.add_argument("--batch-docs", type=int, default=32, help="documents per transaction")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/reports/scale_write.md")
     parser.add_argument("--no-real", action="store_true", help="skip the real-text ingest")

@@ -376,9 +376,7 @@ class LateChunkingEmbedder:
 
     # -- embedding --------------------------------------------------------------------------
 
-    def embed_spans(
-        self, items: list[tuple[str, list[tuple[int, int]]]]
-    ) -> list[np.ndarray]:
+    def embed_spans(self, items: list[tuple[str, list[tuple[int, int]]]]) -> list[np.ndarray]:
         """One L2-normalised vector per span, per item, in order: a float32 array of shape
         ``(len(spans), dimension)`` per item (an empty list for an item without spans).
 
@@ -481,9 +479,7 @@ class LateChunkingEmbedder:
             self.positions_encoded += positions
 
     @staticmethod
-    def _pool(
-        doc: _Doc, spans: Sequence[Span], modes: tuple[str, ...], torch: Any
-    ) -> np.ndarray:
+    def _pool(doc: _Doc, spans: Sequence[Span], modes: tuple[str, ...], torch: Any) -> np.ndarray:
         # Each token's vector is the mean over the windows that contain it.
         tokens = doc.sums / doc.counts.unsqueeze(-1)
         if doc.ids:

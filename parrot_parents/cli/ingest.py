@@ -145,6 +145,7 @@ async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from parrot_parents.cli.common import describe_strategy
+    from parrot_parents.loaders.abstract import wants_bulk_load
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.strategies.build import free_report, indexer_for
     from parrot_parents.strategies.spec import strategy_for
@@ -164,7 +165,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
-        bulk = await _bulk_wanted(store, args.bulk) if docs else False
+        bulk = await wants_bulk_load(store, args.bulk) if docs else False
         failed_before = len(loader.report.failed)
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
             try:
@@ -226,15 +227,3 @@ async def run(args: argparse.Namespace) -> int:
     for path, reason in loader.report.failed.items():
         print(f"error: {path}: {reason}", file=sys.stderr)
     return 1 if loader.report.failed else 0
-
-
-async def _bulk_wanted(store: object, flag: bool | None) -> bool:
-    """``--bulk`` as given; by default, bulk when the collection has no rows (new or empty)
-    or lacks its vector index (a bulk load that could not build it): building the index
-    once is then cheaper than inserting into it row by row (benchmarks/scale_write.py).
-    Into a filled collection, rebuilding the whole index for a few new rows is not."""
-    if flag is not None or not hasattr(store, "bulk_load"):
-        return bool(flag) and hasattr(store, "bulk_load")
-    count = getattr(store, "count")  # noqa: B009 - PostgreSQL store only (bulk_load)
-    exists = getattr(store, "vector_index_exists")  # noqa: B009
-    return await count() == 0 or not await exists()

@@ -35,7 +35,7 @@ from parrot_parents.stores.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.ids import content_document_id, content_sha256
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
-__all__ = ["AbstractLoader", "IngestReport"]
+__all__ = ["AbstractLoader", "IngestReport", "wants_bulk_load"]
 
 logger = logging.getLogger(__name__)
 
@@ -520,3 +520,21 @@ async def _bulk(
     async with bulk() as load:
         yield
     report.index_build_seconds = load.build_seconds
+
+
+async def wants_bulk_load(store: AbstractStore | None, flag: bool | None = None) -> bool:
+    """Whether to bulk load (vector index deferred) into ``store``.
+
+    ``flag`` as given when not None (False for a store without ``bulk_load``); by default,
+    True when the collection has no rows (new or empty) or lacks its vector index (a bulk
+    load that could not build it): building the index once after the load is then far
+    cheaper than inserting into it row by row (benchmarks/scale_write.py). Into a filled
+    collection, rebuilding the whole index for some new rows is not, so it stays.
+    """
+    if store is None or not hasattr(store, "bulk_load"):
+        return False
+    if flag is not None:
+        return flag
+    count = getattr(store, "count")  # noqa: B009 - PostgreSQL store only (bulk_load)
+    exists = getattr(store, "vector_index_exists")  # noqa: B009
+    return await count() == 0 or not await exists()

@@ -370,3 +370,15 @@ def test_statistics_stay_exact_under_batched_and_bulk_writes(
             await store.close()
 
     run_sync(scenario())
+
+
+async def test_ingest_bulk_loads_an_empty_collection_only(
+    store: PgVectorStore, embeddings, tmp_path
+) -> None:
+    (tmp_path / "a.md").write_text(TEXTS["pumps"])
+    first = await TextLoader(str(tmp_path), embedding=embeddings).ingest(store)
+    assert first.index_build_seconds is not None
+    (tmp_path / "b.md").write_text(TEXTS["cars"])
+    second = await TextLoader(str(tmp_path), embedding=embeddings).ingest(store)
+    assert second.index_build_seconds is None and second.documents == 1
+    assert await store.vector_index_exists()

@@ -506,4 +506,4 @@ class LateChunkingEmbedder:
             vectors.append(torch.cat(parts))
         stacked = torch.nn.functional.normalize(torch.stack(vectors), p=2, dim=-1)
         # float32 (n_spans, d), never Python lists: 384 floats as objects cost ~10x.
-        return stacked.numpy()
+        return stacked.cpu().numpy()

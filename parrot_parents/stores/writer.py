@@ -31,11 +31,13 @@ import numpy as np
 from pgvector import Vector
 from sqlalchemy import Index, Table, func, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.schema import CreateIndex
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable
+from parrot_parents.stores.engine import sqlstate_of
 
 __all__ = [
     "DocumentWrite",
@@ -301,15 +303,30 @@ class VectorIndexDeferral:
         try:
             await self.build()
         except BaseException as error:
+            during = f" (the load itself failed: {exc[0].__name__})" if exc[0] else ""
             raise StoreError(
                 f"the vector index {self.index.name} of {self.table.name} could not be "
-                f"built after a bulk load: {type(error).__name__}",
+                f"built after a bulk load: {type(error).__name__}{during}",
                 hint="searches still work, by a sequential scan; ingest into the collection "
                 "again (an ingest into a collection without its vector index builds it)",
             ) from error
 
     async def build(self) -> float:
-        """Create the index when missing (in one transaction); returns its build seconds."""
+        """Create the index when missing (in one transaction); returns its build seconds.
+
+        A parallel build keeps the graph in dynamic shared memory; where that is small (a
+        container's 64 MB ``/dev/shm``) PostgreSQL refuses it (SQLSTATE class 53), and the
+        build is run again without parallel workers.
+        """
+        try:
+            return await self._build(self.parallel_workers)
+        except DBAPIError as exc:
+            if (sqlstate_of(exc) or "")[:2] != "53" or self.parallel_workers == 0:
+                raise
+            logger.warning("parallel index build refused (%s); building serially", exc.orig)
+            return await self._build(0)
+
+    async def _build(self, workers: int | None) -> float:
         async with self.engine.begin() as conn:
             self.rows = int(
                 (
@@ -327,10 +344,10 @@ class VectorIndexDeferral:
                 text("SELECT set_config('maintenance_work_mem', :mem, true)"),
                 {"mem": f"{memory}kB"},
             )
-            if self.parallel_workers is not None:
+            if workers is not None:
                 await conn.execute(
                     text("SELECT set_config('max_parallel_maintenance_workers', :w, true)"),
-                    {"w": str(int(self.parallel_workers))},
+                    {"w": str(int(workers))},
                 )
             start = time.perf_counter()
             await conn.execute(CreateIndex(self.index, if_not_exists=True))

@@ -341,8 +341,10 @@ class PgVectorStore(AbstractStore):
         """Replace several documents in ONE transaction (one round trip of rows).
 
         Each item is ``(document_id, documents, embeddings, record)`` as the arguments of
-        :meth:`replace_document`. The rows go through a binary COPY and one upsert
-        (:mod:`parrot_parents.stores.writer`), under the advisory locks of every document.
+        :meth:`replace_document`. The rows go through a binary COPY (straight into the
+        collection, or into a temporary table and one upsert when a row id is held by
+        another document; :mod:`parrot_parents.stores.writer`), under the advisory locks
+        of every document.
         The batch is atomic as a whole: when any document's write fails, no document of
         the batch is changed (each keeps its previous version); write one document per
         call to isolate failures.

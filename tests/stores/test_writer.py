@@ -382,3 +382,36 @@ async def test_ingest_bulk_loads_an_empty_collection_only(
     second = await TextLoader(str(tmp_path), embedding=embeddings).ingest(store)
     assert second.index_build_seconds is None and second.documents == 1
     assert await store.vector_index_exists()
+
+
+async def test_a_row_id_taken_by_another_document_moves_as_an_upsert_would(
+    store: PgVectorStore,
+) -> None:
+    # The direct COPY collides on the primary key; the batch falls back to the upsert
+    # through the temporary table, in the same transaction, and ends as sequential writes.
+    dim = store.dimension
+    shared = Document(
+        id="shared-row",
+        page_content="Shared leave words.",
+        metadata={"document_id": "a", "start_index": 0, "end_index": 19},
+    )
+    await store.replace_document("a", [shared], embeddings=[np.eye(1, dim, 0)[0]])
+    moved = Document(
+        id="shared-row",
+        page_content="Moved salary words.",
+        metadata={"document_id": "b", "start_index": 0, "end_index": 19},
+    )
+    other = Document(
+        id="b-row",
+        page_content="Other notice words.",
+        metadata={"document_id": "b", "start_index": 20, "end_index": 39},
+    )
+    await store.replace_documents(
+        [("b", [moved, other], [np.eye(1, dim, 1)[0], np.eye(1, dim, 2)[0]], None)]
+    )
+    rows = await _dump(store)
+    assert set(rows) == {"shared-row", "b-row"}
+    assert rows["shared-row"][0] == "Moved salary words."
+    assert rows["shared-row"][1]["document_id"] == "b"
+    np.testing.assert_array_equal(rows["shared-row"][3], np.eye(1, dim, 1)[0])
+    assert await _stats(store) == await _recount(store)

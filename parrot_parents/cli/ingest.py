@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_strategy_option(p)
     p.add_argument(
+        "--bulk",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="drop the vector index during the load and build it once at the end (default: "
+        "on when the collection is new or empty, or lacks its vector index; PostgreSQL)",
+    )
+    p.add_argument(
         "--llm-concurrency",
         type=int,
         default=4,
@@ -138,6 +145,7 @@ async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from parrot_parents.cli.common import describe_strategy
+    from parrot_parents.loaders.abstract import wants_bulk_load
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.strategies.build import free_report, indexer_for
     from parrot_parents.strategies.spec import strategy_for
@@ -157,6 +165,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
+        bulk = await wants_bulk_load(store, args.bulk) if docs else False
         failed_before = len(loader.report.failed)
         with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
             try:
@@ -165,6 +174,7 @@ async def run(args: argparse.Namespace) -> int:
                     vector_store=store,
                     progress=bar.update,
                     skip_unchanged=True,
+                    bulk_load=bulk,
                     **sizes,
                 )
             except asyncio.CancelledError:
@@ -189,6 +199,8 @@ async def run(args: argparse.Namespace) -> int:
         + (f", {loader.report.indexed} indexed row(s)" if indexer is not None else "")
         + skipped
     )
+    if loader.report.index_build_seconds is not None:
+        print(f"built the vector index in {loader.report.index_build_seconds:.1f} s (bulk load)")
     if args.strategy is not None or indexer is not None:
         report = loader.report.strategy or free_report(spec, children, len(rows) - children)
         print(describe_strategy(report))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
@@ -24,6 +26,7 @@ from parrot_parents.loaders.hierarchy import (
     validate_parent_sizes,
 )
 from parrot_parents.loaders.indexing import RowIndexer
+from parrot_parents.loaders.pipeline import DEFAULT_QUEUE_SIZE, pipelined
 from parrot_parents.loaders.policy import ChunkPolicy
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_structure
 from parrot_parents.loaders.structure.tree import Structure
@@ -32,7 +35,7 @@ from parrot_parents.stores.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.ids import content_document_id, content_sha256
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
-__all__ = ["AbstractLoader", "IngestReport"]
+__all__ = ["AbstractLoader", "IngestReport", "wants_bulk_load"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,8 @@ class IngestReport:
     #: Documents not written because their content, source and chunk policy version are
     #: those already stored (see :mod:`parrot_parents.loaders.policy`).
     unchanged: list[str] = field(default_factory=list)
+    #: Seconds spent building the vector index after a bulk load (None without one).
+    index_build_seconds: float | None = None
 
 
 class AbstractLoader(ABC):
@@ -145,6 +150,8 @@ class AbstractLoader(ABC):
         progress: Callable[[int], None] | None = None,
         batch_documents: int = 8,
         skip_unchanged: bool = False,
+        bulk_load: bool = False,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
     ) -> list[Document]:
         """Build the 2- or 3-level hierarchy of ``documents`` (sizes in characters).
 
@@ -159,10 +166,18 @@ class AbstractLoader(ABC):
             parent_chunk_overlap_tokens: overlap of neighbouring parent_chunks in
                 characters (default 200); must be smaller than the size.
             progress: called with the number of documents finished after each batch.
-            batch_documents: documents embedded together.
+            batch_documents: documents embedded together, and written in one transaction
+                when the store has ``replace_documents`` (a batch the database refuses is
+                written again document by document, so only the faulty one fails).
             skip_unchanged: with a store that keeps a documents table, leave out (and list
                 in ``self.report.unchanged``) the documents whose text, source and chunk
                 policy version are those stored; default False (``ingest`` turns it on).
+            bulk_load: defer the store's vector index for this load and build it once at
+                the end (``store.bulk_load()``, PostgreSQL; ignored by other stores);
+                for a new or empty collection. The build time is
+                ``self.report.index_build_seconds``. Default False.
+            queue_size: embedded batches waiting for the writer (default 2); the model
+                embeds the next batch while the database writes one.
 
         Returns:
             Parents and children of all documents as ``Document``s (parents first per
@@ -235,39 +250,79 @@ class AbstractLoader(ABC):
             # refused or unchanged: finished, not stored
             progress(len(documents) - len(hierarchies))
         out: list[Document] = []
-        for start in range(0, len(hierarchies), batch_documents):
-            batch = hierarchies[start : start + batch_documents]
-            done = len(batch)
+
+        async def embedded() -> AsyncIterator[tuple[list[DocumentHierarchy], int, dict]]:
+            """The model's stage: each batch embedded (and indexed), in a worker thread."""
+            for start in range(0, len(hierarchies), batch_documents):
+                batch = hierarchies[start : start + batch_documents]
+                done = len(batch)
+                extra: dict[str, Sequence[Document]] = {}
+                if vector_store is not None:
+                    await self._warn_on_replaced_sources(vector_store, batch, documents)
+                    batch = await self._embed_isolated(batch, names)
+                    extra = await self.indexer.index_rows(batch) if self.indexer else {}
+                yield batch, done, extra
+
+        async def store(item: tuple[list[DocumentHierarchy], int, dict]) -> None:
+            """The database's stage: the batch written, one transaction per batch."""
+            batch, done, extra = item
             if vector_store is not None:
-                await self._warn_on_replaced_sources(vector_store, batch, documents)
-                batch = await self._embed_isolated(batch, names)
-                extra = await self.indexer.index_rows(batch) if self.indexer else {}
-                written = []
-                for h in batch:
-                    try:
-                        await _write(
-                            vector_store,
-                            h,
-                            extra.get(h.document_id, ()),
-                            records.get(h.document_id),
-                        )
-                    except (ConfigurationError, StoreError) as exc:
-                        if isinstance(exc, StoreError) and exc.unavailable:
-                            raise  # an outage: the next documents would fail the same way
-                        self.report.failed[names[h.document_id]] = str(exc)
-                        continue
-                    written.append(h)
-                    self.report.indexed += len(extra.get(h.document_id, ()))
-                batch = written
+                batch = await self._write_batch(vector_store, batch, extra, records, names)
             for h in batch:
                 out.extend(h.documents())
             if progress is not None:
                 progress(done)
+
+        async with _bulk(vector_store, bulk_load, self.report):
+            # The model embeds batch k+1 while batch k is written (a bounded queue).
+            await pipelined(embedded(), store, maxsize=queue_size)
         self.report.windowed_children += self.processor.windowed_children
         self.processor.windowed_children = 0
         if self.indexer is not None:
             self.report.strategy = self.indexer.report()
         return out
+
+    async def _write_batch(
+        self,
+        store: AbstractStore,
+        batch: list[DocumentHierarchy],
+        extra: dict[str, Sequence[Document]],
+        records: dict[str, DocumentRecord],
+        names: dict[str, str],
+    ) -> list[DocumentHierarchy]:
+        """Write a batch in one transaction when the store can; the documents written.
+
+        When the batch's transaction fails (nothing of it is kept), its documents are
+        written one by one, so a faulty document fails alone and is reported.
+        """
+        many = getattr(store, "replace_documents", None)
+        if many is not None and len(batch) > 1:
+            try:
+                await many(
+                    [
+                        _item(h, extra.get(h.document_id, ()), records.get(h.document_id))
+                        for h in batch
+                    ]
+                )
+            except (ConfigurationError, StoreError) as exc:
+                if isinstance(exc, StoreError) and exc.unavailable:
+                    raise  # an outage: the next documents would fail the same way
+                logger.info("writing a batch failed; writing its documents one by one")
+            else:
+                self.report.indexed += sum(len(extra.get(h.document_id, ())) for h in batch)
+                return batch
+        written = []
+        for h in batch:
+            try:
+                await _write(store, h, extra.get(h.document_id, ()), records.get(h.document_id))
+            except (ConfigurationError, StoreError) as exc:
+                if isinstance(exc, StoreError) and exc.unavailable:
+                    raise
+                self.report.failed[names[h.document_id]] = str(exc)
+                continue
+            written.append(h)
+            self.report.indexed += len(extra.get(h.document_id, ()))
+        return written
 
     def policy(
         self,
@@ -424,20 +479,62 @@ def _record(
     )
 
 
+def _item(
+    h: DocumentHierarchy, indexed: Sequence[Document], record: DocumentRecord | None
+) -> tuple[str, list[Document], list[np.ndarray | None], DocumentRecord | None]:
+    """``(document_id, rows, vectors, record)`` of one document: parents and indexed rows
+    without a vector (the store embeds indexed rows), children with their float32 one."""
+    docs = [*h.documents(), *indexed]
+    vectors: list[np.ndarray | None] = [None] * len(h.parents)
+    vectors += [c.embedding for c in h.children]
+    vectors += [None] * len(indexed)
+    return h.document_id, docs, vectors, record
+
+
 async def _write(
     store: AbstractStore,
     h: DocumentHierarchy,
     indexed: Sequence[Document] = (),
     record: DocumentRecord | None = None,
 ) -> None:
-    docs = [*h.documents(), *indexed]
-    vectors: list[list[float] | None] = [None] * len(h.parents)
-    vectors += [c.embedding for c in h.children]
-    vectors += [None] * len(indexed)  # embedded by the store
+    document_id, docs, vectors, record = _item(h, indexed, record)
     replace = getattr(store, "replace_document", None)
     if replace is not None and record is not None and getattr(store, "documents", None):
-        await replace(h.document_id, docs, embeddings=vectors, record=record)
+        await replace(document_id, docs, embeddings=vectors, record=record)
     elif replace is not None:
-        await replace(h.document_id, docs, embeddings=vectors)
+        await replace(document_id, docs, embeddings=vectors)
     else:
         await store.add_documents(docs, embeddings=vectors)
+
+
+@contextlib.asynccontextmanager
+async def _bulk(
+    store: AbstractStore | None, wanted: bool, report: IngestReport
+) -> AsyncIterator[None]:
+    """The store's bulk load (vector index deferred) around the writes, when wanted."""
+    bulk = getattr(store, "bulk_load", None) if wanted else None
+    if bulk is None:
+        yield
+        return
+    await store.connect()  # bulk_load needs the connected engine
+    async with bulk() as load:
+        yield
+    report.index_build_seconds = load.build_seconds
+
+
+async def wants_bulk_load(store: AbstractStore | None, flag: bool | None = None) -> bool:
+    """Whether to bulk load (vector index deferred) into ``store``.
+
+    ``flag`` as given when not None (False for a store without ``bulk_load``); by default,
+    True when the collection has no rows (new or empty) or lacks its vector index (a bulk
+    load that could not build it): building the index once after the load is then far
+    cheaper than inserting into it row by row (benchmarks/scale_write.py). Into a filled
+    collection, rebuilding the whole index for some new rows is not, so it stays.
+    """
+    if store is None or not hasattr(store, "bulk_load"):
+        return False
+    if flag is not None:
+        return flag
+    count = getattr(store, "count")  # noqa: B009 - PostgreSQL store only (bulk_load)
+    exists = getattr(store, "vector_index_exists")  # noqa: B009
+    return await count() == 0 or not await exists()

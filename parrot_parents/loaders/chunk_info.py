@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 __all__ = ["ChunkInfo"]
 
 
@@ -21,7 +23,8 @@ class ChunkInfo:
         end_index: character offset of the child's end in the source text (exclusive).
         text: ``source[start_index:end_index]``.
         metadata: the row's metadata (markers included).
-        embedding: the child's vector once embedded, else None.
+        embedding: the child's vector once embedded (float32, shape ``(dimension,)``),
+            else None.
     """
 
     chunk_id: str
@@ -32,4 +35,4 @@ class ChunkInfo:
     end_index: int
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
-    embedding: list[float] | None = None
+    embedding: np.ndarray | None = None

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
@@ -323,7 +324,7 @@ class LateChunkingProcessor:
         results = await self._late.aembed_spans(items)
         for kids, vectors in zip(owners, results, strict=True):
             for child, vector in zip(kids, vectors, strict=True):
-                child.embedding = list(vector)
+                child.embedding = vector  # a float32 row of the model's output
 
     async def _embed_each(self, children: list[ChunkInfo]) -> None:
         """Embed children one by one; a child longer than the model's window is embedded
@@ -338,7 +339,8 @@ class LateChunkingProcessor:
         long = set(await asyncio.to_thread(self._too_long, texts))
         short = [i for i in range(len(children)) if i not in long]
         vectors = await self.embedding.aembed_documents([texts[i] for i in short])
-        for i, vector in zip(short, vectors, strict=True):
+        matrix = np.asarray(vectors, dtype=np.float32)
+        for i, vector in zip(short, matrix, strict=True):
             children[i].embedding = vector
         if not long:
             return
@@ -358,7 +360,7 @@ class LateChunkingProcessor:
         order = sorted(long)
         results = await self._late.aembed_spans([(texts[i], [(0, len(texts[i]))]) for i in order])
         for i, spans in zip(order, results, strict=True):
-            children[i].embedding = list(spans[0])
+            children[i].embedding = spans[0]
         self.windowed_children += len(order)
 
     def _too_long(self, texts: list[str]) -> list[int]:

@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import DocumentReadError
-from parrot_parents.loaders.abstract import AbstractLoader, IngestReport
+from parrot_parents.loaders.abstract import AbstractLoader, IngestReport, wants_bulk_load
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
@@ -122,15 +122,20 @@ class TextLoader(AbstractLoader):
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         progress: Callable[[int], None] | None = None,
         skip_unchanged: bool = True,
+        bulk_load: bool | None = None,
     ) -> IngestReport:
         """Load the files and write their hierarchies to ``vector_store``.
 
         A file whose text, source and chunk policy version are those already stored is
         skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
+        ``bulk_load``: defer the vector index and build it once after the load; None
+        (default) does so into a new or empty collection (:func:`wants_bulk_load`); the
+        build time is ``report.index_build_seconds``.
 
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
         docs = self.load()
+        bulk = await wants_bulk_load(vector_store, bulk_load) if docs else False
         failed_before = set(self.report.failed)
         unchanged_before = len(self.report.unchanged)
         rows = await self.chunk_documents(
@@ -141,6 +146,7 @@ class TextLoader(AbstractLoader):
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
             skip_unchanged=skip_unchanged,
+            bulk_load=bulk,
         )
         self.report.documents += (
             len(docs)

@@ -14,7 +14,9 @@ from sqlalchemy import (
     Integer,
     MetaData,
     Table,
+    Text,
     and_,
+    bindparam,
     cast,
     delete,
     func,
@@ -23,7 +25,7 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
@@ -57,7 +59,7 @@ from parrot_parents.stores.markers import (
     SEARCH_PREDICATE,
     is_indexed,
 )
-from parrot_parents.stores.reads import Settings, read
+from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import embed_missing, prepare_rows
@@ -69,6 +71,12 @@ from parrot_parents.stores.search_options import (
     SearchMode,
 )
 from parrot_parents.stores.setup import check_dimension, create_extension
+from parrot_parents.stores.writer import (
+    DocumentWrite,
+    VectorIndexDeferral,
+    vector_index_exists,
+    write_batch,
+)
 from parrot_parents.sync import run_sync
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
@@ -271,7 +279,7 @@ class PgVectorStore(AbstractStore):
     def _rows(
         self,
         documents: Sequence[Document],
-        embeddings: Sequence[Sequence[float] | None] | None,
+        embeddings: Sequence[Sequence[float] | np.ndarray | None] | np.ndarray | None,
     ) -> list[dict[str, Any]]:
         return prepare_rows(documents, embeddings, self.dimension)
 
@@ -282,7 +290,7 @@ class PgVectorStore(AbstractStore):
         self,
         documents: Sequence[Document],
         *,
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+        embeddings: Sequence[Sequence[float] | np.ndarray | None] | np.ndarray | None = None,
     ) -> list[str]:
         """Insert or update rows, one transaction per source document.
 
@@ -293,8 +301,9 @@ class PgVectorStore(AbstractStore):
 
         Args:
             documents: LangChain ``Document``s (parents and/or children).
-            embeddings: optional precomputed vectors aligned with ``documents``
-                (``None`` entries are embedded here).
+            embeddings: optional precomputed vectors aligned with ``documents``: lists of
+                floats or numpy arrays of shape ``(dimension,)`` (or one
+                ``(len(documents), dimension)`` array); ``None`` entries are embedded here.
 
         Returns:
             The row ids, in input order.
@@ -309,7 +318,7 @@ class PgVectorStore(AbstractStore):
         for row in rows:
             groups[row["cmetadata"]["document_id"]].append(row)
         for group in groups.values():
-            await self._write(group, replace_document_id=None)
+            await self._write([DocumentWrite(None, group)])
         return [r["id"] for r in rows]
 
     async def replace_document(
@@ -317,7 +326,7 @@ class PgVectorStore(AbstractStore):
         document_id: str,
         documents: Sequence[Document],
         *,
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+        embeddings: Sequence[Sequence[float] | np.ndarray | None] | np.ndarray | None = None,
         record: DocumentRecord | None = None,
     ) -> list[str]:
         """Atomically replace every row of ``document_id`` by ``documents``.
@@ -325,49 +334,98 @@ class PgVectorStore(AbstractStore):
         Used by the loaders: re-chunking a document with other sizes leaves no stale rows.
         Delete and insert run in one transaction, so readers never see a half-written
         document, and a failure keeps the previous version. ``record``, when given, is
-        written to the documents table in the same transaction.
+        written to the documents table in the same transaction. ``embeddings`` as in
+        :meth:`add_documents`.
         """
-        rows = self._rows(documents, embeddings)
-        for row in rows:
-            if row["cmetadata"]["document_id"] != document_id:
-                raise ConfigurationError(
-                    f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
-                    f"not {document_id!r}"
-                )
-        await self._embed_missing(rows)
-        await self._write(rows, replace_document_id=document_id, record=record)
-        return [r["id"] for r in rows]
+        return (await self.replace_documents([(document_id, documents, embeddings, record)]))[0]
 
-    async def _write(
+    async def replace_documents(
         self,
-        rows: list[dict[str, Any]],
-        replace_document_id: str | None,
-        record: DocumentRecord | None = None,
-    ) -> None:
-        engine, table = await self.ready()
-        stmt = pg_insert(table)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[table.c.id],
-            set_={
-                "document": stmt.excluded.document,
-                "embedding": stmt.excluded.embedding,
-                "cmetadata": stmt.excluded.cmetadata,
-            },
+        batch: Sequence[
+            tuple[
+                str,
+                Sequence[Document],
+                Sequence[Sequence[float] | np.ndarray | None] | np.ndarray | None,
+                DocumentRecord | None,
+            ]
+        ],
+    ) -> list[list[str]]:
+        """Replace several documents in ONE transaction (one round trip of rows).
+
+        Each item is ``(document_id, documents, embeddings, record)`` as the arguments of
+        :meth:`replace_document`. The rows go through a binary COPY (straight into the
+        collection, or into a temporary table and one upsert when a row id is held by
+        another document; :mod:`parrot_parents.stores.writer`), under the advisory locks
+        of every document.
+        The batch is atomic as a whole: when any document's write fails, no document of
+        the batch is changed (each keeps its previous version); write one document per
+        call to isolate failures.
+
+        Returns:
+            The row ids of each document, in input order.
+
+        Raises:
+            ConfigurationError: a row that belongs to another document, a bad value.
+            StoreError: the database refused the write (nothing of the batch is kept).
+        """
+        writes = []
+        for document_id, documents, embeddings, record in batch:
+            rows = self._rows(documents, embeddings)
+            for row in rows:
+                if row["cmetadata"]["document_id"] != document_id:
+                    raise ConfigurationError(
+                        f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
+                        f"not {document_id!r}"
+                    )
+            writes.append(DocumentWrite(document_id, rows, record))
+        await self._embed_missing([r for w in writes for r in w.rows])
+        await self._write(writes)
+        return [[r["id"] for r in w.rows] for w in writes]
+
+    def bulk_load(self, *, parallel_workers: int | None = None) -> VectorIndexDeferral:
+        """Defer the HNSW index over a bulk load (for a new or empty collection).
+
+        ``async with store.bulk_load() as load:`` drops the vector index, and builds it
+        again when the block ends (also after an error), with the same name and parameters,
+        ``maintenance_work_mem`` sized for the rows (see
+        :class:`~parrot_parents.stores.writer.VectorIndexDeferral`); ``load.build_seconds``
+        is the build time. Building once is far cheaper than keeping the graph up to date
+        row by row (docs/benchmarks.md, "scale_write"). Searches during the load scan the
+        table. Connect first.
+
+        Args:
+            parallel_workers: ``max_parallel_maintenance_workers`` for the build; None
+                keeps the server's setting.
+        """
+        return VectorIndexDeferral(
+            self.engine, self.sa_table, self.dimension, self.hnsw.m, parallel_workers
         )
-        document_ids = sorted({r["cmetadata"]["document_id"] for r in rows})
-        if replace_document_id is not None:
-            document_ids = [replace_document_id]
-        async with store_errors(f"write to {self.qualified_name}"), engine.begin() as conn:
-            await self._lock_documents(conn, document_ids)
-            if replace_document_id is not None:
-                await conn.execute(
-                    delete(table).where(meta_field(table, "document_id") == replace_document_id)
-                )
-            if rows:
-                # executemany: SQLAlchemy batches the rows into multi-row INSERTs.
-                await conn.execute(stmt, rows)
-            if record is not None:
-                await conn.execute(self.documents.upsert(record))
+
+    async def vector_index_exists(self) -> bool:
+        """Whether the collection's HNSW index exists (absent after a failed bulk build)."""
+        engine, table = await self.ready()
+        return await vector_index_exists(engine, table)
+
+    async def _write(self, writes: Sequence[DocumentWrite]) -> None:
+        """Write a batch of documents in one transaction (see replace_documents)."""
+        engine, table = await self.ready()
+        document_ids = {str(r["cmetadata"]["document_id"]) for w in writes for r in w.rows}
+        document_ids |= {w.document_id for w in writes if w.document_id is not None}
+
+        async def work(conn: Any) -> None:
+            await self._lock_documents(conn, sorted(document_ids))
+            await write_batch(conn, table, self.documents, writes, self._delete_documents(table))
+
+        await write(engine, f"write to {self.qualified_name}", work)
+
+    @staticmethod
+    def _delete_documents(table: Table) -> Any:
+        """``DELETE`` of the rows of the documents in the bound text[] ``document_ids``;
+        ``= ANY`` keeps one prepared statement whatever the number of ids."""
+        return delete(table).where(
+            meta_field(table, "document_id")
+            == func.any(bindparam("document_ids", type_=ARRAY(Text)))
+        )
 
     async def _lock_documents(self, conn: Any, document_ids: Sequence[str]) -> None:
         """Serialise the writers of each document: a transaction-level advisory lock.
@@ -375,14 +433,21 @@ class PgVectorStore(AbstractStore):
         Keyed on ``(hashtext(schema.table), hashtext(document_id))``; held until the
         transaction ends. Without it two concurrent ``replace_document`` calls each delete
         nothing the other has committed yet, and both versions stay. Ids are locked in
-        sorted order, so two writers of the same documents cannot deadlock. A hash
-        collision only makes two writers wait for each other, never lose data.
+        sorted order (one statement, in the order of the array), so two writers of the same
+        documents cannot deadlock. A hash collision only makes two writers wait for each
+        other, never lose data.
         """
-        for document_id in sorted(set(document_ids)):
-            await conn.execute(
-                text("SELECT pg_advisory_xact_lock(hashtext(:t), hashtext(:d))"),
-                {"t": self.qualified_name, "d": str(document_id)},
-            )
+        ids = sorted({str(d) for d in document_ids})
+        if not ids:
+            return
+        await conn.execute(
+            text(
+                "SELECT count(pg_advisory_xact_lock(hashtext(:t), hashtext(u.d))) FROM"
+                " (SELECT d FROM unnest(CAST(:ids AS text[])) WITH ORDINALITY AS x(d, n)"
+                " ORDER BY n) u"
+            ),
+            {"t": self.qualified_name, "ids": ids},
+        )
 
     async def delete(self, document_id: str) -> int:
         """Remove every row (parents and children) of a source document, in one statement."""

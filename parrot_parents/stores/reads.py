@@ -1,4 +1,5 @@
-"""How the store reads: one round trip per statement, no transaction, one retry.
+"""How the store reads (one round trip per statement, no transaction) and writes, each
+retried once on a dead pooled connection.
 
 A search used to cost seven round trips (``BEGIN; set_config; kNN; COMMIT; BEGIN;
 parents; ROLLBACK``), plus a ping per checkout. A read here is just the statement:
@@ -28,7 +29,7 @@ from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.vector_codec import ensure_codec
 
-__all__ = ["SETTINGS_KEY", "Settings", "read", "rows", "was_disconnect"]
+__all__ = ["SETTINGS_KEY", "Settings", "read", "rows", "was_disconnect", "write"]
 
 T = TypeVar("T")
 
@@ -98,6 +99,31 @@ async def read(
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                 await ensure_codec(conn)
                 await _apply(conn, settings)
+                return await work(conn)
+        except StoreError as exc:
+            if attempt == 1 and was_disconnect(exc):
+                continue
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def write(
+    engine: AsyncEngine, action: str, work: Callable[[AsyncConnection], Awaitable[T]]
+) -> T:
+    """Run ``work(conn)`` in one transaction; retried once when the pooled connection was
+    dead (no pre-ping, see the module docstring).
+
+    Only for idempotent work (the store's writes are: a replace deletes and writes the
+    same rows again, an upsert leaves one copy). A dead connection fails at ``BEGIN``,
+    before anything is written; a transaction cut short later is rolled back by the
+    server, so the retry starts from the state before it.
+
+    Raises:
+        StoreError: the database failed or is unavailable (no SQL in the message).
+    """
+    for attempt in (1, 2):
+        try:
+            async with store_errors(action), engine.begin() as conn:
                 return await work(conn)
         except StoreError as exc:
             if attempt == 1 and was_disconnect(exc):

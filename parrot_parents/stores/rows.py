@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
@@ -22,14 +23,16 @@ __all__ = ["embed_missing", "prepare_rows"]
 
 def prepare_rows(
     documents: Sequence[Document],
-    embeddings: Sequence[Sequence[float] | None] | None,
+    embeddings: Sequence[Sequence[float] | np.ndarray | None] | np.ndarray | None,
     dimension: int,
 ) -> list[dict[str, Any]]:
     """Rows ``{id, document, cmetadata, embedding}`` for ``documents``, in order.
 
     Markers are normalised; ``document_id`` defaults to a content hash; the id is
     ``Document.id`` or derived from ``document_id`` and the span; parents get no vector.
-    A child's vector is taken from ``embeddings`` (``None`` means: embed it later).
+    A child's vector is taken from ``embeddings`` (``None`` means: embed it later): a list
+    of floats or a numpy array per document, or one ``(len(documents), dimension)`` array;
+    rows hold it as a float32 array of shape ``(dimension,)`` (never a list).
 
     Every value is checked first (:mod:`parrot_parents.stores.values`): text without NUL,
     control characters or lone surrogates, JSON-able metadata (datetimes become ISO 8601),
@@ -86,5 +89,6 @@ async def embed_missing(rows: list[dict[str, Any]], embedding: Any, batch_size: 
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
         vectors = await embedding.aembed_documents([r["document"] for r in batch])
-        for row, vector in zip(batch, vectors, strict=True):
+        matrix = np.asarray(vectors, dtype=np.float32)  # one block, no per-float objects
+        for row, vector in zip(batch, matrix, strict=True):
             row["embedding"] = vector

@@ -35,4 +35,4 @@ def test_a_child_indexed_through_its_rows_gets_no_vector() -> None:
     )
     out = prepare_rows([child, row], [[1.0, 0.0], [0.0, 1.0]], 2)
     assert out[0]["embedding"] is None and out[0]["cmetadata"]["is_chunk"] is True
-    assert out[1]["embedding"] == [0.0, 1.0] and out[1]["cmetadata"]["is_chunk"] is False
+    assert out[1]["embedding"].tolist() == [0.0, 1.0] and out[1]["cmetadata"]["is_chunk"] is False

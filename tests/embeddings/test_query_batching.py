@@ -43,14 +43,14 @@ class CountingEmbeddings(SentenceTransformerEmbeddings):
         self.gate: threading.Event | None = None
         self.started = threading.Event()
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
         self.calls.append(list(texts))
         self.started.set()
         if self.gate is not None:
             self.gate.wait()
         if self.fail_on is not None and self.fail_on in texts:
             raise RuntimeError(f"cannot embed {self.fail_on!r}")
-        return super().encode(texts)
+        return super().encode(texts, batch_size=batch_size)
 
 
 @pytest.fixture

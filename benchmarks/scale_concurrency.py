@@ -150,8 +150,16 @@ def wall(code: Path | None, *argv: str) -> tuple[float, int]:
     return time.perf_counter() - started, proc.returncode
 
 
-def cli(code: Path | None, repeats: int, *argv: str) -> dict[str, Any]:
-    runs = [wall(code, *argv) for _ in range(repeats)]
+def cli(codes: dict[str, Path | None], repeats: int, *argv: str) -> dict[str, dict[str, Any]]:
+    """Median wall time of ``argv`` per variant; the variants alternate run by run."""
+    runs: dict[str, list[tuple[float, int]]] = {name: [] for name in codes}
+    for _ in range(repeats):
+        for name, code in codes.items():
+            runs[name].append(wall(code, *argv))
+    return {name: _summary(r) for name, r in runs.items()}
+
+
+def _summary(runs: list[tuple[float, int]]) -> dict[str, Any]:
     return {
         "median_s": statistics.median(t for t, _ in runs),
         "codes": sorted({c for _, c in runs}),
@@ -234,21 +242,22 @@ def main() -> None:
                 runs[name].append(result)
                 print(f"round {r + 1} {name}: {result}", flush=True)
         ask = ["ask", "What did the president say about insulin?", "--collection", collection]
-        for name, code in (("today", args.baseline), ("ours", None)):
-            clis[name]["--help"] = cli(code, args.repeats, "--help")
-            clis[name]["unknown collection"] = cli(
-                code, args.repeats, "ask", "q", "--collection", "no_such_collection_here"
-            )
-            clis[name]["ask (cold)"] = cli(code, args.repeats, *ask)
-            print(f"cli {name}: {clis[name]}", flush=True)
+        codes = {"today": args.baseline, "ours": None}
+        unknown = ["ask", "q", "--collection", "no_such_collection_here"]
+        for command, argv in (("--help", ["--help"]), ("unknown collection", unknown)):
+            for name, got in cli(codes, args.repeats, *argv).items():
+                clis[name][command] = got
+        for name, got in cli(codes, args.repeats, *ask).items():
+            clis[name]["ask (cold)"] = got
+        print(f"cli: {clis}", flush=True)
         wall(None, "migrate")
         wall(None, "bots", "add", bot, "--collection", collection)
         try:
             with Server() as url:
                 wall(None, *ask, "--server", url, "--bot", bot)  # the server's first search
                 clis["ours"]["ask --server (warm)"] = cli(
-                    None, args.repeats, *ask[:2], "--server", url, "--bot", bot
-                )
+                    {"ours": None}, args.repeats, *ask[:2], "--server", url, "--bot", bot
+                )["ours"]
         finally:
             wall(None, "bots", "remove", bot)
     finally:
@@ -312,7 +321,8 @@ def render(
         f"({med(passive, 'throughput') / med('today', 'throughput'):.2f}× today); "
         f"micro-batched query embedding on top of it: {ratio_passive:.2f}×.",
         "",
-        f"## CLI wall times (median of {args.repeats} fresh processes, seconds)",
+        f"## CLI wall times (median of {args.repeats} fresh processes, today and ours "
+        "alternating, seconds)",
         "",
         "| command | today | ours |",
         "|---|---:|---:|",

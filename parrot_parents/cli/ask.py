@@ -1,8 +1,18 @@
-"""``parrot-parents ask "question"``: print the context a bot would hand to the LLM."""
+"""``parrot-parents ask "question"``: print the context a bot would hand to the LLM.
+
+Locally, the collection is opened (an unknown one fails at once), then the model loads
+(its time is ``meta.timings_ms.model_load``), then the bot retrieves. With ``--server
+URL`` a running ``parrot-parents serve`` answers instead: nothing heavy is imported here
+and no model loads (``meta.timings_ms.request`` is the round trip).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import time
+from typing import Any
 
 from parrot_parents.cli.common import (
     add_retrieval_options,
@@ -11,8 +21,12 @@ from parrot_parents.cli.common import (
     print_json,
     retrieval_overrides,
 )
+from parrot_parents.server.limits import TOKEN_ENV
 
-__all__ = ["register"]
+__all__ = ["SERVER_ENV", "register"]
+
+#: Environment variable naming the server ``ask`` uses when ``--server`` is not given.
+SERVER_ENV = "PARROT_PARENTS_SERVER"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,45 +34,113 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("question")
     add_store_options(p)
     add_retrieval_options(p)  # the package defaults, as Chatbot() and eval have them
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help=f"ask a running `parrot-parents serve` at URL instead of loading the model "
+        f"here (default: ${SERVER_ENV}, else none). Its bot for --collection answers "
+        "(or --bot); options not given take that bot's settings",
+    )
+    p.add_argument("--bot", default=None, help="with --server: the bot that answers")
+    p.add_argument(
+        "--token",
+        default=None,
+        help=f"with --server: its bearer token (default: ${TOKEN_ENV})",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 async def run(args: argparse.Namespace) -> int:
+    server = args.server if args.server is not None else os.environ.get(SERVER_ENV) or None
+    if server:
+        result = await _ask_server(args, server)
+    else:
+        result = await _ask_here(args)
+    _print(result, as_json=args.json)
+    return 0
+
+
+async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
+    from parrot_parents.errors import ConfigurationError
+
+    if args.bot is not None or args.token is not None:
+        raise ConfigurationError("--bot and --token go with --server")
     from parrot_parents.bots.chatbot import Chatbot
+    from parrot_parents.retrieval.options import RetrievalOptions
     from parrot_parents.stores.backends import parent_searcher_for
 
+    options = RetrievalOptions.from_overrides(retrieval_overrides(args))  # before any I/O
     store = make_store(args, create=False)
-    bot = Chatbot(
-        store=store,
-        parent_searcher=parent_searcher_for(store),
-    )
+    bot = Chatbot(store=store, parent_searcher=parent_searcher_for(store))
     try:
-        retrieval = await bot.retrieve(args.question, **retrieval_overrides(args))
+        # Opening checks the collection before the model loads (it needs the dimension).
+        await store.connect()
+        await asyncio.to_thread(store.embedding.warm_up)  # loaded by now; a no-op
+        retrieval = await bot.retrieve(args.question, options)
     finally:
         await bot.close()
-    if args.json:
-        print_json(
-            {
-                "context": retrieval.context,
-                "passages": [p.to_dict() for p in retrieval.passages],
-                "meta": retrieval.meta.to_dict(),
-            }
+    meta = retrieval.meta.to_dict()
+    # The load happened before the search started, so ``search`` no longer includes it.
+    meta["timings_ms"]["model_load"] = store.embedding.load_ms or 0.0
+    return {
+        "context": retrieval.context,
+        "passages": [p.to_dict() for p in retrieval.passages],
+        "meta": meta,
+    }
+
+
+async def _ask_server(args: argparse.Namespace, server: str) -> dict[str, Any]:
+    from parrot_parents.cli.remote import ServerClient
+    from parrot_parents.errors import ConfigurationError
+
+    local = [
+        flag
+        for flag, given in (
+            ("--dsn", args.dsn is not None),
+            ("--model", args.model is not None),
+            ("--store", args.store not in (None, "postgres")),
         )
-        return 0
-    for i, p in enumerate(retrieval.passages, 1):
-        score = "n/a" if p.score is None else f"{p.score:.3f}"
-        print(
-            f"[{i}] {p.source or p.document_id}  chars {p.start_index}-{p.end_index}  "
-            f"{p.kind}  score {score}"
+        if given
+    ]
+    if local:
+        raise ConfigurationError(
+            f"{', '.join(local)} cannot be used with --server: the server has its own",
+            hint="drop them, or drop --server to ask here",
         )
-        print(p.text.strip())
-        print()
-    m = retrieval.meta
-    print(
-        f"-- {len(retrieval.passages)} passage(s), {m['context_chars']} characters, "
-        f"expanded={m['expanded']}, {m['timings_ms']['total']:.0f} ms"
+    options = retrieval_overrides(args, check_filter=False)  # the server checks them
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    client = ServerClient(server, token=token)
+    started = time.perf_counter()
+    bot = args.bot or await asyncio.to_thread(client.bot_for, args.collection)
+    answer = await asyncio.to_thread(client.context, bot, args.question, options)
+    answer["meta"].setdefault("timings_ms", {})["request"] = round(
+        (time.perf_counter() - started) * 1000.0, 3
     )
-    for f in m["fallbacks"]:
+    return {k: answer[k] for k in ("context", "passages", "meta")}
+
+
+def _print(result: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        print_json(result)
+        return
+    passages, m = result["passages"], result["meta"]
+    for i, p in enumerate(passages, 1):
+        score = "n/a" if p.get("score") is None else f"{p['score']:.3f}"
+        print(
+            f"[{i}] {p.get('source') or p['document_id']}  "
+            f"chars {p['start_index']}-{p['end_index']}  {p['kind']}  score {score}"
+        )
+        print(p["text"].strip())
+        print()
+    timings = m.get("timings_ms", {})
+    took = f"{timings.get('total', 0.0):.0f} ms"
+    if timings.get("model_load"):
+        took += f" (model load {timings['model_load']:.0f} ms)"
+    print(
+        f"-- {len(passages)} passage(s), {m['context_chars']} characters, "
+        f"expanded={m['expanded']}, {took}"
+    )
+    for f in m.get("fallbacks", []):
         print(f"-- fallback: {f['stage']}: {f['error']}")
-    return 0

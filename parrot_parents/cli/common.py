@@ -165,8 +165,16 @@ def describe_strategy(report: dict[str, Any]) -> str:
     return line
 
 
-def retrieval_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The retrieval options given on the command line (see :func:`add_retrieval_options`)."""
+def retrieval_overrides(args: argparse.Namespace, *, check_filter: bool = True) -> dict[str, Any]:
+    """The retrieval options given on the command line (see :func:`add_retrieval_options`).
+
+    ``--filter`` is parsed as strict JSON; with ``check_filter`` (default) also checked
+    against the filter language (that imports the store's SQL layer; a caller sending it
+    to a server that checks it passes False).
+
+    Raises:
+        ConfigurationError: ``--filter`` is not a JSON object, or (checked) not a filter.
+    """
     keys = (
         "expand_to_parent",
         "limit",
@@ -180,20 +188,19 @@ def retrieval_overrides(args: argparse.Namespace) -> dict[str, Any]:
     )
     out = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
     if "filter" in out:
-        out["filter"] = parse_filter(out["filter"])
+        out["filter"] = parse_filter(out["filter"], check=check_filter)
     return out
 
 
-def parse_filter(raw: str | None) -> dict[str, Any] | None:
-    """``--filter`` as a checked filter dict (None when not given).
+def parse_filter(raw: str | None, *, check: bool = True) -> dict[str, Any] | None:
+    """``--filter`` as a filter dict (None when not given), checked unless ``check=False``.
 
     Raises:
-        ConfigurationError: not strict JSON, not an object, or an invalid filter.
+        ConfigurationError: not strict JSON, not an object, or (checked) an invalid filter.
     """
     if raw is None:
         return None
     from parrot_parents.errors import ConfigurationError
-    from parrot_parents.stores.filters import validate_filter
     from parrot_parents.strict_json import InvalidJSON, loads_strict
 
     try:
@@ -202,14 +209,31 @@ def parse_filter(raw: str | None) -> dict[str, Any] | None:
         raise ConfigurationError(f"--filter is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ConfigurationError("--filter must be a JSON object")
-    validate_filter(value)
+    if check:
+        from parrot_parents.stores.filters import validate_filter
+
+        validate_filter(value)
     return value
 
 
 def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
-    """The store of ``--store``/``--dsn``/``--collection``/``--model`` (not connected)."""
+    """The store of ``--store``/``--dsn``/``--collection``/``--model`` (not connected).
+
+    Raises:
+        ConfigurationError: a bad ``--store`` or collection name, or ``--store milvus:``
+            without pymilvus installed (said here, before any model loads).
+    """
+    import importlib.util
+
     from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-    from parrot_parents.stores.backends import open_store
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.backends import open_store, parse_store_spec
+
+    kind, _ = parse_store_spec(getattr(args, "store", None))
+    if kind == "milvus" and importlib.util.find_spec("pymilvus") is None:
+        raise ConfigurationError(
+            "the Milvus store needs pymilvus", hint="pip install 'parrot-parents[milvus]'"
+        )
 
     return open_store(
         getattr(args, "store", None),

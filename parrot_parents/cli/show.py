@@ -40,14 +40,32 @@ def format_outline(document_id: str, entries: list) -> str:  # type: ignore[type
 
 
 async def run(args: argparse.Namespace) -> int:
+    from parrot_parents.errors import StoreError
+    from parrot_parents.stores.engine import make_engine, store_errors
+    from parrot_parents.stores.identifiers import validate_identifier
     from parrot_parents.stores.outline import document_outline
     from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.stores.setup import stored_dimension
 
-    store = PgVectorStore(dsn=args.dsn, table=args.collection, create=False)
+    collection = validate_identifier(args.collection, "collection")
+    # No model: the store takes its dimension from the table, so neither an unknown
+    # collection nor a known one waits for the model to load.
+    engine = await make_engine(args.dsn)
     try:
-        entries = await document_outline(store, args.document_id)
+        async with store_errors(f"opening public.{collection}"), engine.connect() as conn:
+            dimension = await stored_dimension(conn, "public", collection)
+        if dimension is None:
+            raise StoreError(
+                f"collection {collection!r} does not exist in schema 'public'",
+                hint="ingest into it first; names are case-sensitive",
+            )
+        store = PgVectorStore(engine=engine, table=collection, create=False, dimension=dimension)
+        try:
+            entries = await document_outline(store, args.document_id)
+        finally:
+            await store.close()
     finally:
-        await store.close()
+        await engine.dispose()
     if not entries:
         print(f"no document {args.document_id!r} in {args.collection!r}")
         return 1

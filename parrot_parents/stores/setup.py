@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from parrot_parents.errors import SchemaMismatchError, StoreError
 from parrot_parents.stores.engine import is_unavailable, store_error
 
-__all__ = ["check_dimension", "create_extension"]
+__all__ = ["check_dimension", "create_extension", "stored_dimension"]
 
 
 async def create_extension(engine: AsyncEngine) -> None:
@@ -60,3 +60,26 @@ async def check_dimension(conn: AsyncConnection, schema: str, table: str, expect
             actual_dimension=actual,
             hint="use another table, or the model the table was built with",
         )
+
+
+async def stored_dimension(conn: AsyncConnection, schema: str, table: str) -> int | None:
+    """The dimension ``n`` of the ``vector(n)`` column ``embedding`` of ``schema.table``.
+
+    Read from the catalog, so a reader that never embeds (``parrot-parents show``) can open
+    a collection without loading the model.
+
+    Returns:
+        ``n``, or None when the table (or its ``embedding`` column, or its typmod) is missing.
+    """
+    row = await conn.execute(
+        text(
+            "SELECT a.atttypmod FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = :schema AND c.relname = :table"
+            " AND a.attname = 'embedding' AND NOT a.attisdropped"
+        ),
+        {"schema": schema, "table": table},
+    )
+    typmod = row.scalar_one_or_none()
+    return int(typmod) if typmod is not None and typmod > 0 else None

@@ -13,7 +13,19 @@ import sys
 import pytest
 
 HEAVY = ("torch", "transformers", "sentence_transformers", "sqlalchemy", "asyncpg", "aiohttp")
-COMMANDS = ["", "ingest", "ask", "eval", "plot", "migrate", "bots", "serve", "backfill"]
+COMMANDS = [
+    "",
+    "ingest",
+    "ask",
+    "eval",
+    "plot",
+    "migrate",
+    "bots",
+    "serve",
+    "backfill",
+    "reindex",
+    "show",
+]
 
 PROBE = """
 import json, sys
@@ -48,3 +60,9 @@ def test_an_argument_error_imports_nothing_heavy() -> None:
     assert result == {"code": 2, "heavy": []}
     result = _run("eval", "--budgets", "many")
     assert result["code"] == 2 and result["heavy"] == []
+
+
+def test_ask_server_imports_nothing_heavy() -> None:
+    # A server that is not there: the whole --server path runs, up to the request.
+    result = _run("ask", "pay day?", "--server", "http://127.0.0.1:9", "--bot", "hr")
+    assert result == {"code": 2, "heavy": []}

@@ -461,18 +461,20 @@ class LateChunkingEmbedder:
                 inputs = {"input_ids": input_ids.to(device), "attention_mask": attention.to(device)}
                 if wants_types:
                     inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-                hidden = auto_model(**inputs, return_dict=True).last_hidden_state.float().cpu()
+                # Kept on the model's device: on a GPU, copying every batch back and
+                # pooling on the CPU made the product path 12x slower than the model.
+                hidden = auto_model(**inputs, return_dict=True).last_hidden_state.float()
                 positions += int(attention.sum())
                 for r, (d, lo, hi) in enumerate(batch):
                     doc = docs[d]
                     if hi == lo:
                         # No text token: keep the special-token vectors (the fallback vector).
                         doc.sums = hidden[r, : len(rows[r])].clone()
-                        doc.counts = torch.ones(len(rows[r]))
+                        doc.counts = torch.ones(len(rows[r]), device=device)
                         continue
                     if doc.sums is None:
-                        doc.sums = torch.zeros((len(doc.ids), hidden.shape[-1]))
-                        doc.counts = torch.zeros(len(doc.ids))
+                        doc.sums = torch.zeros((len(doc.ids), hidden.shape[-1]), device=device)
+                        doc.counts = torch.zeros(len(doc.ids), device=device)
                     doc.sums[lo:hi] += hidden[r, len(prefix) : len(prefix) + hi - lo]
                     doc.counts[lo:hi] += 1
         with self._lock:
@@ -490,6 +492,19 @@ class LateChunkingEmbedder:
                 groups = [g or every for g in groups]
         else:
             groups = [list(range(tokens.shape[0]))] * len(spans)
+        if modes == ("mean",) and all(g[-1] - g[0] + 1 == len(g) for g in groups):
+            # The usual case (mean pooling, contiguous spans) in a few tensor operations
+            # rather than a few per span: prefix sums (float64, so that differences of
+            # long prefixes stay exact to float32) give every span's sum at once.
+            prefix = torch.zeros(
+                (tokens.shape[0] + 1, tokens.shape[1]), dtype=torch.float64, device=tokens.device
+            )
+            prefix[1:] = tokens.double().cumsum(dim=0)
+            lo = torch.tensor([g[0] for g in groups], device=tokens.device)
+            hi = torch.tensor([g[-1] + 1 for g in groups], device=tokens.device)
+            means = (prefix[hi] - prefix[lo]) / (hi - lo).unsqueeze(-1).double()
+            stacked = torch.nn.functional.normalize(means.float(), p=2, dim=-1)
+            return stacked.cpu().numpy()
         vectors = []
         for group in groups:
             # A contiguous slice avoids a gather copy for the usual case.

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Float,
     Select,
     Table,
+    Text,
     any_,
     bindparam,
     cast,
@@ -34,7 +35,7 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.sql.elements import ColumnElement
 
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
@@ -75,7 +76,11 @@ def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], de
     cfg = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
     terms = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("lexical_query")))
     q = select(terms.label("terms")).cte("qterms")
-    qt = func.unnest(q.c.terms).table_valued("term", name="qt").render_derived()
+    # The query's lexemes, once per statement (an InitPlan: uncorrelated scalar subquery).
+    # The ``@@`` operand must not reference a joined relation: as a join filter it could not
+    # use the GIN index, and every child was read and matched (issue 11, 100k children).
+    terms_once = cast(select(q.c.terms).scalar_subquery(), ARRAY(Text))
+    qt = func.unnest(terms_once).table_valued("term", name="qt").render_derived()
     tsquery = (
         select(cast(func.string_agg(func.quote_literal(qt.c.term), literal(" | ")), TSQUERY))
         .select_from(qt)
@@ -94,8 +99,7 @@ def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], de
         )
         .select_from(lx)
         .join(stats, true())
-        .join(q, true())
-        .where(lx.c.lexeme == any_(q.c.terms))
+        .where(lx.c.lexeme == any_(terms_once))
         .cte("idf")
     )
     u = func.unnest(table.c.lexical).table_valued("lexeme", "positions", "weights", name="u")
@@ -111,7 +115,12 @@ def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], de
         .join(idf, idf.c.lexeme == u.c.lexeme)
         .join(stats, true())
         .join(q, true())
-        .where(table.c.lexical.op("@@")(tsquery), *where)
+        .where(
+            table.c.lexical.op("@@")(tsquery),
+            # The row's other lexemes dropped before the join to idf (about 30 a row).
+            u.c.lexeme == any_(terms_once),
+            *where,
+        )
         .group_by(table.c.id)
         .order_by(score.desc(), table.c.id)
         .limit(depth)

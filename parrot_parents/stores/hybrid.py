@@ -24,9 +24,9 @@ Candidates
     still scores every candidate that holds it (:class:`CandidateRule`). This is an
     approximation: a child holding only such common query lexemes is not ranked. Below
     5,000 children no lexeme can be that common, and the search is exact BM25. On the
-    synthetic scale collections (docs/benchmarks.md) the top 10 was identical to exact
-    BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M. :data:`EXACT_CANDIDATES`
-    switches the rule off.
+    synthetic scale collections of issue 11 (docs/benchmarks.md, "At scale") the top 10
+    was identical to exact BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M.
+    :data:`EXACT_CANDIDATES` switches the rule off.
 """
 
 from __future__ import annotations

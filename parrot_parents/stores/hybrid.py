@@ -26,7 +26,8 @@ Candidates
     5,000 children no lexeme can be that common, and the search is exact BM25. On the
     synthetic scale collections of issue 11 (docs/benchmarks.md, "At scale") the top 10
     was identical to exact BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M.
-    :data:`EXACT_CANDIDATES` switches the rule off.
+    :data:`EXACT_CANDIDATES` switches the rule off; the store does so under a metadata
+    filter, which may leave only children holding common query lexemes.
 """
 
 from __future__ import annotations

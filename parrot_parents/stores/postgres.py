@@ -42,6 +42,7 @@ from parrot_parents.stores.engine import make_engine, store_errors
 from parrot_parents.stores.filters import compile_filter, validate_filter
 from parrot_parents.stores.hybrid import (
     CANDIDATES,
+    EXACT_CANDIDATES,
     CandidateRule,
     query_vector,
     search_statement,
@@ -160,7 +161,8 @@ class PgVectorStore(AbstractStore):
         self.text_search_config: str | None = None
         self.lexical = LexicalTables(self.table, self.schema)
         #: Which query lexemes generate lexical candidates
-        #: (:class:`~parrot_parents.stores.hybrid.CandidateRule`; exact below 5,000 children).
+        #: (:class:`~parrot_parents.stores.hybrid.CandidateRule`; exact below 5,000 children
+        #: and under a metadata filter).
         self.lexical_candidates: CandidateRule = CANDIDATES
         #: The collection's documents table (:mod:`parrot_parents.stores.documents`).
         self.documents = DocumentsTable(self.table, self.schema)
@@ -646,7 +648,8 @@ class PgVectorStore(AbstractStore):
             lexical=self.lexical,
             text_search_config=self.text_search_config,
             fusion=fusion,
-            candidates=self.lexical_candidates,
+            # A metadata filter may leave only children holding common query lexemes: exact.
+            candidates=EXACT_CANDIDATES if filter else self.lexical_candidates,
         )
 
     async def search_with_context(

@@ -170,6 +170,18 @@ async def test_common_query_lexemes_score_but_do_not_generate_candidates(
     store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=df[held[1]], keep=0)
     got = await store.similarity_search(query, limit=50, search_mode="lexical")
     assert {r.id for r in got} == set(two)
+    # Under a metadata filter the search stays exact (the filter may leave only children
+    # holding common lexemes).
+    store.lexical_candidates = EXACT_CANDIDATES
+    everything = await store.similarity_search(query, limit=50, search_mode="lexical")
+    owner = {r.id: r.metadata["document_id"] for r in everything}
+    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=1)
+    for doc in set(owner.values()):
+        got = await store.similarity_search(
+            query, limit=50, search_mode="lexical", filter={"document_id": doc}
+        )
+        want = {rid: s for rid, s in expected.items() if owner.get(rid) == doc}
+        assert want and {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == want
     # keep: the k rarest always generate candidates.
     store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=3)
     got = await store.similarity_search(query, limit=50, search_mode="lexical")

@@ -5,8 +5,8 @@
 ``lexical``
     BM25 over the ``lexical`` tsvector of the children, from the collection's exact
     statistics (:mod:`parrot_parents.stores.lexical`): candidates are the children that
-    hold any query lexeme (GIN index), scored with
-    ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
+    hold a candidate query lexeme (GIN index, "Candidates" below), scored with every
+    query lexeme: ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
 ``hybrid``
     both branches, fused with weighted reciprocal rank fusion (Cormack, Clarke and
     Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
@@ -15,37 +15,81 @@
 
 Filters and the child predicate apply to both branches. Every result carries its rank in
 each branch (None when absent from it).
+
+Candidates
+    Scoring reads every candidate row, and a common query word makes most of a large
+    collection a candidate (issue 11: 900 ms a query at 100k children, 1.2 s at 1M). A
+    query lexeme held by more than ``max(2% of the children, 5,000)`` children therefore
+    does not generate candidates, unless it is among the two rarest of the query; it
+    still scores every candidate that holds it (:class:`CandidateRule`). This is an
+    approximation: a child holding only such common query lexemes is not ranked. Below
+    5,000 children no lexeme can be that common, and the search is exact BM25. On the
+    synthetic scale collections of issue 11 (docs/benchmarks.md, "At scale") the top 10
+    was identical to exact BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M.
+    :data:`EXACT_CANDIDATES` switches the rule off; the store does so under a metadata
+    filter, which may leave only children holding common query lexemes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     Float,
     Select,
     Table,
+    Text,
     any_,
     bindparam,
     cast,
     func,
     literal,
     literal_column,
+    or_,
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.sql.elements import ColumnElement
 
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
 from parrot_parents.stores.search_options import Fusion, SearchMode
 from parrot_parents.stores.vector_codec import QueryVector
 
-__all__ = ["BM25_B", "BM25_K1", "query_vector", "search_statement"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "CANDIDATES",
+    "EXACT_CANDIDATES",
+    "CandidateRule",
+    "query_vector",
+    "search_statement",
+]
 
 #: BM25 parameters (bm25s's and Lucene's defaults).
 BM25_K1 = 1.5
 BM25_B = 0.75
+
+
+@dataclass(frozen=True)
+class CandidateRule:
+    """Which query lexemes generate lexical candidates (every query lexeme still scores them).
+
+    A query lexeme generates candidates unless it is held by more than
+    ``max(df_fraction * n, df_floor)`` children; the ``keep`` rarest query lexemes always do.
+    """
+
+    df_fraction: float = 0.02
+    df_floor: int = 5000
+    keep: int = 2
+
+
+#: The product's rule: exact below 5,000 children (no lexeme can be held by more), and
+#: above, lexemes held by more than 2% of the children (and more than 5,000) only score.
+CANDIDATES = CandidateRule()
+#: Every query lexeme generates candidates: BM25 top-k over all matching children.
+EXACT_CANDIDATES = CandidateRule(df_fraction=1.0, df_floor=2**62, keep=2**30)
 
 
 def query_vector(table: Table) -> Any:
@@ -68,25 +112,54 @@ def _dense(table: Table, where: list[Any], depth: int) -> Any:
     return select(knn.c.id, rank.label("dense_rank")).cte("dense")
 
 
-def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], depth: int) -> Any:
+def _lexical(
+    table: Table,
+    lex: LexicalTables,
+    config: str,
+    where: list[Any],
+    depth: int,
+    rule: CandidateRule,
+) -> Any:
     # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
     # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
     # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
     cfg = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
     terms = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("lexical_query")))
     q = select(terms.label("terms")).cte("qterms")
-    qt = func.unnest(q.c.terms).table_valued("term", name="qt").render_derived()
-    tsquery = (
-        select(cast(func.string_agg(func.quote_literal(qt.c.term), literal(" | ")), TSQUERY))
-        .select_from(qt)
-        .scalar_subquery()
-    )
+    # The query's lexemes, once per statement (an InitPlan: uncorrelated scalar subquery).
+    # The ``@@`` operand must not reference a joined relation: as a join filter it could not
+    # use the GIN index, and every child was read and matched (issue 11, 100k children).
+    terms_once = cast(select(q.c.terms).scalar_subquery(), ARRAY(Text))
     st = lex.stats
     stats = select(
         cast(st.c.n, Float).label("n"),
         (cast(st.c.total_len, Float) / func.greatest(st.c.n, 1)).label("avgdl"),
     ).cte("lexstats")
     lx = lex.lexicon
+    # Candidates: the children holding a query lexeme of the candidate set (module
+    # docstring, "Candidates"); every query lexeme scores them. A lexeme absent from the
+    # lexicon is in no child, so leaving it out of the tsquery changes nothing.
+    qlex = (
+        select(
+            lx.c.lexeme,
+            lx.c.df,
+            func.row_number().over(order_by=(lx.c.df, lx.c.lexeme)).label("df_rank"),
+        )
+        .where(lx.c.lexeme == any_(terms_once))
+        .subquery("qlex")
+    )
+    tsquery = (
+        select(cast(func.string_agg(func.quote_literal(qlex.c.lexeme), literal(" | ")), TSQUERY))
+        .select_from(qlex)
+        .join(stats, true())
+        .where(
+            or_(
+                qlex.c.df <= func.greatest(stats.c.n * float(rule.df_fraction), rule.df_floor),
+                qlex.c.df_rank <= rule.keep,
+            )
+        )
+        .scalar_subquery()
+    )
     idf = (
         select(
             lx.c.lexeme,
@@ -94,11 +167,22 @@ def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], de
         )
         .select_from(lx)
         .join(stats, true())
-        .join(q, true())
-        .where(lx.c.lexeme == any_(q.c.terms))
+        .where(lx.c.lexeme == any_(terms_once))
         .cte("idf")
     )
-    u = func.unnest(table.c.lexical).table_valued("lexeme", "positions", "weights", name="u")
+    # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
+    # row otherwise, unnested then filtered: twice the time at 100k children, issue 11):
+    # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
+    # positions of a kept lexeme are all its positions, so tf is unchanged.
+    only_query = func.ts_filter(
+        func.setweight(
+            func.setweight(table.c.lexical, literal_column("'D'::\"char\"")),
+            literal_column("'A'::\"char\""),
+            terms_once,
+        ),
+        literal_column("'{a}'::\"char\"[]"),
+    )
+    u = func.unnest(only_query).table_valued("lexeme", "positions", "weights", name="u")
     # tf: the positions of the lexeme in the row; the length is ``length(tsvector)``, the
     # number of distinct lexemes (see :mod:`parrot_parents.stores.lexical`).
     tf = cast(func.array_length(u.c.positions, 1), Float)
@@ -110,7 +194,6 @@ def _lexical(table: Table, lex: LexicalTables, config: str, where: list[Any], de
         .join(u, true())
         .join(idf, idf.c.lexeme == u.c.lexeme)
         .join(stats, true())
-        .join(q, true())
         .where(table.c.lexical.op("@@")(tsquery), *where)
         .group_by(table.c.id)
         .order_by(score.desc(), table.c.id)
@@ -131,6 +214,7 @@ def search_statement(
     lexical: LexicalTables | None = None,
     text_search_config: str | None = None,
     fusion: Fusion | None = None,
+    candidates: CandidateRule = CANDIDATES,
 ) -> Select[Any]:
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
@@ -148,6 +232,7 @@ def search_statement(
         with_vector: whether ``query_vector`` is bound (``hybrid`` needs it).
         lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
         fusion: RRF settings; defaults of :class:`Fusion`.
+        candidates: which query lexemes generate lexical candidates (module docstring).
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
@@ -156,7 +241,7 @@ def search_statement(
         distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
-    lex = _lexical(table, lexical, text_search_config, where, lex_depth)
+    lex = _lexical(table, lexical, text_search_config, where, lex_depth, candidates)
     if mode == "lexical":
         return (
             select(

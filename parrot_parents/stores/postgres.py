@@ -42,7 +42,13 @@ from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, Docu
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import make_engine, store_errors
 from parrot_parents.stores.filters import compile_filter, validate_filter
-from parrot_parents.stores.hybrid import query_vector, search_statement
+from parrot_parents.stores.hybrid import (
+    CANDIDATES,
+    EXACT_CANDIDATES,
+    CandidateRule,
+    query_vector,
+    search_statement,
+)
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
@@ -162,6 +168,10 @@ class PgVectorStore(AbstractStore):
         #: collection has no lexical index (a read-only store on an old collection).
         self.text_search_config: str | None = None
         self.lexical = LexicalTables(self.table, self.schema)
+        #: Which query lexemes generate lexical candidates
+        #: (:class:`~parrot_parents.stores.hybrid.CandidateRule`; exact below 5,000 children
+        #: and under a metadata filter).
+        self.lexical_candidates: CandidateRule = CANDIDATES
         #: The collection's documents table (:mod:`parrot_parents.stores.documents`).
         self.documents = DocumentsTable(self.table, self.schema)
         self._shared_engine = engine
@@ -626,7 +636,8 @@ class PgVectorStore(AbstractStore):
         ``plan``'s reads; one round trip (:mod:`parrot_parents.stores.reads`)."""
         # Without a filter the statement depends only on the key below: build it once.
         # (Building it took longer than PostgreSQL took to plan and run it.)
-        key = (mode, limit, include_parents, vector is not None, fusion, plan)
+        candidates = self.lexical_candidates
+        key = (mode, limit, include_parents, vector is not None, fusion, plan, candidates)
         stmt = None if filter else self._statements.get(key)
         if stmt is None:
             ranked = self._statement(table, mode, limit, include_parents, filter, fusion, vector)
@@ -702,6 +713,8 @@ class PgVectorStore(AbstractStore):
             lexical=self.lexical,
             text_search_config=self.text_search_config,
             fusion=fusion,
+            # A metadata filter may leave only children holding common query lexemes: exact.
+            candidates=EXACT_CANDIDATES if filter else self.lexical_candidates,
         )
 
     async def search_with_context(
@@ -821,6 +834,7 @@ class PgVectorStore(AbstractStore):
         self, engine: AsyncEngine, stmt: Any, key: str
     ) -> dict[str, list[SearchResult]]:
         """Run ``stmt`` (id, document, cmetadata) and group the rows by a metadata key."""
+
         async def work(conn: Any) -> list[Any]:
             return list((await conn.execute(stmt)).all())
 

@@ -15,7 +15,13 @@ from sqlalchemy import text
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
-from parrot_parents.stores.hybrid import BM25_B, BM25_K1
+from parrot_parents.stores.hybrid import (
+    BM25_B,
+    BM25_K1,
+    CANDIDATES,
+    EXACT_CANDIDATES,
+    CandidateRule,
+)
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.search_options import Fusion
 from parrot_parents.sync import run_sync
@@ -87,8 +93,11 @@ async def test_lexical_search_finds_the_rare_terms_first(store: PgVectorStore, e
     assert top.score is None  # no query vector in lexical mode
 
 
-async def test_bm25_scores_match_a_python_reference(store: PgVectorStore, embeddings) -> None:
-    await _ingest(store, embeddings)
+async def _reference(
+    store: PgVectorStore, query: str
+) -> tuple[dict[str, float], dict[str, dict[str, int]], set[str]]:
+    """BM25 of every child for ``query`` in Python (scores > 0), the children's tf and the
+    query's lexemes."""
     engine, _ = await store.ready()
     async with engine.connect() as conn:
         rows = (
@@ -99,15 +108,13 @@ async def test_bm25_scores_match_a_python_reference(store: PgVectorStore, embedd
                 )
             )
         ).all()
-        query = (
-            await conn.execute(
-                text("SELECT to_tsvector('english', :q)::text"), {"q": "paid leave days"}
-            )
+        tsquery = (
+            await conn.execute(text("SELECT to_tsvector('english', :q)::text"), {"q": query})
         ).scalar_one()
     docs = {}
     for rid, tsv in rows:  # 'lexeme':1,4 'other':2
         docs[rid] = {m[0]: len(m[1].split(",")) for m in re.findall(r"'([^']+)':([\d,A-D]+)", tsv)}
-    terms = set(re.findall(r"'([^']+)'", query))
+    terms = set(re.findall(r"'([^']+)'", tsquery))
     n = len(docs)
     avgdl = sum(len(d) for d in docs.values()) / n
     expected = {}
@@ -120,9 +127,65 @@ async def test_bm25_scores_match_a_python_reference(store: PgVectorStore, embedd
             score += idf * tf[term] * (BM25_K1 + 1) / (tf[term] + BM25_K1 * norm)
         if score > 0:
             expected[rid] = score
+    return expected, docs, terms
+
+
+@pytest.mark.parametrize("rule", [CANDIDATES, EXACT_CANDIDATES], ids=["default", "exact"])
+async def test_bm25_scores_match_a_python_reference(
+    store: PgVectorStore, embeddings, rule: CandidateRule
+) -> None:
+    # The default candidate rule is exact below 5,000 children.
+    store.lexical_candidates = rule
+    await _ingest(store, embeddings)
+    expected, _, _ = await _reference(store, "paid leave days")
     got = await store.similarity_search("paid leave days", limit=50, search_mode="lexical")
     assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == expected
     assert [r.lexical_score for r in got] == sorted((r.lexical_score for r in got), reverse=True)
+
+
+async def test_common_query_lexemes_score_but_do_not_generate_candidates(
+    store: PgVectorStore, embeddings
+) -> None:
+    await _ingest(store, embeddings)
+    query = "paid leave days"
+    expected, docs, terms = await _reference(store, query)
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    held = sorted((t for t in terms if df[t]), key=lambda t: (df[t], t))
+    assert len(held) == 3 and df[held[0]] < df[held[-1]]
+    # Every lexeme is "common" (held by more than 0 children); the rarest one is kept.
+    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=1)
+    got = await store.similarity_search(query, limit=50, search_mode="lexical")
+    rarest = {rid: s for rid, s in expected.items() if held[0] in docs[rid]}
+    assert rarest and len(rarest) < len(expected)
+    # The candidates: the children holding the rarest lexeme, scored with all three.
+    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == rarest
+    # A lexeme held by no more than the fraction of n (or the floor) generates candidates.
+    n = len(docs)
+    store.lexical_candidates = CandidateRule(
+        df_fraction=(df[held[1]] + 0.5) / n, df_floor=0, keep=1
+    )
+    got = await store.similarity_search(query, limit=50, search_mode="lexical")
+    two = {rid: s for rid, s in expected.items() if set(held[:2]) & docs[rid].keys()}
+    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == two
+    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=df[held[1]], keep=0)
+    got = await store.similarity_search(query, limit=50, search_mode="lexical")
+    assert {r.id for r in got} == set(two)
+    # Under a metadata filter the search stays exact (the filter may leave only children
+    # holding common lexemes).
+    store.lexical_candidates = EXACT_CANDIDATES
+    everything = await store.similarity_search(query, limit=50, search_mode="lexical")
+    owner = {r.id: r.metadata["document_id"] for r in everything}
+    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=1)
+    for doc in set(owner.values()):
+        got = await store.similarity_search(
+            query, limit=50, search_mode="lexical", filter={"document_id": doc}
+        )
+        want = {rid: s for rid, s in expected.items() if owner.get(rid) == doc}
+        assert want and {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == want
+    # keep: the k rarest always generate candidates.
+    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=3)
+    got = await store.similarity_search(query, limit=50, search_mode="lexical")
+    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == expected
 
 
 async def test_hybrid_fuses_both_ranks_and_filters_both_branches(

@@ -120,9 +120,13 @@ class DocumentsTable:
     def drop(self, conn: Connection) -> None:
         self.table.drop(conn, checkfirst=True)
 
-    def upsert(self, record: DocumentRecord) -> Any:
-        """The statement writing ``record`` (insert, or replace the stored row)."""
-        stmt = pg_insert(self.table).values(**record.values(), ingested_at=func.now())
+    def upsert(self, records: Sequence[DocumentRecord]) -> Any:
+        """One statement writing ``records`` (insert, or replace the stored rows); of two
+        records with one id the last wins (``ON CONFLICT`` touches a row once)."""
+        by_id = {r.document_id: r for r in records}
+        stmt = pg_insert(self.table).values(
+            [{**r.values(), "ingested_at": func.now()} for r in by_id.values()]
+        )
         return stmt.on_conflict_do_update(
             index_elements=[self.table.c.document_id],
             set_={

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Index, Table, func, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Index, Table, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.schema import CreateIndex
@@ -152,28 +151,8 @@ async def write_records(
     conn: AsyncConnection, documents: DocumentsTable, records: Sequence[DocumentRecord]
 ) -> None:
     """Upsert the documents-table ``records`` in one statement (the last of an id wins)."""
-    by_id = {r.document_id: r for r in records}
-    if not by_id:
-        return
-    table = documents.table
-    stmt = pg_insert(table).values(
-        [{**r.values(), "ingested_at": func.now()} for r in by_id.values()]
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[table.c.document_id],
-        set_={
-            c: stmt.excluded[c]
-            for c in (
-                "source",
-                "content_sha256",
-                "policy_version",
-                "metadata",
-                "source_text",
-                "ingested_at",
-            )
-        },
-    )
-    await conn.execute(stmt)
+    if records:
+        await conn.execute(documents.upsert(records))
 
 
 async def write_batch(

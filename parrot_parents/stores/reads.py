@@ -19,7 +19,7 @@ parents; ROLLBACK``), plus a ping per checkout. A read here is just the statemen
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -29,7 +29,7 @@ from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.vector_codec import ensure_codec
 
-__all__ = ["SETTINGS_KEY", "Settings", "read", "rows", "was_disconnect", "write"]
+__all__ = ["SETTINGS_KEY", "Settings", "read", "was_disconnect", "write"]
 
 T = TypeVar("T")
 
@@ -75,6 +75,16 @@ async def _apply(conn: AsyncConnection, settings: Settings) -> None:
     conn.info[SETTINGS_KEY] = settings
 
 
+async def _once_more_if_dead(attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()``, run a second time when the first found its pooled connection dead."""
+    try:
+        return await attempt()
+    except StoreError as exc:
+        if not was_disconnect(exc):
+            raise
+    return await attempt()
+
+
 async def read(
     engine: AsyncEngine,
     action: str,
@@ -93,18 +103,15 @@ async def read(
     Raises:
         StoreError: the database failed or is unavailable (no SQL in the message).
     """
-    for attempt in (1, 2):
-        try:
-            async with store_errors(action), engine.connect() as conn:
-                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-                await ensure_codec(conn)
-                await _apply(conn, settings)
-                return await work(conn)
-        except StoreError as exc:
-            if attempt == 1 and was_disconnect(exc):
-                continue
-            raise
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    async def attempt() -> T:
+        async with store_errors(action), engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await ensure_codec(conn)
+            await _apply(conn, settings)
+            return await work(conn)
+
+    return await _once_more_if_dead(attempt)
 
 
 async def write(
@@ -121,17 +128,9 @@ async def write(
     Raises:
         StoreError: the database failed or is unavailable (no SQL in the message).
     """
-    for attempt in (1, 2):
-        try:
-            async with store_errors(action), engine.begin() as conn:
-                return await work(conn)
-        except StoreError as exc:
-            if attempt == 1 and was_disconnect(exc):
-                continue
-            raise
-    raise AssertionError("unreachable")  # pragma: no cover
 
+    async def attempt() -> T:
+        async with store_errors(action), engine.begin() as conn:
+            return await work(conn)
 
-async def rows(conn: AsyncConnection, stmt: Any, params: dict[str, Any] | None = None) -> list[Any]:
-    """All rows of ``stmt`` (a convenience for :func:`read`'s work functions)."""
-    return list((await conn.execute(stmt, params or {})).all())
+    return await _once_more_if_dead(attempt)

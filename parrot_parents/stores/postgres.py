@@ -63,12 +63,11 @@ from parrot_parents.stores.markers import (
     NOT_INDEXED_PREDICATE,
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
-    is_indexed,
 )
 from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
-from parrot_parents.stores.rows import embed_missing, prepare_rows
+from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import (
     SEARCH_MODES,
@@ -380,13 +379,7 @@ class PgVectorStore(AbstractStore):
         """
         writes = []
         for document_id, documents, embeddings, record in batch:
-            rows = self._rows(documents, embeddings)
-            for row in rows:
-                if row["cmetadata"]["document_id"] != document_id:
-                    raise ConfigurationError(
-                        f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
-                        f"not {document_id!r}"
-                    )
+            rows = check_document_rows(document_id, self._rows(documents, embeddings))
             writes.append(DocumentWrite(document_id, rows, record))
         await self._embed_missing([r for w in writes for r in w.rows])
         await self._write(writes)
@@ -589,9 +582,7 @@ class PgVectorStore(AbstractStore):
                 engine, table, vector, query, mode, fetch, include_parents, filter, fusion, plan
             )
             found = split.hits
-            resolved = resolve_indexed(found, split.targets) if split.targets or any(
-                is_indexed(r.metadata) for r in found
-            ) else found
+            resolved = resolve_indexed(found, split.targets)
             if len(resolved) >= limit or len(found) < fetch or fetch >= _MAX_LIMIT:
                 return resolved[:limit], split.context
             fetch = min(_MAX_LIMIT, fetch * 4)

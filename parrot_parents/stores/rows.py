@@ -18,7 +18,7 @@ from parrot_parents.stores.values import (
     normalize_metadata,
 )
 
-__all__ = ["embed_missing", "prepare_rows"]
+__all__ = ["check_document_rows", "embed_missing", "prepare_rows"]
 
 
 def prepare_rows(
@@ -92,3 +92,19 @@ async def embed_missing(rows: list[dict[str, Any]], embedding: Any, batch_size: 
         matrix = np.asarray(vectors, dtype=np.float32)  # one block, no per-float objects
         for row, vector in zip(batch, matrix, strict=True):
             row["embedding"] = vector
+
+
+def check_document_rows(document_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows``, once every one is known to belong to ``document_id`` (a replace writes
+    one document's rows only).
+
+    Raises:
+        ConfigurationError: a row of another document (the message names both).
+    """
+    for row in rows:
+        if row["cmetadata"]["document_id"] != document_id:
+            raise ConfigurationError(
+                f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
+                f"not {document_id!r}"
+            )
+    return rows

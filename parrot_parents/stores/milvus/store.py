@@ -33,7 +33,7 @@ from parrot_parents.stores.milvus.schema import (
     parents_schema,
 )
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.rows import embed_missing, prepare_rows
+from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
 from parrot_parents.stores.search_options import SEARCH_MODES, Fusion, SearchMode
 
 __all__ = ["MilvusStore", "SearchMode"]
@@ -317,13 +317,7 @@ class MilvusStore(AbstractStore):
             ConfigurationError: a row of another document, or as :meth:`add_documents`.
             StoreError: Milvus refused the write.
         """
-        rows = self._rows(documents, embeddings)
-        for row in rows:
-            if row["cmetadata"]["document_id"] != document_id:
-                raise ConfigurationError(
-                    f"row {row['id']!r} belongs to {row['cmetadata']['document_id']!r}, "
-                    f"not {document_id!r}"
-                )
+        rows = check_document_rows(document_id, self._rows(documents, embeddings))
         await self._embed_missing(rows)
         await self._upsert(rows)
         keep = [r["id"] for r in rows]

@@ -37,19 +37,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-
-def cut_on_whitespace(text: str, size: int, offset: int = 0) -> list[tuple[int, int]]:
-    """Consecutive ``(start, end)`` character spans of at most ~``size`` covering ``text``."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + size)
-        if end < len(text):
-            cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end))
-            end = cut if cut > start else end
-        spans.append((start + offset, end + offset))
-        start = end
-    return spans
+# The same spans as the CPU throughput benchmark (this folder is on sys.path).
+from late_chunking_throughput import cut_on_whitespace  # noqa: E402
 
 
 def items_of(corpora: Path, parent: int, child: int, copies: int) -> list[tuple[str, list]]:

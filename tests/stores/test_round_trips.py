@@ -79,6 +79,16 @@ class Reversing(AbstractReranker):
         return {"type": "reversing"}
 
 
+def _give(store: PgVectorStore, vector: list[float]) -> None:
+    """The question's vector, computed once: the round trips counted are the database's."""
+
+    class Given:
+        async def aembed_query(self, text: str) -> list[float]:
+            return vector
+
+    store.embedding = Given()  # type: ignore[assignment]
+
+
 async def _count(proxy: RoundTripProxy, call: Any) -> tuple[Any, list[str]]:
     await call()  # prepares the statement, sets the session once
     proxy.reset()
@@ -94,13 +104,7 @@ async def test_retrieval_with_expansion_is_one_round_trip(
     store, proxy = counted
     vector = await embeddings.aembed_query("How long do I have to claim phone costs?")
 
-    class Given:
-        """The question's vector, computed once (the round trips are the database's)."""
-
-        async def aembed_query(self, text: str) -> list[float]:
-            return vector
-
-    store.embedding = Given()  # type: ignore[assignment]
+    _give(store, vector)
     bot = Chatbot(store=store, parent_searcher=InTableParentSearcher(store=store))
     options = {"expand_to_parent": True, "mode": mode, "limit": 4, "search_mode": search_mode}
     retrieval, queries = await _count(
@@ -128,11 +132,7 @@ async def test_after_a_reranker_the_parents_are_one_more_statement(
     store, proxy = counted
     vector = await embeddings.aembed_query("receipt approval")
 
-    class Given:
-        async def aembed_query(self, text: str) -> list[float]:
-            return vector
-
-    store.embedding = Given()  # type: ignore[assignment]
+    _give(store, vector)
     bot = Chatbot(
         store=store,
         parent_searcher=InTableParentSearcher(store=store),

@@ -22,8 +22,8 @@ Variants:
 * ``today``: the writer of the baseline checkout (``/work/baseline``, ``PYTHONPATH``),
   ``replace_document`` per document with vectors as Python lists (as its loader passed
   them), HNSW index present from the start; on ``--today-rows`` children (default 10,000)
-  and extrapolated linearly to ``--rows`` (HNSW inserts get slower as the graph grows, so
-  the extrapolation flatters today's writer).
+  and scaled linearly to ``--rows`` (HNSW inserts get slower as the graph grows, so
+  scaling up flatters today's writer; run it on as many rows as ours to settle it).
 
 Then a real-text ingest of the shared dev corpora (``chunking_eval/corpora``) through the
 loader with the real model, as ``parrot-parents ingest`` runs it (bulk load into a new
@@ -385,6 +385,13 @@ def report(args: argparse.Namespace, res: dict[str, dict], real: dict | None) ->
     rate = {k: v["rows"] / v["load_s"] for k, v in res.items() if k != "lists_memory"}
     factor = ours["rows"] / today["rows"]
     today_total = today["total_s"] * factor
+    # HNSW inserts slow down as the graph grows: scaling up flatters today, scaling down
+    # (today ran on more rows) flatters ours, by less than the rows' difference.
+    leaning = (
+        "flatters today: HNSW inserts slow down as the graph grows"
+        if factor > 1
+        else "flatters ours a little: the rows left out were today's dearest"
+    )
     lines = [
         "# The bulk writer at scale (issue 11, part 2)",
         "",
@@ -402,12 +409,12 @@ def report(args: argparse.Namespace, res: dict[str, dict], real: dict | None) ->
         f"| raw COPY into a bare table (no index, no trigger) | {bare['rows']:,} | {bare['load_s']:.1f} | {rate['copy_bare']:,.0f} | {rate['copy_bare'] / rate['copy']:.2f} | | | {bare['peak_rss_mb']:.0f} |",
         f"| **ours**: `bulk_load()` + `replace_documents` | {ours['rows']:,} | {ours['load_s']:.1f} | {rate['ours']:,.0f} | **{rate['ours'] / rate['copy']:.2f}** | {ours['build_s']:.1f} | {ours['total_s']:.1f} | **{ours['peak_rss_mb']:.0f}** |",
         f"| today (b1e0ef3): `replace_document` per document, HNSW present, lists | {today['rows']:,} | {today['load_s']:.1f} | {rate['today']:,.0f} | {rate['today'] / rate['copy']:.2f} | (in the load) | {today['total_s']:.1f} | {today['peak_rss_mb']:.0f} (at {today['rows']:,} rows) |",
-        f"| today, extrapolated linearly to {ours['rows']:,} rows (×{factor:.1f}; flatters today: HNSW inserts slow down as the graph grows) | {ours['rows']:,} | | | | | {today_total:.0f} | |",
+        f"| today, scaled linearly to {ours['rows']:,} rows (×{factor:.2f}; {leaning}) | {ours['rows']:,} | | | | | {today_total:.0f} | |",
         f"| holding the same {lists['rows']:,} rows with vectors as Python lists (today's form; no write) | {lists['rows']:,} | | | | | | {lists['peak_rss_mb']:.0f} |",
         "",
         f"- Ours / raw COPY (same table): **{rate['ours'] / rate['copy']:.2f}×** (target ≥ 0.7×).",
         f"- End to end, {ours['rows']:,} rows, index included: ours {ours['total_s']:.0f} s against today's "
-        f"{today_total:.0f} s (extrapolated): **{today_total / ours['total_s']:.1f}× faster** (target ≥ 5×).",
+        f"{today_total:.0f} s (scaled from {today['rows']:,} rows): **{today_total / ours['total_s']:.1f}× faster** (target ≥ 5×).",
         f"- Index build after the load: {ours['build_s']:.1f} s "
         f"(`maintenance_work_mem` sized by `maintenance_work_mem_kb`).",
         f"- Peak RSS of the writing process, all {ours['rows']:,} rows held (float32 arrays): {ours['peak_rss_mb']:.0f} MB "

@@ -18,6 +18,7 @@ reranker) starts from their ids instead of a search (:func:`seeded_statement`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,8 +104,9 @@ def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[An
                 (cast(index, Integer) - bindparam("window_n", type_=Integer)).label("lo"),
                 (cast(index, Integer) + bindparam("window_n", type_=Integer)).label("hi"),
             )
-            .where(func.jsonb_typeof(res.c.meta.op("->")(literal_column("'chunk_index'")))
-                   == "number")
+            .where(
+                func.jsonb_typeof(res.c.meta.op("->")(literal_column("'chunk_index'"))) == "number"
+            )
             .where(index.op("~")(literal_column("'^-?[0-9]+$'")))
             .where(_key(res.c.meta, "document_id").is_not(None))
             # a parent (reached through a summary) is its own context: no window
@@ -204,17 +206,17 @@ class Split:
     context: Context | None = None
 
 
-def _result(r: Any, mode_dense: bool) -> SearchResult:
-    distance = None if r.distance is None else float(r.distance)
+def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
+    distance = None if r["distance"] is None else float(r["distance"])
     return SearchResult(
-        id=r.id,
-        content=r.document,
-        metadata=dict(r.cmetadata or {}),
+        id=r["id"],
+        content=r["document"],
+        metadata=dict(r["cmetadata"] or {}),
         score=None if distance is None else 1.0 - distance,
         distance=distance,
-        dense_rank=int(r.ord) if mode_dense else _int(r.dense_rank),
-        lexical_rank=None if mode_dense else _int(r.lexical_rank),
-        lexical_score=None if mode_dense else _float(r.lexical_score),
+        dense_rank=int(r["ord"]) if mode_dense else _int(r["dense_rank"]),
+        lexical_rank=None if mode_dense else _int(r["lexical_rank"]),
+        lexical_score=None if mode_dense else _float(r["lexical_score"]),
     )
 
 
@@ -226,12 +228,12 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def _plain(r: Any) -> SearchResult:
-    return SearchResult(id=r.id, content=r.document, metadata=dict(r.cmetadata or {}))
+def _plain(r: Mapping[str, Any]) -> SearchResult:
+    return SearchResult(id=r["id"], content=r["document"], metadata=dict(r["cmetadata"] or {}))
 
 
 def split_rows(
-    rows: list[Any],
+    rows: Sequence[Mapping[str, Any]],
     plan: ContextPlan | None,
     *,
     dense: bool,
@@ -240,35 +242,39 @@ def split_rows(
     """Sort a statement's rows into hits (by rank), targets and a :class:`Context`.
 
     Args:
-        rows: rows of :func:`search_with_context` or :func:`seeded_statement`.
+        rows: rows of :func:`search_with_context` or :func:`seeded_statement`, as
+            mappings (asyncpg records, or SQLAlchemy's ``row._mapping``).
         plan: the plan the statement read (None: hits and targets only).
         dense: the search was dense only (the dense rank is the hit's rank).
         seeds: for a seeded read, the metadata of the seed rows (else from the hits).
     """
     out = Split()
-    hit_rows = sorted((r for r in rows if r.kind == "h"), key=lambda r: r.ord)
+    hit_rows = sorted((r for r in rows if r["kind"] == "h"), key=lambda r: r["ord"])
     out.hits = [_result(r, dense) for r in hit_rows]
-    out.targets = {r.id: _plain(r) for r in rows if r.kind == "t"}
+    out.targets = {r["id"]: _plain(r) for r in rows if r["kind"] == "t"}
     if plan is None:
         return out
     if seeds is None:
         seeds = []
         for hit in out.hits:
-            target = out.targets.get(str(hit.metadata.get(INDEXES))) if is_indexed(
-                hit.metadata
-            ) else None
+            target = (
+                out.targets.get(str(hit.metadata.get(INDEXES)))
+                if is_indexed(hit.metadata)
+                else None
+            )
             seeds.append(target.metadata if target is not None else hit.metadata)
     ctx = Context(plan=plan)
     neighbours: dict[str, dict[str, SearchResult]] = {}
     for r in rows:
-        if r.kind == "p":
-            ctx.parents[r.id] = Document(
-                id=r.id, page_content=r.document, metadata=dict(r.cmetadata or {})
+        kind = r["kind"]
+        if kind == "p":
+            ctx.parents[r["id"]] = Document(
+                id=r["id"], page_content=r["document"], metadata=dict(r["cmetadata"] or {})
             )
-        elif r.kind == "n":
+        elif kind == "n":
             row = _plain(r)
             neighbours.setdefault(str(row.metadata.get("document_id")), {})[row.id] = row
-        elif r.kind == "c":
+        elif kind == "c":
             row = _plain(r)
             ctx.children.setdefault(str(row.metadata.get("parent_document_id")), []).append(row)
     for d, by_id in neighbours.items():

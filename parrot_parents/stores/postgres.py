@@ -64,6 +64,7 @@ from parrot_parents.stores.markers import (
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
 )
+from parrot_parents.stores.prepared import Prepared, fetch_rows
 from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
@@ -176,8 +177,8 @@ class PgVectorStore(AbstractStore):
         self._shared_engine = engine
         self._engine: AsyncEngine | None = None
         self._table: Table | None = None
-        # Search statements without a filter, by their shape (see _search); bounded.
-        self._statements: dict[tuple[Any, ...], Any] = {}
+        # Search statements without a filter, compiled once by their shape; bounded.
+        self._statements: dict[tuple[Any, ...], Prepared] = {}
         self._connect_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -629,14 +630,14 @@ class PgVectorStore(AbstractStore):
         # (Building it took longer than PostgreSQL took to plan and run it.)
         candidates = self.lexical_candidates
         key = (mode, limit, include_parents, vector is not None, fusion, plan, candidates)
-        stmt = None if filter else self._statements.get(key)
-        if stmt is None:
+        prepared = None if filter else self._statements.get(key)
+        stmt = None
+        if prepared is None:
             ranked = self._statement(table, mode, limit, include_parents, filter, fusion, vector)
             stmt = search_with_context(table, ranked, plan)
             if not filter:
-                if len(self._statements) >= 256:
-                    self._statements.clear()
-                self._statements[key] = stmt
+                # No caller's value in it: constants inline, run by the driver.
+                prepared = self._prepared(key, stmt, engine)
         params: dict[str, Any] = {}
         if vector is not None:
             params["query_vector"] = _as_float32(vector)
@@ -645,8 +646,11 @@ class PgVectorStore(AbstractStore):
         if plan is not None and plan.window is not None:
             params["window_n"] = plan.window
 
-        async def work(conn: Any) -> list[Any]:
-            return list((await conn.execute(stmt, params)).all())
+        async def work(conn: Any) -> Sequence[Any]:
+            if prepared is not None:
+                return await fetch_rows(conn, prepared, params)
+            # A filter's values stay bound parameters, through SQLAlchemy.
+            return [row._mapping for row in await conn.execute(stmt, params)]
 
         rows = await read(
             engine,
@@ -655,6 +659,13 @@ class PgVectorStore(AbstractStore):
             self._settings(mode, limit, fusion, bool(filter)),
         )
         return split_rows(rows, plan, dense=mode == "dense")
+
+    def _prepared(self, key: tuple[Any, ...], statement: Any, engine: AsyncEngine) -> Prepared:
+        """``statement`` compiled once and remembered under ``key`` (at most 256 shapes)."""
+        if len(self._statements) >= 256:
+            self._statements.clear()
+        prepared = self._statements[key] = Prepared.compile(statement, engine.dialect)
+        return prepared
 
     def _statement(
         self,
@@ -765,15 +776,15 @@ class PgVectorStore(AbstractStore):
         if not wanted:
             return Context(plan=plan)
         key = ("seeded", plan)
-        stmt = self._statements.get(key)
-        if stmt is None:
-            stmt = self._statements[key] = seeded_statement(table, plan)
+        prepared = self._statements.get(key) or self._prepared(
+            key, seeded_statement(table, plan), engine
+        )
         params: dict[str, Any] = {"seed_ids": wanted}
         if plan.window is not None:
             params["window_n"] = plan.window
 
-        async def work(conn: Any) -> list[Any]:
-            return list((await conn.execute(stmt, params)).all())
+        async def work(conn: Any) -> Sequence[Any]:
+            return await fetch_rows(conn, prepared, params)
 
         found = await read(engine, f"read from {self.qualified_name}", work)
         split = split_rows(found, plan, dense=True, seeds=[dict(m) for _, m in rows])

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
+from parrot_parents.stores.prepared import ConnectionDropped
 from parrot_parents.stores.vector_codec import ensure_codec
 
 __all__ = ["SETTINGS_KEY", "Settings", "read", "was_disconnect", "write"]
@@ -43,11 +44,14 @@ SETTINGS_KEY = "parrot_parents.session_settings"
 
 
 def was_disconnect(exc: BaseException) -> bool:
-    """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated"."""
+    """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated", or
+    the driver path's :class:`~parrot_parents.stores.prepared.ConnectionDropped`."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
+        if isinstance(cur, ConnectionDropped):
+            return True
         if isinstance(cur, DBAPIError) and cur.connection_invalidated:
             return True
         cur = cur.__cause__

@@ -1,0 +1,42 @@
+"""The engine's pool under bursts of concurrent searches (issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from langchain_core.documents import Document
+from sqlalchemy import event
+
+from parrot_parents.stores.engine import POOL_SIZE
+from parrot_parents.stores.postgres import PgVectorStore
+from tests.conftest import unique_table
+
+
+async def test_a_second_burst_opens_no_connection(pg_dsn: str) -> None:
+    """SQLAlchemy's default pool closed its overflow connections on return, so every
+    burst opened them again (a server process and four round trips each)."""
+    store = PgVectorStore(dsn=pg_dsn, table=unique_table("pool"), dimension=4)
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((20, 4)).astype(np.float32)
+    docs = [Document(page_content=f"row {i}", metadata={"is_chunk": True}) for i in range(20)]
+    await store.add_documents(docs, embeddings=list(vectors))
+    engine, _ = await store.ready()
+    opened = []
+    event.listen(engine.sync_engine, "connect", lambda *_: opened.append(1))
+
+    async def burst() -> None:
+        found = await asyncio.gather(
+            *(store.similarity_search_by_vector(v, limit=3) for v in np.tile(vectors, (3, 1)))
+        )
+        assert all(len(r) == 3 for r in found)
+
+    try:
+        await burst()
+        first = len(opened)
+        await burst()
+        assert len(opened) == first, (first, len(opened))
+        assert first <= POOL_SIZE
+    finally:
+        await store.drop()
+        await store.close()

@@ -84,8 +84,11 @@ def sync(torch: object, device: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="model directory (default: bundled)")
-    parser.add_argument("--corpora", type=Path, default=REPO_ROOT.parent / "shared" /
-                        "benchmarks" / "chunking_eval" / "corpora")
+    parser.add_argument(
+        "--corpora",
+        type=Path,
+        default=REPO_ROOT.parent / "shared" / "benchmarks" / "chunking_eval" / "corpora",
+    )
     parser.add_argument("--copies", type=int, default=None, help="corpus repeats")
     parser.add_argument("--batch-sizes", default=None, help="windows per forward pass")
     parser.add_argument("--repeats", type=int, default=3)

@@ -60,6 +60,7 @@ from scale_load import (  # noqa: E402
     build_langchain,
     build_ours,
     connect_raw,
+    pooled_raw,
     size_label,
     unnice_server,
 )
@@ -166,7 +167,9 @@ def _unique(texts: list[str]) -> list[str]:
 
 
 class Statements:
-    """Counts and keeps the statements the product's engine sends (SQLAlchemy events)."""
+    """Counts and keeps the statements the product's engine sends: through SQLAlchemy (its
+    cursor events) and straight on the driver (asyncpg's query logger, which sees the
+    store's prepared search statements); transaction control is not counted."""
 
     def __init__(self, engine: Any) -> None:
         from sqlalchemy import event
@@ -174,10 +177,20 @@ class Statements:
         self.seen: list[tuple[str, Any]] = []
         self.on = False
         event.listen(engine.sync_engine, "before_cursor_execute", self._record)
+        event.listen(engine.sync_engine.pool, "checkout", self._log_driver)
 
     def _record(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
         if self.on:
             self.seen.append((statement, params))
+
+    def _log_driver(self, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if record.info.get("scale.statements") is not self:
+            dbapi_connection.driver_connection.add_query_logger(self._logged)
+            record.info["scale.statements"] = self
+
+    def _logged(self, query: Any) -> None:
+        if not query.query.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+            self._record(None, None, query.query, tuple(query.args))
 
     async def during(self, coro: Any) -> list[tuple[str, Any]]:
         self.seen, self.on = [], True
@@ -233,6 +246,12 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
         "SELECT set_config('hnsw.iterative_scan', $1, false)", defaults.iterative_scan
     )
     knn = await raw.prepare(knn_sql(table))
+    pool = await pooled_raw(dsn, defaults.ef_search, defaults.iterative_scan)
+
+    async def pooled_knn(vector: Any) -> Any:
+        async with pool.acquire() as conn:
+            return await conn.fetch(knn_sql(table), vector)
+
     lc = LangChainSide(dsn, lc_table)
     await lc.open(coll)
     pdr, lc_vs = await lc.retriever(LangChainLookup(vectors))
@@ -255,6 +274,12 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "bare kNN (asyncpg, one prepared statement)",
             lambda i: knn.fetch(qs.vectors[i]),
             "the floor: no product code",
+        ),
+        Variant(
+            "bare_knn_pool",
+            "bare kNN through a pool (`asyncpg.Pool`: acquire, the same statement, release)",
+            lambda i: pooled_knn(qs.vectors[i]),
+            "what any pooled service pays; no reset on release",
         ),
         Variant(
             "search_dense",
@@ -360,6 +385,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
         raw, store_factory, table, lookup, q(0), qs.vectors[0]
     )
     await raw.close()
+    await pool.close()
     await lc.close()
     await store.close()
     return result
@@ -479,8 +505,8 @@ async def _plans(
             )
         else:
             note = (
-                "The product's statements were not seen by its SQLAlchemy engine, so only "
-                "the bare kNN is explained."
+                "The product's statements were not seen on its engine's connections, so "
+                "only the bare kNN is explained."
             )
         await store.close()
     return plans, note

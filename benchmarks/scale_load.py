@@ -76,6 +76,22 @@ async def connect_raw(dsn: str) -> asyncpg.Connection:
     return conn
 
 
+async def pooled_raw(dsn: str, ef_search: int, iterative_scan: str) -> asyncpg.Pool:
+    """An ``asyncpg.Pool`` of two connections with pgvector's codec and the HNSW settings
+    set once per connection, and no reset on release (asyncpg's default reset is one
+    more round trip, and would undo the settings)."""
+
+    async def init(conn: asyncpg.Connection) -> None:
+        await register_vector(conn)
+        await conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+        await conn.execute("SELECT set_config('hnsw.iterative_scan', $1, false)", iterative_scan)
+
+    async def keep(conn: asyncpg.Connection) -> None:
+        return None
+
+    return await asyncpg.create_pool(_plain_dsn(dsn), min_size=2, max_size=2, init=init, reset=keep)
+
+
 def _plain_dsn(dsn: str) -> str:
     return dsn.replace("postgresql+asyncpg://", "postgresql://", 1)
 

@@ -111,8 +111,11 @@ def query_block(ctx: dict[str, Any], r: dict[str, Any]) -> str:
         ]
     if r.get("statements"):
         lines += [
-            "SQL statements per call, as the product's SQLAlchemy engine sent them (BEGIN/COMMIT "
-            "not counted): " + ", ".join(f"{k} {v}" for k, v in r["statements"].items()) + ".",
+            "SQL statements per call, as the product's engine sent them, through SQLAlchemy or "
+            "straight on the driver (BEGIN/COMMIT not counted; `benchmarks/round_trips.py` "
+            "counts round trips on the wire): "
+            + ", ".join(f"{k} {v}" for k, v in r["statements"].items())
+            + ".",
             "",
         ]
     if r.get("overlap"):
@@ -161,6 +164,14 @@ def _targets(r: dict[str, Any]) -> list[str]:
     for name, target, value in rows:
         lines.append(f"| {name} | {target} | {value:.2f}× |")
     lines.append(f"| `get_vector_context` p95, vector given | ≤ 10 ms (at 1M) | {_f(gvc.p95)} ms |")
+    pooled = st.get("bare_knn_pool")
+    if pooled is not None:
+        lines += [
+            "",
+            f"Against the bare kNN through a pool (p50 {_f(pooled.p50)} ms, "
+            f"{pooled.p50 / bare.p50:.2f}× the dedicated connection's): `similarity_search` "
+            f"{search.p50 / pooled.p50:.2f}×, `get_vector_context` {gvc.p50 / pooled.p50:.2f}×.",
+        ]
     return [*lines, ""]
 
 

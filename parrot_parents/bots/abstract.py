@@ -102,20 +102,26 @@ class AbstractBot:
         Raises:
             ConfigurationError: a setting was changed to a bad value since construction.
         """
-        return RetrievalOptions.from_overrides(
-            {
-                "expand_to_parent": self.expand_to_parent,
-                "limit": self.context_search_limit,
-                "rerank_candidates": self.rerank_candidates,
-                "budget": self.context_budget,
-                "mode": self.expansion_mode,
-                "search_mode": self.search_mode,
-                "rrf_k": self.rrf_k,
-                "dense_weight": self.dense_weight,
-                "lexical_weight": self.lexical_weight,
-            },
-            names=BOT_OPTION_NAMES,
-        )
+        settings = {
+            "expand_to_parent": self.expand_to_parent,
+            "limit": self.context_search_limit,
+            "rerank_candidates": self.rerank_candidates,
+            "budget": self.context_budget,
+            "mode": self.expansion_mode,
+            "search_mode": self.search_mode,
+            "rrf_k": self.rrf_k,
+            "dense_weight": self.dense_weight,
+            "lexical_weight": self.lexical_weight,
+        }
+        # Validated again only when a setting changed (every call reads them); typed, so
+        # that True is not taken for a limit of 1 already validated.
+        key = tuple((type(v), v) for v in settings.values())
+        cached = self.__dict__.get("_validated_options")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        options = RetrievalOptions.from_overrides(settings, names=BOT_OPTION_NAMES)
+        self.__dict__["_validated_options"] = (key, options)
+        return options
 
     @property
     def retriever(self) -> Retriever:

@@ -118,9 +118,9 @@ class Retriever:
         meta.children = [ChildScore.from_hit(h) for h in hits]
         meta.notes = self._notes(call, opts)
 
-        passages = [Passage.from_hit(h) for h in hits]
-        if opts.expand_to_parent:
-            passages = await self._expand(hits, opts, meta, context) or passages
+        expanded = await self._expand(hits, opts, meta, context) if opts.expand_to_parent else None
+        # The children themselves when not expanding, or when expansion degraded.
+        passages = expanded or [Passage.from_hit(h) for h in hits]
         if opts.budget is not None:
             t = time.perf_counter()
             packed = pack(passages, hits, opts.budget)

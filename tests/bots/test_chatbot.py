@@ -148,3 +148,16 @@ async def test_only_a_searcher_given_uses_its_store(store: PgVectorStore, embedd
 def test_bad_limit(store: PgVectorStore, bad: object) -> None:
     with pytest.raises(ConfigurationError, match="context_search_limit must be a positive int"):
         Chatbot(store=store, context_search_limit=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, True])
+def test_a_setting_changed_after_use_is_validated_again(store: PgVectorStore, bad: object) -> None:
+    """The bot's validated options are reused between calls, but not after a change: a
+    limit of 1 validated once must not let ``True`` (== 1) through."""
+    bot = Chatbot(store=store, context_search_limit=1)
+    assert bot.options.limit == 1
+    bot.context_search_limit = bad  # type: ignore[assignment]
+    with pytest.raises(ConfigurationError, match="context_search_limit must be a positive int"):
+        bot.options  # noqa: B018 - the property validates
+    bot.context_search_limit = 3
+    assert bot.options.limit == 3

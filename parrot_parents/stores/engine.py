@@ -132,6 +132,13 @@ def _driver_message(exc: BaseException) -> str:
     return ""
 
 
+def _server_message(exc: BaseException) -> str:
+    """The server's one-line message of a driver error raised outside SQLAlchemy (the
+    store's prepared statements run on the driver): asyncpg's ``message``, no SQL text."""
+    message = getattr(exc, "message", None) if sqlstate_of(exc) else None
+    return message.splitlines()[0][:300] if isinstance(message, str) and message else ""
+
+
 def store_error(exc: BaseException, action: str) -> StoreError:
     """A :class:`StoreError` describing ``exc`` while doing ``action`` (no SQL text).
 
@@ -148,7 +155,7 @@ def store_error(exc: BaseException, action: str) -> StoreError:
             sqlstate=code,
             unavailable=True,
         )
-    detail = _driver_message(exc) if isinstance(exc, SQLAlchemyError) else ""
+    detail = _driver_message(exc) if isinstance(exc, SQLAlchemyError) else _server_message(exc)
     suffix = f" (SQLSTATE {code})" if code else ""
     text = f": {detail}" if detail else f": {type(exc).__name__}"
     return StoreError(f"{action} failed{text}{suffix}", sqlstate=code)

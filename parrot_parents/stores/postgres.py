@@ -263,8 +263,13 @@ class PgVectorStore(AbstractStore):
         return self
 
     async def close(self) -> None:
-        """Dispose of the connection pool (unless it is shared). Safe to call twice."""
+        """Dispose of the connection pool (unless it is shared). Safe to call twice.
+
+        The statements built for this collection are forgotten too: after a reconnect
+        they are built again from what the collection is then (it may have been
+        recreated with another text-search configuration)."""
         engine, self._engine = self._engine, None
+        self._statements.clear()
         if engine is not None and engine is not self._shared_engine:
             await asyncio.shield(engine.dispose())
 
@@ -629,7 +634,9 @@ class PgVectorStore(AbstractStore):
         # Without a filter the statement depends only on the key below: build it once.
         # (Building it took longer than PostgreSQL took to plan and run it.)
         candidates = self.lexical_candidates
-        key = (mode, limit, include_parents, vector is not None, fusion, plan, candidates)
+        # The text-search configuration is written into a lexical statement.
+        config = self.text_search_config
+        key = (mode, limit, include_parents, vector is not None, fusion, plan, candidates, config)
         prepared = None if filter else self._statements.get(key)
         stmt = None
         if prepared is None:

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Float, Integer, Numeric, String, cast, null
+from sqlalchemy import Boolean, Float, Integer, Numeric, String, cast, null, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
@@ -130,8 +130,10 @@ async def fetch_rows(
     installed on it (the store's engines are asyncpg engines).
 
     Raises:
-        ConnectionDropped: the connection was closed under the driver; it has been
-            invalidated (see :func:`~parrot_parents.stores.reads.read`, which retries).
+        sqlalchemy.exc.DBAPIError: the connection was closed under the driver (a server
+            restart); the pool has been invalidated, as SQLAlchemy does on a disconnect
+            (``connection_invalidated``; :func:`~parrot_parents.stores.reads.read` retries).
+        ConnectionDropped: the same, should the connection answer SQLAlchemy after all.
         Exception: the driver's own error otherwise (callers map it to ``StoreError``).
     """
     raw = await conn.get_raw_connection()
@@ -139,8 +141,12 @@ async def fetch_rows(
     try:
         return await driver.fetch(prepared.sql, *prepared.args(params))  # type: ignore[union-attr, no-any-return]
     except Exception as exc:
-        if driver is not None and driver.is_closed():
-            # SQLAlchemy's own test for asyncpg (is_disconnect): a closed connection.
-            await conn.invalidate()
-            raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
-        raise
+        if driver is None or not driver.is_closed():
+            raise
+        # A closed connection (SQLAlchemy's own test for asyncpg): a restart dropped every
+        # pooled connection, not just this one. Let SQLAlchemy meet it as on its own path:
+        # it invalidates the whole pool and raises a disconnect, which ``read`` retries on
+        # a fresh connection. (Invalidating only this one left the retry another dead one.)
+        await conn.execute(text("SELECT 1"))
+        await conn.invalidate()  # not reached unless the connection came back
+        raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc

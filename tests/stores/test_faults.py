@@ -138,6 +138,25 @@ async def test_restart_costs_no_request_on_stale_pooled_connections(own_server, 
         await store.close()
 
 
+async def test_restart_costs_no_request_to_searches_one_at_a_time(own_server, embeddings) -> None:
+    """Each search after the restart succeeds at once. The driver path once invalidated
+    only the dead connection it found, so the one retry took another dead one: with ten
+    pooled connections, the first five sequential searches failed."""
+    server, _ = own_server
+    store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
+    await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
+    query = await embeddings.aembed_query("step")
+    try:
+        # Every pooled connection in use at once, so all of them are open at the restart.
+        burst = [store.similarity_search_by_vector(query, limit=2) for _ in range(30)]
+        await asyncio.gather(*burst)
+        await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "restart")
+        for _ in range(8):
+            assert len(await store.similarity_search_by_vector(query, limit=2)) == 2
+    finally:
+        await store.close()
+
+
 async def test_restart_costs_no_write_on_stale_pooled_connections(own_server, embeddings) -> None:
     # No pre-ping: a write that finds its pooled connection dead runs once more.
     server, _ = own_server
@@ -167,6 +186,28 @@ async def test_search_while_stopped_is_a_store_error_with_no_sql(own_server, emb
         assert info.value.unavailable
         assert info.value.sqlstate is None or info.value.sqlstate[:2] in {"08", "57"}
         assert "SELECT" not in str(info.value) and "[SQL" not in str(info.value)
+    finally:
+        await store.close()
+
+
+async def test_a_dropped_collection_is_named_by_the_servers_message(pg_dsn: str) -> None:
+    """Both search paths (the driver's, unfiltered; SQLAlchemy's, filtered) report the
+    server's message, not just the error's class name."""
+    table = unique_table("gone")
+    store = PgVectorStore(dsn=pg_dsn, table=table, dimension=4)
+    await store.add_documents(
+        [Document(page_content="x", metadata={"is_chunk": True})], embeddings=[[1.0, 0, 0, 0]]
+    )
+    await store.similarity_search_by_vector([1.0, 0, 0, 0], limit=1)
+    other = PgVectorStore(dsn=pg_dsn, table=table, dimension=4, create=False)
+    await other.drop()
+    await other.close()
+    try:
+        for filter_ in (None, {"is_chunk": True}):
+            with pytest.raises(StoreError) as info:
+                await store.similarity_search_by_vector([1.0, 0, 0, 0], limit=1, filter=filter_)
+            assert info.value.sqlstate == "42P01"
+            assert "does not exist" in str(info.value), str(info.value)
     finally:
         await store.close()
 

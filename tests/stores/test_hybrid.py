@@ -404,3 +404,36 @@ async def test_a_reused_statement_answers_each_question_afresh(
         )
         assert hits and {h.metadata["document_id"] for h in hits} == {doc}
     assert len(store._statements) == cached
+
+
+async def test_a_store_reopened_on_a_recreated_collection_builds_its_statements_again(
+    pg_dsn: str, embeddings
+) -> None:
+    """The statements a store built name its text-search configuration; a collection
+    dropped and created again with another one must not be searched with the old one
+    (unfiltered searches found nothing while filtered ones, built afresh, did)."""
+    table = unique_table("recreated")
+    texts = {"a": "The cat and the dog. " * 5, "b": "Payroll runs twice a month. " * 5}
+    store = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)
+    await store.connect()
+    try:
+        await _ingest(store, embeddings, texts)
+        assert not await store.similarity_search("the and", search_mode="lexical")  # stopwords
+        await store.drop()
+        await store.close()
+        other = PgVectorStore(
+            dsn=pg_dsn, table=table, embedding=embeddings, text_search_config="simple"
+        )
+        await other.connect()
+        await _ingest(other, embeddings, texts)
+        await other.close()
+        await store.connect()
+        assert store.text_search_config == "simple"
+        unfiltered = await store.similarity_search("the and", search_mode="lexical")
+        filtered = await store.similarity_search(
+            "the and", search_mode="lexical", filter={"document_id": "a"}
+        )
+        assert filtered and {h.id for h in filtered} <= {h.id for h in unfiltered}
+    finally:
+        await store.drop()
+        await store.close()

@@ -79,13 +79,11 @@ class Prepared:
     """A Core statement compiled once for repeated execution.
 
     Attributes:
-        statement: the statement with its constants inline.
         sql: its SQL text for the asyncpg dialect, constants inline, runtime values as
             ``$1..$n``.
         names: the runtime parameter behind each ``$i``, in order.
     """
 
-    statement: Any
     sql: str
     names: tuple[str, ...]
 
@@ -108,7 +106,7 @@ class Prepared:
         unknown = sorted(set(names) - RUNTIME_PARAMS)
         if unknown:
             raise ValueError(f"statement binds non-runtime parameters: {unknown}")
-        return cls(inlined, str(compiled), names)
+        return cls(str(compiled), names)
 
     def args(self, params: Mapping[str, Any]) -> list[Any]:
         """The positional arguments for ``params``.

@@ -601,8 +601,12 @@ class PgVectorStore(AbstractStore):
         Without a filter, sequential scans are disabled: on a small table with a large
         ``ef_search`` the planner costs the HNSW scan above a full scan and sort, and picks
         the full scan, several times slower (37 ms against 6.5 ms at 10k rows with
-        ``ef_search`` 200). With a filter the planner stays free: a very selective filter
-        is answered exactly by a scan where an index scan could stop short.
+        ``ef_search`` 200). It pays at the default ``ef_search`` too: at 100k children the
+        store's statements ran at p50 0.94 ms (dense) and 34 ms (hybrid) with it off,
+        against 1.39 ms and 54 ms with it on (interleaved, 40 queries). The setting stays
+        on the pooled connection for its later statements. With a filter the planner stays
+        free: a very selective filter is answered exactly by a scan where an index scan
+        could stop short.
         """
         if mode == "lexical":
             return ()

@@ -119,10 +119,17 @@ def is_unavailable(exc: BaseException) -> bool:
 
 
 def _driver_message(exc: BaseException) -> str:
-    """The server's one-line message, without SQL text (never ``str(SQLAlchemyError)``)."""
-    orig = getattr(exc, "orig", None)
-    cause = getattr(orig, "__cause__", None)
-    for candidate in (cause, orig):
+    """The server's one-line message, without SQL text (never ``str(SQLAlchemyError)``):
+    from the driver error SQLAlchemy wraps, or from a driver error raised outside it (the
+    store's prepared statements run on the driver)."""
+    if isinstance(exc, SQLAlchemyError):
+        orig = getattr(exc, "orig", None)
+        candidates = (getattr(orig, "__cause__", None), orig)
+    elif sqlstate_of(exc):
+        candidates = (exc, None)
+    else:
+        return ""
+    for candidate in candidates:
         if candidate is None:
             continue
         message = getattr(candidate, "message", None) or getattr(candidate, "args", [None])[0]
@@ -130,13 +137,6 @@ def _driver_message(exc: BaseException) -> str:
             # asyncpg's adapted errors read "<class '...'>: message".
             return message.split(">: ", 1)[-1].splitlines()[0][:300]
     return ""
-
-
-def _server_message(exc: BaseException) -> str:
-    """The server's one-line message of a driver error raised outside SQLAlchemy (the
-    store's prepared statements run on the driver): asyncpg's ``message``, no SQL text."""
-    message = getattr(exc, "message", None) if sqlstate_of(exc) else None
-    return message.splitlines()[0][:300] if isinstance(message, str) and message else ""
 
 
 def store_error(exc: BaseException, action: str) -> StoreError:
@@ -155,7 +155,7 @@ def store_error(exc: BaseException, action: str) -> StoreError:
             sqlstate=code,
             unavailable=True,
         )
-    detail = _driver_message(exc) if isinstance(exc, SQLAlchemyError) else _server_message(exc)
+    detail = _driver_message(exc)
     suffix = f" (SQLSTATE {code})" if code else ""
     text = f": {detail}" if detail else f": {type(exc).__name__}"
     return StoreError(f"{action} failed{text}{suffix}", sqlstate=code)

@@ -87,6 +87,8 @@ class AbstractBot:
         self.rrf_k = rrf_k
         self.dense_weight = dense_weight
         self.lexical_weight = lexical_weight
+        # (settings, their validated options): see :attr:`options`.
+        self._validated: tuple[tuple[Any, ...], RetrievalOptions] | None = None
         options = self.options  # validates every setting, naming it
         self.expansion_mode = options.mode or ExpansionMode()
         if expand_to_parent and parent_searcher is None:
@@ -116,11 +118,10 @@ class AbstractBot:
         # Validated again only when a setting changed (every call reads them); typed, so
         # that True is not taken for a limit of 1 already validated.
         key = tuple((type(v), v) for v in settings.values())
-        cached = self.__dict__.get("_validated_options")
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if self._validated is not None and self._validated[0] == key:
+            return self._validated[1]
         options = RetrievalOptions.from_overrides(settings, names=BOT_OPTION_NAMES)
-        self.__dict__["_validated_options"] = (key, options)
+        self._validated = (key, options)
         return options
 
     @property

@@ -151,19 +151,12 @@ class Retriever:
         fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight)
         # After a reranker the context is read for the kept hits (see _expand).
         plan = None if self.reranker is not None else self._plan(opts)
+        wanted = {"limit": limit, "filter": opts.filter, "search_mode": opts.search_mode}
         try:
             if plan is not None:
                 search = self.store.search_with_context  # type: ignore[attr-defined]
                 try:
-                    results, context = await search(
-                        question,
-                        plan,
-                        limit=limit,
-                        filter=opts.filter,
-                        search_mode=opts.search_mode,
-                        fusion=fusion,
-                    )
-                    return results, context
+                    return await search(question, plan, fusion=fusion, **wanted)
                 except StoreError as exc:
                     if exc.unavailable:
                         raise
@@ -176,13 +169,7 @@ class Retriever:
                             "searched without the joined parent read",
                         )
                     )
-            results = await self.store.similarity_search(
-                question,
-                limit=limit,
-                filter=opts.filter,
-                search_mode=opts.search_mode,
-                fusion=fusion,
-            )
+            results = await self.store.similarity_search(question, fusion=fusion, **wanted)
             return results, None
         except LexicalIndexMissingError as exc:
             meta.search_mode = "dense"

@@ -50,6 +50,7 @@ from parrot_parents.stores.hybrid import (
     search_statement,
 )
 from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.leases import release_idle
 from parrot_parents.stores.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
     LexicalTables,
@@ -64,8 +65,8 @@ from parrot_parents.stores.markers import (
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
 )
-from parrot_parents.stores.prepared import Prepared, fetch_rows
-from parrot_parents.stores.reads import Settings, read, write
+from parrot_parents.stores.prepared import Prepared
+from parrot_parents.stores.reads import Settings, read, read_prepared, write
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
@@ -270,6 +271,9 @@ class PgVectorStore(AbstractStore):
         recreated with another text-search configuration)."""
         engine, self._engine = self._engine, None
         self._statements.clear()
+        if engine is not None:
+            # Leases are checked out of the pool: back in before it is disposed.
+            await asyncio.shield(release_idle(engine))
         if engine is not None and engine is not self._shared_engine:
             await asyncio.shield(engine.dispose())
 
@@ -657,18 +661,17 @@ class PgVectorStore(AbstractStore):
         if plan is not None and plan.window is not None:
             params["window_n"] = plan.window
 
-        async def work(conn: Any) -> Sequence[Any]:
-            if prepared is not None:
-                return await fetch_rows(conn, prepared, params)
-            # A filter's values stay bound parameters, through SQLAlchemy.
-            return [row._mapping for row in await conn.execute(stmt, params)]
+        action = f"search in {self.qualified_name}"
+        settings = self._settings(mode, limit, fusion, bool(filter))
+        if prepared is not None:
+            rows = await read_prepared(engine, action, prepared, params, settings)
+        else:
 
-        rows = await read(
-            engine,
-            f"search in {self.qualified_name}",
-            work,
-            self._settings(mode, limit, fusion, bool(filter)),
-        )
+            async def work(conn: Any) -> Sequence[Any]:
+                # A filter's values stay bound parameters, through SQLAlchemy.
+                return [row._mapping for row in await conn.execute(stmt, params)]
+
+            rows = await read(engine, action, work, settings)
         return split_rows(rows, plan, dense=mode == "dense")
 
     def _prepared(self, key: tuple[Any, ...], statement: Any, engine: AsyncEngine) -> Prepared:
@@ -794,10 +797,7 @@ class PgVectorStore(AbstractStore):
         if plan.window is not None:
             params["window_n"] = plan.window
 
-        async def work(conn: Any) -> Sequence[Any]:
-            return await fetch_rows(conn, prepared, params)
-
-        found = await read(engine, f"read from {self.qualified_name}", work)
+        found = await read_prepared(engine, f"read from {self.qualified_name}", prepared, params)
         split = split_rows(found, plan, dense=True, seeds=[dict(m) for _, m in rows])
         assert split.context is not None
         return split.context

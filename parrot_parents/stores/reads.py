@@ -18,19 +18,19 @@ parents; ROLLBACK``), plus a ping per checkout. A read here is just the statemen
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
-from parrot_parents.stores.prepared import ConnectionDropped
-from parrot_parents.stores.vector_codec import ensure_codec
+from parrot_parents.stores.leases import Lease, leases_for
+from parrot_parents.stores.prepared import ConnectionDropped, Prepared, fetch_rows
+from parrot_parents.stores.vector_codec import CODEC_KEY, register_vector_codec
 
-__all__ = ["SETTINGS_KEY", "Settings", "read", "was_disconnect", "write"]
+__all__ = ["SETTINGS_KEY", "Settings", "read", "read_prepared", "was_disconnect", "write"]
 
 T = TypeVar("T")
 
@@ -58,25 +58,34 @@ def was_disconnect(exc: BaseException) -> bool:
     return False
 
 
-async def _apply(conn: AsyncConnection, settings: Settings) -> None:
-    """Set ``settings`` on the session unless they are what it already has."""
-    if not settings or conn.info.get(SETTINGS_KEY) == settings:
+async def _apply(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
+    """Set ``settings`` on the session of ``driver`` (an asyncpg connection) unless
+    ``info`` (its pooled connection's) says it already has them."""
+    if not settings or info.get(SETTINGS_KEY) == settings:
         return
     # Session-level (is_local=false): autocommit reads have no transaction to scope a
     # SET LOCAL; the values are remembered, so a connection is set once per change.
-    conn.info.pop(SETTINGS_KEY, None)
+    info.pop(SETTINGS_KEY, None)
     calls = []
-    params: dict[str, str] = {}
-    for i, (name, value) in enumerate(settings):
-        params[f"n{i}"] = name
+    args: list[str] = []
+    for name, value in settings:
+        args.append(name)
+        n = len(args)
         if value is None:
-            reset = f"(SELECT reset_val FROM pg_settings WHERE name = :n{i})"
-            calls.append(f"set_config(:n{i}, {reset}, false)")
+            reset = f"(SELECT reset_val FROM pg_settings WHERE name = ${n})"
+            calls.append(f"set_config(${n}, {reset}, false)")
         else:
-            params[f"v{i}"] = value
-            calls.append(f"set_config(:n{i}, :v{i}, false)")
-    await conn.execute(text(f"SELECT {', '.join(calls)}"), params)
-    conn.info[SETTINGS_KEY] = settings
+            args.append(value)
+            calls.append(f"set_config(${n}, ${n + 1}, false)")
+    await driver.execute(f"SELECT {', '.join(calls)}", *args)
+    info[SETTINGS_KEY] = settings
+
+
+async def _ready(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
+    """The vector codec and ``settings`` in place on a connection."""
+    if not info.get(CODEC_KEY):
+        info[CODEC_KEY] = await register_vector_codec(driver)
+    await _apply(driver, info, settings)
 
 
 async def _once_more_if_dead(attempt: Callable[[], Awaitable[T]]) -> T:
@@ -111,9 +120,40 @@ async def read(
     async def attempt() -> T:
         async with store_errors(action), engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await ensure_codec(conn)
-            await _apply(conn, settings)
+            raw = await conn.get_raw_connection()
+            await _ready(raw.driver_connection, conn.info, settings)
             return await work(conn)
+
+    return await _once_more_if_dead(attempt)
+
+
+async def read_prepared(
+    engine: AsyncEngine,
+    action: str,
+    prepared: Prepared,
+    params: Mapping[str, Any],
+    settings: Settings = (),
+) -> Sequence[Mapping[str, Any]]:
+    """The rows of ``prepared`` for ``params``, read as :func:`read` does, on one of the
+    engine's leases (:mod:`~parrot_parents.stores.leases`) when it has them: no
+    checkout, no SQLAlchemy connection, only the statement (and the settings, the first
+    time a connection serves them).
+
+    Raises:
+        StoreError: the database failed or is unavailable (no SQL in the message).
+    """
+    leases = leases_for(engine)
+    if leases is None:
+        return await read(engine, action, lambda conn: fetch_rows(conn, prepared, params), settings)
+    args = prepared.args(params)
+
+    async def work(lease: Lease) -> Sequence[Mapping[str, Any]]:
+        await _ready(lease.driver, lease.info, settings)
+        return await lease.driver.fetch(prepared.sql, *args)  # type: ignore[no-any-return]
+
+    async def attempt() -> Sequence[Mapping[str, Any]]:
+        async with store_errors(action):
+            return await leases.run(work)
 
     return await _once_more_if_dead(attempt)
 

@@ -25,6 +25,7 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
 from parrot_parents.rerankers import AbstractReranker
 from parrot_parents.stores.engine import make_engine
+from parrot_parents.stores.leases import Lease, leases_for
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.prepared import Prepared
@@ -40,10 +41,15 @@ DOC = "\n\n".join(
 )
 
 
-@pytest.fixture
-async def counted(pg_dsn: str, embeddings) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
+@pytest.fixture(params=[1, 2], ids=["through_sqlalchemy", "on_a_lease"])
+async def counted(
+    pg_dsn: str, embeddings, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
+    """A store whose traffic is counted; with a pool of 1 its reads go through
+    SQLAlchemy, with 2 they run on a lease (:mod:`parrot_parents.stores.leases`)."""
     proxy = RoundTripProxy(pg_dsn)
-    engine = await make_engine(await proxy.start(), pool_size=1, max_overflow=0)
+    engine = await make_engine(await proxy.start(), pool_size=request.param, max_overflow=0)
+    assert (leases_for(engine) is not None) == (request.param == 2)
     store = PgVectorStore(table=unique_table("rt"), embedding=embeddings, engine=engine)
     await store.connect()
     await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
@@ -211,16 +217,21 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
 
 
 async def _plans(store: PgVectorStore) -> tuple[int, int]:
-    """(generic, custom) plans of the store's search statement, on its one connection."""
+    """(generic, custom) plans of the store's search statement, on the one lease that
+    served the searches."""
     engine, _ = await store.ready()
-    async with engine.connect() as conn:
-        raw = (await conn.get_raw_connection()).driver_connection
-        row = await raw.fetchrow(
+    leases = leases_for(engine)
+    assert leases is not None and leases.checked_out == 1
+
+    async def count(lease: Lease) -> Any:
+        return await lease.driver.fetchrow(
             "SELECT sum(generic_plans)::int AS g, sum(custom_plans)::int AS c"
             " FROM pg_prepared_statements WHERE strpos(statement, $1) > 0"
             " AND strpos(statement, 'hits AS') > 0",
             store.qualified_name,
         )
+
+    row = await leases.run(count)
     return row["g"] or 0, row["c"] or 0
 
 

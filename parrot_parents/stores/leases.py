@@ -1,0 +1,253 @@
+"""Pooled connections kept checked out for the store's prepared reads (issue 11).
+
+A search on 100k children runs in about a millisecond. Checking a connection out of
+SQLAlchemy's pool and back in around it cost 0.4 ms more (``engine.connect()``: the
+``Connection`` object, two greenlet hops, the reset on return); even a bare checkout
+(``pool.connect()``) or an ``asyncpg.Pool`` acquire/release costs 0.1-0.2 ms (a probe
+at 100k children, interleaved with the bare kNN; ``benchmarks/scale.py`` has the pooled
+floor). So the store's prepared reads (:mod:`parrot_parents.stores.prepared`) run on
+*leases*: connections checked out of the engine's own pool once, then kept and handed
+from one read to the next at the cost of a list ``pop``/``append``.
+
+What stays SQLAlchemy's: connecting (DSN, SSL, the ``connect`` events that install the
+vector codec), the pool's limit, invalidation. What is ours is only the hand-over:
+
+* **Bounded, and writes keep their share.** An engine's leases never exceed half its
+  pool (:func:`leases_for`; an engine with a pool of 10 keeps at most 5), so writes and
+  SQLAlchemy reads always find connections. An engine without a sized pool (``NullPool``)
+  gets no leases: its reads go through SQLAlchemy as before. One set of leases per
+  engine, shared by every store on it.
+* **Queued when all are busy**: a read waits for the next lease returned (first come,
+  first served) instead of opening more.
+* **A connection in doubt is not handed on.** A read that failed on anything but a
+  server error (PostgreSQL's own error leaves the connection usable), or was cancelled
+  mid-statement, invalidates its connection; the slot opens a fresh one next time.
+* **A server restart.** A lease found closed invalidates every idle lease and the
+  pool's older connections (SQLAlchemy's own disconnect handling, ``Pool._invalidate``),
+  and raises :class:`~parrot_parents.stores.prepared.ConnectionDropped`, which the read
+  retries once on a fresh connection.
+* **Returned on close.** :func:`release_idle` (``PgVectorStore.close``) checks idle
+  leases back in; one in use is checked in when its read ends. A lease from a pool that
+  has since been replaced (``engine.dispose()``) is checked back into its own pool
+  rather than kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import Pool
+from sqlalchemy.util import greenlet_spawn
+
+from parrot_parents.stores.prepared import ConnectionDropped
+
+__all__ = ["Lease", "Leases", "leases_for", "release_idle"]
+
+T = TypeVar("T")
+
+_BY_ENGINE: weakref.WeakKeyDictionary[Engine, Leases] = weakref.WeakKeyDictionary()
+
+
+@dataclass(eq=False)
+class Lease:
+    """One checked-out pooled connection.
+
+    Attributes:
+        fairy: SQLAlchemy's checked-out connection (``PoolProxiedConnection``).
+        pool: the pool it came from.
+        driver: the asyncpg connection under it.
+        info: the pooled connection's ``info`` (lives as long as the connection; the
+            codec and session-settings markers of :mod:`~parrot_parents.stores.reads`).
+    """
+
+    fairy: Any
+    pool: Pool
+    driver: Any
+    info: dict[Any, Any]
+
+
+class Leases:
+    """At most ``size`` leases of ``engine``'s pool (see the module docstring)."""
+
+    def __init__(self, engine: Engine, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        self._engine = engine
+        self.size = size
+        self._idle: list[Lease] = []
+        self._open = 0  # leases checked out (idle or in use) plus slots being opened
+        self._waiters: deque[asyncio.Future[Lease | None]] = deque()
+
+    @property
+    def idle(self) -> int:
+        """Leases kept and free right now."""
+        return len(self._idle)
+
+    @property
+    def checked_out(self) -> int:
+        """Leases checked out of the pool (free or in use)."""
+        return self._open
+
+    async def run(self, work: Callable[[Lease], Awaitable[T]]) -> T:
+        """``work(lease)`` on a lease, returned for the next read afterwards.
+
+        Raises:
+            ConnectionDropped: the connection was found closed (a server restart); the
+                idle leases and the pool's older connections were invalidated.
+            Exception: whatever ``work`` or connecting raised.
+        """
+        lease = await self._acquire()
+        try:
+            result = await work(lease)
+        except BaseException as exc:
+            closed = lease.driver.is_closed()
+            if closed:
+                self._invalidate_all(lease, exc)
+            else:
+                self._release(lease, reusable=_is_server_error(exc))
+            if closed and isinstance(exc, Exception):
+                raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
+            raise
+        self._release(lease, reusable=True)
+        return result
+
+    async def _acquire(self) -> Lease:
+        pool = self._engine.pool
+        while self._idle:
+            lease = self._idle.pop()
+            if lease.pool is pool and not lease.driver.is_closed():
+                return lease
+            self._discard(lease)
+            self._open -= 1
+        if self._open >= self.size:
+            waiter: asyncio.Future[Lease | None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    # Handed over just as we were cancelled: pass it on.
+                    handed = waiter.result()
+                    if handed is None:
+                        self._open -= 1
+                        self._wake()
+                    else:
+                        self._release(handed, reusable=True)
+                else:
+                    self._waiters.remove(waiter)
+                raise
+            if handed is not None:
+                return handed
+            # ``None``: a slot was freed and reserved for us; open it below.
+        else:
+            self._open += 1
+        try:
+            fairy = await greenlet_spawn(pool.connect)
+        except BaseException as exc:
+            self._open -= 1
+            self._wake()
+            dialect = self._engine.dialect
+            if isinstance(exc, dialect.loaded_dbapi.Error):
+                # Wrapped as ``engine.connect()`` wraps it (a bare checkout does not), so
+                # it reads as any other database error (``StoreError``, SQLSTATE kept).
+                raise DBAPIError.instance(
+                    None, None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+                ) from exc
+            raise
+        return Lease(fairy, pool, fairy.driver_connection, fairy.info)
+
+    def _release(self, lease: Lease, *, reusable: bool) -> None:
+        if reusable and lease.pool is self._engine.pool and not lease.driver.is_closed():
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(lease)
+                    return
+            self._idle.append(lease)
+            return
+        self._discard(lease)
+        self._open -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        """Give a freed slot to the first waiter (it opens a connection)."""
+        while self._waiters and self._open < self.size:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._open += 1
+                waiter.set_result(None)
+                return
+
+    @staticmethod
+    def _discard(lease: Lease) -> None:
+        """Invalidate ``lease``: its connection is closed without waiting on the server,
+        and SQLAlchemy opens a new one in its place at the next checkout. Used for a
+        connection in doubt, a dead one, and one of a pool since replaced."""
+        if lease.fairy.dbapi_connection is not None:
+            lease.fairy.invalidate()
+
+    def _invalidate_all(self, lease: Lease, exc: BaseException) -> None:
+        """A restart: every connection opened before now is dead."""
+        # SQLAlchemy's own disconnect handling: connections the pool opened before now are
+        # recycled at their next checkout (private, stable since SQLAlchemy 1.x).
+        invalidate_pool = getattr(lease.pool, "_invalidate", None)
+        if invalidate_pool is not None:
+            cause = exc if isinstance(exc, Exception) else None
+            invalidate_pool(lease.fairy, cause, _checkin=False)
+        self._discard(lease)
+        self._open -= 1
+        idle, self._idle = self._idle, []
+        for other in idle:
+            self._discard(other)
+            self._open -= 1
+        for _ in range(len(idle) + 1):
+            self._wake()
+
+    async def release_idle(self) -> None:
+        """Check every idle lease back into its pool (leases in use stay theirs)."""
+        idle, self._idle = self._idle, []
+        for lease in idle:
+            self._open -= 1
+            if lease.fairy.dbapi_connection is not None:
+                await greenlet_spawn(lease.fairy.close)
+        for _ in idle:
+            self._wake()
+
+
+def _is_server_error(exc: BaseException) -> bool:
+    """PostgreSQL answered with an error: the connection is idle and usable again."""
+    try:
+        import asyncpg
+    except ImportError:  # pragma: no cover - a hard dependency
+        return False
+    return isinstance(exc, asyncpg.PostgresError)
+
+
+def leases_for(engine: AsyncEngine) -> Leases | None:
+    """The engine's leases: at most half its pool's ``size()``; None for an engine whose
+    pool has no size (``NullPool``, ``StaticPool``) or a size below 2, or a driver other
+    than asyncpg."""
+    sync_engine = engine.sync_engine
+    found = _BY_ENGINE.get(sync_engine)
+    if found is not None:
+        return found
+    size = getattr(sync_engine.pool, "size", None)
+    if sync_engine.dialect.driver != "asyncpg" or not callable(size) or size() // 2 < 1:
+        return None
+    found = _BY_ENGINE[sync_engine] = Leases(sync_engine, size() // 2)
+    return found
+
+
+async def release_idle(engine: AsyncEngine) -> None:
+    """Check ``engine``'s idle leases back into its pool (before ``engine.dispose()``)."""
+    found = _BY_ENGINE.get(engine.sync_engine)
+    if found is not None:
+        await found.release_idle()

@@ -1,0 +1,210 @@
+"""Leases: pooled connections kept checked out for the store's prepared reads (issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from sqlalchemy import text
+from sqlalchemy.pool import NullPool
+
+from parrot_parents.stores.engine import make_engine
+from parrot_parents.stores.leases import Lease, Leases, leases_for
+from parrot_parents.stores.postgres import PgVectorStore
+from tests.conftest import unique_table
+
+VECTORS = np.random.default_rng(0).standard_normal((12, 4)).astype(np.float32)
+
+
+@pytest.fixture
+async def small_pool(pg_dsn: str) -> AsyncIterator[PgVectorStore]:
+    """A store on an engine with a pool of 4 connections (so 2 leases)."""
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("lease"), dimension=4, engine_kwargs={"pool_size": 4}
+    )
+    docs = [Document(page_content=f"row {i}", metadata={"is_chunk": True}) for i in range(12)]
+    await store.add_documents(docs, embeddings=list(VECTORS))
+    try:
+        yield store
+    finally:
+        await store.drop()
+        await store.close()
+
+
+async def _pid(lease: Lease) -> int:
+    return int(await lease.driver.fetchval("SELECT pg_backend_pid()"))
+
+
+async def test_sequential_searches_run_on_one_kept_connection(small_pool: PgVectorStore) -> None:
+    engine, _ = await small_pool.ready()
+    leases = leases_for(engine)
+    assert leases is not None and leases.size == 2
+    for v in VECTORS:
+        assert len(await small_pool.similarity_search_by_vector(v, limit=3)) == 3
+    # One lease served all of them, and it stays checked out between reads.
+    assert (leases.checked_out, leases.idle) == (1, 1)
+    pids = {await leases.run(_pid) for _ in range(5)}
+    assert len(pids) == 1
+
+
+async def test_a_burst_never_takes_more_than_half_the_pool(small_pool: PgVectorStore) -> None:
+    engine, _ = await small_pool.ready()
+    leases = leases_for(engine)
+    assert leases is not None
+    peak = 0
+
+    async def search(v: np.ndarray) -> int:
+        nonlocal peak
+        found = await small_pool.similarity_search_by_vector(v, limit=3)
+        peak = max(peak, leases.checked_out)
+        return len(found)
+
+    # Writes keep the rest of the pool while reads queue for their two leases.
+    docs = [Document(page_content="late", metadata={"is_chunk": True})]
+    counts, _ = await asyncio.gather(
+        asyncio.gather(*(search(v) for v in np.tile(VECTORS, (4, 1)))),
+        small_pool.add_documents(docs, embeddings=[VECTORS[0]]),
+    )
+    assert counts == [3] * 48
+    assert peak == 2
+    assert engine.sync_engine.pool.checkedout() == 2  # the two leases, nothing else
+
+
+async def test_a_server_error_keeps_the_connection(small_pool: PgVectorStore) -> None:
+    engine, _ = await small_pool.ready()
+    leases = leases_for(engine)
+    assert leases is not None
+    before = await leases.run(_pid)
+
+    async def divide(lease: Lease) -> object:
+        return await lease.driver.fetchval("SELECT 1 / 0")
+
+    with pytest.raises(asyncpg.DivisionByZeroError):
+        await leases.run(divide)
+    assert await leases.run(_pid) == before
+
+
+async def test_a_cancelled_read_does_not_hand_on_its_connection(
+    small_pool: PgVectorStore,
+) -> None:
+    engine, _ = await small_pool.ready()
+    leases = leases_for(engine)
+    assert leases is not None
+    before = await leases.run(_pid)
+
+    async def sleep(lease: Lease) -> object:
+        return await lease.driver.fetchval("SELECT pg_sleep(30)")
+
+    task = asyncio.create_task(leases.run(sleep))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The connection was mid-statement: invalidated, not reused.
+    assert await leases.run(_pid) != before
+    assert leases.checked_out == 1
+    assert len(await small_pool.similarity_search_by_vector(VECTORS[0], limit=3)) == 3
+
+
+async def test_a_waiter_gets_the_slot_of_a_failed_lease(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn, pool_size=2)
+    leases = Leases(engine.sync_engine, 1)
+    try:
+        gate = asyncio.Event()
+
+        async def hold_then_fail(lease: Lease) -> None:
+            await gate.wait()
+            raise RuntimeError("not a server error: the connection is in doubt")
+
+        first = asyncio.create_task(leases.run(hold_then_fail))
+        await asyncio.sleep(0.1)
+        second = asyncio.create_task(leases.run(_pid))  # waits: the one slot is taken
+        third = asyncio.create_task(leases.run(_pid))
+        await asyncio.sleep(0.1)
+        assert not second.done()
+        gate.set()
+        with pytest.raises(RuntimeError):
+            await first
+        # The failed lease was invalidated; its slot went to the waiters, in turn.
+        assert await second == await third
+        assert leases.checked_out == 1
+    finally:
+        await leases.release_idle()
+        await engine.dispose()
+
+
+async def test_a_cancelled_waiter_leaves_the_queue(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn, pool_size=2)
+    leases = Leases(engine.sync_engine, 1)
+    try:
+        gate = asyncio.Event()
+
+        async def hold(lease: Lease) -> int:
+            await gate.wait()
+            return await _pid(lease)
+
+        first = asyncio.create_task(leases.run(hold))
+        await asyncio.sleep(0.1)
+        waiter = asyncio.create_task(leases.run(_pid))
+        await asyncio.sleep(0.1)
+        waiter.cancel()
+        gate.set()
+        pid = await first
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert await leases.run(_pid) == pid
+        assert (leases.checked_out, leases.idle) == (1, 1)
+    finally:
+        await leases.release_idle()
+        await engine.dispose()
+
+
+async def test_an_engine_without_a_sized_pool_reads_through_sqlalchemy(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn, poolclass=NullPool)
+    store = PgVectorStore(table=unique_table("nullpool"), dimension=4, engine=engine)
+    try:
+        await store.add_documents(
+            [Document(page_content="row", metadata={"is_chunk": True})], embeddings=[VECTORS[0]]
+        )
+        assert leases_for(engine) is None
+        assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
+    finally:
+        await store.drop()
+        await store.close()
+        await engine.dispose()
+
+
+async def test_close_checks_the_leases_back_in_on_a_shared_engine(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn)
+    store = PgVectorStore(table=unique_table("shared"), dimension=4, engine=engine)
+    try:
+        await store.add_documents(
+            [Document(page_content="row", metadata={"is_chunk": True})], embeddings=[VECTORS[0]]
+        )
+        await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        assert engine.sync_engine.pool.checkedout() == 1
+        await store.close()
+        assert engine.sync_engine.pool.checkedout() == 0
+        # The engine is the caller's: it still serves, and a reopened store leases again.
+        async with engine.connect() as conn:
+            assert (await conn.execute(text("SELECT 1"))).scalar() == 1
+        await store.connect()
+        assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
+    finally:
+        await store.drop()
+        await store.close()
+        await engine.dispose()
+
+
+async def test_a_lease_of_a_disposed_pool_is_not_handed_on(small_pool: PgVectorStore) -> None:
+    engine, _ = await small_pool.ready()
+    leases = leases_for(engine)
+    assert leases is not None
+    before = await leases.run(_pid)
+    await engine.dispose()  # a new pool: the kept lease belongs to the old one
+    assert await leases.run(_pid) != before
+    assert leases.checked_out == 1

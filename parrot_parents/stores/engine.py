@@ -14,7 +14,8 @@ into :class:`~parrot_parents.errors.StoreError`.
   concurrent ``get_vector_context`` calls, each a new server process and four set-up
   round trips; without them the same bursts ran 26 % faster (167 against 133 calls/s,
   ``benchmarks/scale_concurrency.py``, issue 11). Pass ``pool_size``/``max_overflow`` to
-  change it.
+  change it. Up to half of the pool is kept checked out for the store's hot reads
+  (:mod:`parrot_parents.stores.leases`); the rest serves writes and other reads.
 * :func:`store_errors`: wraps driver and SQLAlchemy errors, and the ``OSError`` raised when
   the socket is gone (``ConnectionRefusedError``, ``FileNotFoundError`` of a Unix socket),
   into ``StoreError`` with ``sqlstate`` and without SQL text. Decisions are made on the

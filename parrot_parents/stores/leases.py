@@ -28,8 +28,7 @@ vector codec), the pool's limit, invalidation. What is ours is only the hand-ove
   retries once on a fresh connection.
 * **Returned on close.** :func:`release_idle` (``PgVectorStore.close``) checks idle
   leases back in; one in use is checked in when its read ends. A lease from a pool that
-  has since been replaced (``engine.dispose()``) is checked back into its own pool
-  rather than kept.
+  has since been replaced (``engine.dispose()``) is invalidated rather than kept.
 """
 
 from __future__ import annotations

@@ -17,10 +17,12 @@ than the statement itself, measured at 100k children against a bare asyncpg kNN
 
 So :class:`Prepared` compiles a Core statement once, with its constants inline
 (:func:`inline_constants`) and only the runtime values bound (the query vector and
-text, a window's size, seed ids: :data:`RUNTIME_PARAMS`), and :func:`fetch_rows` runs
-it on the asyncpg connection under SQLAlchemy's pooled connection (asyncpg's own
-prepared-statement cache). Values that came from a caller (a metadata filter) are never
-inlined: filtered statements are not :class:`Prepared` and run through SQLAlchemy.
+text, a window's size, seed ids: :data:`RUNTIME_PARAMS`), and it runs on the asyncpg
+connection itself (asyncpg's own prepared-statement cache): on a lease
+(:func:`~parrot_parents.stores.reads.read_prepared`), or with :func:`fetch_rows` under
+a SQLAlchemy connection when the engine has no leases. Values that came from a caller
+(a metadata filter) are never inlined: filtered statements are not :class:`Prepared`
+and run through SQLAlchemy.
 """
 
 from __future__ import annotations

@@ -6,14 +6,18 @@ parents; ROLLBACK``), plus a ping per checkout. A read here is just the statemen
 
 * **no explicit transaction**: the connection runs in autocommit, so a lone ``SELECT``
   is sent as is (asyncpg's cached prepared statement: one round trip);
+* **no checkout for the hot statements**: :func:`read_prepared` runs the store's
+  prepared statements on a lease (:mod:`~parrot_parents.stores.leases`), a pooled
+  connection kept checked out, instead of checking one out around every read;
 * **session settings once per pooled connection**: the HNSW settings a search needs are
   applied with ``set_config(..., false)`` the first time a connection serves a search
   with those values, and remembered in the pooled connection's ``info``; later searches
   with the same values send nothing more;
 * **one retry on a dead connection**: without a pre-ping, a pooled connection that the
-  server dropped (a restart) fails on first use; SQLAlchemy then invalidates the pool,
-  and the read runs once more on a fresh connection. Reads are idempotent, so the retry
-  is safe; a server that is really down fails the retry too and is reported as such.
+  server dropped (a restart) fails on first use; SQLAlchemy (or the leases, the same
+  way) then invalidates the pool, and the read runs once more on a fresh connection.
+  Reads are idempotent, so the retry is safe; a server that is really down fails the
+  retry too and is reported as such.
 """
 
 from __future__ import annotations

@@ -174,6 +174,7 @@ class Statements:
     def __init__(self, engine: Any) -> None:
         from sqlalchemy import event
 
+        self.engine = engine
         self.seen: list[tuple[str, Any]] = []
         self.on = False
         event.listen(engine.sync_engine, "before_cursor_execute", self._record)
@@ -193,6 +194,14 @@ class Statements:
             self._record(None, None, query.query, tuple(query.args))
 
     async def during(self, coro: Any) -> list[tuple[str, Any]]:
+        try:
+            from parrot_parents.stores.leases import release_idle
+        except ImportError:  # a checkout from before the leases (``--src``)
+            pass
+        else:
+            # The store's prepared reads run on leases checked out long ago: check them
+            # back in, so the next read checks one out again, with the logger attached.
+            await release_idle(self.engine)
         self.seen, self.on = [], True
         try:
             await coro

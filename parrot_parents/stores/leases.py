@@ -79,11 +79,19 @@ class Leases:
     def __init__(self, engine: Engine, size: int) -> None:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
-        self._engine = engine
+        # Weak: the leases live in a table keyed by the engine, and must not keep it alive.
+        self._engine_ref = weakref.ref(engine)
         self.size = size
         self._idle: list[Lease] = []
         self._open = 0  # leases checked out (idle or in use) plus slots being opened
         self._waiters: deque[asyncio.Future[Lease | None]] = deque()
+
+    @property
+    def _engine(self) -> Engine:
+        engine = self._engine_ref()
+        if engine is None:  # pragma: no cover - the engine's reads hold it
+            raise RuntimeError("the engine of these leases is gone")
+        return engine
 
     @property
     def idle(self) -> int:

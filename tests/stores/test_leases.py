@@ -208,3 +208,23 @@ async def test_a_lease_of_a_disposed_pool_is_not_handed_on(small_pool: PgVectorS
     await engine.dispose()  # a new pool: the kept lease belongs to the old one
     assert await leases.run(_pid) != before
     assert leases.checked_out == 1
+
+
+async def test_an_engine_closed_and_dropped_is_collected(pg_dsn: str) -> None:
+    """The table of leases is keyed by engine: a lease set holding its engine strongly
+    kept every store's engine alive after ``close()``."""
+    import gc
+    import weakref
+
+    store = PgVectorStore(dsn=pg_dsn, table=unique_table("gc"), dimension=4)
+    await store.add_documents(
+        [Document(page_content="row", metadata={"is_chunk": True})], embeddings=[VECTORS[0]]
+    )
+    await store.similarity_search_by_vector(VECTORS[0], limit=1)
+    engine, _ = await store.ready()
+    gone = weakref.ref(engine.sync_engine)
+    await store.drop()
+    await store.close()
+    del engine
+    gc.collect()
+    assert gone() is None

@@ -156,3 +156,49 @@ def test_rerank_candidates_default_to_four_times_the_limit() -> None:
     assert resolved.candidates(reranking=True) == 20
     fewer = RetrievalOptions.from_overrides({"limit": 5, "rerank_candidates": 2}).resolve()
     assert fewer.candidates(reranking=True) == 5  # never fewer than the limit
+
+
+_OPTIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "expand_to_parent": st.booleans(),
+        "limit": st.integers(1, 50),
+        "filter": st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2),
+        "rerank_candidates": st.integers(1, 100),
+        "budget": st.integers(100, 10_000),
+        "mode": st.sampled_from(["parent", "window:1", "auto_merge:0.5"]),
+        "search_mode": st.sampled_from(["dense", "lexical", "hybrid"]),
+        "rrf_k": st.integers(1, 100),
+        "dense_weight": st.floats(0.0, 2.0),
+        "lexical_weight": st.floats(0.0, 2.0),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_OPTIONS, st.one_of(st.none(), _OPTIONS))
+def test_resolve_follows_the_order_of_over(
+    call: dict[str, Any], bot: dict[str, Any] | None
+) -> None:
+    """``resolve`` merges plain dicts (a hot path); it must give what chaining ``over``
+    gives: the call's options, then the bot's, the budget's deeper limit, then defaults."""
+    options = RetrievalOptions.from_overrides(call)
+    base = None if bot is None else RetrievalOptions.from_overrides(bot)
+    chained = options.over(base)
+    if chained.limit is None and chained.budget is not None:
+        chained = chained.model_copy(update={"limit": BUDGETED_LIMIT})
+    chained = chained.over(DEFAULTS)
+    resolved = options.resolve(base)
+    for name in (
+        "expand_to_parent",
+        "limit",
+        "filter",
+        "rerank_candidates",
+        "budget",
+        "mode",
+        "search_mode",
+        "rrf_k",
+        "dense_weight",
+        "lexical_weight",
+    ):
+        assert getattr(resolved, name) == getattr(chained, name), name

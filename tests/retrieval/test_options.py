@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -189,16 +190,5 @@ def test_resolve_follows_the_order_of_over(
         chained = chained.model_copy(update={"limit": BUDGETED_LIMIT})
     chained = chained.over(DEFAULTS)
     resolved = options.resolve(base)
-    for name in (
-        "expand_to_parent",
-        "limit",
-        "filter",
-        "rerank_candidates",
-        "budget",
-        "mode",
-        "search_mode",
-        "rrf_k",
-        "dense_weight",
-        "lexical_weight",
-    ):
+    for name in (f.name for f in dataclasses.fields(resolved)):
         assert getattr(resolved, name) == getattr(chained, name), name

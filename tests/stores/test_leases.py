@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
 import numpy as np
 import pytest
 from langchain_core.documents import Document
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from parrot_parents.stores.engine import make_engine
@@ -35,14 +37,32 @@ async def small_pool(pg_dsn: str) -> AsyncIterator[PgVectorStore]:
         await store.close()
 
 
+@pytest.fixture
+async def one_lease(pg_dsn: str) -> AsyncIterator[Leases]:
+    """One lease over an engine of its own (pool of 2)."""
+    engine = await make_engine(pg_dsn, pool_size=2)
+    leases = Leases(engine.sync_engine, 1)
+    try:
+        yield leases
+    finally:
+        await leases.release_idle()
+        await engine.dispose()
+
+
+async def _leases_of(store: PgVectorStore) -> Leases:
+    engine, _ = await store.ready()
+    leases = leases_for(engine)
+    assert leases is not None
+    return leases
+
+
 async def _pid(lease: Lease) -> int:
     return int(await lease.driver.fetchval("SELECT pg_backend_pid()"))
 
 
 async def test_sequential_searches_run_on_one_kept_connection(small_pool: PgVectorStore) -> None:
-    engine, _ = await small_pool.ready()
-    leases = leases_for(engine)
-    assert leases is not None and leases.size == 2
+    leases = await _leases_of(small_pool)
+    assert leases.size == 2
     for v in VECTORS:
         assert len(await small_pool.similarity_search_by_vector(v, limit=3)) == 3
     # One lease served all of them, and it stays checked out between reads.
@@ -52,9 +72,7 @@ async def test_sequential_searches_run_on_one_kept_connection(small_pool: PgVect
 
 
 async def test_a_burst_never_takes_more_than_half_the_pool(small_pool: PgVectorStore) -> None:
-    engine, _ = await small_pool.ready()
-    leases = leases_for(engine)
-    assert leases is not None
+    leases = await _leases_of(small_pool)
     peak = 0
 
     async def search(v: np.ndarray) -> int:
@@ -71,13 +89,11 @@ async def test_a_burst_never_takes_more_than_half_the_pool(small_pool: PgVectorS
     )
     assert counts == [3] * 48
     assert peak == 2
-    assert engine.sync_engine.pool.checkedout() == 2  # the two leases, nothing else
+    assert small_pool.engine.sync_engine.pool.checkedout() == 2  # the two leases, no more
 
 
 async def test_a_server_error_keeps_the_connection(small_pool: PgVectorStore) -> None:
-    engine, _ = await small_pool.ready()
-    leases = leases_for(engine)
-    assert leases is not None
+    leases = await _leases_of(small_pool)
     before = await leases.run(_pid)
 
     async def divide(lease: Lease) -> object:
@@ -91,9 +107,7 @@ async def test_a_server_error_keeps_the_connection(small_pool: PgVectorStore) ->
 async def test_a_cancelled_read_does_not_hand_on_its_connection(
     small_pool: PgVectorStore,
 ) -> None:
-    engine, _ = await small_pool.ready()
-    leases = leases_for(engine)
-    assert leases is not None
+    leases = await _leases_of(small_pool)
     before = await leases.run(_pid)
 
     async def sleep(lease: Lease) -> object:
@@ -110,81 +124,75 @@ async def test_a_cancelled_read_does_not_hand_on_its_connection(
     assert len(await small_pool.similarity_search_by_vector(VECTORS[0], limit=3)) == 3
 
 
-async def test_a_waiter_gets_the_slot_of_a_failed_lease(pg_dsn: str) -> None:
-    engine = await make_engine(pg_dsn, pool_size=2)
-    leases = Leases(engine.sync_engine, 1)
-    try:
-        gate = asyncio.Event()
+async def test_a_waiter_gets_the_slot_of_a_failed_lease(one_lease: Leases) -> None:
+    leases = one_lease
+    gate = asyncio.Event()
 
-        async def hold_then_fail(lease: Lease) -> None:
-            await gate.wait()
-            raise RuntimeError("not a server error: the connection is in doubt")
+    async def hold_then_fail(lease: Lease) -> None:
+        await gate.wait()
+        raise RuntimeError("not a server error: the connection is in doubt")
 
-        first = asyncio.create_task(leases.run(hold_then_fail))
-        await asyncio.sleep(0.1)
-        second = asyncio.create_task(leases.run(_pid))  # waits: the one slot is taken
-        third = asyncio.create_task(leases.run(_pid))
-        await asyncio.sleep(0.1)
-        assert not second.done()
-        gate.set()
-        with pytest.raises(RuntimeError):
-            await first
-        # The failed lease was invalidated; its slot went to the waiters, in turn.
-        assert await second == await third
-        assert leases.checked_out == 1
-    finally:
-        await leases.release_idle()
-        await engine.dispose()
+    first = asyncio.create_task(leases.run(hold_then_fail))
+    await asyncio.sleep(0.1)
+    second = asyncio.create_task(leases.run(_pid))  # waits: the one slot is taken
+    third = asyncio.create_task(leases.run(_pid))
+    await asyncio.sleep(0.1)
+    assert not second.done()
+    gate.set()
+    with pytest.raises(RuntimeError):
+        await first
+    # The failed lease was invalidated; its slot went to the waiters, in turn.
+    assert await second == await third
+    assert leases.checked_out == 1
 
 
-async def test_a_cancelled_waiter_leaves_the_queue(pg_dsn: str) -> None:
-    engine = await make_engine(pg_dsn, pool_size=2)
-    leases = Leases(engine.sync_engine, 1)
-    try:
-        gate = asyncio.Event()
+async def test_a_cancelled_waiter_leaves_the_queue(one_lease: Leases) -> None:
+    leases = one_lease
+    gate = asyncio.Event()
 
-        async def hold(lease: Lease) -> int:
-            await gate.wait()
-            return await _pid(lease)
+    async def hold(lease: Lease) -> int:
+        await gate.wait()
+        return await _pid(lease)
 
-        first = asyncio.create_task(leases.run(hold))
-        await asyncio.sleep(0.1)
-        waiter = asyncio.create_task(leases.run(_pid))
-        await asyncio.sleep(0.1)
-        waiter.cancel()
-        gate.set()
-        pid = await first
-        with pytest.raises(asyncio.CancelledError):
-            await waiter
-        assert await leases.run(_pid) == pid
-        assert (leases.checked_out, leases.idle) == (1, 1)
-    finally:
-        await leases.release_idle()
-        await engine.dispose()
+    first = asyncio.create_task(leases.run(hold))
+    await asyncio.sleep(0.1)
+    waiter = asyncio.create_task(leases.run(_pid))
+    await asyncio.sleep(0.1)
+    waiter.cancel()
+    gate.set()
+    pid = await first
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert await leases.run(_pid) == pid
+    assert (leases.checked_out, leases.idle) == (1, 1)
 
 
-async def test_an_engine_without_a_sized_pool_reads_through_sqlalchemy(pg_dsn: str) -> None:
-    engine = await make_engine(pg_dsn, poolclass=NullPool)
-    store = PgVectorStore(table=unique_table("nullpool"), dimension=4, engine=engine)
+@asynccontextmanager
+async def _one_row_on(engine: AsyncEngine, prefix: str) -> AsyncIterator[PgVectorStore]:
+    """A store of one row on ``engine`` (the caller's); dropped, closed and the engine
+    disposed afterwards."""
+    store = PgVectorStore(table=unique_table(prefix), dimension=4, engine=engine)
     try:
         await store.add_documents(
             [Document(page_content="row", metadata={"is_chunk": True})], embeddings=[VECTORS[0]]
         )
-        assert leases_for(engine) is None
-        assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
+        yield store
     finally:
         await store.drop()
         await store.close()
         await engine.dispose()
 
 
+async def test_an_engine_without_a_sized_pool_reads_through_sqlalchemy(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn, poolclass=NullPool)
+    async with _one_row_on(engine, "nullpool") as store:
+        assert leases_for(engine) is None
+        assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
+
+
 async def test_close_checks_the_leases_back_in_on_a_shared_engine(pg_dsn: str) -> None:
     engine = await make_engine(pg_dsn)
-    store = PgVectorStore(table=unique_table("shared"), dimension=4, engine=engine)
-    try:
-        await store.add_documents(
-            [Document(page_content="row", metadata={"is_chunk": True})], embeddings=[VECTORS[0]]
-        )
+    async with _one_row_on(engine, "shared") as store:
         await store.similarity_search_by_vector(VECTORS[0], limit=1)
         assert engine.sync_engine.pool.checkedout() == 1
         await store.close()
@@ -194,18 +202,12 @@ async def test_close_checks_the_leases_back_in_on_a_shared_engine(pg_dsn: str) -
             assert (await conn.execute(text("SELECT 1"))).scalar() == 1
         await store.connect()
         assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
-    finally:
-        await store.drop()
-        await store.close()
-        await engine.dispose()
 
 
 async def test_a_lease_of_a_disposed_pool_is_not_handed_on(small_pool: PgVectorStore) -> None:
-    engine, _ = await small_pool.ready()
-    leases = leases_for(engine)
-    assert leases is not None
+    leases = await _leases_of(small_pool)
     before = await leases.run(_pid)
-    await engine.dispose()  # a new pool: the kept lease belongs to the old one
+    await small_pool.engine.dispose()  # a new pool: the kept lease belongs to the old one
     assert await leases.run(_pid) != before
     assert leases.checked_out == 1
 

@@ -14,9 +14,13 @@ vector codec), the pool's limit, invalidation. What is ours is only the hand-ove
 
 * **Bounded, and writes keep their share.** An engine's leases never exceed half its
   pool (:func:`leases_for`; an engine with a pool of 10 keeps at most 5), so writes and
-  SQLAlchemy reads always find connections. An engine without a sized pool (``NullPool``)
-  gets no leases: its reads go through SQLAlchemy as before. One set of leases per
-  engine, shared by every store on it.
+  SQLAlchemy reads always find connections. An engine without a sized pool (``NullPool``),
+  or one built with ``pool_pre_ping=True`` (a ping asked for at every checkout), gets no
+  leases: its reads go through SQLAlchemy as before. One set of leases per engine, shared
+  by every store on it.
+* **What a checkout would check still holds**: an idle lease older than the pool's
+  ``pool_recycle``, or opened before the pool was invalidated, is replaced, as
+  SQLAlchemy replaces such a connection at checkout.
 * **Queued when all are busy**: a read waits for the next lease returned (first come,
   first served) instead of opening more.
 * **A connection in doubt is not handed on.** A read that failed on anything but a
@@ -27,19 +31,22 @@ vector codec), the pool's limit, invalidation. What is ours is only the hand-ove
   and raises :class:`~parrot_parents.stores.prepared.ConnectionDropped`, which the read
   retries once on a fresh connection.
 * **Returned on close.** :func:`release_idle` (``PgVectorStore.close``) checks idle
-  leases back in; one in use is checked in when its read ends. A lease from a pool that
-  has since been replaced (``engine.dispose()``) is invalidated rather than kept.
+  leases back in; one in use is checked in when its read ends. ``engine.dispose()``
+  (which leaves checked-out connections alone) invalidates the idle leases, and a lease
+  in use when its pool was replaced is invalidated when its read ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -130,7 +137,7 @@ class Leases:
         pool = self._engine.pool
         while self._idle:
             lease = self._idle.pop()
-            if lease.pool is pool and not lease.driver.is_closed():
+            if lease.pool is pool and not lease.driver.is_closed() and not _expired(lease):
                 return lease
             self._discard(lease)
             self._open -= 1
@@ -148,7 +155,7 @@ class Leases:
                         self._wake()
                     else:
                         self._release(handed, reusable=True)
-                else:
+                elif waiter in self._waiters:  # a release may have skipped it already
                     self._waiters.remove(waiter)
                 raise
             if handed is not None:
@@ -219,14 +226,45 @@ class Leases:
             self._wake()
 
     async def release_idle(self) -> None:
-        """Check every idle lease back into its pool (leases in use stay theirs)."""
+        """Check every idle lease back into its pool (leases in use stay theirs); one of a
+        pool since replaced is invalidated instead (its pool was disposed)."""
         idle, self._idle = self._idle, []
+        engine = self._engine_ref()
         for lease in idle:
             self._open -= 1
-            if lease.fairy.dbapi_connection is not None:
+            if lease.fairy.dbapi_connection is None:
+                continue
+            if engine is not None and lease.pool is engine.pool:
                 await greenlet_spawn(lease.fairy.close)
+            else:
+                self._discard(lease)
         for _ in idle:
             self._wake()
+
+    def discard_idle(self) -> None:
+        """Invalidate every idle lease (the engine's pool was disposed: its checked-out
+        connections would otherwise stay open). Leases in use are invalidated when their
+        read ends, since their pool is no longer the engine's."""
+        idle, self._idle = self._idle, []
+        for lease in idle:
+            self._discard(lease)
+            self._open -= 1
+        for _ in idle:
+            self._wake()
+
+
+def _expired(lease: Lease) -> bool:
+    """What SQLAlchemy checks at a checkout, which a kept lease skips: the pool's
+    ``pool_recycle`` age, and an invalidation of the pool since the connection opened
+    (SQLAlchemy's private record attributes, read defensively)."""
+    record = getattr(lease.fairy, "_connection_record", None)
+    started = getattr(record, "starttime", None)
+    if started is None:
+        return False
+    recycle = getattr(lease.pool, "_recycle", -1)
+    if recycle > -1 and time.time() - started > recycle:
+        return True
+    return bool(getattr(lease.pool, "_invalidate_time", 0) > started)
 
 
 def _is_server_error(exc: BaseException) -> bool:
@@ -246,10 +284,16 @@ def leases_for(engine: AsyncEngine) -> Leases | None:
     found = _BY_ENGINE.get(sync_engine)
     if found is not None:
         return found
-    size = getattr(sync_engine.pool, "size", None)
+    pool = sync_engine.pool
+    size = getattr(pool, "size", None)
     if sync_engine.dialect.driver != "asyncpg" or not callable(size) or size() // 2 < 1:
         return None
+    if getattr(pool, "_pre_ping", False):
+        # The caller asked for a ping at every checkout: reads keep checking out.
+        return None
     found = _BY_ENGINE[sync_engine] = Leases(sync_engine, size() // 2)
+    # ``engine.dispose()`` leaves checked-out connections alone: drop the idle leases then.
+    event.listen(sync_engine, "engine_disposed", lambda _engine: found.discard_idle())
     return found
 
 

@@ -272,10 +272,14 @@ class PgVectorStore(AbstractStore):
         engine, self._engine = self._engine, None
         self._statements.clear()
         if engine is not None:
-            # Leases are checked out of the pool: back in before it is disposed.
-            await asyncio.shield(release_idle(engine))
-        if engine is not None and engine is not self._shared_engine:
-            await asyncio.shield(engine.dispose())
+            # One shielded step: a cancelled close still disposes of the pool.
+            await asyncio.shield(self._release(engine))
+
+    async def _release(self, engine: AsyncEngine) -> None:
+        # Leases are checked out of the pool: back in before it is disposed.
+        await release_idle(engine)
+        if engine is not self._shared_engine:
+            await engine.dispose()
 
     def close_sync(self) -> None:
         """:meth:`close` for a store used through the ``*_sync`` calls (no event loop)."""

@@ -183,9 +183,17 @@ async def _one_row_on(engine: AsyncEngine, prefix: str) -> AsyncIterator[PgVecto
         await engine.dispose()
 
 
-async def test_an_engine_without_a_sized_pool_reads_through_sqlalchemy(pg_dsn: str) -> None:
-    engine = await make_engine(pg_dsn, poolclass=NullPool)
-    async with _one_row_on(engine, "nullpool") as store:
+@pytest.mark.parametrize(
+    "engine_kwargs",
+    [{"poolclass": NullPool}, {"pool_pre_ping": True}],
+    ids=["null_pool", "pre_ping"],
+)
+async def test_an_engine_that_wants_its_checkouts_reads_through_sqlalchemy(
+    pg_dsn: str, engine_kwargs: dict[str, object]
+) -> None:
+    """No sized pool to share, or a ping asked for at every checkout: no leases."""
+    engine = await make_engine(pg_dsn, **engine_kwargs)
+    async with _one_row_on(engine, "nolease") as store:
         assert leases_for(engine) is None
         assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
 
@@ -230,3 +238,66 @@ async def test_an_engine_closed_and_dropped_is_collected(pg_dsn: str) -> None:
     del engine
     gc.collect()
     assert gone() is None
+
+
+async def test_a_waiter_cancelled_as_the_lease_comes_back_raises_cancelled(
+    one_lease: Leases,
+) -> None:
+    """The release skipped the cancelled waiter (popped it from the queue), and the
+    waiter then failed to remove itself: ``ValueError`` instead of the cancellation."""
+    leases = one_lease
+    gate = asyncio.Event()
+
+    async def hold(lease: Lease) -> int:
+        pid = await _pid(lease)
+        await gate.wait()
+        return pid  # released at once: before the waiter's task runs again
+
+    first = asyncio.create_task(leases.run(hold))
+    await asyncio.sleep(0.1)
+    waiter = asyncio.create_task(leases.run(_pid))
+    await asyncio.sleep(0.1)
+    gate.set()  # the lease comes back first...
+    waiter.cancel()  # ...to a waiter already cancelled
+    pid = await first
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert await leases.run(_pid) == pid
+    assert (leases.checked_out, leases.idle) == (1, 1)
+
+
+async def test_a_cancelled_close_still_disposes_of_the_pool(small_pool: PgVectorStore) -> None:
+    await asyncio.gather(*(small_pool.similarity_search_by_vector(v, limit=3) for v in VECTORS[:6]))
+    pool_of = small_pool.engine.sync_engine
+    closing = asyncio.create_task(small_pool.close())
+    await asyncio.sleep(0)
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    await asyncio.sleep(0.5)  # the shielded release and dispose go on
+    assert (pool_of.pool.checkedin(), pool_of.pool.checkedout()) == (0, 0)
+
+
+async def test_disposing_a_shared_engine_closes_its_leased_connections(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn)
+    async with _one_row_on(engine, "dispose") as store:
+        await asyncio.gather(*(store.similarity_search_by_vector(v, limit=1) for v in VECTORS))
+        leases = leases_for(engine)
+        assert leases is not None and leases.idle >= 1
+        drivers = [lease.driver for lease in leases._idle]
+        await engine.dispose()
+        assert (leases.checked_out, leases.idle) == (0, 0)
+        assert all(driver.is_closed() for driver in drivers)
+        assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
+
+
+async def test_pool_recycle_applies_to_kept_leases(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn, pool_recycle=1)
+    async with _one_row_on(engine, "recycle") as store:
+        await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        leases = leases_for(engine)
+        assert leases is not None
+        before = await leases.run(_pid)
+        await asyncio.sleep(1.2)
+        assert await leases.run(_pid) != before
+        assert leases.checked_out == 1

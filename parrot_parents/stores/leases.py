@@ -218,12 +218,8 @@ class Leases:
             invalidate_pool(lease.fairy, cause, _checkin=False)
         self._discard(lease)
         self._open -= 1
-        idle, self._idle = self._idle, []
-        for other in idle:
-            self._discard(other)
-            self._open -= 1
-        for _ in range(len(idle) + 1):
-            self._wake()
+        self._wake()
+        self.discard_idle()
 
     async def release_idle(self) -> None:
         """Check every idle lease back into its pool (leases in use stay theirs); one of a

@@ -32,7 +32,7 @@ from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.leases import Lease, leases_for
 from parrot_parents.stores.prepared import ConnectionDropped, Prepared, fetch_rows
-from parrot_parents.stores.vector_codec import CODEC_KEY, register_vector_codec
+from parrot_parents.stores.vector_codec import ensure_driver_codec
 
 __all__ = ["SETTINGS_KEY", "Settings", "read", "read_prepared", "was_disconnect", "write"]
 
@@ -87,8 +87,7 @@ async def _apply(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
 
 async def _ready(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
     """The vector codec and ``settings`` in place on a connection."""
-    if not info.get(CODEC_KEY):
-        info[CODEC_KEY] = await register_vector_codec(driver)
+    await ensure_driver_codec(driver, info)
     await _apply(driver, info, settings)
 
 

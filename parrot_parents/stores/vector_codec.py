@@ -30,6 +30,7 @@ __all__ = [
     "QueryVector",
     "encode_vector",
     "ensure_codec",
+    "ensure_driver_codec",
     "install",
     "register_vector_codec",
 ]
@@ -95,10 +96,16 @@ def install(engine: AsyncEngine) -> None:
 
 async def ensure_codec(conn: AsyncConnection) -> None:
     """Register the codec on ``conn``'s connection unless it already has it."""
-    if conn.info.get(CODEC_KEY):
-        return
-    raw = await conn.get_raw_connection()
-    conn.info[CODEC_KEY] = await register_vector_codec(raw.driver_connection)
+    if not conn.info.get(CODEC_KEY):
+        raw = await conn.get_raw_connection()
+        await ensure_driver_codec(raw.driver_connection, conn.info)
+
+
+async def ensure_driver_codec(driver_connection: Any, info: dict[Any, Any]) -> None:
+    """Register the codec on an asyncpg connection unless ``info`` (its pooled
+    connection's) says it has it already."""
+    if not info.get(CODEC_KEY):
+        info[CODEC_KEY] = await register_vector_codec(driver_connection)
 
 
 class QueryVector(UserDefinedType[Any]):

@@ -177,6 +177,7 @@ class Statements:
         self.engine = engine
         self.seen: list[tuple[str, Any]] = []
         self.on = False
+        self.released = False
         event.listen(engine.sync_engine, "before_cursor_execute", self._record)
         event.listen(engine.sync_engine.pool, "checkout", self._log_driver)
 
@@ -194,17 +195,24 @@ class Statements:
             self._record(None, None, query.query, tuple(query.args))
 
     async def during(self, coro: Any) -> list[tuple[str, Any]]:
-        try:
-            from parrot_parents.stores.leases import release_idle
-        except ImportError:  # a checkout from before the leases (``--src``)
-            pass
-        else:
-            # The store's prepared reads run on leases checked out long ago: check them
-            # back in, so the next read checks one out again, with the logger attached.
-            await release_idle(self.engine)
+        if not self.released:
+            self.released = True
+            try:
+                from parrot_parents.stores.leases import release_idle
+            except ImportError:  # a checkout from before the leases (``--src``)
+                pass
+            else:
+                # The store's prepared reads run on leases checked out long ago: check
+                # them back in, so the next read checks one out again, with the logger
+                # attached (once: the leases it checks out then stay).
+                await release_idle(self.engine)
         self.seen, self.on = [], True
         try:
             await coro
+            # asyncpg hands each query to its loggers with ``loop.call_soon``: let the
+            # last ones run before the window closes.
+            for _ in range(3):
+                await asyncio.sleep(0)
         finally:
             self.on = False
         return self.seen
@@ -265,6 +273,11 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     await lc.open(coll)
     pdr, lc_vs = await lc.retriever(LangChainLookup(vectors))
 
+    # The product's own statements, run bare on the kNN's connection: the floor under
+    # each call (what is left is the product's Python around the statement).
+    floors = await _product_statements(store_factory, table, lookup, q0=texts[0], v0=qs.vectors[0])
+    prepared_floors = {k: await raw.prepare(sql) for k, sql in floors.items()}
+
     # The parents of each query's hits, for the "parent fetch alone" variant (not timed).
     parents_of = []
     for v in qs.vectors:
@@ -290,6 +303,18 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             lambda i: pooled_knn(qs.vectors[i]),
             "what any pooled service pays; no reset on release",
         ),
+        *(
+            [
+                Variant(
+                    "search_stmt",
+                    "the `similarity_search` statement alone (the bare kNN's connection)",
+                    lambda i: prepared_floors["search"].fetch(qs.vectors[i]),
+                    "the product's SQL, no product code: its floor",
+                )
+            ]
+            if "search" in prepared_floors
+            else []
+        ),
         Variant(
             "search_dense",
             "`similarity_search_by_vector`, dense",
@@ -310,6 +335,18 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "parent fetch alone (`InTableParentSearcher.fetch`)",
             lambda i: searcher.fetch(parents_of[i]),
             "the parents of the 10 hits",
+        ),
+        *(
+            [
+                Variant(
+                    "gvc_stmt",
+                    "the joined statement of `get_vector_context` alone (the same connection)",
+                    lambda i: prepared_floors["gvc"].fetch(qs.vectors[i]),
+                    "search + parents, no product code: its floor",
+                )
+            ]
+            if "gvc" in prepared_floors
+            else []
         ),
         Variant(
             "gvc_parent",
@@ -365,14 +402,20 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
         print(f"[{label}]   {s.key:14s} p50 {s.p50:7.2f}  p95 {s.p95:7.2f}", flush=True)
 
     statements = Statements(store.engine)  # after the timing: no listener in the timed path
-    result["statements"] = {
-        "`similarity_search_by_vector`": len(
-            await statements.during(store.similarity_search_by_vector(qs.vectors[0], limit=10))
+    calls = {
+        "`similarity_search_by_vector`": lambda: store.similarity_search_by_vector(
+            qs.vectors[0], limit=10
         ),
-        "`get_vector_context` (parent, dense)": len(
-            await statements.during(bot.get_vector_context(q(0), search_mode="dense"))
+        "`get_vector_context` (parent, dense)": lambda: bot.get_vector_context(
+            q(0), search_mode="dense"
         ),
     }
+    result["statements"] = {}
+    for name, call in calls.items():
+        # The second call counts: a connection's first search also sets its session
+        # settings (once per connection, not per call).
+        await statements.during(call())
+        result["statements"][name] = len(await statements.during(call()))
     result["overlap"] = await _overlap(
         raw, table, store, lc_vs, bot, pdr, qs.vectors[:30], texts[:30]
     )
@@ -398,6 +441,37 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     await lc.close()
     await store.close()
     return result
+
+
+async def _product_statements(
+    store_factory: Any, table: str, lookup: Any, *, q0: str, v0: np.ndarray
+) -> dict[str, str]:
+    """The SQL that ``similarity_search_by_vector`` and ``get_vector_context`` (parent,
+    dense) send, captured on a store of their own (the timed store keeps no listener).
+
+    Only a single statement (besides the session settings) binding just the query vector
+    qualifies; a checkout that sends more (``--src`` on older code) gets no floor rows.
+    """
+    from parrot_parents import Chatbot, InTableParentSearcher
+
+    store = store_factory(table, embedding=lookup, create=False)
+    await store.connect()
+    try:
+        st = Statements(store.engine)
+        bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), expand_to_parent=True)
+        sent = {
+            "search": await st.during(store.similarity_search_by_vector(v0, limit=10)),
+            "gvc": await st.during(bot.get_vector_context(q0, search_mode="dense")),
+        }
+    finally:
+        await store.close()
+    out = {}
+    for key, stmts in sent.items():
+        # The session settings go first on a connection's first search: not the statement.
+        sql = [s for s, _ in stmts if "set_config(" not in s]
+        if len(sql) == 1 and "$1" in sql[0] and "$2" not in sql[0]:
+            out[key] = sql[0]
+    return out
 
 
 async def _overlap(

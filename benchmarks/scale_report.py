@@ -172,6 +172,17 @@ def _targets(r: dict[str, Any]) -> list[str]:
             f"{pooled.p50 / bare.p50:.2f}× the dedicated connection's): `similarity_search` "
             f"{search.p50 / pooled.p50:.2f}×, `get_vector_context` {gvc.p50 / pooled.p50:.2f}×.",
         ]
+    floor_s, floor_g = st.get("search_stmt"), st.get("gvc_stmt")
+    if floor_s is not None and floor_g is not None:
+        lines += [
+            "",
+            "Against the product's own statements run alone on the bare kNN's connection (the "
+            "floor under each call: no lease, no decoding into results, no pipeline): "
+            f"`similarity_search` {search.p50 / floor_s.p50:.2f}× its statement "
+            f"({floor_s.p50 / bare.p50:.2f}× the bare kNN), `get_vector_context` "
+            f"{gvc.p50 / floor_g.p50:.2f}× its joined statement "
+            f"({floor_g.p50 / bare.p50:.2f}× the bare kNN).",
+        ]
     return [*lines, ""]
 
 

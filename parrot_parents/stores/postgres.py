@@ -66,7 +66,13 @@ from parrot_parents.stores.markers import (
     SEARCH_PREDICATE,
 )
 from parrot_parents.stores.prepared import Prepared
-from parrot_parents.stores.reads import Settings, read, read_prepared, write
+from parrot_parents.stores.reads import (
+    Settings,
+    read,
+    read_prepared,
+    restore_on_return,
+    write,
+)
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
@@ -112,7 +118,9 @@ class PgVectorStore(AbstractStore):
             :meth:`connect` fail with :class:`StoreError` instead (for read-only callers).
         engine: an engine to share (from :func:`~parrot_parents.stores.engine.make_engine`),
             so that several collections use one connection pool; the store then never
-            disposes of it. ``dsn`` is ignored.
+            disposes of it, and a connection goes back to its pool without the
+            planner setting a search changed (see :mod:`parrot_parents.stores.reads`).
+            ``dsn`` is ignored.
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.
@@ -222,6 +230,9 @@ class PgVectorStore(AbstractStore):
                 return self
             shared = self._shared_engine
             engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
+            if shared is not None:
+                # The caller's code shares its sessions: hand them back as they came.
+                restore_on_return(shared)
             try:
                 if not self.create:
                     # Before the model loads (the dimension may need it): an unknown

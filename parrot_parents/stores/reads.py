@@ -13,6 +13,13 @@ parents; ROLLBACK``), plus a ping per checkout. A read here is just the statemen
   applied with ``set_config(..., false)`` the first time a connection serves a search
   with those values, and remembered in the pooled connection's ``info``; later searches
   with the same values send nothing more;
+* **nothing left behind on a shared engine**: on an engine the caller passed in
+  (``PgVectorStore(engine=...)``), a connection that goes back to the pool with
+  ``enable_seqscan`` turned off (an unfiltered search ran on it) gets the store's
+  settings returned to the session's defaults first (:func:`restore_on_return`), so the
+  caller's own statements are planned as before. The HNSW settings of a filtered search
+  stay: they touch only HNSW index scans. The store's own engine keeps its settings (no
+  other code runs on it);
 * **one retry on a dead connection**: without a pre-ping, a pooled connection that the
   server dropped (a restart) fails on first use; SQLAlchemy (or the leases, the same
   way) then invalidates the pool, and the read runs once more on a fresh connection.
@@ -25,8 +32,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import PoolResetState
+from sqlalchemy.util import await_only
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
@@ -34,7 +44,15 @@ from parrot_parents.stores.leases import Lease, leases_for
 from parrot_parents.stores.prepared import ConnectionDropped, Prepared, fetch_rows
 from parrot_parents.stores.vector_codec import ensure_driver_codec
 
-__all__ = ["SETTINGS_KEY", "Settings", "read", "read_prepared", "was_disconnect", "write"]
+__all__ = [
+    "SETTINGS_KEY",
+    "Settings",
+    "read",
+    "read_prepared",
+    "restore_on_return",
+    "was_disconnect",
+    "write",
+]
 
 T = TypeVar("T")
 
@@ -83,6 +101,50 @@ async def _apply(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
             calls.append(f"set_config(${n}, ${n + 1}, false)")
     await driver.execute(f"SELECT {', '.join(calls)}", *args)
     info[SETTINGS_KEY] = settings
+
+
+#: A planner setting whose change reaches every statement on the connection.
+_PLANNER_WIDE = ("enable_seqscan", "off")
+
+
+def restore_on_return(engine: AsyncEngine) -> None:
+    """Have ``engine``'s pool return the store's session settings to their defaults
+    (the server's, or the connection's start-up values) before a connection that has
+    ``enable_seqscan`` off goes back to the pool; once per engine.
+
+    For an engine shared with the caller's own code: one more statement when such a
+    connection is checked in (a search through SQLAlchemy on an engine without leases,
+    and each lease when the store closes). Failing, it leaves SQLAlchemy to invalidate
+    the connection, so no changed session is handed on.
+    """
+    target = engine.sync_engine
+    if not event.contains(target, "reset", _restore_settings):
+        event.listen(target, "reset", _restore_settings)
+
+
+def _restore_settings(dbapi_connection: Any, record: Any, state: PoolResetState) -> None:
+    settings = record.info.get(SETTINGS_KEY)
+    if not settings or _PLANNER_WIDE not in settings:
+        return
+    if state.terminate_only or not state.asyncio_safe:
+        del record.info[SETTINGS_KEY]
+        return  # the connection is being closed, not returned
+    driver = dbapi_connection.driver_connection
+    if driver.is_in_transaction():
+        # The rollback that follows would undo a change made now; the store's reads run
+        # outside transactions, so the next check-in after one of them restores instead.
+        return
+    # Forget them first: whatever happens next, the session no longer matches them.
+    del record.info[SETTINGS_KEY]
+    names = [name for name, _ in settings]
+    # The pool's reset runs inside SQLAlchemy's greenlet (as its own rollback does).
+    await_only(
+        driver.execute(
+            "SELECT set_config(name, reset_val, false) FROM pg_settings"
+            " WHERE name = ANY($1::text[])",
+            names,
+        )
+    )
 
 
 async def _ready(driver: Any, info: dict[Any, Any], settings: Settings) -> None:

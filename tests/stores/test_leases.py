@@ -301,3 +301,64 @@ async def test_pool_recycle_applies_to_kept_leases(pg_dsn: str) -> None:
         await asyncio.sleep(1.2)
         assert await leases.run(_pid) != before
         assert leases.checked_out == 1
+
+
+async def _session(engine: AsyncEngine) -> dict[str, str]:
+    """The settings a search changes, as the next checkout of ``engine`` sees them."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT name, setting FROM pg_settings WHERE name IN"
+                " ('enable_seqscan', 'hnsw.iterative_scan', 'hnsw.ef_search')"
+            )
+        )
+        return {name: setting for name, setting in rows}
+
+
+@pytest.mark.parametrize(
+    "engine_kwargs",
+    [{"pool_size": 2}, {"pool_size": 1, "pool_pre_ping": True}],
+    ids=["leased", "through_sqlalchemy"],
+)
+async def test_a_shared_engine_gets_its_sessions_back_unchanged(
+    pg_dsn: str, engine_kwargs: dict[str, object]
+) -> None:
+    """The caller's own statements on a shared engine are planned as before: no
+    ``enable_seqscan = off`` left behind by a search (on a lease, from the store's close;
+    through SQLAlchemy, from each search)."""
+    engine = await make_engine(pg_dsn, max_overflow=0, **engine_kwargs)
+    before = await _session(engine)
+    async with _one_row_on(engine, "restore") as store:
+        await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        if leases_for(engine) is not None:
+            await store.close()
+        # One connection in the pool (a lease is back): it is the one the search used.
+        assert engine.sync_engine.pool.checkedout() == 0
+        after = await _session(engine)
+        assert after["enable_seqscan"] == before["enable_seqscan"] == "on"
+        # pgvector's defaults (its settings exist once the search loaded it).
+        assert after["hnsw.iterative_scan"] == "off"
+        assert after["hnsw.ef_search"] == "40"
+        # And the store's next search sets what it needs again.
+        assert len(await store.similarity_search_by_vector(VECTORS[0], limit=1)) == 1
+
+
+async def test_the_stores_own_engine_keeps_its_settings(pg_dsn: str) -> None:
+    """No other code runs on a store's own engine: its settings stay (no extra statement
+    at check-in)."""
+    store = PgVectorStore(
+        dsn=pg_dsn,
+        table=unique_table("own"),
+        dimension=4,
+        engine_kwargs={"pool_size": 1, "pool_pre_ping": True},
+    )
+    try:
+        await store.add_documents(
+            [Document(page_content="row", metadata={"is_chunk": True})], embeddings=[VECTORS[0]]
+        )
+        await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        engine, _ = await store.ready()
+        assert (await _session(engine))["enable_seqscan"] == "off"
+    finally:
+        await store.drop()
+        await store.close()

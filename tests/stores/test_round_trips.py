@@ -24,7 +24,6 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
 from parrot_parents.rerankers import AbstractReranker
-from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.leases import Lease, leases_for
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
@@ -46,12 +45,18 @@ async def counted(
     pg_dsn: str, embeddings, request: pytest.FixtureRequest
 ) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
     """A store whose traffic is counted; with a pool of 1 its reads go through
-    SQLAlchemy, with 2 they run on a lease (:mod:`parrot_parents.stores.leases`)."""
+    SQLAlchemy, with 2 they run on a lease (:mod:`parrot_parents.stores.leases`). The
+    engine is the store's own (a shared one also restores the session on check-in:
+    ``test_leases``)."""
     proxy = RoundTripProxy(pg_dsn)
-    engine = await make_engine(await proxy.start(), pool_size=request.param, max_overflow=0)
-    assert (leases_for(engine) is not None) == (request.param == 2)
-    store = PgVectorStore(table=unique_table("rt"), embedding=embeddings, engine=engine)
+    store = PgVectorStore(
+        dsn=await proxy.start(),
+        table=unique_table("rt"),
+        embedding=embeddings,
+        engine_kwargs={"pool_size": request.param, "max_overflow": 0},
+    )
     await store.connect()
+    assert (leases_for(store.engine) is not None) == (request.param == 2)
     await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
         [Document(page_content=DOC, metadata={"document_id": "policy"})],
         vector_store=store,
@@ -64,7 +69,6 @@ async def counted(
     finally:
         await store.drop()
         await store.close()
-        await engine.dispose()
         await proxy.stop()
 
 

@@ -13,8 +13,12 @@ What stays SQLAlchemy's: connecting (DSN, SSL, the ``connect`` events that insta
 vector codec), the pool's limit, invalidation. What is ours is only the hand-over:
 
 * **Bounded, and writes keep their share.** An engine's leases never exceed half its
-  pool (:func:`leases_for`; an engine with a pool of 10 keeps at most 5), so writes and
-  SQLAlchemy reads always find connections. An engine without a sized pool (``NullPool``),
+  pool (:func:`leases_for`; an engine with a pool of 10 keeps at most 5). When every
+  connection the pool may open is checked out (the caller's own code may hold the rest
+  of a shared pool), a checkout outside the leases first checks an idle lease back in
+  (:func:`make_room`), and a lease whose read ends goes back to the pool instead of
+  waiting for the next read, so writes, filtered searches and the caller never wait
+  behind connections kept idle for reads. An engine without a sized pool (``NullPool``),
   or one built with ``pool_pre_ping=True`` (a ping asked for at every checkout), gets no
   leases: its reads go through SQLAlchemy as before. One set of leases per engine, shared
   by every store on it.
@@ -31,7 +35,8 @@ vector codec), the pool's limit, invalidation. What is ours is only the hand-ove
   and raises :class:`~parrot_parents.stores.prepared.ConnectionDropped`, which the read
   retries once on a fresh connection.
 * **Returned on close.** :func:`release_idle` (``PgVectorStore.close``) checks idle
-  leases back in; one in use is checked in when its read ends. ``engine.dispose()``
+  leases back in; one in use is checked in when its read ends (unless a read asks for a
+  lease in between: another store on the engine). ``engine.dispose()``
   (which leaves checked-out connections alone) invalidates the idle leases, and a lease
   in use when its pool was replaced is invalidated when its read ends.
 """
@@ -55,7 +60,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from parrot_parents.stores.prepared import ConnectionDropped
 
-__all__ = ["Lease", "Leases", "leases_for", "release_idle"]
+__all__ = ["Lease", "Leases", "leases_for", "make_room", "pool_exhausted", "release_idle"]
 
 T = TypeVar("T")
 
@@ -92,6 +97,9 @@ class Leases:
         self._idle: list[Lease] = []
         self._open = 0  # leases checked out (idle or in use) plus slots being opened
         self._waiters: deque[asyncio.Future[Lease | None]] = deque()
+        # Set by release_idle (a store closed): leases in use go back to the pool when
+        # their read ends, until a read asks for a lease again.
+        self._drain = False
 
     @property
     def _engine(self) -> Engine:
@@ -126,14 +134,55 @@ class Leases:
             if closed:
                 self._invalidate_all(lease, exc)
             else:
-                self._release(lease, reusable=_is_server_error(exc))
+                await self._give_back(lease, reusable=_is_server_error(exc))
             if closed and isinstance(exc, Exception):
                 raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
             raise
-        self._release(lease, reusable=True)
+        await self._give_back(lease, reusable=True)
         return result
 
+    async def _give_back(self, lease: Lease, *, reusable: bool) -> None:
+        """Keep ``lease`` for the next read, unless its connection is wanted back in the
+        pool: the store closed while it was in use, or every connection the pool may open
+        is checked out, so that a checkout outside the leases (a write, a filtered search,
+        the caller's own code on a shared engine) would wait."""
+        if (
+            reusable
+            and not self._waiters
+            and (self._drain or pool_exhausted(lease.pool))
+            and lease.pool is self._engine.pool
+            and not lease.driver.is_closed()
+        ):
+            await self._check_in(lease)
+            return
+        self._release(lease, reusable=reusable)
+
+    async def _check_in(self, lease: Lease) -> None:
+        """Return ``lease``'s connection to its pool (SQLAlchemy resets it there)."""
+        self._open -= 1
+        try:
+            await greenlet_spawn(lease.fairy.close)
+        except BaseException:
+            self._discard(lease)
+            raise
+        finally:
+            self._wake()
+
+    async def return_one_idle(self) -> bool:
+        """Check one idle lease back into the pool; False when none is idle."""
+        if not self._idle:
+            return False
+        lease = self._idle.pop()
+        if lease.pool is self._engine.pool and not lease.driver.is_closed():
+            await self._check_in(lease)
+        else:
+            self._discard(lease)
+            self._open -= 1
+            self._wake()
+        return True
+
     async def _acquire(self) -> Lease:
+        self._drain = False
         pool = self._engine.pool
         while self._idle:
             lease = self._idle.pop()
@@ -223,16 +272,20 @@ class Leases:
 
     async def release_idle(self) -> None:
         """Check every idle lease back into its pool (leases in use stay theirs); one of a
-        pool since replaced is invalidated instead (its pool was disposed)."""
+        pool since replaced (its pool was disposed), or found closed, is invalidated
+        instead. Leases in use are checked in when their read ends, unless a read asks
+        for a lease first."""
+        self._drain = True
         idle, self._idle = self._idle, []
         engine = self._engine_ref()
         for lease in idle:
             self._open -= 1
             if lease.fairy.dbapi_connection is None:
                 continue
-            if engine is not None and lease.pool is engine.pool:
+            if engine is not None and lease.pool is engine.pool and not lease.driver.is_closed():
                 await greenlet_spawn(lease.fairy.close)
             else:
+                # A replaced pool, or a connection the server dropped: never into the pool.
                 self._discard(lease)
         for _ in idle:
             self._wake()
@@ -261,6 +314,26 @@ def _expired(lease: Lease) -> bool:
     if recycle > -1 and time.time() - started > recycle:
         return True
     return bool(getattr(lease.pool, "_invalidate_time", 0) > started)
+
+
+def pool_exhausted(pool: Pool) -> bool:
+    """Every connection ``pool`` may open is checked out (a sized pool with a bounded
+    overflow), so the next checkout waits."""
+    size, checkedout = getattr(pool, "size", None), getattr(pool, "checkedout", None)
+    overflow = getattr(pool, "_max_overflow", None)
+    if not callable(size) or not callable(checkedout) or not isinstance(overflow, int):
+        return False
+    return overflow >= 0 and checkedout() >= size() + overflow
+
+
+async def make_room(engine: AsyncEngine) -> None:
+    """Before a checkout outside the leases: when ``engine``'s pool has no connection
+    left, check an idle lease back in, so that the checkout does not wait behind
+    connections kept for reads (the caller's own code may hold the rest of a shared
+    pool)."""
+    found = _BY_ENGINE.get(engine.sync_engine)
+    if found is not None and found.idle and pool_exhausted(engine.sync_engine.pool):
+        await found.return_one_idle()
 
 
 def _is_server_error(exc: BaseException) -> bool:

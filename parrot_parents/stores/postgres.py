@@ -118,9 +118,9 @@ class PgVectorStore(AbstractStore):
             :meth:`connect` fail with :class:`StoreError` instead (for read-only callers).
         engine: an engine to share (from :func:`~parrot_parents.stores.engine.make_engine`),
             so that several collections use one connection pool; the store then never
-            disposes of it, and a connection goes back to its pool without the
-            planner setting a search changed (see :mod:`parrot_parents.stores.reads`).
-            ``dsn`` is ignored.
+            disposes of it, and a connection goes back to its pool with the session
+            settings a search changed at their defaults again (see
+            :mod:`parrot_parents.stores.reads`). ``dsn`` is ignored.
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.

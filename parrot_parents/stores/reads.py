@@ -14,11 +14,13 @@ parents; ROLLBACK``), plus a ping per checkout. A read here is just the statemen
   with those values, and remembered in the pooled connection's ``info``; later searches
   with the same values send nothing more;
 * **nothing left behind on a shared engine**: on an engine the caller passed in
-  (``PgVectorStore(engine=...)``), a connection that goes back to the pool with
-  ``enable_seqscan`` turned off (an unfiltered search ran on it) gets the store's
-  settings returned to the session's defaults first (:func:`restore_on_return`), so the
-  caller's own statements are planned as before. The HNSW settings of a filtered search
-  stay: they touch only HNSW index scans. The store's own engine keeps its settings (no
+  (``PgVectorStore(engine=...)``), a connection whose session a read changed goes back to
+  the pool with those settings at their defaults again (the server's, or the
+  connection's start-up values; :func:`restore_on_return`), so the caller's own
+  statements run as before. The names are recorded before the statement that changes
+  them, so a read cancelled mid-way still leaves a trace. This costs one more statement
+  at check-in, on the paths that check in: filtered searches, engines without leases,
+  and each lease when the store closes. The store's own engine keeps its settings (no
   other code runs on it);
 * **one retry on a dead connection**: without a pre-ping, a pooled connection that the
   server dropped (a restart) fails on first use; SQLAlchemy (or the leases, the same
@@ -35,17 +37,18 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-from sqlalchemy.pool import PoolResetState
+from sqlalchemy.pool import NullPool, PoolResetState
 from sqlalchemy.util import await_only
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
-from parrot_parents.stores.leases import Lease, leases_for
+from parrot_parents.stores.leases import Lease, leases_for, make_room
 from parrot_parents.stores.prepared import ConnectionDropped, Prepared, fetch_rows
 from parrot_parents.stores.vector_codec import ensure_driver_codec
 
 __all__ = [
     "SETTINGS_KEY",
+    "TOUCHED_KEY",
     "Settings",
     "read",
     "read_prepared",
@@ -63,6 +66,10 @@ Settings = tuple[tuple[str, str | None], ...]
 
 #: Key in a pooled connection's ``info``: the settings last applied to its session.
 SETTINGS_KEY = "parrot_parents.session_settings"
+
+#: Key in a pooled connection's ``info``: names of every setting a read may have changed
+#: on its session (added before the statement runs; cleared when restored).
+TOUCHED_KEY = "parrot_parents.session_touched"
 
 
 def was_disconnect(exc: BaseException) -> bool:
@@ -88,6 +95,9 @@ async def _apply(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
     # Session-level (is_local=false): autocommit reads have no transaction to scope a
     # SET LOCAL; the values are remembered, so a connection is set once per change.
     info.pop(SETTINGS_KEY, None)
+    # Before the round trip: a read cancelled after the server applied them still
+    # leaves the names for restore_on_return.
+    info[TOUCHED_KEY] = info.get(TOUCHED_KEY, frozenset()) | {name for name, _ in settings}
     calls = []
     args: list[str] = []
     for name, value in settings:
@@ -103,48 +113,53 @@ async def _apply(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
     info[SETTINGS_KEY] = settings
 
 
-#: A planner setting whose change reaches every statement on the connection.
-_PLANNER_WIDE = ("enable_seqscan", "off")
-
-
 def restore_on_return(engine: AsyncEngine) -> None:
-    """Have ``engine``'s pool return the store's session settings to their defaults
-    (the server's, or the connection's start-up values) before a connection that has
-    ``enable_seqscan`` off goes back to the pool; once per engine.
+    """Have ``engine``'s pool set every session setting a read changed back to its
+    default (``reset_val``: the server's, or the connection's start-up value) before the
+    connection goes back to the pool; once per engine.
 
-    For an engine shared with the caller's own code: one more statement when such a
-    connection is checked in (a search through SQLAlchemy on an engine without leases,
-    and each lease when the store closes). Failing, it leaves SQLAlchemy to invalidate
-    the connection, so no changed session is handed on.
+    For an engine shared with the caller's own code (see the module docstring). Nothing
+    is installed on a pool that closes its connections at check-in (``NullPool``). A
+    failing restore leaves SQLAlchemy to invalidate the connection, so no changed
+    session is handed on.
     """
     target = engine.sync_engine
+    if isinstance(target.pool, NullPool):
+        return
     if not event.contains(target, "reset", _restore_settings):
         event.listen(target, "reset", _restore_settings)
 
 
 def _restore_settings(dbapi_connection: Any, record: Any, state: PoolResetState) -> None:
-    settings = record.info.get(SETTINGS_KEY)
-    if not settings or _PLANNER_WIDE not in settings:
+    touched = record.info.get(TOUCHED_KEY)
+    if not touched:
         return
     if state.terminate_only or not state.asyncio_safe:
-        del record.info[SETTINGS_KEY]
+        _forget(record.info)
         return  # the connection is being closed, not returned
     driver = dbapi_connection.driver_connection
+    if driver.is_closed():
+        _forget(record.info)
+        return  # dead (a restart): nothing to restore, the pool replaces it
     if driver.is_in_transaction():
         # The rollback that follows would undo a change made now; the store's reads run
         # outside transactions, so the next check-in after one of them restores instead.
         return
-    # Forget them first: whatever happens next, the session no longer matches them.
-    del record.info[SETTINGS_KEY]
-    names = [name for name, _ in settings]
+    # Forget first: whatever happens next, the session no longer matches the record.
+    _forget(record.info)
     # The pool's reset runs inside SQLAlchemy's greenlet (as its own rollback does).
     await_only(
         driver.execute(
             "SELECT set_config(name, reset_val, false) FROM pg_settings"
             " WHERE name = ANY($1::text[])",
-            names,
+            sorted(touched),
         )
     )
+
+
+def _forget(info: dict[Any, Any]) -> None:
+    info.pop(TOUCHED_KEY, None)
+    info.pop(SETTINGS_KEY, None)
 
 
 async def _ready(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
@@ -183,6 +198,8 @@ async def read(
     """
 
     async def attempt() -> T:
+        async with store_errors(action):
+            await make_room(engine)
         async with store_errors(action), engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             raw = await conn.get_raw_connection()
@@ -239,6 +256,8 @@ async def write(
     """
 
     async def attempt() -> T:
+        async with store_errors(action):
+            await make_room(engine)
         async with store_errors(action), engine.begin() as conn:
             return await work(conn)
 

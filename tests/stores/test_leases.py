@@ -362,3 +362,102 @@ async def test_the_stores_own_engine_keeps_its_settings(pg_dsn: str) -> None:
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_a_search_cancelled_after_its_settings_leaves_nothing_behind(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled once the server applied the settings but before the reply was read: the
+    names were recorded first, so the connection still goes back restored."""
+    real = asyncpg.connection.Connection.execute
+
+    async def cancelled_after(self: asyncpg.Connection, query: str, *args: object) -> str:
+        result: str = await real(self, query, *args)
+        if query.startswith("SELECT set_config("):
+            raise asyncio.CancelledError
+        return result
+
+    engine = await make_engine(pg_dsn, pool_size=1, max_overflow=0, pool_pre_ping=True)
+    async with _one_row_on(engine, "cancelset") as store:
+        monkeypatch.setattr(asyncpg.connection.Connection, "execute", cancelled_after)
+        with pytest.raises(asyncio.CancelledError):
+            await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        monkeypatch.undo()
+        assert (await _session(engine))["enable_seqscan"] == "on"
+
+
+async def test_a_filtered_search_gives_back_the_callers_start_up_settings(pg_dsn: str) -> None:
+    """A shared engine's own start-up HNSW settings are what its sessions return with."""
+    wanted = {"hnsw.ef_search": "77", "hnsw.iterative_scan": "relaxed_order"}
+    engine = await make_engine(
+        pg_dsn, pool_size=2, max_overflow=0, connect_args={"server_settings": wanted}
+    )
+    async with _one_row_on(engine, "startup") as store:
+        found = await store.similarity_search_by_vector(VECTORS[0], limit=1, filter={"x": 1})
+        assert found == []  # the row has no "x": the filter ran, through SQLAlchemy
+        after = await _session(engine)
+        assert {k: after[k] for k in wanted} == wanted
+
+
+async def test_a_lease_in_use_when_the_store_closes_goes_back_to_the_pool(pg_dsn: str) -> None:
+    engine = await make_engine(pg_dsn, pool_size=2, max_overflow=0)
+    async with _one_row_on(engine, "closebusy") as store:
+        await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        leases = await _leases_of(store)
+        gate = asyncio.Event()
+
+        async def hold(lease: Lease) -> int:
+            await gate.wait()
+            return await _pid(lease)
+
+        busy = asyncio.create_task(leases.run(hold))
+        await asyncio.sleep(0.05)
+        await store.close()
+        gate.set()
+        await busy
+        assert engine.sync_engine.pool.checkedout() == 0
+        assert (leases.checked_out, leases.idle) == (0, 0)
+
+
+async def test_a_caller_holding_the_rest_of_a_shared_pool_does_not_starve_the_store(
+    pg_dsn: str,
+) -> None:
+    """The leases hold half of a pool of 4; the caller holds the other half and awaits
+    the store: its writes and filtered searches take a lease's connection back."""
+    engine = await make_engine(pg_dsn, pool_size=4, max_overflow=0, pool_timeout=1)
+    async with _one_row_on(engine, "starve") as store:
+        await asyncio.gather(*(store.similarity_search_by_vector(v, limit=1) for v in VECTORS[:4]))
+        assert (await _leases_of(store)).checked_out == 2
+        held = [await engine.connect() for _ in range(2)]
+        try:
+            found = await store.similarity_search_by_vector(VECTORS[0], limit=1, filter={"x": 1})
+            assert found == []
+            await store.add_documents(
+                [Document(page_content="more", metadata={"is_chunk": True})],
+                embeddings=[VECTORS[1]],
+            )
+            assert len(await store.similarity_search_by_vector(VECTORS[1], limit=2)) == 2
+        finally:
+            for conn in held:
+                await conn.close()
+
+
+async def test_a_dead_lease_is_not_checked_back_into_the_pool(pg_dsn: str) -> None:
+    """Its server process gone (a restart, a timeout), a lease is dropped at close, not
+    handed to the pool's next checkout."""
+    engine = await make_engine(pg_dsn, pool_size=2, max_overflow=1)
+    async with _one_row_on(engine, "deadlease") as store:
+        await store.similarity_search_by_vector(VECTORS[0], limit=1)
+        leases = await _leases_of(store)
+        pid = await leases.run(_pid)
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+        lease = leases._idle[0]
+        for _ in range(100):
+            if lease.driver.is_closed():
+                break
+            await asyncio.sleep(0.02)
+        assert lease.driver.is_closed()
+        await store.close()
+        async with engine.begin() as conn:  # the next checkout gets a live connection
+            assert (await conn.execute(text("SELECT 1"))).scalar() == 1

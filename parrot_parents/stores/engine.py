@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from parrot_parents.errors import StoreError
@@ -147,6 +148,13 @@ def store_error(exc: BaseException, action: str) -> StoreError:
     """
     if isinstance(exc, StoreError):
         return exc
+    if isinstance(exc, PoolTimeoutError):
+        # The server may be fine: every connection of the pool stayed checked out.
+        return StoreError(
+            f"{action} failed: no pooled connection was free within the pool's timeout",
+            hint="the caller holds too many of the engine's connections at once; raise "
+            "pool_size or pool_timeout, or return connections sooner",
+        )
     code = sqlstate_of(exc)
     if is_unavailable(exc):
         kind = type(getattr(getattr(exc, "orig", None), "__cause__", None) or exc).__name__

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import SchemaMismatchError, StoreError
@@ -22,7 +23,7 @@ async def create_extension(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     except (OSError, SQLAlchemyError) as exc:
-        if is_unavailable(exc):
+        if is_unavailable(exc) or isinstance(exc, PoolTimeoutError):
             raise store_error(exc, "connecting to the database") from exc
         raise StoreError(
             f"cannot prepare the pgvector extension: {exc.__class__.__name__}",

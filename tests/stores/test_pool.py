@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 from langchain_core.documents import Document
 from sqlalchemy import event
 
@@ -40,3 +41,22 @@ async def test_a_second_burst_opens_no_connection(pg_dsn: str) -> None:
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_an_exhausted_pool_is_reported_as_such(pg_dsn: str) -> None:
+    """Every connection held by the caller: the error says so, not that pgvector is
+    missing (it said "cannot prepare the pgvector extension: TimeoutError")."""
+    from parrot_parents.errors import StoreError
+    from parrot_parents.stores.engine import make_engine
+
+    engine = await make_engine(pg_dsn, pool_size=1, max_overflow=0, pool_timeout=0.5)
+    held = await engine.connect()
+    try:
+        store = PgVectorStore(table=unique_table("exhausted"), dimension=4, engine=engine)
+        with pytest.raises(StoreError, match="no pooled connection was free") as caught:
+            await store.connect()
+        assert not caught.value.unavailable
+        assert "pool_size" in (caught.value.hint or "")
+    finally:
+        await held.close()
+        await engine.dispose()

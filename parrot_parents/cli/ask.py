@@ -67,16 +67,22 @@ async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.bot is not None or args.token is not None:
         raise ConfigurationError("--bot and --token go with --server")
-    from parrot_parents.bots.chatbot import Chatbot
     from parrot_parents.retrieval.options import RetrievalOptions
-    from parrot_parents.stores.backends import parent_searcher_for
 
     options = RetrievalOptions.from_overrides(retrieval_overrides(args))  # before any I/O
     store = make_store(args, create=False)
+    try:
+        # Opening checks the collection before the model loads (it needs the dimension),
+        # and before the bot's modules are imported: an unknown one fails at once.
+        await store.connect()
+    except BaseException:
+        await store.close()
+        raise
+    from parrot_parents.bots.chatbot import Chatbot
+    from parrot_parents.stores.backends import parent_searcher_for
+
     bot = Chatbot(store=store, parent_searcher=parent_searcher_for(store))
     try:
-        # Opening checks the collection before the model loads (it needs the dimension).
-        await store.connect()
         await asyncio.to_thread(store.embedding.warm_up)  # loaded by now; a no-op
         retrieval = await bot.retrieve(args.question, options)
     finally:

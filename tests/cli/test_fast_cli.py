@@ -188,3 +188,30 @@ def test_milvus_without_pymilvus_fails_before_the_model(command: str) -> None:
     )
     assert (code, loaded) == (2, [])
     assert "the Milvus store needs pymilvus (pip install 'parrot-parents[milvus]')" in err
+
+
+def test_an_unknown_collection_fails_before_the_bot_is_imported(pg_dsn: str) -> None:
+    """The collection is checked first: neither the model nor the bot, the query pipeline
+    and the HTTP client they bring are imported (over a second of imports here)."""
+    watched = (
+        *MODEL_STACK,
+        "parrot_parents.bots.chatbot",
+        "parrot_parents.retrieval.pipeline",
+        "aiohttp",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PROBE.format(blocked=(), watched=watched),
+            *("ask", "pay day?", "--collection", "no_such_collection_here", "--dsn", pg_dsn),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO_ROOT,
+    )
+    *err, last = proc.stderr.strip().splitlines()
+    result = json.loads(last)
+    assert (result["code"], result["loaded"]) == (2, []), proc.stderr
+    assert "collection 'no_such_collection_here' does not exist" in "\n".join(err)

@@ -1,9 +1,24 @@
 """Milvus backend (extra ``[milvus]``): :class:`MilvusStore` and :class:`MilvusParentSearcher`.
 
-Importing this package needs no pymilvus; connecting does.
+Importing this package needs no pymilvus; connecting does. The names below load on first
+use (:mod:`parrot_parents.lazy`).
 """
 
-from parrot_parents.stores.milvus.parents import MilvusParentSearcher
-from parrot_parents.stores.milvus.store import MilvusStore
+from typing import TYPE_CHECKING
+
+from parrot_parents.lazy import lazy_exports
 
 __all__ = ["MilvusParentSearcher", "MilvusStore"]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "MilvusParentSearcher": "parrot_parents.stores.milvus.parents",
+        "MilvusStore": "parrot_parents.stores.milvus.store",
+    },
+    globals(),
+)
+
+if TYPE_CHECKING:
+    from parrot_parents.stores.milvus.parents import MilvusParentSearcher
+    from parrot_parents.stores.milvus.store import MilvusStore

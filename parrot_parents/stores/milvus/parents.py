@@ -11,16 +11,17 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.milvus.settings import MILVUS_TOKEN_ENV, MILVUS_URI_ENV
 from parrot_parents.stores.milvus.store import MilvusStore
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["MILVUS_URI_ENV", "MilvusParentSearcher", "MilvusParentSearcherConfig"]
-
-#: Milvus URI used by bot rows of type ``milvus`` (the row never names a URI or path).
-MILVUS_URI_ENV = "PARROT_PARENTS_MILVUS_URI"
-#: Token of that Milvus (``user:password`` or an API key).
-MILVUS_TOKEN_ENV = "PARROT_PARENTS_MILVUS_TOKEN"
+__all__ = [
+    "MILVUS_TOKEN_ENV",
+    "MILVUS_URI_ENV",
+    "MilvusParentSearcher",
+    "MilvusParentSearcherConfig",
+]
 
 
 class MilvusParentSearcherConfig(BaseModel):

@@ -290,6 +290,14 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
 
     hyb = args.hybrid_queries
 
+    def floor(key: str, label: str, note: str) -> list[Variant]:
+        """The product's ``key`` statement run alone (variant ``<key>_stmt``), when
+        captured."""
+        if key not in prepared_floors:
+            return []
+        statement = prepared_floors[key]
+        return [Variant(f"{key}_stmt", label, lambda i: statement.fetch(qs.vectors[i]), note)]
+
     variants = [
         Variant(
             "bare_knn",
@@ -303,17 +311,10 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             lambda i: pooled_knn(qs.vectors[i]),
             "what any pooled service pays; no reset on release",
         ),
-        *(
-            [
-                Variant(
-                    "search_stmt",
-                    "the `similarity_search` statement alone (the bare kNN's connection)",
-                    lambda i: prepared_floors["search"].fetch(qs.vectors[i]),
-                    "the product's SQL, no product code: its floor",
-                )
-            ]
-            if "search" in prepared_floors
-            else []
+        *floor(
+            "search",
+            "the `similarity_search` statement alone (the bare kNN's connection)",
+            "the product's SQL, no product code: its floor",
         ),
         Variant(
             "search_dense",
@@ -336,17 +337,10 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             lambda i: searcher.fetch(parents_of[i]),
             "the parents of the 10 hits",
         ),
-        *(
-            [
-                Variant(
-                    "gvc_stmt",
-                    "the joined statement of `get_vector_context` alone (the same connection)",
-                    lambda i: prepared_floors["gvc"].fetch(qs.vectors[i]),
-                    "search + parents, no product code: its floor",
-                )
-            ]
-            if "gvc" in prepared_floors
-            else []
+        *floor(
+            "gvc",
+            "the joined statement of `get_vector_context` alone (the same connection)",
+            "search + parents, no product code: its floor",
         ),
         Variant(
             "gvc_parent",

@@ -146,25 +146,28 @@ class Leases:
         pool: the store closed while it was in use, or every connection the pool may open
         is checked out, so that a checkout outside the leases (a write, a filtered search,
         the caller's own code on a shared engine) would wait."""
-        if (
-            reusable
-            and not self._waiters
-            and (self._drain or pool_exhausted(lease.pool))
-            and lease.pool is self._engine.pool
-            and not lease.driver.is_closed()
-        ):
-            await self._check_in(lease)
+        if reusable and not self._waiters and (self._drain or pool_exhausted(lease.pool)):
+            await self._return(lease)
             return
         self._release(lease, reusable=reusable)
 
-    async def _check_in(self, lease: Lease) -> None:
-        """Return ``lease``'s connection to its pool (SQLAlchemy resets it there)."""
+    async def _return(self, lease: Lease) -> None:
+        """Give up ``lease`` and its slot: a live connection of the engine's current pool
+        is checked back in (SQLAlchemy resets it there); one of a pool since replaced (its
+        pool was disposed), or one the server dropped, is invalidated instead."""
         self._open -= 1
         try:
-            await greenlet_spawn(lease.fairy.close)
-        except BaseException:
-            self._discard(lease)
-            raise
+            if lease.fairy.dbapi_connection is None:
+                return  # invalidated already
+            engine = self._engine_ref()
+            if engine is None or lease.pool is not engine.pool or lease.driver.is_closed():
+                self._discard(lease)
+                return
+            try:
+                await greenlet_spawn(lease.fairy.close)
+            except BaseException:
+                self._discard(lease)
+                raise
         finally:
             self._wake()
 
@@ -172,13 +175,7 @@ class Leases:
         """Check one idle lease back into the pool; False when none is idle."""
         if not self._idle:
             return False
-        lease = self._idle.pop()
-        if lease.pool is self._engine.pool and not lease.driver.is_closed():
-            await self._check_in(lease)
-        else:
-            self._discard(lease)
-            self._open -= 1
-            self._wake()
+        await self._return(self._idle.pop())
         return True
 
     async def _acquire(self) -> Lease:
@@ -277,18 +274,8 @@ class Leases:
         for a lease first."""
         self._drain = True
         idle, self._idle = self._idle, []
-        engine = self._engine_ref()
         for lease in idle:
-            self._open -= 1
-            if lease.fairy.dbapi_connection is None:
-                continue
-            if engine is not None and lease.pool is engine.pool and not lease.driver.is_closed():
-                await greenlet_spawn(lease.fairy.close)
-            else:
-                # A replaced pool, or a connection the server dropped: never into the pool.
-                self._discard(lease)
-        for _ in idle:
-            self._wake()
+            await self._return(lease)
 
     def discard_idle(self) -> None:
         """Invalidate every idle lease (the engine's pool was disposed: its checked-out

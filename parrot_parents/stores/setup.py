@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import SchemaMismatchError, StoreError
@@ -23,7 +22,9 @@ async def create_extension(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
     except (OSError, SQLAlchemyError) as exc:
-        if is_unavailable(exc) or isinstance(exc, PoolTimeoutError):
+        # Only the database's own refusal is about pgvector; anything else (down, or no
+        # pooled connection free) is described as any other store error.
+        if is_unavailable(exc) or not isinstance(exc, DBAPIError):
             raise store_error(exc, "connecting to the database") from exc
         raise StoreError(
             f"cannot prepare the pgvector extension: {exc.__class__.__name__}",

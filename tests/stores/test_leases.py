@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import asyncpg
@@ -58,6 +58,16 @@ async def _leases_of(store: PgVectorStore) -> Leases:
 
 async def _pid(lease: Lease) -> int:
     return int(await lease.driver.fetchval("SELECT pg_backend_pid()"))
+
+
+def _pid_after(gate: asyncio.Event) -> Callable[[Lease], Awaitable[int]]:
+    """Work that holds its lease until ``gate`` opens, then returns the backend's pid."""
+
+    async def hold(lease: Lease) -> int:
+        await gate.wait()
+        return await _pid(lease)
+
+    return hold
 
 
 async def test_sequential_searches_run_on_one_kept_connection(small_pool: PgVectorStore) -> None:
@@ -149,12 +159,7 @@ async def test_a_waiter_gets_the_slot_of_a_failed_lease(one_lease: Leases) -> No
 async def test_a_cancelled_waiter_leaves_the_queue(one_lease: Leases) -> None:
     leases = one_lease
     gate = asyncio.Event()
-
-    async def hold(lease: Lease) -> int:
-        await gate.wait()
-        return await _pid(lease)
-
-    first = asyncio.create_task(leases.run(hold))
+    first = asyncio.create_task(leases.run(_pid_after(gate)))
     await asyncio.sleep(0.1)
     waiter = asyncio.create_task(leases.run(_pid))
     await asyncio.sleep(0.1)
@@ -405,12 +410,7 @@ async def test_a_lease_in_use_when_the_store_closes_goes_back_to_the_pool(pg_dsn
         await store.similarity_search_by_vector(VECTORS[0], limit=1)
         leases = await _leases_of(store)
         gate = asyncio.Event()
-
-        async def hold(lease: Lease) -> int:
-            await gate.wait()
-            return await _pid(lease)
-
-        busy = asyncio.create_task(leases.run(hold))
+        busy = asyncio.create_task(leases.run(_pid_after(gate)))
         await asyncio.sleep(0.05)
         await store.close()
         gate.set()

@@ -1,7 +1,8 @@
 """Shared fixtures: a real PostgreSQL with pgvector, and the real embedding model.
 
 The database is ``$PARROT_PARENTS_TEST_DSN`` when set, otherwise an embedded PostgreSQL
-(pgserver) started once per test session in a temporary directory and deleted after.
+(:func:`parrot_parents.stores.embedded.get_server`) started once per test session in a
+temporary directory and deleted after.
 Every test that needs a collection gets its own uniquely named table.
 """
 
@@ -35,15 +36,15 @@ def pg_dsn() -> Iterator[str]:
     if external:
         yield external
         return
-    import pgserver
+    from parrot_parents.stores.embedded import get_server, release
 
     # Not under pytest's basetemp: concurrent pytest runs prune each other's old basetemps.
     data = Path(tempfile.mkdtemp(prefix="parrot-parents-pg-")) / "data"
-    server = pgserver.get_server(data, cleanup_mode="delete")
+    server = get_server(data, cleanup_mode="delete")
     try:
         yield str(server.get_uri())
     finally:
-        server.cleanup()
+        release(data)
 
 
 @pytest.fixture(scope="session")

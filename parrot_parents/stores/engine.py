@@ -141,6 +141,57 @@ def _driver_message(exc: BaseException) -> str:
     return ""
 
 
+#: What an outage's SQLSTATE means, in words (PostgreSQL's appendix A, class 57).
+_OUTAGES = {
+    "57P01": "the server is shutting down, or an administrator ended this connection",
+    "57P02": "a server process crashed, and the server is restarting all of them",
+    "57P03": "the server is starting up or recovering from a crash",
+    "57P04": "the database was dropped",
+    "57P05": "the server closed an idle session",
+}
+
+_OUTAGE_HINTS = {
+    "57P02": "the server log names the process and its signal; reads and writes wait for "
+    "the restart, so retry now",
+    "57P03": "the server replays its log after a crash, usually within seconds; retry",
+}
+
+#: Driver errors that mean the connection was cut while a statement ran.
+_CUT = frozenset({"ConnectionDoesNotExistError", "ConnectionDropped", "ConnectionResetError"})
+
+
+def _root_class(exc: BaseException) -> str:
+    """The class name of the driver's error under SQLAlchemy's wrapper (or ``exc``'s)."""
+    orig = getattr(exc, "orig", None)
+    return type(getattr(orig, "__cause__", None) or orig or exc).__name__
+
+
+def _root_message(exc: BaseException) -> str:
+    """The first line of the driver's own message, for errors that carry no SQLSTATE."""
+    cur: BaseException | None = exc
+    seen: set[int] = set()
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if not isinstance(cur, SQLAlchemyError) and cur.args and isinstance(cur.args[0], str):
+            return cur.args[0].splitlines()[0][:300] if cur.args[0] else ""
+        cur = getattr(cur, "orig", None) or cur.__cause__
+    return ""
+
+
+def _outage(code: str | None, kind: str) -> str:
+    """The outage of SQLSTATE ``code`` or driver error class ``kind``, in words."""
+    if code in _OUTAGES:
+        return _OUTAGES[code]
+    if kind in _CUT:
+        return (
+            "the connection was cut while a statement ran: its server process crashed or "
+            "was terminated (the server log says which)"
+        )
+    if kind in {"ConnectionRefusedError", "FileNotFoundError"}:
+        return "the server is not running or not reachable"
+    return "the server could not be reached"
+
+
 def store_error(exc: BaseException, action: str) -> StoreError:
     """A :class:`StoreError` describing ``exc`` while doing ``action`` (no SQL text).
 
@@ -157,10 +208,14 @@ def store_error(exc: BaseException, action: str) -> StoreError:
         )
     code = sqlstate_of(exc)
     if is_unavailable(exc):
-        kind = type(getattr(getattr(exc, "orig", None), "__cause__", None) or exc).__name__
+        kind = _root_class(exc)
+        said = _driver_message(exc) or _root_message(exc)
+        quote = f'; the server said: "{said}"' if said else ""
+        suffix = f" (SQLSTATE {code})" if code else ""
         return StoreError(
-            f"{action} failed: the database is unavailable ({kind})",
-            hint="check that the server is running; retry later",
+            f"{action} failed: the database is unavailable ({kind}): "
+            f"{_outage(code, kind)}{quote}{suffix}",
+            hint=_OUTAGE_HINTS.get(code or "", "check that the server is running; retry later"),
             sqlstate=code,
             unavailable=True,
         )

@@ -26,11 +26,17 @@ parents; ROLLBACK``), plus a ping per checkout. A read here is just the statemen
   server dropped (a restart) fails on first use; SQLAlchemy (or the leases, the same
   way) then invalidates the pool, and the read runs once more on a fresh connection.
   Reads are idempotent, so the retry is safe; a server that is really down fails the
-  retry too and is reported as such.
+  retry too and is reported as such;
+* **a bounded wait for a recovering server**: after a backend crash PostgreSQL ends every
+  connection and replays its log, refusing new ones meanwhile (SQLSTATE 57P02, 57P03).
+  Reads and writes then retry with backoff for up to :data:`RECOVERY_WAIT_S` seconds,
+  and go on once the server is back.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -47,9 +53,11 @@ from parrot_parents.stores.prepared import ConnectionDropped, Prepared, fetch_ro
 from parrot_parents.stores.vector_codec import ensure_driver_codec
 
 __all__ = [
+    "RECOVERY_WAIT_S",
     "SETTINGS_KEY",
     "TOUCHED_KEY",
     "Settings",
+    "is_recovering",
     "read",
     "read_prepared",
     "restore_on_return",
@@ -168,14 +176,43 @@ async def _ready(driver: Any, info: dict[Any, Any], settings: Settings) -> None:
     await _apply(driver, info, settings)
 
 
-async def _once_more_if_dead(attempt: Callable[[], Awaitable[T]]) -> T:
-    """``attempt()``, run a second time when the first found its pooled connection dead."""
-    try:
-        return await attempt()
-    except StoreError as exc:
-        if not was_disconnect(exc):
-            raise
-    return await attempt()
+#: Seconds a read or write waits, at most, for a server that says it is restarting after a
+#: crash or replaying its log (SQLSTATE 57P02, 57P03), before it fails.
+RECOVERY_WAIT_S = 30.0
+
+#: SQLSTATEs of a server that will be back by itself shortly.
+_RECOVERING = frozenset({"57P02", "57P03"})
+
+
+def is_recovering(exc: BaseException) -> bool:
+    """True when ``exc`` says the server is restarting after a crash or recovering."""
+    return isinstance(exc, StoreError) and exc.sqlstate in _RECOVERING
+
+
+async def _through_outages(attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()``, run once more at once when its pooled connection was dead, and again
+    with backoff (0.05 s doubling to 1 s) while the server is recovering, for at most
+    :data:`RECOVERY_WAIT_S` seconds; then the last error is raised."""
+    deadline: float | None = None
+    delay = 0.05
+    dead_retried = False
+    while True:
+        try:
+            return await attempt()
+        except StoreError as exc:
+            if was_disconnect(exc) and not dead_retried:
+                dead_retried = True
+                continue
+            # Only the server's own "recovering" answers are waited for: a statement cut
+            # twice may be the one that crashes the server, and is not sent a third time.
+            if not is_recovering(exc):
+                raise
+            now = time.monotonic()
+            deadline = deadline if deadline is not None else now + RECOVERY_WAIT_S
+            if now >= deadline:
+                raise
+            await asyncio.sleep(min(delay, deadline - now))
+            delay = min(delay * 2, 1.0)
 
 
 async def read(
@@ -206,7 +243,7 @@ async def read(
             await _ready(raw.driver_connection, conn.info, settings)
             return await work(conn)
 
-    return await _once_more_if_dead(attempt)
+    return await _through_outages(attempt)
 
 
 async def read_prepared(
@@ -237,7 +274,7 @@ async def read_prepared(
         async with store_errors(action):
             return await leases.run(work)
 
-    return await _once_more_if_dead(attempt)
+    return await _through_outages(attempt)
 
 
 async def write(
@@ -261,4 +298,4 @@ async def write(
         async with store_errors(action), engine.begin() as conn:
             return await work(conn)
 
-    return await _once_more_if_dead(attempt)
+    return await _through_outages(attempt)

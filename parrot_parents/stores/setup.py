@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import re
+from dataclasses import dataclass
+
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -9,11 +13,21 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from parrot_parents.errors import SchemaMismatchError, StoreError
 from parrot_parents.stores.engine import is_unavailable, store_error
 
-__all__ = ["check_dimension", "create_extension", "stored_dimension"]
+__all__ = [
+    "ExtensionVersions",
+    "check_dimension",
+    "create_extension",
+    "stored_dimension",
+    "vector_versions",
+]
+
+logger = logging.getLogger(__name__)
 
 
 async def create_extension(engine: AsyncEngine) -> None:
-    """``CREATE EXTENSION IF NOT EXISTS vector``.
+    """``CREATE EXTENSION IF NOT EXISTS vector``, warning (once per process) when the
+    database's catalog records a newer pgvector than the server's library (see
+    :meth:`ExtensionVersions.note`).
 
     Raises:
         StoreError: the server lacks pgvector or refuses (the message names the error class).
@@ -21,6 +35,7 @@ async def create_extension(engine: AsyncEngine) -> None:
     try:
         async with engine.begin() as conn:
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            versions = await vector_versions(conn)
     except (OSError, SQLAlchemyError) as exc:
         # Only the database's own refusal is about pgvector; anything else (down, or no
         # pooled connection free) is described as any other store error.
@@ -30,6 +45,63 @@ async def create_extension(engine: AsyncEngine) -> None:
             f"cannot prepare the pgvector extension: {exc.__class__.__name__}",
             hint="the server needs pgvector >= 0.8 installed",
         ) from exc
+    note = versions.note() if versions is not None else None
+    if note is not None and note not in _NOTED:
+        _NOTED.add(note)
+        logger.warning("%s", note)
+
+
+_NOTED: set[str] = set()
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+@dataclass(frozen=True)
+class ExtensionVersions:
+    """pgvector as the database's catalog records it, and as the server's library is."""
+
+    catalog: str
+    library: str
+
+    @property
+    def catalog_is_newer(self) -> bool:
+        """True for a data directory made by a newer pgvector than the server now has."""
+        return _version_tuple(self.catalog) > _version_tuple(self.library)
+
+    def note(self) -> str | None:
+        """What a newer catalog means, in words; None when the catalog is not newer."""
+        if not self.catalog_is_newer:
+            return None
+        same_minor = _version_tuple(self.catalog)[:2] == _version_tuple(self.library)[:2]
+        meaning = (
+            "patch releases of one minor version share one SQL surface and on-disk format, "
+            "so it keeps working"
+            if same_minor
+            else "functions or operators added after the library's version will fail"
+        )
+        return (
+            f"pgvector: this database's catalog records version {self.catalog}, the "
+            f"server's library is {self.library} (the data directory was made by a newer "
+            f"pgvector build); {meaning}. ALTER EXTENSION vector UPDATE has no path down: "
+            "leave the catalog as it is, or use a server with pgvector "
+            f">= {self.catalog} (parrot-parents doctor shows both)"
+        )
+
+
+async def vector_versions(conn: AsyncConnection) -> ExtensionVersions | None:
+    """pgvector's catalog and library versions in ``conn``'s database (None: not created)."""
+    row = (
+        await conn.execute(
+            text(
+                "SELECT e.extversion, a.default_version FROM pg_extension e"
+                " JOIN pg_available_extensions a ON a.name = e.extname"
+                " WHERE e.extname = 'vector'"
+            )
+        )
+    ).one_or_none()
+    return None if row is None else ExtensionVersions(catalog=row[0], library=row[1])
 
 
 async def check_dimension(conn: AsyncConnection, schema: str, table: str, expected: int) -> None:

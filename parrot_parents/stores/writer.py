@@ -40,7 +40,7 @@ from sqlalchemy.schema import CreateIndex
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable
-from parrot_parents.stores.engine import sqlstate_of
+from parrot_parents.stores.engine import sqlstate_of, store_error
 from parrot_parents.stores.vector_codec import ensure_codec
 
 __all__ = [
@@ -267,13 +267,23 @@ class VectorIndexDeferral:
     async def __aexit__(self, *exc: object) -> None:
         try:
             await self.build()
-        except BaseException as error:
+        except Exception as error:
             during = f" (the load itself failed: {exc[0].__name__})" if exc[0] else ""
+            cause = store_error(
+                error, f"building the vector index {self.index.name} of {self.table.name}"
+            )
+            again = "ingest into the collection again (an ingest into a collection without "
+            again += "its vector index builds it)"
+            hint = (
+                f"the server went away during the build (its log says why); {again}"
+                if cause.unavailable
+                else f"searches still work, by a sequential scan; {again}"
+            )
             raise StoreError(
-                f"the vector index {self.index.name} of {self.table.name} could not be "
-                f"built after a bulk load: {type(error).__name__}{during}",
-                hint="searches still work, by a sequential scan; ingest into the collection "
-                "again (an ingest into a collection without its vector index builds it)",
+                f"{cause} after a bulk load{during}",
+                hint=hint,
+                sqlstate=cause.sqlstate,
+                unavailable=cause.unavailable,
             ) from error
 
     async def build(self) -> float:

@@ -4,7 +4,6 @@ the database stopped and restarted under a running loop of searches."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -58,23 +57,23 @@ def _pg_ctl(server: Any, *args: str) -> None:
 @pytest.fixture
 def own_server():
     """A private embedded server, so stopping it disturbs no other test."""
-    import pgserver
+    from parrot_parents.stores.embedded import get_server, release
 
     data = Path(tempfile.mkdtemp(prefix="parrot-parents-fault-")) / "data"
     try:
-        server = pgserver.get_server(data, cleanup_mode="delete")
-    except (OSError, subprocess.CalledProcessError):
+        server = get_server(data, cleanup_mode="delete")
+    except StoreError:
         # Starting a server is the fixture, not the test: one retry in a fresh directory
         # (pg_ctl was once killed by a signal on this shared machine; see conftest).
         data = Path(tempfile.mkdtemp(prefix="parrot-parents-fault-")) / "data"
-        server = pgserver.get_server(data, cleanup_mode="delete")
+        server = get_server(data, cleanup_mode="delete")
     try:
         yield server, data
     finally:
         try:
             server.ensure_postgres_running()
         finally:
-            server.cleanup()
+            release(data)
 
 
 async def test_stop_and_restart_under_a_loop_of_searches(own_server, embeddings) -> None:

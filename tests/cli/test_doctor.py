@@ -1,0 +1,76 @@
+"""``parrot-parents doctor``: the server, its extensions, the CPU and the embedded server's
+records, as found."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from parrot_parents.cli.main import main
+from parrot_parents.stores.diagnosis import cpu_features
+from tests.conftest import REPO_ROOT
+
+
+def test_doctor_on_a_server_given_by_dsn(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--dsn", pg_dsn, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["server"]["where"] == "external"
+    assert report["server"]["version"]
+    assert report["extensions"]["vector"]["library"].startswith("0.")
+    assert report["problems"] == []
+    assert main(["doctor", "--dsn", pg_dsn]) == 0
+    text = capsys.readouterr().out
+    assert "vector: library" in text and text.rstrip().endswith("healthy")
+
+
+def test_doctor_on_the_embedded_server_reports_extensions_and_dead_pids(tmp_path: Path) -> None:
+    data = tmp_path / "pgdata"
+    env = {k: v for k, v in os.environ.items() if k != "PARROT_PARENTS_DSN"}
+    env["PARROT_PARENTS_DATA_DIR"] = str(data)
+
+    def doctor() -> dict:  # type: ignore[type-arg]
+        done = subprocess.run(
+            [sys.executable, "-m", "parrot_parents", "doctor", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO_ROOT,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    first = doctor()
+    assert first["server"]["where"] == "embedded"
+    assert first["embedded"]["data_dir"] == str(data.resolve())
+    assert first["embedded"]["pg_version"] == first["server"]["version"].split(".")[0]
+    # The embedded server carries the BM25 index, preloaded, beside pgvector.
+    assert first["extensions"]["pg_textsearch"]["library"]
+    assert first["extensions"]["pg_textsearch"]["preloaded"] is True
+    assert first["extensions"]["vector"]["library"]
+
+    # A process killed with -9 leaves its pid behind; doctor names it as dead.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (data / ".handle_pids.json").write_text(json.dumps([gone.pid]))
+    second = doctor()
+    assert second["embedded"]["handles"] == [{"pid": gone.pid, "alive": False}]
+    assert any(str(gone.pid) in note for note in second["notes"])
+    assert second["problems"] == []
+    # Its own exit stopped the server, and the dead pid is gone.
+    assert json.loads((data / ".handle_pids.json").read_text()) == []
+
+
+def test_cpu_features_read_the_flags(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("model name\t: Some CPU\nflags\t\t: fpu sse4_2 avx avx2 fma\n")
+    found = cpu_features(info)
+    assert found["model"] == "Some CPU"
+    assert found["flags"]["avx2"] is True
+    assert found["flags"]["avx512f"] is False
+    assert cpu_features(tmp_path / "missing")["flags"] is None

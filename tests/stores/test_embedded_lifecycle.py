@@ -1,0 +1,267 @@
+"""The embedded server's lifecycle under faults: a crashed backend, a killed client
+process, and two data directories used at once. Each test runs its own server in a
+temporary data directory, so killing things disturbs no other test."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import psutil
+import pytest
+from langchain_core.documents import Document
+
+from parrot_parents.errors import StoreError
+from parrot_parents.stores import embedded
+from parrot_parents.stores.engine import store_error
+from parrot_parents.stores.postgres import PgVectorStore
+from tests.conftest import REPO_ROOT, unique_table
+
+#: Seconds a child process may take to start or stop a server here (a shared 2-core box).
+START_S = 60
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="parrot-parents-life-"))
+    yield root / "data"
+    _stop_whatever_runs(root / "data")
+
+
+def _stop_whatever_runs(data: Path) -> None:
+    """Stop a server a failed test left running in ``data``, then delete the directory."""
+    pid_file = data / "postmaster.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text().split()[0])
+        if psutil.pid_exists(pid):
+            os.kill(pid, signal.SIGQUIT)  # immediate shutdown
+            psutil.wait_procs([psutil.Process(pid)], timeout=20)
+    subprocess.run(["rm", "-rf", str(data.parent)], check=False)
+
+
+def _postmaster_pid(data: Path) -> int | None:
+    pid_file = data / "postmaster.pid"
+    if not pid_file.exists():
+        return None
+    pid = int(pid_file.read_text().split()[0])
+    return pid if psutil.pid_exists(pid) else None
+
+
+def _user(data: Path, *, wait_for_stdin: bool) -> subprocess.Popen[str]:
+    """A child process that starts (or joins) the server of ``data``, prints its DSN, then
+    sleeps (to be killed) or exits normally at the first line on its stdin."""
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from parrot_parents.stores.embedded import embedded_dsn
+        print(embedded_dsn({str(data)!r}), flush=True)
+        if {wait_for_stdin!r}:
+            sys.stdin.readline()
+        else:
+            time.sleep(600)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("postgresql://"), proc.stderr.read() if proc.stderr else line
+    return proc
+
+
+def test_a_killed_client_does_not_keep_the_server_alive(data_dir: Path) -> None:
+    first = _user(data_dir, wait_for_stdin=False)
+    second = _user(data_dir, wait_for_stdin=True)
+    server = _postmaster_pid(data_dir)
+    assert server is not None
+    assert sorted(h.pid for h in embedded.handle_records(data_dir)) == sorted(
+        [first.pid, second.pid]
+    )
+
+    first.kill()  # kill -9: no atexit, its pid stays in the handle list
+    first.wait(timeout=10)
+    assert [h.alive for h in embedded.handle_records(data_dir) if h.pid == first.pid] == [False]
+
+    assert second.stdin is not None
+    second.stdin.write("\n")
+    second.stdin.flush()
+    assert second.wait(timeout=START_S) == 0
+    # The last live user's exit stopped the server and left an empty list.
+    deadline = time.monotonic() + 20
+    while _postmaster_pid(data_dir) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _postmaster_pid(data_dir) is None
+    assert embedded.handle_records(data_dir) == []
+
+
+def test_two_data_directories_never_wait_on_each_other(data_dir: Path) -> None:
+    import fasteners
+    import pgserver
+
+    other = data_dir.parent / "other"
+    other.mkdir()
+    # As if another process were busy starting or stopping the server of ``other``: hold
+    # its lock, and pgserver's own machine-wide lock too.
+    held = [
+        fasteners.InterProcessLock(str(embedded.lock_path(other))),
+        fasteners.InterProcessLock(str(pgserver.PostgresServer.lock_path)),
+    ]
+    for lock in held:
+        assert lock.acquire(timeout=10)
+    try:
+        assert embedded.lock_path(other) != embedded.lock_path(data_dir)
+        started = time.monotonic()
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from parrot_parents.stores.embedded import embedded_dsn;"
+                f" embedded_dsn({str(data_dir)!r})",
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=START_S,
+        )
+        took = time.monotonic() - started
+    finally:
+        for lock in held:
+            lock.release()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert took < START_S / 2
+    assert _postmaster_pid(data_dir) is None  # that process was the last user: stopped
+
+
+async def _search_backend(dsn: str, table: str) -> int:
+    """The pid of the backend whose statement waits for a lock on ``table``."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            pid = await conn.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND position($1 in query) > 0 AND pid <> pg_backend_pid()",
+                table,
+            )
+            if pid is not None:
+                return int(pid)
+            await asyncio.sleep(0.05)
+    finally:
+        await conn.close()
+    raise AssertionError("the search never waited on the lock")
+
+
+async def test_a_backend_killed_during_a_search_then_the_next_search_succeeds(
+    data_dir: Path, embeddings
+) -> None:
+    server = embedded.get_server(data_dir, cleanup_mode="delete")
+    try:
+        dsn = server.get_uri()
+        table = unique_table("crash")
+        store = PgVectorStore(dsn=dsn, table=table, embedding=embeddings)
+        await store.add_documents(
+            [Document(page_content=f"pump maintenance step {i}") for i in range(12)]
+        )
+        query = await embeddings.aembed_query("pump maintenance")
+        assert len(await store.similarity_search_by_vector(query, limit=3)) == 3
+
+        # Hold the table so that the next search waits inside its backend, then kill -9
+        # that backend: PostgreSQL ends every connection and replays its log.
+        holder = await asyncpg.connect(dsn)
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE')
+        search = asyncio.create_task(store.similarity_search_by_vector(query, limit=3))
+        backend = await _search_backend(dsn, table)
+        os.kill(backend, signal.SIGKILL)
+
+        try:
+            hits = await search
+            assert len(hits) == 3  # it waited for the restart and went on
+        except StoreError as exc:
+            assert exc.unavailable
+            assert "DBAPIError" not in str(exc)
+            assert "crash" in str(exc) or "cut" in str(exc), str(exc)
+        holder.terminate()
+
+        # The next search waits for the recovery instead of failing.
+        hits = await store.similarity_search_by_vector(query, limit=3)
+        assert len(hits) == 3
+        assert "pump maintenance" in hits[0].page_content
+        log = (data_dir / "log").read_text(errors="replace")
+        assert "was terminated by signal 9" in log
+        await store.drop()
+        await store.close()
+    finally:
+        embedded.release(data_dir)
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (
+            asyncpg.exceptions.CannotConnectNowError("the database system is in recovery mode"),
+            "recovering from a crash",
+        ),
+        (
+            asyncpg.exceptions.CrashShutdownError(
+                "terminating connection because of crash of another server process"
+            ),
+            "a server process crashed",
+        ),
+        (
+            asyncpg.exceptions.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation"
+            ),
+            "crashed or was terminated",
+        ),
+    ],
+)
+def test_an_outage_names_itself_and_quotes_the_server(error: Exception, words: str) -> None:
+    exc = store_error(error, "search in public.docs")
+    assert exc.unavailable
+    text = str(exc)
+    assert words in text
+    assert str(error) in text  # the server's (or driver's) own words
+    assert type(error).__name__ in text
+    if getattr(error, "sqlstate", None):
+        assert f"SQLSTATE {error.sqlstate}" in text  # type: ignore[attr-defined]
+
+
+def test_a_recovering_server_is_waited_for_at_start(data_dir: Path) -> None:
+    """A process that finds the postmaster running but not ready waits for it."""
+    server = embedded.get_server(data_dir, cleanup_mode="delete")
+    try:
+        pid_file = data_dir / "postmaster.pid"
+        lines = pid_file.read_text().splitlines()
+        # The postmaster rewrites this line itself; "starting" is what it says in recovery.
+        status = lines[7]
+        pid_file.write_text("\n".join([*lines[:7], "starting", *lines[8:]]) + "\n")
+
+        def ready_again() -> None:
+            time.sleep(1.5)
+            pid_file.write_text("\n".join([*lines[:7], status, *lines[8:]]) + "\n")
+
+        import threading
+
+        threading.Thread(target=ready_again).start()
+        started = time.monotonic()
+        server.ensure_postgres_running()
+        assert time.monotonic() - started >= 1.0
+    finally:
+        embedded.release(data_dir)

@@ -10,6 +10,12 @@ Runs on a private embedded PostgreSQL (pgserver) in a temporary directory, delet
    one document again and again, concurrently); counts errors and versions left.
 3. **Outage**: the server is stopped and restarted under a loop of searches; counts what
    the searchers saw before, during and after.
+4. **Crash**: one backend is killed with SIGKILL under a loop of searches (PostgreSQL then
+   ends every connection and replays its log); counts what the searchers saw, and how long
+   after the kill the first search succeeded.
+5. **Two data directories**: how long one process takes to start a server while another
+   holds the lock of another data directory (and pgserver's machine-wide lock), against
+   the same start with no lock held.
 
     python benchmarks/reliability.py [--out benchmarks/reports/reliability.md] [--seed 0]
 """
@@ -216,24 +222,110 @@ async def outage(server: Any, store: PgVectorStore, searchers: int) -> dict[str,
     }
 
 
+async def crash(server: Any, store: PgVectorStore, searchers: int) -> dict[str, Any]:
+    import signal
+
+    import asyncpg
+
+    dim = store.dimension
+    query = [1.0] + [0.0] * (dim - 1)
+    log: list[tuple[float, float, str]] = []
+    stop = asyncio.Event()
+
+    async def loop() -> None:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            try:
+                await store.similarity_search_by_vector(query, limit=5)
+                kind = "ok"
+            except StoreError as exc:
+                kind = "StoreError(unavailable)" if exc.unavailable else "StoreError(other)"
+            except Exception as exc:
+                kind = type(exc).__name__
+            log.append((t0, time.monotonic(), kind))
+            await asyncio.sleep(0.005)
+
+    tasks = [asyncio.create_task(loop()) for _ in range(searchers)]
+    await asyncio.sleep(1.0)
+    conn = await asyncpg.connect(server.get_uri())
+    victim = await conn.fetchval(
+        "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        " AND pid <> pg_backend_pid() ORDER BY backend_start LIMIT 1"
+    )
+    await conn.close()
+    killed = time.monotonic()
+    os.kill(int(victim), signal.SIGKILL)
+    await asyncio.sleep(4.0)
+    stop.set()
+    await asyncio.gather(*tasks)
+    spanning = [e - s for s, e, k in log if s <= killed <= e]
+    first_ok = min((e for s, e, k in log if s > killed and k == "ok"), default=None)
+    return {
+        "searchers": searchers,
+        "before": dict(Counter(k for s, e, k in log if e < killed)),
+        "in_flight_at_the_kill": dict(Counter(k for s, e, k in log if s <= killed <= e)),
+        "after": dict(Counter(k for s, e, k in log if s > killed)),
+        "longest_in_flight_s": max(spanning, default=0.0),
+        "first_ok_after_s": None if first_ok is None else first_ok - killed,
+    }
+
+
+def two_directories() -> dict[str, float]:
+    import subprocess
+    import sys
+
+    import fasteners
+    import pgserver
+
+    from parrot_parents.stores.embedded import lock_path
+
+    root = Path(tempfile.mkdtemp(prefix="parrot-parents-dirs-"))
+    start = (
+        "import sys; from parrot_parents.stores.embedded import embedded_dsn;"
+        " embedded_dsn(sys.argv[1])"
+    )
+
+    def timed(data: Path) -> float:
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", start, str(data)], check=True, timeout=120)
+        return time.monotonic() - t0
+
+    free = timed(root / "a")
+    held = [
+        fasteners.InterProcessLock(str(lock_path(root / "other"))),
+        fasteners.InterProcessLock(str(pgserver.PostgresServer.lock_path)),
+    ]
+    for lock in held:
+        lock.acquire()
+    try:
+        busy = timed(root / "b")
+    finally:
+        for lock in held:
+            lock.release()
+    subprocess.run(["rm", "-rf", str(root)], check=False)
+    return {"free_s": free, "other_locked_s": busy}
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "reports" / "reliability.md"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--documents", type=int, default=700)
     args = ap.parse_args()
-    import pgserver
+    from parrot_parents.stores.embedded import get_server, release
 
     fuzz = await fuzz_inputs(args.documents, args.seed)
     data = Path(tempfile.mkdtemp(prefix="parrot-parents-reliability-")) / "data"
-    server = pgserver.get_server(data, cleanup_mode="delete")
+    server = get_server(data, cleanup_mode="delete")
     try:
         store = PgVectorStore(dsn=server.get_uri(), table=f"rel_{uuid.uuid4().hex[:8]}")
         load = await concurrent_load(store, searchers=16, searches=60, writers=4, writes=15)
         out = await outage(server, store, searchers=8)
+        crashed = await crash(server, store, searchers=8)
         await store.close()
     finally:
-        server.cleanup()
+        release(data)
+    dirs = await asyncio.to_thread(two_directories)
     lines = [
         "# Reliability figures",
         "",
@@ -271,6 +363,26 @@ async def main() -> None:
         "| phase | outcomes |",
         "|---|---|",
         *[f"| {p} | {v} |" for p, v in out["phases"].items()],
+        "",
+        "## 4. A backend killed (SIGKILL) under searches",
+        "",
+        f"{crashed['searchers']} searchers in a loop; one client backend killed with "
+        "SIGKILL, so the server ended every connection and replayed its log. The first "
+        f"search to succeed after the kill ended {crashed['first_ok_after_s']:.2f} s after "
+        f"it; the longest search in flight at the kill took "
+        f"{crashed['longest_in_flight_s']:.2f} s (it waited for the recovery).",
+        "",
+        "| searches | outcomes |",
+        "|---|---|",
+        f"| ended before the kill | {crashed['before']} |",
+        f"| in flight at the kill | {crashed['in_flight_at_the_kill']} |",
+        f"| started after the kill | {crashed['after']} |",
+        "",
+        "## 5. Two data directories at once",
+        "",
+        f"A process started the server of a new data directory in {dirs['free_s']:.2f} s; "
+        "another new one while this process held another data directory's lock and "
+        f"pgserver's machine-wide lock: {dirs['other_locked_s']:.2f} s.",
         "",
     ]
     Path(args.out).write_text("\n".join(lines), encoding="utf-8")

@@ -171,15 +171,20 @@ class Statements:
     cursor events) and straight on the driver (asyncpg's query logger, which sees the
     store's prepared search statements); transaction control is not counted."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, store: Any) -> None:
         from sqlalchemy import event
 
-        self.engine = engine
+        self.engine = engine = store.engine
         self.seen: list[tuple[str, Any]] = []
         self.on = False
         self.released = False
         event.listen(engine.sync_engine, "before_cursor_execute", self._record)
         event.listen(engine.sync_engine.pool, "checkout", self._log_driver)
+        # The hot reads run on the store's own asyncpg pool (a checkout given with --src
+        # may predate it).
+        read_pool = getattr(store, "read_pool", None)
+        if read_pool is not None:
+            read_pool.add_query_logger(self._logged)
 
     def _record(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
         if self.on:
@@ -395,7 +400,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     for s in result["stats"].values():
         print(f"[{label}]   {s.key:14s} p50 {s.p50:7.2f}  p95 {s.p95:7.2f}", flush=True)
 
-    statements = Statements(store.engine)  # after the timing: no listener in the timed path
+    statements = Statements(store)  # after the timing: no listener in the timed path
     calls = {
         "`similarity_search_by_vector`": lambda: store.similarity_search_by_vector(
             qs.vectors[0], limit=10
@@ -451,7 +456,7 @@ async def _product_statements(
     store = store_factory(table, embedding=lookup, create=False)
     await store.connect()
     try:
-        st = Statements(store.engine)
+        st = Statements(store)
         bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), expand_to_parent=True)
         sent = {
             "search": await st.during(store.similarity_search_by_vector(v0, limit=10)),
@@ -571,7 +576,7 @@ async def _plans(
             table, embedding=lookup, create=False, search_options=HNSWQueryOptions(ef_search=ef)
         )
         await store.connect()
-        st = Statements(store.engine)
+        st = Statements(store)
         bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), expand_to_parent=True)
         sent = await st.during(bot.get_vector_context(text, search_mode="dense"))
         knn_statements = [(s, p) for s, p in sent if "<=>" in s]

@@ -1,4 +1,4 @@
-"""One statement for a search and everything its expansion reads (issue 11).
+"""One statement for a search and everything its expansion reads.
 
 The ranked hits of a search (:mod:`parrot_parents.stores.hybrid`, or the dense kNN) become
 the CTE ``hits``; the same statement then reads, by primary key and the expression

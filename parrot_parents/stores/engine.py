@@ -13,9 +13,10 @@ into :class:`~parrot_parents.errors.StoreError`.
   closed again on return) opened and closed about 30 connections in every burst of 200
   concurrent ``get_vector_context`` calls, each a new server process and four set-up
   round trips; without them the same bursts ran 26 % faster (167 against 133 calls/s,
-  ``benchmarks/scale_concurrency.py``, issue 11). Pass ``pool_size``/``max_overflow`` to
-  change it. Up to half of the pool is kept checked out for the store's hot reads
-  (:mod:`parrot_parents.stores.leases`); the rest serves writes and other reads.
+  ``benchmarks/scale_concurrency.py``). Pass ``pool_size``/``max_overflow`` to change
+  it. The engine serves DDL, writes, COPY and filtered searches; a store's hot reads run
+  on its own asyncpg pool (:mod:`parrot_parents.stores.read_pool`) of as many
+  connections again.
 * :func:`store_errors`: wraps driver and SQLAlchemy errors, and the ``OSError`` raised when
   the socket is gone (``ConnectionRefusedError``, ``FileNotFoundError`` of a Unix socket),
   into ``StoreError`` with ``sqlstate`` and without SQL text. Decisions are made on the
@@ -53,7 +54,7 @@ __all__ = [
 UNAVAILABLE_SQLSTATE_CLASSES = frozenset({"08", "57", "53"})
 
 #: Connections an engine of :func:`make_engine` keeps open (no overflow; see the module).
-POOL_SIZE = 10
+POOL_SIZE = 5
 
 
 async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,7 +50,6 @@ from parrot_parents.stores.hybrid import (
     search_statement,
 )
 from parrot_parents.stores.identifiers import validate_identifier
-from parrot_parents.stores.leases import release_idle
 from parrot_parents.stores.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
     LexicalTables,
@@ -66,23 +65,19 @@ from parrot_parents.stores.markers import (
     SEARCH_PREDICATE,
 )
 from parrot_parents.stores.prepared import Prepared
-from parrot_parents.stores.reads import (
-    Settings,
-    read,
-    read_prepared,
-    restore_on_return,
-    write,
-)
+from parrot_parents.stores.read_pool import ReadPool
+from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import (
-    SEARCH_MODES,
     Fusion,
     HNSWQueryOptions,
     SearchMode,
+    check_search_mode,
 )
+from parrot_parents.stores.search_request import MAX_LIMIT, SearchRequest
 from parrot_parents.stores.setup import check_dimension, create_extension
 from parrot_parents.stores.writer import (
     DocumentWrite,
@@ -93,8 +88,6 @@ from parrot_parents.stores.writer import (
 from parrot_parents.sync import run_sync
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
-
-_MAX_LIMIT = 10_000
 
 
 class PgVectorStore(AbstractStore):
@@ -117,10 +110,10 @@ class PgVectorStore(AbstractStore):
         create: create the table and indexes when missing (default True); False makes
             :meth:`connect` fail with :class:`StoreError` instead (for read-only callers).
         engine: an engine to share (from :func:`~parrot_parents.stores.engine.make_engine`),
-            so that several collections use one connection pool; the store then never
-            disposes of it, and a connection goes back to its pool with the session
-            settings a search changed at their defaults again (see
-            :mod:`parrot_parents.stores.reads`). ``dsn`` is ignored.
+            so that several collections use one pool for writes and DDL; the store never
+            disposes of it and never changes its sessions (its searches run on a private
+            asyncpg pool opened with the engine's URL and ``engine_kwargs``'
+            ``connect_args``, :mod:`parrot_parents.stores.read_pool`). ``dsn`` is ignored.
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.
@@ -185,6 +178,7 @@ class PgVectorStore(AbstractStore):
         self.documents = DocumentsTable(self.table, self.schema)
         self._shared_engine = engine
         self._engine: AsyncEngine | None = None
+        self._reads: ReadPool | None = None
         self._table: Table | None = None
         # Search statements without a filter, compiled once by their shape; bounded.
         self._statements: dict[tuple[Any, ...], Prepared] = {}
@@ -230,9 +224,6 @@ class PgVectorStore(AbstractStore):
                 return self
             shared = self._shared_engine
             engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
-            if shared is not None:
-                # The caller's code shares its sessions: hand them back as they came.
-                restore_on_return(shared)
             try:
                 if not self.create:
                     # Before the model loads (the dimension may need it): an unknown
@@ -271,8 +262,32 @@ class PgVectorStore(AbstractStore):
                 if shared is None:
                     await engine.dispose()
                 raise
+            self._reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
             self._engine = engine
         return self
+
+    def _connect_kwargs(self, engine: AsyncEngine) -> dict[str, Any]:
+        """``asyncpg.connect`` arguments for the read pool: the engine's URL, as its dialect
+        reads it, and the ``connect_args`` given in ``engine_kwargs``."""
+        import inspect
+
+        import asyncpg
+
+        _, from_url = engine.dialect.create_connect_args(engine.url)
+        known = inspect.signature(asyncpg.connect).parameters
+        merged = {**from_url, **dict(self._engine_kwargs.get("connect_args") or {})}
+        return {k: v for k, v in merged.items() if k in known}
+
+    def _start_up_settings(self) -> dict[str, str]:
+        """The read pool's session settings: those of an unfiltered search at the default
+        depth (:meth:`_settings`), so that most searches set nothing."""
+        opts = self.search_options
+        return {
+            "hnsw.ef_search": str(opts.ef_search),
+            "hnsw.iterative_scan": opts.iterative_scan,
+            "hnsw.max_scan_tuples": str(opts.max_scan_tuples),
+            "enable_seqscan": "off",
+        }
 
     async def close(self) -> None:
         """Dispose of the connection pool (unless it is shared). Safe to call twice.
@@ -281,14 +296,15 @@ class PgVectorStore(AbstractStore):
         they are built again from what the collection is then (it may have been
         recreated with another text-search configuration)."""
         engine, self._engine = self._engine, None
+        reads, self._reads = self._reads, None
         self._statements.clear()
         if engine is not None:
-            # One shielded step: a cancelled close still disposes of the pool.
-            await asyncio.shield(self._release(engine))
+            # One shielded step: a cancelled close still closes both pools.
+            await asyncio.shield(self._release(engine, reads))
 
-    async def _release(self, engine: AsyncEngine) -> None:
-        # Leases are checked out of the pool: back in before it is disposed.
-        await release_idle(engine)
+    async def _release(self, engine: AsyncEngine, reads: ReadPool | None) -> None:
+        if reads is not None:
+            await reads.close()
         if engine is not self._shared_engine:
             await engine.dispose()
 
@@ -480,21 +496,27 @@ class PgVectorStore(AbstractStore):
     async def delete(self, document_id: str) -> int:
         """Remove every row (parents and children) of a source document, in one statement."""
         engine, table = await self.ready()
-        async with store_errors(f"delete from {self.qualified_name}"), engine.begin() as conn:
+
+        async def work(conn: Any) -> int:
             await self._lock_documents(conn, [str(document_id)])
             result = await conn.execute(
                 delete(table).where(meta_field(table, "document_id") == str(document_id))
             )
             await conn.execute(self.documents.delete(str(document_id)))
-        return int(result.rowcount or 0)
+            return int(result.rowcount or 0)
+
+        return await write(engine, f"delete from {self.qualified_name}", work)
 
     async def drop(self) -> None:
         """Drop the collection's table (tests and ``eval`` use throwaway collections)."""
         engine, table = await self.ready()
-        async with store_errors(f"drop {self.qualified_name}"), engine.begin() as conn:
+
+        async def work(conn: Any) -> None:
             await conn.run_sync(table.drop, checkfirst=True)
             await conn.run_sync(drop_lexical, self.table, self.schema)
             await conn.run_sync(self.documents.drop)
+
+        await write(engine, f"drop {self.qualified_name}", work)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -544,12 +566,22 @@ class PgVectorStore(AbstractStore):
                 lexical index (``parrot-parents migrate`` adds it).
             StoreError: the database failed or is unavailable (``unavailable=True``).
         """
-        mode = _check_mode(search_mode)
+        mode = check_search_mode(search_mode)
         if isinstance(filter, dict) and filter:
             validate_filter(filter)  # a bad filter fails before the model runs
         await self.ready()  # and so does an unknown collection
         vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
-        results, _ = await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+        request = SearchRequest.build(
+            mode=mode,
+            limit=limit,
+            dimension=self.dimension,
+            vector=vector,
+            text=query,
+            filter=filter,
+            fusion=fusion,
+            include_parents=include_parents,
+        )
+        results, _ = await self._search(request)
         return results
 
     async def similarity_search_by_vector(
@@ -565,35 +597,22 @@ class PgVectorStore(AbstractStore):
     ) -> list[SearchResult]:
         """:meth:`similarity_search` with a precomputed query vector (``hybrid`` also
         needs the ``query`` text)."""
-        mode = _check_mode(search_mode)
-        if mode != "dense" and not query:
-            raise ConfigurationError(f"search_mode={mode!r} needs the query text: pass query=")
-        results, _ = await self._search(vector, query, mode, limit, include_parents, filter, fusion)
+        request = SearchRequest.build(
+            mode=search_mode,
+            limit=limit,
+            dimension=self.dimension,
+            vector=vector,
+            text=query,
+            filter=filter,
+            fusion=fusion,
+            include_parents=include_parents,
+        )
+        results, _ = await self._search(request)
         return results
 
-    async def _search(
-        self,
-        vector: Sequence[float] | None,
-        query: str | None,
-        mode: SearchMode,
-        limit: int,
-        include_parents: bool,
-        filter: dict[str, Any] | None,
-        fusion: Fusion | None,
-        plan: ContextPlan | None = None,
-    ) -> tuple[list[SearchResult], Context | None]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
-            raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
-        if filter is not None and not isinstance(filter, dict):
-            raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
-        if filter:
-            validate_filter(filter)  # before any model or SQL work
-        if vector is not None and len(vector) != self.dimension:
-            raise ConfigurationError(
-                f"query vector has {len(vector)} values, expected {self.dimension}"
-            )
+    async def _search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
         engine, table = await self.ready()
-        if mode != "dense" and self.text_search_config is None:
+        if request.mode != "dense" and self.text_search_config is None:
             raise LexicalIndexMissingError(
                 f"collection {self.table!r} has no lexical index",
                 hint=f"run `parrot-parents migrate --collection {self.table}`",
@@ -601,20 +620,17 @@ class PgVectorStore(AbstractStore):
         # A hit on an indexed row resolves to its retrievable row (read in the same
         # statement); several hits on one row keep the best. Dedup can leave fewer than
         # ``limit``: search deeper, then cut.
-        fetch = limit
+        fetch = request
         while True:
-            split = await self._ranked(
-                engine, table, vector, query, mode, fetch, include_parents, filter, fusion, plan
-            )
+            split = await self._ranked(engine, table, fetch)
             found = split.hits
             resolved = resolve_indexed(found, split.targets)
-            if len(resolved) >= limit or len(found) < fetch or fetch >= _MAX_LIMIT:
-                return resolved[:limit], split.context
-            fetch = min(_MAX_LIMIT, fetch * 4)
+            exhausted = len(found) < fetch.limit or fetch.limit >= MAX_LIMIT
+            if len(resolved) >= request.limit or exhausted:
+                return resolved[: request.limit], split.context
+            fetch = fetch.deeper(min(MAX_LIMIT, fetch.limit * 4))
 
-    def _settings(
-        self, mode: SearchMode, limit: int, fusion: Fusion | None, filtered: bool
-    ) -> Settings:
+    def _settings(self, request: SearchRequest) -> Settings:
         """The session settings a search needs (none for a lexical one).
 
         Without a filter, sequential scans are disabled: on a small table with a large
@@ -622,72 +638,63 @@ class PgVectorStore(AbstractStore):
         the full scan, several times slower (37 ms against 6.5 ms at 10k rows with
         ``ef_search`` 200). It pays at the default ``ef_search`` too: at 100k children the
         store's statements ran at p50 0.94 ms (dense) and 34 ms (hybrid) with it off,
-        against 1.39 ms and 54 ms with it on (interleaved, 40 queries). The setting stays
-        on the pooled connection for its later statements. With a filter the planner stays
-        free: a very selective filter is answered exactly by a scan where an index scan
-        could stop short.
+        against 1.39 ms and 54 ms with it on (interleaved, 40 queries). With a filter the
+        planner stays free: a very selective filter is answered exactly by a scan where an
+        index scan could stop short.
         """
-        if mode == "lexical":
+        if request.mode == "lexical":
             return ()
         opts = self.search_options
-        depth = max(limit, (fusion.depth or limit) if fusion else limit)
-        return (
-            ("hnsw.ef_search", str(max(opts.ef_search, min(depth, 1000)))),
+        settings: Settings = (
+            ("hnsw.ef_search", str(max(opts.ef_search, min(request.depth, 1000)))),
             ("hnsw.iterative_scan", opts.iterative_scan),
             ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
-            # None: the session's own default again (a caller may have set it).
-            ("enable_seqscan", None if filtered else "off"),
         )
+        return settings if request.filter else (*settings, ("enable_seqscan", "off"))
 
-    async def _ranked(
-        self,
-        engine: AsyncEngine,
-        table: Table,
-        vector: Sequence[float] | None,
-        query: str | None,
-        mode: SearchMode,
-        limit: int,
-        include_parents: bool,
-        filter: dict[str, Any] | None,
-        fusion: Fusion | None,
-        plan: ContextPlan | None = None,
-    ) -> Split:
+    async def _ranked(self, engine: AsyncEngine, table: Table, request: SearchRequest) -> Split:
         """The ranked rows of one search statement, with the targets of indexed hits and
-        ``plan``'s reads; one round trip (:mod:`parrot_parents.stores.reads`)."""
-        # Without a filter the statement depends only on the key below: build it once.
-        # (Building it took longer than PostgreSQL took to plan and run it.)
-        candidates = self.lexical_candidates
-        # The text-search configuration is written into a lexical statement.
-        config = self.text_search_config
-        key = (mode, limit, include_parents, vector is not None, fusion, plan, candidates, config)
-        prepared = None if filter else self._statements.get(key)
-        stmt = None
-        if prepared is None:
-            ranked = self._statement(table, mode, limit, include_parents, filter, fusion, vector)
-            stmt = search_with_context(table, ranked, plan)
-            if not filter:
-                # No caller's value in it: constants inline, run by the driver.
-                prepared = self._prepared(key, stmt, engine)
+        the plan's reads; one round trip."""
+        # The text-search configuration and candidate rule are written into a lexical
+        # statement, so they are part of its shape.
+        key = request.shape(self.lexical_candidates, self.text_search_config)
         params: dict[str, Any] = {}
-        if vector is not None:
-            params["query_vector"] = _as_float32(vector)
-        if mode != "dense":
-            params["lexical_query"] = query
-        if plan is not None and plan.window is not None:
-            params["window_n"] = plan.window
-
+        if request.vector is not None:
+            params["query_vector"] = request.vector
+        if request.mode != "dense":
+            params["lexical_query"] = request.text
+        if request.plan is not None and request.plan.window is not None:
+            params["window_n"] = request.plan.window
         action = f"search in {self.qualified_name}"
-        settings = self._settings(mode, limit, fusion, bool(filter))
-        if prepared is not None:
-            rows = await read_prepared(engine, action, prepared, params, settings)
+        settings = self._settings(request)
+        if key is not None:
+            # No caller's value in it: built once (building took longer than PostgreSQL
+            # took to plan and run it), constants inline, run on the read pool.
+            prepared = self._statements.get(key)
+            if prepared is None:
+                stmt = search_with_context(table, self._statement(table, request), request.plan)
+                prepared = self._prepared(key, stmt, engine)
+            rows = await self._read_pool().fetch(action, prepared, params, settings)
         else:
+            stmt = search_with_context(table, self._statement(table, request), request.plan)
 
             async def work(conn: Any) -> Sequence[Any]:
                 # A filter's values stay bound parameters, through SQLAlchemy.
                 return [row._mapping for row in await conn.execute(stmt, params)]
 
             rows = await read(engine, action, work, settings)
-        return split_rows(rows, plan, dense=mode == "dense")
+        return split_rows(rows, request.plan, dense=request.mode == "dense")
+
+    def _read_pool(self) -> ReadPool:
+        return self.read_pool
+
+    @property
+    def read_pool(self) -> ReadPool:
+        """The pool of the store's hot reads (:mod:`parrot_parents.stores.read_pool`);
+        only after :meth:`connect`."""
+        if self._reads is None:
+            raise StoreError("the store is not connected", hint="await store.connect() first")
+        return self._reads
 
     def _prepared(self, key: tuple[Any, ...], statement: Any, engine: AsyncEngine) -> Prepared:
         """``statement`` compiled once and remembered under ``key`` (at most 256 shapes)."""
@@ -696,24 +703,15 @@ class PgVectorStore(AbstractStore):
         prepared = self._statements[key] = Prepared.compile(statement, engine.dialect)
         return prepared
 
-    def _statement(
-        self,
-        table: Table,
-        mode: SearchMode,
-        limit: int,
-        include_parents: bool,
-        filter: dict[str, Any] | None,
-        fusion: Fusion | None,
-        vector: Sequence[float] | None,
-    ) -> Any:
+    def _statement(self, table: Table, request: SearchRequest) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``."""
         where: list[Any] = []
-        if not include_parents:
+        if not request.include_parents:
             where.append(text(SEARCH_PREDICATE))
-        if filter:
-            where.append(compile_filter(table.c.cmetadata, filter))
-        if mode == "dense":
+        if request.filter:
+            where.append(compile_filter(table.c.cmetadata, dict(request.filter)))
+        if request.mode == "dense":
             distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
             # The kNN in a subquery, numbered outside it: a window function beside the
             # ORDER BY ... LIMIT would read every row before the limit.
@@ -721,7 +719,7 @@ class PgVectorStore(AbstractStore):
                 select(table.c.id, table.c.document, table.c.cmetadata, distance)
                 .where(table.c.embedding.is_not(None), *where)
                 .order_by(distance)
-                .limit(limit)
+                .limit(request.limit)
                 .subquery("knn")
             )
             return select(
@@ -737,15 +735,15 @@ class PgVectorStore(AbstractStore):
         assert self.text_search_config is not None
         return search_statement(
             table,
-            mode=mode,
-            limit=limit,
+            mode=request.mode,
+            limit=request.limit,
             where=where,
-            with_vector=vector is not None,
+            with_vector=request.vector is not None,
             lexical=self.lexical,
             text_search_config=self.text_search_config,
-            fusion=fusion,
+            fusion=request.fusion,
             # A metadata filter may leave only children holding common query lexemes: exact.
-            candidates=EXACT_CANDIDATES if filter else self.lexical_candidates,
+            candidates=EXACT_CANDIDATES if request.filter else self.lexical_candidates,
         )
 
     async def search_with_context(
@@ -761,7 +759,7 @@ class PgVectorStore(AbstractStore):
     ) -> tuple[list[SearchResult], Context]:
         """:meth:`similarity_search` over the children, and what ``plan`` names (parents,
         a window's neighbours, a parent's children) read in the same statement: one round
-        trip for the search and the expansion after it (issue 11).
+        trip for the search and the expansion after it.
 
         Args:
             query: the question (embedded unless ``vector`` is given, and matched lexically
@@ -778,15 +776,23 @@ class PgVectorStore(AbstractStore):
         Raises:
             As :meth:`similarity_search`.
         """
-        mode = _check_mode(search_mode)
+        mode = check_search_mode(search_mode)
         if isinstance(filter, dict) and filter:
             validate_filter(filter)
         await self.ready()
         if vector is None and mode != "lexical":
             vector = await self.embedding.aembed_query(query)
-        results, context = await self._search(
-            vector, query, mode, limit, False, filter, fusion, plan
+        request = SearchRequest.build(
+            mode=mode,
+            limit=limit,
+            dimension=self.dimension,
+            vector=vector,
+            text=query,
+            filter=filter,
+            fusion=fusion,
+            plan=plan,
         )
+        results, context = await self._search(request)
         assert context is not None
         return results, context
 
@@ -812,7 +818,7 @@ class PgVectorStore(AbstractStore):
         if plan.window is not None:
             params["window_n"] = plan.window
 
-        found = await read_prepared(engine, f"read from {self.qualified_name}", prepared, params)
+        found = await self._read_pool().fetch(f"read from {self.qualified_name}", prepared, params)
         split = split_rows(found, plan, dense=True, seeds=[dict(m) for _, m in rows])
         assert split.context is not None
         return split.context
@@ -863,10 +869,7 @@ class PgVectorStore(AbstractStore):
     ) -> dict[str, list[SearchResult]]:
         """Run ``stmt`` (id, document, cmetadata) and group the rows by a metadata key."""
 
-        async def work(conn: Any) -> list[Any]:
-            return list((await conn.execute(stmt)).all())
-
-        rows = await read(engine, f"read from {self.qualified_name}", work)
+        rows = await read(engine, f"read from {self.qualified_name}", _all(stmt))
         out: dict[str, list[SearchResult]] = defaultdict(list)
         for r in rows:
             meta = dict(r.cmetadata or {})
@@ -889,8 +892,7 @@ class PgVectorStore(AbstractStore):
             .where(doc_key.in_(ids))
             .distinct()
         )
-        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        rows = await read(engine, f"read from {self.qualified_name}", _all(stmt))
         out: dict[str, set[str]] = {}
         for r in rows:
             out.setdefault(r.doc, set())
@@ -927,8 +929,7 @@ class PgVectorStore(AbstractStore):
                 table.c.id,
             )
         )
-        async with engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        rows = await read(engine, f"read from {self.qualified_name}", _all(stmt))
         return [DocumentRow.from_row(r.id, dict(r.cmetadata or {}), int(r.length)) for r in rows]
 
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
@@ -946,8 +947,7 @@ class PgVectorStore(AbstractStore):
             .distinct(doc)
             .order_by(doc)
         )
-        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        rows = await read(engine, f"read from {self.qualified_name}", _all(stmt))
         return {r.doc: dict(r.record) for r in rows if isinstance(r.record, dict)}
 
     async def documents_with_content(self, digests: Sequence[str]) -> dict[str, set[str]]:
@@ -967,8 +967,7 @@ class PgVectorStore(AbstractStore):
             .where(or_(*[table.c.cmetadata.contains({"content_sha256": d}) for d in wanted]))
             .distinct()
         )
-        async with store_errors(f"read from {self.qualified_name}"), engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        rows = await read(engine, f"read from {self.qualified_name}", _all(stmt))
         out: dict[str, set[str]] = {}
         for r in rows:
             out.setdefault(r.digest, set()).add(r.doc)
@@ -984,8 +983,8 @@ class PgVectorStore(AbstractStore):
         if not ids:
             return {}
         engine, _ = await self.ready()
-        async with store_errors(f"read from {self.documents.name}"), engine.connect() as conn:
-            rows = (await conn.execute(self.documents.states(ids))).all()
+        states = self.documents.states(ids)
+        rows = await read(engine, f"read from {self.documents.name}", _all(states))
         return {
             r.document_id: DocumentState(r.content_sha256, r.policy_version, r.source) for r in rows
         }
@@ -997,8 +996,7 @@ class PgVectorStore(AbstractStore):
         the id ``after``; with their stored text and metadata (structure included)."""
         engine, _ = await self.ready()
         stmt = self.documents.stale(policy_versions, after, limit)
-        async with store_errors(f"read from {self.documents.name}"), engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+        rows = await read(engine, f"read from {self.documents.name}", _all(stmt))
         return [
             DocumentRecord(
                 document_id=r.document_id,
@@ -1017,29 +1015,17 @@ class PgVectorStore(AbstractStore):
         stmt = select(func.count()).select_from(table)
         if not include_parents:
             stmt = stmt.where(text(CHILD_PREDICATE))
-        async with store_errors(f"count {self.qualified_name}"), engine.connect() as conn:
-            return int((await conn.execute(stmt)).scalar_one())
+        rows = await read(engine, f"count {self.qualified_name}", _all(stmt))
+        return int(rows[0][0])
 
 
-def _as_float32(vector: Sequence[float]) -> Any:
-    """The query vector as float32 numpy (what the binary codec sends, no text)."""
-    return np.asarray(vector, dtype=np.float32)
+def _all(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:
+    """A read's work: every row of ``statement``."""
 
+    async def work(conn: Any) -> list[Any]:
+        return list((await conn.execute(statement)).all())
 
-def _check_mode(mode: object) -> SearchMode:
-    if mode not in SEARCH_MODES:
-        raise ConfigurationError(
-            f"search_mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}"
-        )
-    return mode  # type: ignore[return-value]
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return work
 
 
 def _table_exists(sync_conn: Any, schema: str, table: str) -> bool:

@@ -1,9 +1,10 @@
-"""The store's hot statements, built with SQLAlchemy Core and run by the driver (issue 11).
+"""The store's hot statements, built with SQLAlchemy Core and run by the driver.
 
 A search statement without a metadata filter depends only on its shape (mode, limit,
-plan...), so the store builds it once. Two things then made each execution cost more
-than the statement itself, measured at 100k children against a bare asyncpg kNN
-(``benchmarks/scale.py``; a probe of the same statement in each form):
+plan...), so the store builds it once. Run through SQLAlchemy as built, two things would
+make each execution cost more than the statement itself, measured at 100k children
+against a bare asyncpg kNN (``benchmarks/scale.py``; a probe of the same statement in
+each form):
 
 * **Re-planning.** SQLAlchemy binds every constant (the ``LIMIT``, the ``'indexed'``
   marker, the fusion weights) as a parameter. A ``LIMIT $2`` leaves PostgreSQL's
@@ -11,33 +12,31 @@ than the statement itself, measured at 100k children against a bare asyncpg kNN
   custom plan and plans again on every execution: 0.26 ms of planning beside 0.37 ms
   of execution (EXPLAIN ANALYZE). With the constants written into the statement the
   generic plan is as cheap as a custom one, and after the server's five custom runs it
-  is reused: the statement alone went from 1.61× to 1.14× the bare kNN.
+  is reused: the statement alone costs 1.14× the bare kNN instead of 1.61×.
 * **The execution layer.** SQLAlchemy's cursor adaptation, result rows and greenlet
   hops cost about 0.2 ms a statement over the same statement on the driver.
 
 So :class:`Prepared` compiles a Core statement once, with its constants inline
 (:func:`inline_constants`) and only the runtime values bound (the query vector and
-text, a window's size, seed ids: :data:`RUNTIME_PARAMS`), and it runs on the asyncpg
-connection itself (asyncpg's own prepared-statement cache): on a lease
-(:func:`~parrot_parents.stores.reads.read_prepared`), or with :func:`fetch_rows` under
-a SQLAlchemy connection when the engine has no leases. Values that came from a caller
-(a metadata filter) are never inlined: filtered statements are not :class:`Prepared`
-and run through SQLAlchemy.
+text, a window's size, seed ids: :data:`RUNTIME_PARAMS`), and it runs on an asyncpg
+connection of the store's read pool (:mod:`~parrot_parents.stores.read_pool`; asyncpg's
+own prepared-statement cache). Values that came from a caller (a metadata filter) are
+never inlined: filtered statements are not :class:`Prepared` and run through
+SQLAlchemy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Float, Integer, Numeric, String, cast, null, text
+from sqlalchemy import Boolean, Float, Integer, Numeric, String, cast, null
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
-__all__ = ["RUNTIME_PARAMS", "ConnectionDropped", "Prepared", "fetch_rows", "inline_constants"]
+__all__ = ["RUNTIME_PARAMS", "ConnectionDropped", "Prepared", "inline_constants"]
 
 #: Parameters whose values change from one execution to the next; every other bound
 #: value of a :class:`Prepared` statement is a constant of its shape.
@@ -49,8 +48,8 @@ _CAST = (Boolean, Float, Integer, Numeric, String)
 
 
 class ConnectionDropped(ConnectionError):
-    """The driver found its connection closed (a server restart): the pooled connection
-    was invalidated, and the read may run once more on a fresh one."""
+    """The server closed a pooled connection under a read (a restart, a crashed backend):
+    the pool replaces its connections, and the read may run once more on a fresh one."""
 
 
 def inline_constants(statement: Any) -> Any:
@@ -117,36 +116,3 @@ class Prepared:
             KeyError: a runtime parameter of the statement is missing from ``params``.
         """
         return [params[name] for name in self.names]
-
-
-async def fetch_rows(
-    conn: AsyncConnection, prepared: Prepared, params: Mapping[str, Any]
-) -> Sequence[Mapping[str, Any]]:
-    """Run ``prepared`` on ``conn`` and return its rows as mappings (column -> value).
-
-    The statement goes straight to the asyncpg connection under ``conn`` (one
-    Bind/Execute of a statement asyncpg prepared once per connection), with the JSON and
-    vector codecs that SQLAlchemy and :mod:`~parrot_parents.stores.vector_codec`
-    installed on it (the store's engines are asyncpg engines).
-
-    Raises:
-        sqlalchemy.exc.DBAPIError: the connection was closed under the driver (a server
-            restart); the pool has been invalidated, as SQLAlchemy does on a disconnect
-            (``connection_invalidated``; :func:`~parrot_parents.stores.reads.read` retries).
-        ConnectionDropped: the same, should the connection answer SQLAlchemy after all.
-        Exception: the driver's own error otherwise (callers map it to ``StoreError``).
-    """
-    raw = await conn.get_raw_connection()
-    driver = raw.driver_connection
-    try:
-        return await driver.fetch(prepared.sql, *prepared.args(params))  # type: ignore[union-attr, no-any-return]
-    except Exception as exc:
-        if driver is None or not driver.is_closed():
-            raise
-        # A closed connection (SQLAlchemy's own test for asyncpg): a restart dropped every
-        # pooled connection, not just this one. Let SQLAlchemy meet it as on its own path:
-        # it invalidates the whole pool and raises a disconnect, which ``read`` retries on
-        # a fresh connection. (Invalidating only this one left the retry another dead one.)
-        await conn.execute(text("SELECT 1"))
-        await conn.invalidate()  # not reached unless the connection came back
-        raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc

@@ -7,12 +7,24 @@ from typing import Literal
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["SEARCH_MODES", "Fusion", "HNSWQueryOptions", "SearchMode"]
+__all__ = ["SEARCH_MODES", "Fusion", "HNSWQueryOptions", "SearchMode", "check_search_mode"]
 
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 #: ``dense`` (pgvector kNN), ``lexical`` (BM25 in SQL) or ``hybrid`` (both, fused by RRF).
 SearchMode = Literal["dense", "lexical", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
+
+
+def check_search_mode(mode: object) -> SearchMode:
+    """``mode`` as a :data:`SearchMode`.
+
+    Raises:
+        ConfigurationError: it is not one of :data:`SEARCH_MODES`.
+    """
+    for known in SEARCH_MODES:
+        if mode == known:
+            return known
+    raise ConfigurationError(f"search_mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
 
 
 @dataclass(frozen=True)

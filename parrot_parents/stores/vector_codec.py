@@ -2,8 +2,8 @@
 
 Vectors travel in pgvector's binary format (4 bytes of header, then float32 values),
 through pgvector-python's own ``Vector`` encoding, instead of an ~8 KB text literal per
-384-dimension vector that the server must parse (text formatting was the top function in
-a profile of the query path, issue 11).
+384-dimension vector that the server must parse (text formatting is the top function in
+a profile of the query path).
 
 * :func:`register_vector_codec` installs the codec on one asyncpg connection. Its encoder
   takes a ``numpy`` array, a list of floats, a pgvector ``Vector`` or pgvector's text form

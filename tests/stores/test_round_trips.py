@@ -1,14 +1,14 @@
-"""One round trip per query (issue 11), counted on the wire.
+"""One round trip per query, counted on the wire.
 
 A proxy between the store and PostgreSQL counts the messages that end a round trip
 (:mod:`tests.stores.wire`): ``BEGIN``, ``COMMIT``, ``set_config``, a ping and the search
 each count one. The counts are taken after a first call that prepares the statement and
-sets the session's HNSW settings. A pool of one connection keeps the count independent
-of which pooled connection answers.
+sets the session's HNSW settings; calls one after the other run on the read pool's most
+recently used connection, so the count does not depend on which connection answers.
 
 The EXPLAIN test runs the store's own search statement with the settings the store sets,
 at every ``ef_search`` a user may configure, on a table small enough that the planner
-preferred a full scan before (issue 11: 37 ms against 6.5 ms at 10k rows).
+would prefer a full scan without those settings (37 ms against 6.5 ms at 10k rows).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
 from parrot_parents.rerankers import AbstractReranker
-from parrot_parents.stores.leases import Lease, leases_for
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.prepared import Prepared
 from parrot_parents.stores.reads import read
 from parrot_parents.stores.search_options import HNSWQueryOptions
+from parrot_parents.stores.search_request import SearchRequest
 from tests.conftest import unique_table
 from tests.stores.wire import RoundTripProxy
 
@@ -40,23 +40,12 @@ DOC = "\n\n".join(
 )
 
 
-@pytest.fixture(params=[1, 2], ids=["through_sqlalchemy", "on_a_lease"])
-async def counted(
-    pg_dsn: str, embeddings, request: pytest.FixtureRequest
-) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
-    """A store whose traffic is counted; with a pool of 1 its reads go through
-    SQLAlchemy, with 2 they run on a lease (:mod:`parrot_parents.stores.leases`). The
-    engine is the store's own (a shared one also restores the session on check-in:
-    ``test_leases``)."""
+@pytest.fixture
+async def counted(pg_dsn: str, embeddings) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
+    """A store whose traffic, on its engine and on its read pool, is counted."""
     proxy = RoundTripProxy(pg_dsn)
-    store = PgVectorStore(
-        dsn=await proxy.start(),
-        table=unique_table("rt"),
-        embedding=embeddings,
-        engine_kwargs={"pool_size": request.param, "max_overflow": 0},
-    )
+    store = PgVectorStore(dsn=await proxy.start(), table=unique_table("rt"), embedding=embeddings)
     await store.connect()
-    assert (leases_for(store.engine) is not None) == (request.param == 2)
     await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
         [Document(page_content=DOC, metadata={"document_id": "policy"})],
         vector_store=store,
@@ -203,7 +192,10 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
     query = np.random.default_rng(1).standard_normal(384).astype(np.float32)
     index = f"{store.table[:40]}_embedding_hnsw"
     for search_mode in ("dense", "hybrid"):
-        ranked = store._statement(table, search_mode, 10, False, None, None, [0.0] * 384)
+        request = SearchRequest.build(
+            mode=search_mode, limit=10, dimension=384, vector=query, text="row"
+        )
+        ranked = store._statement(table, request)
         # The SQL exactly as the store sends it (constants inline).
         prepared = Prepared.compile(search_with_context(table, ranked, None), engine.dialect)
         args = prepared.args({"query_vector": query, "lexical_query": "row"})
@@ -215,27 +207,25 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
 
         for ef_search in (40, 100, 200, 400, 1000):
             store.search_options = HNSWQueryOptions(ef_search=ef_search)
-            settings = store._settings(search_mode, 10, None, filtered=False)
+            settings = store._settings(request)
             plan = await read(engine, "explain", explain, settings)
             assert index in _index_names(plan), (search_mode, ef_search, json.dumps(plan)[:1500])
 
 
 async def _plans(store: PgVectorStore) -> tuple[int, int]:
-    """(generic, custom) plans of the store's search statement, on the one lease that
-    served the searches."""
-    engine, _ = await store.ready()
-    leases = leases_for(engine)
-    assert leases is not None and leases.checked_out == 1
+    """(generic, custom) plans of the store's search statement, on the read pool's
+    connection that served the searches (the most recently used one)."""
+    await store.ready()
 
-    async def count(lease: Lease) -> Any:
-        return await lease.driver.fetchrow(
+    async def count(conn: Any) -> Any:
+        return await conn.fetchrow(
             "SELECT sum(generic_plans)::int AS g, sum(custom_plans)::int AS c"
             " FROM pg_prepared_statements WHERE strpos(statement, $1) > 0"
             " AND strpos(statement, 'hits AS') > 0",
             store.qualified_name,
         )
 
-    row = await leases.run(count)
+    row = await store._read_pool().run(count)
     return row["g"] or 0, row["c"] or 0
 
 
@@ -243,10 +233,10 @@ async def _plans(store: PgVectorStore) -> tuple[int, int]:
 async def test_a_repeated_search_reuses_its_plan(
     random_rows: PgVectorStore, search_mode: str
 ) -> None:
-    """Issue 11: with the LIMIT and the markers bound as parameters, PostgreSQL costed
-    the generic plan for an unknown row count and planned every execution again (0.26 ms
-    of planning beside 0.37 ms of execution at 100k rows). Constants are inline now, so
-    after its five custom plans the server reuses one generic plan."""
+    """With the LIMIT and the markers bound as parameters, PostgreSQL costs the generic
+    plan for an unknown row count and plans every execution again (0.26 ms of planning
+    beside 0.37 ms of execution at 100k rows). With the constants inline, after its five
+    custom plans the server reuses one generic plan."""
     store = random_rows
     query = np.random.default_rng(2).standard_normal(384).astype(np.float32)
     for _ in range(10):

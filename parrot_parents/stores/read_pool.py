@@ -1,0 +1,199 @@
+"""The store's private asyncpg pool, for its hot reads: one statement each.
+
+A search and the expansion after it are one prepared statement
+(:class:`~parrot_parents.stores.prepared.Prepared`). They run here, on connections that
+asyncpg's own pool keeps, and never on the SQLAlchemy engine, which keeps DDL, writes,
+COPY, filtered searches and alembic. So a caller's engine shared with the store
+(``PgVectorStore(engine=...)``) is never touched by a search.
+
+* **one round trip**: acquiring and releasing a pooled connection costs none; the
+  statement is prepared once per connection (asyncpg's statement cache) and then only
+  bound and executed;
+* **session settings at start-up**: the HNSW settings of the common search shape are the
+  connections' ``server_settings``; a search that needs other values sets them once on the
+  connection it runs on, which remembers them (:class:`ReadConnection`). No other code runs
+  on these connections, so nothing has to be put back at release; the pool's ``reset``
+  only rolls back a transaction left open;
+* **codecs**: pgvector's binary ``vector`` codec and JSON for ``json``/``jsonb``, set at
+  each connection's start (``init``);
+* **a dead connection is retried once**: after a server restart every pooled connection
+  is dead. The first one found so makes the pool replace all of them
+  (``expire_connections``), and the read runs once more on a fresh one; a recovering
+  server is waited for as :func:`~parrot_parents.stores.reads.through_outages` says.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import asyncpg
+
+from parrot_parents.stores.engine import store_errors
+from parrot_parents.stores.prepared import ConnectionDropped, Prepared
+from parrot_parents.stores.reads import Settings, through_outages
+from parrot_parents.stores.vector_codec import register_vector_codec
+
+__all__ = ["READ_POOL_SIZE", "ReadConnection", "ReadPool"]
+
+T = TypeVar("T")
+
+#: Connections the pool keeps open at most (it opens them as reads need them).
+READ_POOL_SIZE = 5
+
+
+class ReadConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg is untyped
+    """An asyncpg connection that remembers the session settings applied to it."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The settings the session has, by name; None after an interrupted change.
+        self._session: dict[str, str | None] | None = {}
+
+    def started_with(self, settings: Mapping[str, str]) -> None:
+        """Record the settings the session started with (its ``server_settings``)."""
+        self._session = dict(settings)
+
+    async def fetch_with(
+        self, sql: str, args: Sequence[Any], settings: Settings
+    ) -> list[asyncpg.Record]:
+        """``sql``'s rows, after setting on the session what ``settings`` names (once per
+        change). A value of None means the start-up value (``reset_val``)."""
+        wanted = dict(settings)
+        session = self._session
+        if wanted and (session is None or any(session.get(k) != v for k, v in wanted.items())):
+            # Unknown until the server has answered: a cancelled change is sent again.
+            self._session = None
+            calls, values = [], []
+            for name, value in wanted.items():
+                values.append(name)
+                n = len(values)
+                if value is None:
+                    reset = f"(SELECT reset_val FROM pg_settings WHERE name = ${n})"
+                    calls.append(f"set_config(${n}, {reset}, false)")
+                else:
+                    values.append(value)
+                    calls.append(f"set_config(${n}, ${n + 1}, false)")
+            await self.execute(f"SELECT {', '.join(calls)}", *values)
+            self._session = {**(session or {}), **wanted}
+        return await self.fetch(sql, *args)  # type: ignore[no-any-return]  # untyped asyncpg
+
+
+async def _codecs(conn: asyncpg.Connection) -> None:
+    await register_vector_codec(conn)
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    # Only the store's own statements run here, outside transactions; the session's
+    # settings stay, as the connection remembers them.
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
+class ReadPool:
+    """A lazily opened asyncpg pool for one store (see the module docstring).
+
+    Args:
+        connect_kwargs: keyword arguments of ``asyncpg.connect`` (host, port, user,
+            password, database, ssl...), as SQLAlchemy's asyncpg dialect derives them from
+            the engine's URL.
+        server_settings: the sessions' start-up settings (GUC name -> value).
+        size: connections kept at most, default :data:`READ_POOL_SIZE`.
+    """
+
+    def __init__(
+        self,
+        connect_kwargs: Mapping[str, Any],
+        server_settings: Mapping[str, str],
+        size: int = READ_POOL_SIZE,
+    ) -> None:
+        self._connect_kwargs = dict(connect_kwargs)
+        self._server_settings = {
+            **dict(self._connect_kwargs.pop("server_settings", None) or {}),
+            **server_settings,
+        }
+        self.size = size
+        self._pool: asyncpg.Pool | None = None
+        self._loggers: list[Callable[[Any], None]] = []
+        #: Connections opened so far (each a server process and its start-up round trips).
+        self.opened = 0
+
+    async def _init(self, conn: ReadConnection) -> None:
+        self.opened += 1
+        await _codecs(conn)
+        conn.started_with(self._server_settings)
+        for logger in self._loggers:
+            conn.add_query_logger(logger)
+
+    def add_query_logger(self, callback: Callable[[Any], None]) -> None:
+        """Have asyncpg hand every statement of this pool to ``callback`` (an
+        ``asyncpg.LoggedQuery``), on the connections it opens from now on; open ones are
+        replaced at their next use. For measurements; it costs time on every read."""
+        self._loggers.append(callback)
+        if self._pool is not None:
+            self._pool.expire_connections()
+
+    async def _open(self) -> asyncpg.Pool:
+        if self._pool is None:
+            self._pool = await asyncpg.create_pool(
+                min_size=0,
+                max_size=self.size,
+                init=self._init,
+                reset=_reset,
+                connection_class=ReadConnection,
+                server_settings=self._server_settings,
+                **self._connect_kwargs,
+            )
+        return self._pool
+
+    async def fetch(
+        self,
+        action: str,
+        prepared: Prepared,
+        params: Mapping[str, Any],
+        settings: Settings = (),
+    ) -> Sequence[Mapping[str, Any]]:
+        """The rows of ``prepared`` for ``params`` (one round trip; see the module).
+
+        Args:
+            action: what is being done, for the error message ("search in public.docs").
+            prepared: the statement; params: its runtime values by name.
+            settings: session settings it needs, ``((name, value), ...)``.
+
+        Raises:
+            StoreError: the database failed or is unavailable (no SQL in the message).
+        """
+        args = prepared.args(params)
+
+        async def attempt() -> Sequence[Mapping[str, Any]]:
+            async with store_errors(action):
+                pool = await self._open()
+                async with pool.acquire() as conn:
+                    try:
+                        return await conn.fetch_with(prepared.sql, args, settings)  # type: ignore[no-any-return]
+                    except Exception as exc:
+                        if not conn.is_closed():
+                            raise
+                        # A restart closes every connection of the pool, not just this one.
+                        pool.expire_connections()
+                        raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
+
+        return await through_outages(attempt)
+
+    async def run(self, work: Callable[[ReadConnection], Awaitable[T]]) -> T:
+        """``work(conn)`` on a pooled connection: the most recently used one when it is idle
+        (asyncpg's pool hands out live connections last in, first out)."""
+        pool = await self._open()
+        async with pool.acquire() as conn:
+            return await work(conn)
+
+    async def close(self) -> None:
+        """Close the pool's connections (waits for reads in flight). Safe to call twice."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

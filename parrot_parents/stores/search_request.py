@@ -1,0 +1,124 @@
+"""One search, as the store receives it: validated once, passed whole, and keyed by shape."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.context import ContextPlan
+from parrot_parents.stores.filters import validate_filter
+from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
+
+__all__ = ["MAX_LIMIT", "SearchRequest"]
+
+#: The most rows one search returns.
+MAX_LIMIT = 10_000
+
+
+@dataclass(frozen=True, eq=False)
+class SearchRequest:
+    """A search over a collection's children.
+
+    Attributes:
+        mode: ``dense``, ``lexical`` or ``hybrid``.
+        limit: rows wanted, 1..:data:`MAX_LIMIT`.
+        vector: the query embedding as float32 numpy array of the collection's dimension;
+            None only in ``lexical`` mode.
+        text: the question; needed by ``lexical`` and ``hybrid``.
+        filter: a metadata filter (:mod:`parrot_parents.stores.filters`), or None.
+        fusion: RRF settings of ``hybrid`` (None: the defaults).
+        plan: the reads to join to the search (parents, windows), or None.
+        include_parents: whether rows marked as parents are ranked too.
+    """
+
+    mode: SearchMode
+    limit: int
+    vector: np.ndarray | None = None
+    text: str | None = None
+    filter: Mapping[str, Any] | None = None
+    fusion: Fusion | None = None
+    plan: ContextPlan | None = None
+    include_parents: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        mode: object,
+        limit: object,
+        dimension: int,
+        vector: Sequence[float] | np.ndarray | None = None,
+        text: str | None = None,
+        filter: object = None,
+        fusion: Fusion | None = None,
+        plan: ContextPlan | None = None,
+        include_parents: bool = False,
+    ) -> SearchRequest:
+        """Validate the parts of a search and return it.
+
+        Raises:
+            ConfigurationError: an unknown ``mode``, ``limit`` outside 1..MAX_LIMIT, a
+                filter that is not a valid dict (the bad key or operator is named), a
+                vector of another length or with non-finite values, or no ``text`` for
+                a mode that matches it lexically.
+        """
+        checked = check_search_mode(mode)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise ConfigurationError(f"limit must be an int in [1, {MAX_LIMIT}], got {limit!r}")
+        if filter is not None and not isinstance(filter, dict):
+            raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
+        if filter:
+            validate_filter(filter)
+        array = None
+        if vector is not None:
+            array = np.asarray(vector, dtype=np.float32)
+            if array.shape != (dimension,):
+                raise ConfigurationError(
+                    f"query vector has {array.size} values, expected {dimension}"
+                )
+            if not np.isfinite(array).all():
+                raise ConfigurationError("query vector has NaN or infinite values")
+        elif checked != "lexical":
+            raise ConfigurationError(f"search_mode={checked!r} needs the query vector")
+        if checked != "dense" and not text:
+            raise ConfigurationError(f"search_mode={checked!r} needs the query text: pass query=")
+        return cls(
+            mode=checked,
+            limit=limit,
+            vector=array,
+            text=text if checked != "dense" else None,
+            filter=filter or None,
+            fusion=fusion,
+            plan=plan,
+            include_parents=bool(include_parents),
+        )
+
+    def deeper(self, limit: int) -> SearchRequest:
+        """The same search for ``limit`` rows."""
+        return dataclasses.replace(self, limit=limit)
+
+    def shape(self, *extra: Any) -> tuple[Any, ...] | None:
+        """The key of this search's statement, with the store's ``extra`` parts that are
+        written into it; None when a filter's values are in the statement."""
+        if self.filter:
+            return None
+        return (
+            self.mode,
+            self.limit,
+            self.include_parents,
+            self.vector is not None,
+            self.fusion,
+            self.plan,
+            *extra,
+        )
+
+    @property
+    def depth(self) -> int:
+        """Candidates the dense branch must see: the limit, or the fusion's depth."""
+        fused = self.fusion.depth if self.fusion is not None and self.fusion.depth else 0
+        return max(self.limit, fused)

@@ -88,7 +88,7 @@ async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await bot.close()
     meta = retrieval.meta.to_dict()
-    # The load happened before the search started, so ``search`` no longer includes it.
+    # The load happened before the search started, so ``search`` does not include it.
     meta["timings_ms"]["model_load"] = store.embedding.load_ms or 0.0
     return {
         "context": retrieval.context,

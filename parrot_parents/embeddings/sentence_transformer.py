@@ -59,9 +59,9 @@ def prefer_passive_openmp() -> None:
     (spinning), a forward pass on a CPU shared with other work is many times slower: the
     threads of one parallel region burn the cores their peers wait for. On this
     project's 2-core machine under load from other jobs, one ``encode`` of 64 questions
-    took 4.1-5.6 s spinning and 0.5-0.6 s passive (issue 11, in one process each,
-    alternating); on a quieter machine the two were even. ``OMP_WAIT_POLICY=ACTIVE`` in
-    the environment keeps spinning (a dedicated machine may gain a little from it).
+    took 4.1-5.6 s spinning and 0.5-0.6 s passive (in one process each, alternating); on
+    a quieter machine the two were even. ``OMP_WAIT_POLICY=ACTIVE`` in the environment
+    keeps spinning (a dedicated machine may gain a little from it).
     """
     if "torch" not in sys.modules:
         os.environ.setdefault(OMP_WAIT_POLICY_ENV, "PASSIVE")
@@ -117,7 +117,7 @@ class SentenceTransformerEmbeddings:
             queries are sorted by length first (sentence-transformers does), so small
             passes pad little. One pass of all 64 pads each to the longest: for the 167
             dev questions that took 3.1 s, as long as one pass per question on six
-            threads (today's path), against 1.3 s in passes of 16 (issue 11).
+            threads (no batching), against 1.3 s in passes of 16.
         query_window_s: how long (seconds) a query of :meth:`aembed_query` waits for other
             concurrent queries to share its forward pass, default 0.002 (2 ms).
 

@@ -343,7 +343,7 @@ class AbstractLoader(ABC):
             preamble=p.preamble,
             document_layer=p.document_layer,
             model=str(getattr(p.embedding, "model_name", type(p.embedding).__name__)),
-            # Indexed rows are part of what a document's rows are (issue 13).
+            # Indexed rows are part of what a document's rows are.
             strategy=str(self.indexer.report().get("strategy", "plain"))
             if self.indexer is not None
             else "plain",

@@ -7,7 +7,7 @@ error still raises:
    :class:`~parrot_parents.stores.parents.abstract.AbstractParentSearcher` (never a store);
 2. :meth:`Expander.expand`, pure, turns the hits and what was fetched into passages.
 
-Parent folding (spec FEAT-128, with the v1 defects fixed):
+Parent folding (spec FEAT-128; each parent appears once, and a missing parent loses no hit):
 
 * hits are grouped by ``parent_document_id``; all parents are fetched with one call;
 * each group becomes its parent, placed at the rank of its best hit, scored with that

@@ -200,7 +200,7 @@ class RetrievalOptions(BaseModel):
     def resolve(self, base: RetrievalOptions | None = None) -> ResolvedOptions:
         """Apply the resolution order: these options, then ``base``, then :data:`DEFAULTS`."""
         # Merged as plain dicts of the set values: the same order as ``over``, without
-        # copying models on every query (a hot path, issue 11).
+        # copying models on every query (a hot path).
         o = {**(base.set_fields() if base is not None else {}), **self.set_fields()}
         if o.get("limit") is None and o.get("budget") is not None:
             # With a budget the packer decides how much fits, so search deeper: 20 children

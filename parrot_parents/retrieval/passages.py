@@ -194,7 +194,7 @@ _FORGED_LINE = re.compile(r"^(?=\s*(?:-{3,}\s*$|\[\d+\]\s))", re.MULTILINE)
 
 
 def _escape_lines(text: str) -> str:
-    # Most passages hold neither: skip the line-by-line scan (a hot path, issue 11).
+    # Most passages hold neither: skip the line-by-line scan (a hot path).
     if "---" not in text and "[" not in text:
         return text
     return _FORGED_LINE.sub(lambda _: "\\", text)

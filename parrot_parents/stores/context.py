@@ -2,7 +2,7 @@
 
 A :class:`ContextPlan` names the reads an expansion mode would make (parents, the
 neighbours of a window, every child of the parents); a store that can join them to its
-search statement returns them as a :class:`Context` (issue 11: one round trip per query).
+search statement returns them as a :class:`Context` (one round trip per query).
 :class:`~parrot_parents.stores.parents.prefetched.PrefetchedParentSearcher` then answers
 the expander from it. Plain data, no SQL: the retrieval layer uses these types.
 """

@@ -3,9 +3,9 @@ over the jsonb ``cmetadata`` column.
 
 A filter is a dict. Each key is a metadata key or a logical operator:
 
-* ``{"source": "handbook.md"}``: plain equality. Plain values keep their historical meaning,
-  JSON containment (``cmetadata @> {"source": "handbook.md"}``), which the GIN
-  (``jsonb_path_ops``) index serves; all plain keys of one dict form one containment.
+* ``{"source": "handbook.md"}``: plain equality. Plain values mean JSON containment
+  (``cmetadata @> {"source": "handbook.md"}``), which the GIN (``jsonb_path_ops``) index
+  serves; all plain keys of one dict form one containment.
 * ``{"year": {"$gte": 2022}}``: a comparison. Operators: ``$eq $ne $lt $lte $gt $gte``,
   ``$in $nin`` (a list), ``$between`` (``[low, high]``, both inclusive), ``$exists``
   (bool), ``$like $ilike`` (SQL patterns, ``%`` and ``_``). Several operators on one key

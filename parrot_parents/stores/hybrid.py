@@ -18,13 +18,13 @@ each branch (None when absent from it).
 
 Candidates
     Scoring reads every candidate row, and a common query word makes most of a large
-    collection a candidate (issue 11: 900 ms a query at 100k children, 1.2 s at 1M). A
-    query lexeme held by more than ``max(2% of the children, 5,000)`` children therefore
-    does not generate candidates, unless it is among the two rarest of the query; it
+    collection a candidate (scoring them all: 900 ms a query at 100k children, 1.2 s at
+    1M). A query lexeme held by more than ``max(2% of the children, 5,000)`` children
+    therefore does not generate candidates, unless it is among the two rarest of the query; it
     still scores every candidate that holds it (:class:`CandidateRule`). This is an
     approximation: a child holding only such common query lexemes is not ranked. Below
     5,000 children no lexeme can be that common, and the search is exact BM25. On the
-    synthetic scale collections of issue 11 (docs/benchmarks.md, "At scale") the top 10
+    synthetic scale collections (docs/benchmarks.md, "At scale") the top 10
     was identical to exact BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M.
     :data:`EXACT_CANDIDATES` switches the rule off; the store does so under a metadata
     filter, which may leave only children holding common query lexemes.
@@ -128,7 +128,7 @@ def _lexical(
     q = select(terms.label("terms")).cte("qterms")
     # The query's lexemes, once per statement (an InitPlan: uncorrelated scalar subquery).
     # The ``@@`` operand must not reference a joined relation: as a join filter it could not
-    # use the GIN index, and every child was read and matched (issue 11, 100k children).
+    # use the GIN index, and every child would be read and matched.
     terms_once = cast(select(q.c.terms).scalar_subquery(), ARRAY(Text))
     st = lex.stats
     stats = select(
@@ -171,7 +171,7 @@ def _lexical(
         .cte("idf")
     )
     # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
-    # row otherwise, unnested then filtered: twice the time at 100k children, issue 11):
+    # row otherwise, unnested then filtered: twice the time at 100k children):
     # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
     # positions of a kept lexeme are all its positions, so tf is unchanged.
     only_query = func.ts_filter(

@@ -1,4 +1,4 @@
-"""Metadata keys of the structure-aware hierarchy (issue 12), kept beside the spec's markers.
+"""Metadata keys of the structure-aware hierarchy, kept beside the spec's markers.
 
 Every row of a structured document records:
 

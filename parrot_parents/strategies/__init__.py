@@ -1,4 +1,4 @@
-"""Ingestion strategies: what is indexed and what is returned (issue 13).
+"""Ingestion strategies: what is indexed and what is returned.
 
 :func:`parse_strategy` is the one grammar; the four free strategies are query-time
 expansion modes, the others add indexed rows through :class:`StrategyIndexer`, whose

@@ -57,7 +57,7 @@ __all__ = [
 #: can search indexed rows (PostgreSQL): each child is indexed under its document's name
 #: and heading path, with no model call. It won at every budget on the dev set (+4.6 /
 #: +4.3 / +2.6 points of recall@1000c/2000c/4000c over plain children with the query
-#: defaults; docs/benchmarks.md, issue 10). ``--strategy plain`` turns it off.
+#: defaults; docs/benchmarks.md). ``--strategy plain`` turns it off.
 DEFAULT_STRATEGY = "contextual:extractive"
 
 StrategyName = Literal[

@@ -320,7 +320,7 @@ async def test_closing_one_bot_leaves_the_shared_store_open(
     hr, hr2 = manager.get("hr"), manager.get("hr2")
     assert hr.store is hr2.store and not hr.owns_store
     engine = hr2.store.engine  # type: ignore[union-attr]
-    await hr.close()  # used to dispose of the pool that hr2 still uses
+    await hr.close()  # must not dispose of the pool that hr2 still uses
     assert hr2.store.engine is engine  # type: ignore[union-attr]
     assert (await hr2.retrieve(QUESTION)).passages
 

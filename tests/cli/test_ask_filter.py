@@ -1,4 +1,4 @@
-"""``ask --filter JSON`` takes the same filter language as the library and HTTP (issue 9, C)."""
+"""``ask --filter JSON`` takes the same filter language as the library and HTTP."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A fast CLI (issue 11): ``ask --server`` reuses a running ``serve``, the model load has
-its own timing, and ``show`` / ``--store milvus:`` never wait for the model.
+"""A fast CLI: ``ask --server`` reuses a running ``serve``, the model load has its own
+timing, and ``show`` / ``--store milvus:`` never wait for the model.
 
 "Never loads the model" is checked on ``sys.modules`` of a fresh interpreter (torch is
 imported only to load it), not with a clock.

@@ -1,4 +1,4 @@
-"""``ingest`` defers the vector index into a new collection, and only there (issue 11)."""
+"""``ingest`` defers the vector index into a new collection, and only there."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A ``kill -9`` in the middle of an ingest leaves only whole documents, and running the same
-command again completes the collection (issue 9, fault tests)."""
+command again completes the collection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``--help`` and argument errors never import the model or database stacks (issue 11).
+"""``--help`` and argument errors never import the model or database stacks.
 
 Checked on ``sys.modules`` in a fresh interpreter, not with a clock: the machine is noisy,
 the import list is not. ``benchmarks/`` reports the wall times.

@@ -1,4 +1,5 @@
-"""Faults a newcomer found from the README: each test failed before its fix."""
+"""Faults a newcomer following the README can meet: ``reindex`` of an unknown collection,
+and ``show`` counting indexed rows as the documents' children."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Torch's OpenMP threads wait passively unless the user chose (issue 11: a spinning wait
-made query embedding many times slower on the shared 2-core machine; see
+"""Torch's OpenMP threads wait passively unless the user chose (a spinning wait makes
+query embedding many times slower on a shared 2-core machine; see
 benchmarks/reports/scale_concurrency.md). Checked in fresh interpreters, where torch is
 not imported yet."""
 

@@ -1,4 +1,4 @@
-"""Micro-batched query embedding (issue 11): concurrent calls share forward passes.
+"""Micro-batched query embedding: concurrent calls share forward passes.
 
 The real model runs every encode; forward passes are counted by a subclass that records
 the texts of each ``encode`` call. No clocks: concurrency comes from ``asyncio.gather``,

@@ -1,5 +1,5 @@
-"""One bad value never takes the batch down (issue 9, part A) and long children are never
-cut silently (part D). Real model, real database."""
+"""One bad value never takes the batch down, and long children are never cut silently.
+Real model, real database."""
 
 from __future__ import annotations
 

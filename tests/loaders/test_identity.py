@@ -1,4 +1,4 @@
-"""The same file is one document however its path is spelled (issue 9, part H)."""
+"""The same file is one document however its path is spelled."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offsets come from the split itself (issue 9, part B), checked on examples and by hypothesis."""
+"""Offsets come from the split itself, checked on examples and by hypothesis."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _check_hierarchy(text: str, size: int, overlap: int, threshold: int = 16000)
 
 
 def test_repeated_line_gets_its_own_offsets() -> None:
-    # The issue's example: lines 2 and 3 are the same sentence; size 100, overlap 50.
+    # A repeated line: lines 2 and 3 are the same sentence; size 100, overlap 50.
     line = "Prime the pump before the first start each spring."
     text = f"Pump manual\n{line}\n{line}"
     third = text.rindex(line)
@@ -57,8 +57,8 @@ def test_repeated_line_gets_its_own_offsets() -> None:
 
 
 def test_repeated_table_rows_with_large_overlap_do_not_crash() -> None:
-    # A short form whose row repeats three times, overlap 80: "splitter returned text not
-    # found in the source" before.
+    # A short form whose row repeats three times, overlap 80: where a piece's offset is
+    # searched for by its text, this fails ("splitter returned text not found in the source").
     sig = "| Signature: ________________ |"
     text = f"\n| Name | ________ | Date | ______ |\n{sig}\n{sig}\n{sig}\nSubmit to HR by Friday."
     _check_hierarchy(text, 100, 80)

@@ -154,7 +154,7 @@ def test_docs_given_in_code_need_no_structure(embeddings) -> None:  # type: igno
     loader = TextLoader(embedding=embeddings, section_parents=True)
     doc = Document(page_content="# T\n\nbody", metadata={"document_id": "d"})
     (h,) = [loader.processor.build_hierarchy(doc.page_content, "d")]
-    assert "layer" not in h.children[0].metadata  # no structure given: today's rows
+    assert "layer" not in h.children[0].metadata  # no structure given: plain rows
 
 
 async def test_document_layer_row_is_embedded_and_found(store: PgVectorStore, embeddings) -> None:

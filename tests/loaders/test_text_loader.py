@@ -115,7 +115,7 @@ def test_an_id_collision_is_reported_never_merged(tmp_path: Path, embeddings) ->
 def test_hidden_and_unsupported_files_are_skipped_and_reported(tmp_path: Path) -> None:
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "h.md").write_text("hidden", encoding="utf-8")
-    (tmp_path / "sheet.xlsx").write_bytes(b"PK")  # HTML and PDF are read since issue 12
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK")  # HTML and PDF are read; .xlsx is not
     (tmp_path / "ok.md").write_text("fine", encoding="utf-8")
     loader = TextLoader(tmp_path)
     assert [d.metadata["document_id"] for d in loader.load()] == ["ok.md"]

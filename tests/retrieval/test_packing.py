@@ -109,9 +109,9 @@ def test_windows_and_cuts_end_on_word_boundaries() -> None:
 
 
 def test_every_hit_is_in_a_passage_or_cut() -> None:
-    # Issue 9 part I: the shape of `ask "How will I be paid, and when?" --budget 1500`: five
-    # hits of one parent, the last far from the others. The window cannot reach it, so it
-    # must not be listed in the window's child_ids, and it must be reported as cut.
+    # The shape of `ask "How will I be paid, and when?" --budget 1500`: five hits of one
+    # parent, the last far from the others. The window cannot reach it, so it must not be
+    # listed in the window's child_ids, and it must be reported as cut.
     spans = [(4610, 5004), (5301, 5461), (5006, 5300), (5463, 5744), (5896, 6000)]
     hits = [child(i, s, e, i) for i, (s, e) in enumerate(spans)]
     result = pack([parent_passage(3797, 6000, hits)], hits, 1500)

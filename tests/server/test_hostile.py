@@ -1,4 +1,4 @@
-"""Client input is never a server error, and an outage is a 503 (issue 9, parts C, F, G)."""
+"""Client input is never a server error, and an outage is a 503."""
 
 from __future__ import annotations
 

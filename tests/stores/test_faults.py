@@ -1,5 +1,5 @@
-"""Faults a store survives (issue 9, parts E and F): concurrent writers of one document, and
-the database stopped and restarted under a running loop of searches."""
+"""Faults a store survives: concurrent writers of one document, and the database stopped
+and restarted under a running loop of searches."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def own_server():
         server = get_server(data, cleanup_mode="delete")
     except StoreError:
         # Starting a server is the fixture, not the test: one retry in a fresh directory
-        # (pg_ctl was once killed by a signal on this shared machine; see conftest).
+        # (pg_ctl can be killed by a signal on a shared machine; see conftest).
         data = Path(tempfile.mkdtemp(prefix="parrot-parents-fault-")) / "data"
         server = get_server(data, cleanup_mode="delete")
     try:
@@ -125,9 +125,9 @@ async def test_restart_costs_no_request_on_stale_pooled_connections(
     own_server, embeddings, after: str
 ) -> None:
     """Every search after the restart succeeds at once, whether the searches come
-    together or one at a time. One at a time caught a fault: the driver path once
-    invalidated only the dead connection it found, so the one retry took another dead
-    one, and with ten pooled connections the first five sequential searches failed."""
+    together or one at a time. One at a time catches a path that invalidates only the
+    dead connection it finds: its one retry then takes another dead one, and with ten
+    pooled connections the first five sequential searches fail."""
     server, _ = own_server
     store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
     await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])

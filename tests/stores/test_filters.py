@@ -1,4 +1,4 @@
-"""Metadata filters (issue 9, part C): the langchain-postgres operators, applied in SQL."""
+"""Metadata filters: the langchain-postgres operators, applied in SQL."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def _ids(store: PgVectorStore, flt: dict) -> set[str]:
 @pytest.mark.parametrize(
     ("flt", "expected"),
     [
-        # The issue's examples: both returned [] before.
+        # Operators, not literal values: as JSON containment these would match nothing.
         ({"year": {"$gte": 2022}}, {"B", "C"}),
         ({"document_id": {"$in": ["A", "B"]}}, {"A", "B"}),
         # Plain equality keeps its containment meaning.

@@ -1,4 +1,4 @@
-"""An unknown collection is reported before the embedding model loads (issue 11)."""
+"""An unknown collection is reported before the embedding model loads."""
 
 from __future__ import annotations
 

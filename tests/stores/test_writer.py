@@ -1,5 +1,5 @@
-"""The bulk writer (issue 11, part 2): binary COPY + one upsert per batch, atomic
-replaces, the deferred HNSW index, numpy vectors; on the real database and model."""
+"""The bulk writer: binary COPY + one upsert per batch, atomic replaces, the deferred HNSW
+index, numpy vectors; on the real database and model."""
 
 from __future__ import annotations
 
@@ -112,8 +112,8 @@ async def test_the_copy_path_writes_what_the_row_by_row_insert_wrote(
         docs = _hierarchy(store, doc_id, body)
         batch.append((doc_id, docs, _vectors(docs, dim, i), None))
     await store.replace_documents(batch)
-    # The reference: the statement the store used before the bulk writer, one INSERT ... ON
-    # CONFLICT per row, vectors bound as text by pgvector's SQLAlchemy type.
+    # The reference: the plain way to write rows, one INSERT ... ON CONFLICT per row,
+    # vectors bound as text by pgvector's SQLAlchemy type.
     table = other.sa_table
     stmt = pg_insert(table)
     stmt = stmt.on_conflict_do_update(

@@ -7,7 +7,7 @@ A reader returns the document text (what rows are cut from and what is returned)
 ``.md``, ``.markdown``  the file as is; headings and pipe tables (markdown-it-py)
 ``.html``, ``.htm``     the visible text; ``h1``–``h6`` and ``<table>`` (html.parser)
 ``.pdf``                the text of each page; outline entries as headings (pypdf)
-anything else           the file as is; no structure (plain text, today's behaviour)
+anything else           the file as is; no structure (plain text)
 =====================  ==========================================================
 
 The structure travels in ``metadata["structure"]`` (its JSON form) from the loader to

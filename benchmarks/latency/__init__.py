@@ -1,0 +1,1 @@
+"""Latency benchmarks: how long one call waits, and what it costs on the wire."""

@@ -1,0 +1,1 @@
+"""The parts of the scale benchmark (:mod:`benchmarks.latency.scale`); not benchmarks."""

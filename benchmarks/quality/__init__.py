@@ -1,0 +1,1 @@
+"""Quality benchmarks: what the retrieval hands over, scored on the shared dev set."""

@@ -1,0 +1,1 @@
+"""Throughput benchmarks: how much goes through, and what still works under load."""

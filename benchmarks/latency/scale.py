@@ -173,7 +173,6 @@ class Statements:
         self.engine = engine = store.engine
         self.seen: list[tuple[str, Any]] = []
         self.on = False
-        self.released = False
         event.listen(engine.sync_engine, "before_cursor_execute", self._record)
         event.listen(engine.sync_engine.pool, "checkout", self._log_driver)
         # The hot reads run on the store's own asyncpg pool (a checkout given with --src
@@ -196,17 +195,6 @@ class Statements:
             self._record(None, None, query.query, tuple(query.args))
 
     async def during(self, coro: Any) -> list[tuple[str, Any]]:
-        if not self.released:
-            self.released = True
-            try:
-                from parrot_parents.stores.leases import release_idle
-            except ImportError:  # a checkout from before the leases (``--src``)
-                pass
-            else:
-                # The store's prepared reads run on leases checked out long ago: check
-                # them back in, so the next read checks one out again, with the logger
-                # attached (once: the leases it checks out then stay).
-                await release_idle(self.engine)
         self.seen, self.on = [], True
         try:
             await coro

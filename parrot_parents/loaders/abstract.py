@@ -528,8 +528,8 @@ async def wants_bulk_load(store: AbstractStore | None, flag: bool | None = None)
     ``flag`` as given when not None (False for a store without ``bulk_load``); by default,
     True when the collection has no rows (new or empty) or lacks its vector index (a bulk
     load that could not build it): building the index once after the load is then far
-    cheaper than inserting into it row by row (benchmarks/scale_write.py). Into a filled
-    collection, rebuilding the whole index for some new rows is not, so it stays.
+    cheaper than inserting into it row by row (``python -m benchmarks run scale_write``).
+    Into a filled collection, rebuilding the whole index for some new rows is not, so it stays.
     """
     if store is None or not hasattr(store, "bulk_load"):
         return False

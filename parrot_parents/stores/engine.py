@@ -13,7 +13,7 @@ into :class:`~parrot_parents.errors.StoreError`.
   closed again on return) opened and closed about 30 connections in every burst of 200
   concurrent ``get_vector_context`` calls, each a new server process and four set-up
   round trips; without them the same bursts ran 26 % faster (167 against 133 calls/s,
-  ``benchmarks/scale_concurrency.py``). Pass ``pool_size``/``max_overflow`` to change
+  ``python -m benchmarks run scale_concurrency``). Pass ``pool_size``/``max_overflow`` to change
   it. The engine serves DDL, writes, COPY and filtered searches; a store's hot reads run
   on its own asyncpg pool (:mod:`parrot_parents.stores.read_pool`) of as many
   connections again.

@@ -3,7 +3,7 @@
 A search statement without a metadata filter depends only on its shape (mode, limit,
 plan...), so the store builds it once. Run through SQLAlchemy as built, two things would
 make each execution cost more than the statement itself, measured at 100k children
-against a bare asyncpg kNN (``benchmarks/scale.py``; a probe of the same statement in
+against a bare asyncpg kNN (``python -m benchmarks run scale``; a probe of the same statement in
 each form):
 
 * **Re-planning.** SQLAlchemy binds every constant (the ``LIMIT``, the ``'indexed'``

@@ -14,7 +14,7 @@ When every document of the batch is replaced (the loaders' case), steps 2-3 are 
 tried as one binary ``COPY`` straight into the collection under a savepoint: the old rows
 are gone, so only a row id held by another document can collide, and then (SQLSTATE
 23505) the savepoint is rolled back and steps 2-3 run. The result is the same; the direct
-COPY spares the second pass through the temporary table (benchmarks/scale_write.py).
+COPY spares the second pass through the temporary table (``python -m benchmarks run scale_write``).
 
 The caller holds the per-document advisory locks and owns the transaction, so a failure
 anywhere rolls back every document of the batch and each keeps its previous version.

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Integer, func, select, text
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.markers import NOT_INDEXED_PREDICATE, PARENT_PREDICATE
+from parrot_parents.stores.reads import read
 from parrot_parents.stores.schema import meta_field
 
 __all__ = ["OutlineEntry", "document_outline"]
@@ -61,8 +61,10 @@ async def document_outline(store: Any, document_id: str) -> list[OutlineEntry]:
         .group_by(path, layer)
         .order_by(text("start"), path, layer)
     )
-    async with store_errors(f"read from {store.qualified_name}"), engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
+    async def work(conn: Any) -> list[Any]:
+        return list((await conn.execute(stmt)).all())
+
+    rows = await read(engine, f"read from {store.qualified_name}", work)
     return [
         OutlineEntry(r.path, r.layer, int(r.parents), int(r.children), int(r.start or 0), r.ordinal)
         for r in rows

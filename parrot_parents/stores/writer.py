@@ -41,6 +41,7 @@ from sqlalchemy.schema import CreateIndex
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable
 from parrot_parents.stores.engine import sqlstate_of, store_error
+from parrot_parents.stores.reads import read
 from parrot_parents.stores.vector_codec import ensure_codec
 
 __all__ = [
@@ -340,8 +341,11 @@ class VectorIndexDeferral:
 async def vector_index_exists(engine: AsyncEngine, table: Table) -> bool:
     """Whether the collection's HNSW index exists (a failed bulk load may leave it absent)."""
     name = _hnsw_index(table).name
-    async with engine.connect() as conn:
+
+    async def work(conn: AsyncConnection) -> bool:
         found = await conn.execute(
             text("SELECT to_regclass(:n) IS NOT NULL"), {"n": f'"{table.schema}"."{name}"'}
         )
         return bool(found.scalar_one())
+
+    return await read(engine, f"read from {table.schema}.{table.name}", work)

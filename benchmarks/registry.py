@@ -89,6 +89,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "query latency, HNSW recall and plans at 10k/100k/1M children, against bare kNN",
     ),
     Benchmark(
+        "checkouts",
+        "latency",
+        "similarity_search and get_vector_context p50, this tree against another checkout",
+    ),
+    Benchmark(
         "round_trips",
         "latency",
         "round trips to PostgreSQL of one query, counted on the wire",

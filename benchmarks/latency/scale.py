@@ -177,9 +177,8 @@ class Statements:
         event.listen(engine.sync_engine.pool, "checkout", self._log_driver)
         # The hot reads run on the store's own asyncpg pool (a checkout given with --src
         # may predate it).
-        read_pool = getattr(store, "read_pool", None)
-        if read_pool is not None:
-            read_pool.add_query_logger(self._logged)
+        self.read_pool = getattr(store, "read_pool", None)
+        self.hooked = False
 
     def _record(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
         if self.on:
@@ -195,6 +194,9 @@ class Statements:
             self._record(None, None, query.query, tuple(query.args))
 
     async def during(self, coro: Any) -> list[tuple[str, Any]]:
+        if self.read_pool is not None and not self.hooked:
+            await self.read_pool.add_query_logger(self._logged)
+            self.hooked = True
         self.seen, self.on = [], True
         try:
             await coro

@@ -130,13 +130,13 @@ class ReadPool:
         for logger in self._loggers:
             conn.add_query_logger(logger)
 
-    def add_query_logger(self, callback: Callable[[Any], None]) -> None:
+    async def add_query_logger(self, callback: Callable[[Any], None]) -> None:
         """Have asyncpg hand every statement of this pool to ``callback`` (an
         ``asyncpg.LoggedQuery``), on the connections it opens from now on; open ones are
         replaced at their next use. For measurements; it costs time on every read."""
         self._loggers.append(callback)
         if self._pool is not None:
-            self._pool.expire_connections()
+            await self._pool.expire_connections()
 
     async def _open(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -180,7 +180,7 @@ class ReadPool:
                         if not conn.is_closed():
                             raise
                         # A restart closes every connection of the pool, not just this one.
-                        pool.expire_connections()
+                        await pool.expire_connections()
                         raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
 
         return await through_outages(attempt)

@@ -97,7 +97,9 @@ class Registry(Generic[T]):
     def base(self) -> type[T]:
         """The class every plugin of this kind subclasses (imported on first use)."""
         if isinstance(self._base, str):
-            self._base = _load(self._base)
+            loaded: type[T] = _load(self._base)
+            self._base = loaded
+            return loaded
         return self._base
 
     def register(
@@ -210,7 +212,8 @@ class Registry(Generic[T]):
         cls = self.get(name)
         factory = getattr(cls, "from_config", None)
         if callable(factory):
-            return factory(params, **resources)  # type: ignore[no-any-return]
+            built: T = factory(params, **resources)
+            return built
         accepted = inspect.signature(cls).parameters
         injected = {k: v for k, v in resources.items() if k in accepted}
         try:
@@ -235,7 +238,7 @@ def _check_name(name: object, kind: str) -> None:
         )
 
 
-def _model_from_signature(cls: type) -> type[BaseModel]:
+def _model_from_signature(cls: type[Any]) -> type[BaseModel]:
     """A strict pydantic model of ``cls.__init__``'s keyword parameters (minus injected ones)."""
     try:
         hints = typing.get_type_hints(cls.__init__)
@@ -248,7 +251,7 @@ def _model_from_signature(cls: type) -> type[BaseModel]:
         annotation = hints.get(p.name, Any)
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (annotation, default)
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"{cls.__name__}Config",
         __config__=ConfigDict(strict=True, extra="forbid", arbitrary_types_allowed=True),
         **fields,

@@ -147,9 +147,7 @@ class BotRepository:
 
     # -- reads --------------------------------------------------------------------------
 
-    async def _run(
-        self, bot: str | None, fn: Callable[[AsyncConnection], Awaitable[T]]
-    ) -> T:
+    async def _run(self, bot: str | None, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         engine = await self.engine()
         try:
             async with engine.begin() as conn:

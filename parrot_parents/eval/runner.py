@@ -417,7 +417,9 @@ class _Session:
         self.store: Any = open_store(
             config.store, dsn=config.dsn, collection=self.collection, embedding=self.embedding
         )
-        late: _LateChunking = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
+        late: _LateChunking = {}
+        if config.late_chunking is not None:
+            late["late_chunking"] = config.late_chunking
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
         self.spec = strategy_for(config.strategy, self.store)

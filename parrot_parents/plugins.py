@@ -35,11 +35,16 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from parrot_parents.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    # Types only: the plugin kinds live in higher layers, which import this module.
+    from parrot_parents.rerankers.abstract import AbstractReranker
+    from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 
 __all__ = [
     "PARENT_SEARCHERS",
@@ -262,13 +267,13 @@ def _model_from_signature(cls: type[Any]) -> type[BaseModel]:
 class Registries:
     """The two registries a bot row is resolved with."""
 
-    parent_searchers: Registry[Any]
-    rerankers: Registry[Any]
+    parent_searchers: Registry[AbstractParentSearcher]
+    rerankers: Registry[AbstractReranker]
 
 
 #: Parent searchers: ``in_table``, ``milvus``, plus the entry points of
 #: ``parrot_parents.parent_searchers``.
-PARENT_SEARCHERS: Registry[Any] = Registry(
+PARENT_SEARCHERS: Registry[AbstractParentSearcher] = Registry(
     "parent searcher",
     PARENT_SEARCHERS_GROUP,
     "parrot_parents.stores.parents.abstract:AbstractParentSearcher",
@@ -278,7 +283,7 @@ PARENT_SEARCHERS: Registry[Any] = Registry(
     },
 )
 #: Rerankers: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
-RERANKERS: Registry[Any] = Registry(
+RERANKERS: Registry[AbstractReranker] = Registry(
     "reranker",
     RERANKERS_GROUP,
     "parrot_parents.rerankers.abstract:AbstractReranker",

@@ -35,11 +35,16 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from parrot_parents.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    # Types only: the plugin kinds live in higher layers, which import this module.
+    from parrot_parents.rerankers.abstract import AbstractReranker
+    from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 
 __all__ = [
     "PARENT_SEARCHERS",
@@ -97,7 +102,9 @@ class Registry(Generic[T]):
     def base(self) -> type[T]:
         """The class every plugin of this kind subclasses (imported on first use)."""
         if isinstance(self._base, str):
-            self._base = _load(self._base)
+            loaded: type[T] = _load(self._base)
+            self._base = loaded
+            return loaded
         return self._base
 
     def register(
@@ -210,7 +217,8 @@ class Registry(Generic[T]):
         cls = self.get(name)
         factory = getattr(cls, "from_config", None)
         if callable(factory):
-            return factory(params, **resources)  # type: ignore[no-any-return]
+            built: T = factory(params, **resources)
+            return built
         accepted = inspect.signature(cls).parameters
         injected = {k: v for k, v in resources.items() if k in accepted}
         try:
@@ -235,7 +243,7 @@ def _check_name(name: object, kind: str) -> None:
         )
 
 
-def _model_from_signature(cls: type) -> type[BaseModel]:
+def _model_from_signature(cls: type[Any]) -> type[BaseModel]:
     """A strict pydantic model of ``cls.__init__``'s keyword parameters (minus injected ones)."""
     try:
         hints = typing.get_type_hints(cls.__init__)
@@ -248,7 +256,7 @@ def _model_from_signature(cls: type) -> type[BaseModel]:
         annotation = hints.get(p.name, Any)
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (annotation, default)
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"{cls.__name__}Config",
         __config__=ConfigDict(strict=True, extra="forbid", arbitrary_types_allowed=True),
         **fields,
@@ -259,13 +267,13 @@ def _model_from_signature(cls: type) -> type[BaseModel]:
 class Registries:
     """The two registries a bot row is resolved with."""
 
-    parent_searchers: Registry[Any]
-    rerankers: Registry[Any]
+    parent_searchers: Registry[AbstractParentSearcher]
+    rerankers: Registry[AbstractReranker]
 
 
 #: Parent searchers: ``in_table``, ``milvus``, plus the entry points of
 #: ``parrot_parents.parent_searchers``.
-PARENT_SEARCHERS: Registry[Any] = Registry(
+PARENT_SEARCHERS: Registry[AbstractParentSearcher] = Registry(
     "parent searcher",
     PARENT_SEARCHERS_GROUP,
     "parrot_parents.stores.parents.abstract:AbstractParentSearcher",
@@ -275,7 +283,7 @@ PARENT_SEARCHERS: Registry[Any] = Registry(
     },
 )
 #: Rerankers: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
-RERANKERS: Registry[Any] = Registry(
+RERANKERS: Registry[AbstractReranker] = Registry(
     "reranker",
     RERANKERS_GROUP,
     "parrot_parents.rerankers.abstract:AbstractReranker",

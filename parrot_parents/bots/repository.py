@@ -9,8 +9,8 @@ rows written with plain SQL.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -39,6 +39,8 @@ from parrot_parents.stores.engine import make_engine, store_error
 from parrot_parents.stores.identifiers import validate_identifier
 
 __all__ = ["BotRepository", "bots_table"]
+
+T = TypeVar("T")
 
 
 def bots_table(name: str = "bots", schema: str = "public") -> Table:
@@ -145,7 +147,7 @@ class BotRepository:
 
     # -- reads --------------------------------------------------------------------------
 
-    async def _run(self, bot: str | None, fn: Any) -> Any:
+    async def _run(self, bot: str | None, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         engine = await self.engine()
         try:
             async with engine.begin() as conn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
 from parrot_parents.loaders.sizes import (
@@ -114,20 +114,32 @@ def add_chunking_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def loader_options(args: argparse.Namespace) -> dict[str, object]:
+class LoaderOptions(TypedDict, total=False):
+    """The :class:`~parrot_parents.loaders.text.TextLoader` keywords of the chunking
+    options; a flag that was not given is absent (the loader's default)."""
+
+    child_chunk_size: int
+    child_chunk_overlap: int
+    late_chunking: bool
+    section_parents: bool
+    preamble: bool
+    document_layer: bool
+
+
+def loader_options(args: argparse.Namespace) -> LoaderOptions:
     """Loader keyword arguments of the chunking options that were given."""
-    kwargs: dict[str, object] = {
+    kwargs: LoaderOptions = {
         "child_chunk_size": args.child_size,
         "child_chunk_overlap": args.child_overlap,
     }
-    for flag, name in (
-        ("late_chunking", "late_chunking"),
-        ("structure", "section_parents"),
-        ("preamble", "preamble"),
-        ("document_layer", "document_layer"),
-    ):
-        if getattr(args, flag) is not None:
-            kwargs[name] = getattr(args, flag)
+    if args.late_chunking is not None:
+        kwargs["late_chunking"] = args.late_chunking
+    if args.structure is not None:
+        kwargs["section_parents"] = args.structure
+    if args.preamble is not None:
+        kwargs["preamble"] = args.preamble
+    if args.document_layer is not None:
+        kwargs["document_layer"] = args.document_layer
     return kwargs
 
 
@@ -161,7 +173,7 @@ async def run(args: argparse.Namespace) -> int:
         id_prefix=args.id_prefix,
         embedding=store.embedding,
         indexer=indexer,
-        **loader_options(args),  # type: ignore[arg-type]
+        **loader_options(args),
     )
     try:
         docs = loader.load()

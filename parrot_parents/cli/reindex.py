@@ -46,7 +46,7 @@ async def run(args: argparse.Namespace) -> int:
     loader = TextLoader(
         embedding=store.embedding,
         indexer=indexer,
-        **loader_options(args),  # type: ignore[arg-type]
+        **loader_options(args),
     )
 
     def progress(r: ReindexReport) -> None:

@@ -81,7 +81,7 @@ class ServerClient:
             ConfigurationError: no loaded bot serves it, or several do (name one: --bot).
         """
         bots = self.bots()
-        names = sorted(
+        names: list[str] = sorted(
             b["name"]
             for b in bots
             if b.get("status") == "loaded" and b.get("collection") == collection

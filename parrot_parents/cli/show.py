@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from parrot_parents.cli.common import add_dsn_option, print_json
+
+if TYPE_CHECKING:
+    from parrot_parents.stores.outline import OutlineEntry
 
 __all__ = ["format_outline", "register"]
 
@@ -20,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
-def format_outline(document_id: str, entries: list) -> str:  # type: ignore[type-arg]
+def format_outline(document_id: str, entries: Sequence[OutlineEntry]) -> str:
     """The tree as text: one line per section path (indented by depth) and layer."""
     from parrot_parents.loaders.structure.sections import PATH_SEPARATOR
 

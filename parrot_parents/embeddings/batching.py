@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +37,9 @@ DEFAULT_MAX_BATCH = 64
 #: How long the first text of a batch waits for others (seconds).
 DEFAULT_WINDOW_S = 0.002
 
-#: ``encode(texts) -> rows``: one row (a sequence of floats, e.g. a numpy vector) per text.
-Encode = Callable[[list[str]], Sequence[Any]]
+#: ``encode(texts) -> rows``: one row (a sequence of floats, e.g. a numpy vector) per text;
+#: a 2-D numpy array is such a collection of rows.
+Encode = Callable[[list[str]], Collection[Any]]
 
 
 @dataclass

@@ -376,7 +376,9 @@ class LateChunkingEmbedder:
 
     # -- embedding --------------------------------------------------------------------------
 
-    def embed_spans(self, items: list[tuple[str, list[tuple[int, int]]]]) -> list[np.ndarray]:
+    def embed_spans(
+        self, items: list[tuple[str, list[tuple[int, int]]]]
+    ) -> list[np.ndarray | list[np.ndarray]]:
         """One L2-normalised vector per span, per item, in order: a float32 array of shape
         ``(len(spans), dimension)`` per item (an empty list for an item without spans).
 
@@ -416,7 +418,7 @@ class LateChunkingEmbedder:
         ]
         self._encode(docs, torch)
 
-        results: list[Any] = [[] for _ in items]
+        results: list[np.ndarray | list[np.ndarray]] = [[] for _ in items]
         for doc, item_index in zip(docs, todo, strict=True):
             spans = items[item_index][1]
             results[item_index] = self._pool(doc, spans, spec.pooling_modes, torch)
@@ -426,7 +428,7 @@ class LateChunkingEmbedder:
 
     async def aembed_spans(
         self, items: list[tuple[str, list[tuple[int, int]]]]
-    ) -> list[np.ndarray]:
+    ) -> list[np.ndarray | list[np.ndarray]]:
         """:meth:`embed_spans` run in a worker thread, off the event loop."""
         return await asyncio.to_thread(self.embed_spans, items)
 
@@ -504,7 +506,8 @@ class LateChunkingEmbedder:
             hi = torch.tensor([g[-1] + 1 for g in groups], device=tokens.device)
             means = (prefix[hi] - prefix[lo]) / (hi - lo).unsqueeze(-1).double()
             stacked = torch.nn.functional.normalize(means.float(), p=2, dim=-1)
-            return stacked.cpu().numpy()
+            rows: np.ndarray = stacked.cpu().numpy()
+            return rows
         vectors = []
         for group in groups:
             # A contiguous slice avoids a gather copy for the usual case.
@@ -521,4 +524,5 @@ class LateChunkingEmbedder:
             vectors.append(torch.cat(parts))
         stacked = torch.nn.functional.normalize(torch.stack(vectors), p=2, dim=-1)
         # float32 (n_spans, d), never Python lists: 384 floats as objects cost ~10x.
-        return stacked.cpu().numpy()
+        rows = stacked.cpu().numpy()
+        return rows

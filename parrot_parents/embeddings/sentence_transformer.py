@@ -189,13 +189,14 @@ class SentenceTransformerEmbeddings:
         Returns:
             float32 array of shape ``[len(texts), dimension]``, rows L2-normalised.
         """
-        return self.model.encode(
+        rows: np.ndarray = self.model.encode(
             texts,
             batch_size=batch_size or self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        return rows
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts, batch_size=self.query_batch_size)

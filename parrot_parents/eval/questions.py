@@ -118,8 +118,13 @@ def _parse_row(qid: int, row: Mapping[str, Any]) -> Question:
 def _parse_reference(qid: int, ref: Any) -> Reference:
     start = ref.get("start_index") if isinstance(ref, dict) else None
     end = ref.get("end_index") if isinstance(ref, dict) else None
-    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
-    if not ok or not 0 <= start <= end:  # type: ignore[operator]
+    if not (
+        isinstance(start, int)
+        and isinstance(end, int)
+        and not isinstance(start, bool)
+        and not isinstance(end, bool)
+        and 0 <= start <= end
+    ):
         raise ConfigurationError(
             f"question {qid}: bad reference {ref!r}",
             hint="start_index and end_index are ints with 0 <= start_index <= end_index",

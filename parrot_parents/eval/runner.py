@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.documents import Document
 
@@ -396,6 +396,12 @@ def fresh_collection_name() -> str:
     return f"eval_{uuid.uuid4().hex[:16]}"
 
 
+class _LateChunking(TypedDict, total=False):
+    """The loader's ``late_chunking`` keyword, absent to keep the loader's default."""
+
+    late_chunking: bool
+
+
 class _Session:
     """The store, loader and bot of one evaluation, on a fresh collection."""
 
@@ -411,7 +417,9 @@ class _Session:
         self.store: Any = open_store(
             config.store, dsn=config.dsn, collection=self.collection, embedding=self.embedding
         )
-        late = {} if config.late_chunking is None else {"late_chunking": config.late_chunking}
+        late: _LateChunking = {}
+        if config.late_chunking is not None:
+            late["late_chunking"] = config.late_chunking
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
         self.spec = strategy_for(config.strategy, self.store)

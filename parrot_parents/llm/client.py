@@ -218,7 +218,8 @@ class ChatCompletionsClient:
                 "the LLM answer has no choices[0].message.content string",
                 status=200,
             ) from exc
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        reported = data.get("usage")
+        usage: dict[str, Any] = reported if isinstance(reported, dict) else {}
         return ChatCompletion(
             text=text,
             model=str(data.get("model") or s.model),

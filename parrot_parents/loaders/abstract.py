@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,7 +147,7 @@ class AbstractLoader(ABC):
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         *,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int], object] | None = None,
         batch_documents: int = 8,
         skip_unchanged: bool = False,
         bulk_load: bool = False,
@@ -251,19 +251,23 @@ class AbstractLoader(ABC):
             progress(len(documents) - len(hierarchies))
         out: list[Document] = []
 
-        async def embedded() -> AsyncIterator[tuple[list[DocumentHierarchy], int, dict]]:
+        async def embedded() -> AsyncIterator[
+            tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
+        ]:
             """The model's stage: each batch embedded (and indexed), in a worker thread."""
             for start in range(0, len(hierarchies), batch_documents):
                 batch = hierarchies[start : start + batch_documents]
                 done = len(batch)
-                extra: dict[str, Sequence[Document]] = {}
+                extra: Mapping[str, Sequence[Document]] = {}
                 if vector_store is not None:
                     await self._warn_on_replaced_sources(vector_store, batch, documents)
                     batch = await self._embed_isolated(batch, names)
                     extra = await self.indexer.index_rows(batch) if self.indexer else {}
                 yield batch, done, extra
 
-        async def store(item: tuple[list[DocumentHierarchy], int, dict]) -> None:
+        async def store(
+            item: tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]],
+        ) -> None:
             """The database's stage: the batch written, one transaction per batch."""
             batch, done, extra = item
             if vector_store is not None:
@@ -286,7 +290,7 @@ class AbstractLoader(ABC):
         self,
         store: AbstractStore,
         batch: list[DocumentHierarchy],
-        extra: dict[str, Sequence[Document]],
+        extra: Mapping[str, Sequence[Document]],
         records: dict[str, DocumentRecord],
         names: dict[str, str],
     ) -> list[DocumentHierarchy]:

@@ -174,11 +174,11 @@ def discover_files(
         if base is not None:
             inside = []
             for f, _ in found:
-                rel = _relative_to(f, base)
-                if rel is None:
+                relative = _relative_to(f, base)
+                if relative is None:
                     conflicts[str(f)] = f"outside the root {str(base)!r}"
                 else:
-                    inside.append((f, rel))
+                    inside.append((f, relative))
             found = inside
         if id_prefix:
             found = [(f, id_prefix + doc_id) for f, doc_id in found]

@@ -86,12 +86,12 @@ class _SpanSplitter:
 
     def split(self, start: int, end: int, separators: list[str]) -> list[Span]:
         sep, rest = separators[-1], []
-        for i, s in enumerate(separators):
-            if not s:
-                sep = s
+        for i, candidate in enumerate(separators):
+            if not candidate:
+                sep = candidate
                 break
-            if self.text.find(s, start, end) >= 0:
-                sep, rest = s, separators[i + 1 :]
+            if self.text.find(candidate, start, end) >= 0:
+                sep, rest = candidate, separators[i + 1 :]
                 break
         final: list[Span] = []
         good: list[Span] = []

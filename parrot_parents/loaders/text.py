@@ -87,8 +87,8 @@ class TextLoader(AbstractLoader):
         """Read every file; a bad file lands in ``self.report.failed``, the rest load."""
         docs: list[Document] = []
         found = discover_files(self.paths, root=self.root, id_prefix=self.id_prefix)
-        for path, reason in found.skipped.items():
-            self.report.warnings.setdefault(path, []).append(f"skipped: {reason}")
+        for name, reason in found.skipped.items():
+            self.report.warnings.setdefault(name, []).append(f"skipped: {reason}")
         self.report.failed.update(found.conflicts)
         for path, raw_id in found.files:
             document_id, renamed = utf8_name(raw_id)

@@ -161,7 +161,7 @@ class AbstractReranker(ABC):
             )
         target = RERANKERS.get(type_name) if cls is AbstractReranker else cls
         try:
-            return target(**params)  # type: ignore[no-any-return]
+            return target(**params)
         except TypeError as exc:
             # A wrong/unknown key is a config mistake, not a programming error.
             raise ConfigurationError(f"invalid {target.__name__} config {params!r}: {exc}") from exc
@@ -173,4 +173,4 @@ def reranker_class(type_name: str) -> type[AbstractReranker]:
     Raises:
         ConfigurationError: no built-in type or entry point has that name.
     """
-    return RERANKERS.get(type_name)  # type: ignore[no-any-return]
+    return RERANKERS.get(type_name)

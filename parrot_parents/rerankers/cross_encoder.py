@@ -101,7 +101,7 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
                 "tokenizer files)",
             )
         try:
-            loaded = CrossEncoder(
+            loaded: CrossEncoder = CrossEncoder(
                 str(local) if is_dir else model,
                 device=device,
                 max_length=max_length,

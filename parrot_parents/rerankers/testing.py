@@ -50,7 +50,7 @@ def build_tiny_cross_encoder(
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
-    config = BertConfig(
+    config = BertConfig(  # type: ignore[call-arg]  # num_labels: a **kwargs of __post_init__
         vocab_size=tokenizer.vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
@@ -65,7 +65,7 @@ def build_tiny_cross_encoder(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertForSequenceClassification(config)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]  # transformers overrides eval() unannotated
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out

@@ -292,25 +292,25 @@ def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Pas
     """
     out: list[Passage] = []
     for p in passages:
-        target = next(
+        span = _window_span(p)
+        found = next(
             (
-                q
+                (q, q_span)
                 for q in out
-                if q.kind == "window"
-                and p.kind == "window"
+                if span is not None
+                and (q_span := _window_span(q)) is not None
                 and q.document_id == p.document_id
-                and p.start_index is not None
-                and q.start_index is not None
-                and p.start_index <= q.end_index  # type: ignore[operator]
-                and q.start_index <= p.end_index  # type: ignore[operator]
+                and span[0] <= q_span[1]
+                and q_span[0] <= span[1]
             ),
             None,
         )
-        if target is None:
+        if found is None or span is None:
             out.append(p)
             continue
-        start = min(target.start_index, p.start_index)  # type: ignore[type-var]
-        end = max(target.end_index, p.end_index)  # type: ignore[type-var]
+        target, target_span = found
+        start = min(target_span[0], span[0])
+        end = max(target_span[1], span[1])
         text = source.slice(target.document_id or "", start, end)
         if text is None:  # pragma: no cover - both windows came from known text
             out.append(p)
@@ -319,6 +319,14 @@ def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Pas
         target.id = f"{target.document_id}#window:{start}-{end}"
         target.child_ids += [c for c in p.child_ids if c not in target.child_ids]
     return out
+
+
+def _window_span(p: Passage) -> tuple[int, int] | None:
+    """``(start_index, end_index)`` of a window passage (characters); None for any other
+    passage, or a window without offsets."""
+    if p.kind != "window" or p.start_index is None or p.end_index is None:
+        return None
+    return p.start_index, p.end_index
 
 
 def plan_for(mode: ExpansionMode) -> ContextPlan:

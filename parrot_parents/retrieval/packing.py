@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.retrieval.passages import Hit, Passage
+from parrot_parents.retrieval.passages import Hit, Passage, PassageKind
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 
@@ -374,6 +374,7 @@ def _emit(
                 continue
             owners = list({id(x.owner): x.owner for x in group}.values())
             best = min(owners, key=lambda o: o.rank)
+            kind: PassageKind
             if len(owners) > 1:
                 kind, pid = "merged", f"{doc}#merged:{start}-{end}"
             elif (start, end) == _span(best):

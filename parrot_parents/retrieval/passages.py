@@ -156,7 +156,8 @@ class Passage:
         return cls(
             id=parent_id,
             text=text,
-            kind="parent" if kind == "child" else kind,
+            # Read as a parent: a child or indexed row standing in for one is still a parent.
+            kind="parent" if kind == "child" or kind == "indexed" else kind,
             score=best.score,
             rank=best.rank,
             document_id=str(metadata.get(DOCUMENT_ID) or best.document_id or "") or None,

@@ -14,7 +14,7 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
@@ -29,6 +29,9 @@ from parrot_parents.errors import (
 )
 from parrot_parents.server.schemas import BadRequest
 from parrot_parents.server.state import REQUEST_ID, STATE
+
+if TYPE_CHECKING:
+    from aiohttp.typedefs import Middleware
 
 __all__ = [
     "PUBLIC_PATHS",
@@ -127,7 +130,7 @@ def _database_error(request: web.Request, exc: BaseException) -> web.Response:
     )
 
 
-def auth_middleware(token: str | None) -> Callable[[web.Request, Handler], Awaitable[Any]]:
+def auth_middleware(token: str | None) -> Middleware:
     """Require ``Authorization: Bearer <token>`` on every path but :data:`PUBLIC_PATHS`.
 
     With ``token=None`` every request passes. The comparison is constant-time.

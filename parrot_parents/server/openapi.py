@@ -144,7 +144,7 @@ _HEALTH = {
 }
 
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-_AUTH = [{"bearer": []}]
+_AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
 _COMMON = {
     "401": _error("missing or wrong bearer token (when the server has one)"),
     "404": _error("no bot of that name"),

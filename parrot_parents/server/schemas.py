@@ -50,14 +50,13 @@ class _Question(BaseModel):
 #: Body of ``POST /api/v1/bots/{name}/context``: the question, then every per-call option
 #: with the field types, limits and descriptions of :class:`RetrievalOptions` (omitted or
 #: null: the bot's setting).
-ContextRequest = create_model(
-    "ContextRequest",
-    __base__=_Question,
-    **{name: (f.annotation, f) for name, f in RetrievalOptions.model_fields.items()},  # type: ignore[call-overload]
-)
+_OPTION_FIELDS: dict[str, Any] = {
+    name: (f.annotation, f) for name, f in RetrievalOptions.model_fields.items()
+}
+ContextRequest = create_model("ContextRequest", __base__=_Question, **_OPTION_FIELDS)
 
 
-class AskRequest(ContextRequest):  # type: ignore[misc, valid-type]
+class AskRequest(ContextRequest):
     """Body of ``POST /api/v1/bots/{name}/ask``: the context request plus ``max_tokens``."""
 
     max_tokens: int | None = Field(None, ge=1, le=32768, description="answer length cap")

@@ -112,7 +112,7 @@ def _embedded_records(data_dir: Path) -> dict[str, Any]:
         postmaster = {
             "pid": pid,
             "status": lines[7].strip() if len(lines) > 7 else None,
-            "running": bool(pid) and _running(pid),
+            "running": pid is not None and pid != 0 and _running(pid),
         }
     return {
         "data_dir": str(data_dir),

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from parrot_parents.errors import StoreError
 
 if TYPE_CHECKING:
-    import pgserver
+    from pgserver.postgres_server import PostgresServer
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -65,8 +65,8 @@ HANDLES_FILE = ".handle_pids.json"
 READY_WAIT_S = 60.0
 
 _LOCK = threading.Lock()
-_SERVERS: dict[Path, Any] = {}
-_SERVER_CLASS: type[Any] | None = None
+_SERVERS: dict[Path, PostgresServer] = {}
+_SERVER_CLASS: type[PostgresServer] | None = None
 
 
 def default_data_dir() -> Path:
@@ -147,7 +147,7 @@ def _prune(handles: Any) -> None:
         handles.put(live)
 
 
-def _server_class() -> type[Any]:
+def _server_class() -> type[PostgresServer]:
     """pgserver's ``PostgresServer`` with the lifecycle of the module docstring."""
     global _SERVER_CLASS
     if _SERVER_CLASS is not None:
@@ -158,10 +158,10 @@ def _server_class() -> type[Any]:
         # pgserver asks platformdirs for a runtime directory at import; without
         # XDG_RUNTIME_DIR that warns, and this module sets its own (runtime_dir).
         warnings.simplefilter("ignore")
-        import pgserver
+        from pgserver.postgres_server import PostgresServer
     from pgserver.utils import DiskList, PostmasterInfo
 
-    class Server(pgserver.PostgresServer):  # type: ignore[misc]  # pgserver is untyped
+    class Server(PostgresServer):
         # pgserver keeps one lock file and one runtime directory for the whole machine
         # (class attributes); each instance gets its own lock, and sockets a private
         # runtime directory.
@@ -203,7 +203,7 @@ def _check_version(path: Path) -> None:
     marker = path / "PG_VERSION"
     if not marker.exists():
         return
-    from pgserver._commands import pg_config
+    from pgserver._commands import pg_config  # type: ignore[attr-defined]  # set by setattr at import
 
     theirs = marker.read_text().strip()
     ours = pg_config(["--version"]).split()[-1].split(".")[0]
@@ -218,7 +218,7 @@ def _check_version(path: Path) -> None:
 
 def get_server(
     data_dir: str | os.PathLike[str] | None = None, *, cleanup_mode: str | None = "stop"
-) -> pgserver.PostgresServer:
+) -> PostgresServer:
     """Start (or reuse) the embedded server of ``data_dir`` and return pgserver's handle.
 
     Args:

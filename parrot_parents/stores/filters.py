@@ -137,7 +137,7 @@ class _Compiler:
             raise _unknown(op, key)
         if op in ("$eq", "$ne"):
             _check_value(key, arg, nested=False)
-            cond = self.col.contains({key: arg})
+            cond: ColumnElement[bool] = self.col.contains({key: arg})
             return cond if op == "$eq" else not_(cond)
         if op in ("$in", "$nin"):
             if not isinstance(arg, list) or len(arg) > _MAX_LIST:
@@ -149,13 +149,13 @@ class _Compiler:
         if op == "$exists":
             if not isinstance(arg, bool):
                 raise ConfigurationError(f"{where} $exists needs true or false")
-            has = self.col.has_key(literal(key))
+            has: ColumnElement[bool] = self.col.has_key(literal(key))
             return has if arg else not_(has)
         if op in ("$like", "$ilike"):
             if not isinstance(arg, str):
                 raise ConfigurationError(f"{where} {op} needs a string pattern")
             _check_value(key, arg, nested=False)
-            text = self.col[literal(key)].astext
+            text: ColumnElement[str] = self.col[literal(key)].astext
             return text.like(arg) if op == "$like" else text.ilike(arg)
         if op == "$between":
             if not isinstance(arg, list) or len(arg) != 2:

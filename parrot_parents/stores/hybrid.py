@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     Float,
     Select,
@@ -51,7 +52,7 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
 from parrot_parents.stores.search_options import Fusion, SearchMode
@@ -96,7 +97,10 @@ def query_vector(table: Table) -> Any:
     """The query embedding as a bound parameter (``query_vector``), so that a statement
     can be built once and run with any vector."""
     # Bound in pgvector's binary format (parrot_parents.stores.vector_codec), not as text.
-    return bindparam("query_vector", type_=QueryVector(table.c.embedding.type.dim))
+    column_type = table.c.embedding.type
+    if not isinstance(column_type, VECTOR):
+        raise TypeError(f"{table.name}.embedding is {column_type!r}, not a pgvector VECTOR")
+    return bindparam("query_vector", type_=QueryVector(column_type.dim))
 
 
 def _dense(table: Table, where: list[Any], depth: int) -> Any:
@@ -123,7 +127,7 @@ def _lexical(
     # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
     # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
     # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
-    cfg = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
+    cfg: ColumnClause[Any] = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
     terms = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("lexical_query")))
     q = select(terms.label("terms")).cte("qterms")
     # The query's lexemes, once per statement (an InitPlan: uncorrelated scalar subquery).

@@ -155,10 +155,10 @@ def ensure_lexical(
         )
     qt = t.q(table)
     current = existing is not None and _PREAMBLE in (_lexical_expr(conn, table, schema) or "")
-    if current and _complete(conn, t):
+    if existing is not None and current and _complete(conn, t):
         # Already set up: no DDL, so opening a store never takes a table lock that could
         # deadlock with writers (every ingest opens one).
-        return existing  # type: ignore[return-value]
+        return existing
     if existing is not None and not current:
         # A collection from before retrieval preambles: re-create the column with the
         # preamble in its expression (one table rewrite), then count the statistics again.

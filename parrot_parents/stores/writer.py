@@ -30,6 +30,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,7 @@ async def _copy(
     # pgvector's binary codec, registered once per pooled connection (vector_codec).
     await ensure_codec(conn)
     driver = (await conn.get_raw_connection()).driver_connection
+    assert driver is not None, "a connection inside a transaction has its driver connection"
     await driver.copy_records_to_table(
         name, schema_name=schema, records=[_record(r) for r in rows], columns=list(COLUMNS)
     )
@@ -265,11 +267,16 @@ class VectorIndexDeferral:
         self.dropped = True
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         try:
             await self.build()
         except Exception as error:
-            during = f" (the load itself failed: {exc[0].__name__})" if exc[0] else ""
+            during = f" (the load itself failed: {exc_type.__name__})" if exc_type else ""
             cause = store_error(
                 error, f"building the vector index {self.index.name} of {self.table.name}"
             )

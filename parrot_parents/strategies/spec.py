@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import MAX_WINDOW, ExpansionMode
@@ -102,6 +102,10 @@ _KEYS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "propositions": (("count", *_MODEL_KEYS), "count"),
     "summary": (_MODEL_KEYS, None),
 }
+
+
+def _is_strategy_name(name: str) -> TypeGuard[StrategyName]:
+    return name in _KEYS
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,7 @@ def parse_strategy(value: str | StrategySpec | None) -> StrategySpec:
     spec = value.strip()
     name, sep, rest = spec.partition(":")
     name = name.strip()
-    if name not in _KEYS:
+    if not _is_strategy_name(name):
         raise _fail(spec, f"unknown strategy; use one of {', '.join(STRATEGY_NAMES)}")
     keys, shorthand = _KEYS[name]
     given: dict[str, str] = {}
@@ -255,7 +259,7 @@ def parse_strategy(value: str | StrategySpec | None) -> StrategySpec:
             if not raw:
                 raise _fail(spec, f"parameter {key!r} has no value")
             given[key] = raw
-    out = StrategySpec(name=name)  # type: ignore[arg-type]
+    out = StrategySpec(name=name)
     fields: dict[str, Any] = {}
     if name in ("parent-document", "hierarchical") and "group" in given:
         group = _int(spec, "group", given["group"])

@@ -108,12 +108,12 @@ def section_ordinal(heading: str) -> int:
             value = parse_number(re.split(r"[- ]", token)[0])
         if value is not None:
             return value
-    found = _LEADING_ARABIC.match(text)
-    if found:
-        return int(found.group(1).split(".")[-1])
-    found = _LEADING_ROMAN.match(text)
-    if found:
-        value = _roman(found.group(1))
+    leading = _LEADING_ARABIC.match(text)
+    if leading:
+        return int(leading.group(1).split(".")[-1])
+    leading = _LEADING_ROMAN.match(text)
+    if leading:
+        value = _roman(leading.group(1))
         if value is not None:
             return value
     whole = parse_number(text)

@@ -69,8 +69,8 @@ def read_pdf(source: str | Path | bytes) -> tuple[str, Structure]:
         headings.append(Heading(level, title, start, end))
     headings.sort(key=lambda h: h.start)
     meta = reader.metadata
-    title = str(meta.title).strip() if meta is not None and meta.title else None
-    return text, Structure("pdf", tuple(headings), (), tuple(pages), title or None)
+    doc_title = str(meta.title).strip() if meta is not None and meta.title else None
+    return text, Structure("pdf", tuple(headings), (), tuple(pages), doc_title or None)
 
 
 def _walk(reader: Any, items: list[Any], level: int) -> list[tuple[int, str, int | None]]:

@@ -101,7 +101,7 @@ class Structure:
                 Table(
                     start=int(t["start"]),
                     end=int(t["end"]),
-                    header=tuple(t["header"]) if t.get("header") else None,  # type: ignore[arg-type]
+                    header=tuple(t["header"]) if t.get("header") else None,
                     columns=tuple(t.get("columns", ())),
                     rows=tuple((int(s), int(e)) for s, e in t.get("rows", ())),
                     caption=t.get("caption"),

@@ -153,10 +153,11 @@ class MilvusStore(AbstractStore):
         return self
 
     def _ensure_collections(self, client: Any, dimension: int) -> None:
-        for name, build in (
+        builders: tuple[tuple[str, Callable[[], tuple[Any, Any]]], ...] = (
             (self.collection, lambda: children_schema(client, dimension)),
             (self.parents_collection, lambda: parents_schema(client)),
-        ):
+        )
+        for name, build in builders:
             if client.has_collection(name):
                 # A collection written by another process starts out released.
                 client.load_collection(name)

@@ -61,6 +61,7 @@ async def document_outline(store: Any, document_id: str) -> list[OutlineEntry]:
         .group_by(path, layer)
         .order_by(text("start"), path, layer)
     )
+
     async def work(conn: Any) -> list[Any]:
         return list((await conn.execute(stmt)).all())
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import asyncpg
 
@@ -43,7 +43,7 @@ T = TypeVar("T")
 READ_POOL_SIZE = 5
 
 
-class ReadConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg is untyped
+class ReadConnection(asyncpg.Connection):
     """An asyncpg connection that remembers the session settings applied to it."""
 
     __slots__ = ("_session",)
@@ -79,13 +79,19 @@ class ReadConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg is un
                     calls.append(f"set_config(${n}, ${n + 1}, false)")
             await self.execute(f"SELECT {', '.join(calls)}", *values)
             self._session = {**(session or {}), **wanted}
-        return await self.fetch(sql, *args)  # type: ignore[no-any-return]  # untyped asyncpg
+        return await self.fetch(sql, *args)
 
 
 async def _codecs(conn: asyncpg.Connection) -> None:
     await register_vector_codec(conn)
     for name in ("json", "jsonb"):
         await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+def _read_connection(proxy: Any) -> ReadConnection:
+    """The pool's proxy as the :class:`ReadConnection` it stands for: it forwards every
+    attribute to it (asyncpg's ``PoolConnectionProxy``), and is invalid after release."""
+    return cast(ReadConnection, proxy)
 
 
 async def _reset(conn: asyncpg.Connection) -> None:
@@ -118,12 +124,14 @@ class ReadPool:
             **server_settings,
         }
         self.size = size
-        self._pool: asyncpg.Pool | None = None
+        self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._loggers: list[Callable[[Any], None]] = []
         #: Connections opened so far (each a server process and its start-up round trips).
         self.opened = 0
 
-    async def _init(self, conn: ReadConnection) -> None:
+    async def _init(self, conn: asyncpg.Connection) -> None:
+        # asyncpg hands ``init`` the connection itself, of the pool's connection_class.
+        assert isinstance(conn, ReadConnection)
         self.opened += 1
         await _codecs(conn)
         conn.started_with(self._server_settings)
@@ -138,7 +146,7 @@ class ReadPool:
         if self._pool is not None:
             await self._pool.expire_connections()
 
-    async def _open(self) -> asyncpg.Pool:
+    async def _open(self) -> asyncpg.Pool[asyncpg.Record]:
         if self._pool is None:
             self._pool = await asyncpg.create_pool(
                 min_size=0,
@@ -157,8 +165,9 @@ class ReadPool:
         prepared: Prepared,
         params: Mapping[str, Any],
         settings: Settings = (),
-    ) -> Sequence[Mapping[str, Any]]:
-        """The rows of ``prepared`` for ``params`` (one round trip; see the module).
+    ) -> Sequence[Any]:
+        """The rows of ``prepared`` for ``params`` (one round trip; see the module), as
+        asyncpg ``Record``s: read by column name like mappings.
 
         Args:
             action: what is being done, for the error message ("search in public.docs").
@@ -170,12 +179,13 @@ class ReadPool:
         """
         args = prepared.args(params)
 
-        async def attempt() -> Sequence[Mapping[str, Any]]:
+        async def attempt() -> Sequence[Any]:
             async with store_errors(action):
                 pool = await self._open()
-                async with pool.acquire() as conn:
+                async with pool.acquire() as proxy:
+                    conn = _read_connection(proxy)
                     try:
-                        return await conn.fetch_with(prepared.sql, args, settings)  # type: ignore[no-any-return]
+                        return await conn.fetch_with(prepared.sql, args, settings)
                     except Exception as exc:
                         if not conn.is_closed():
                             raise
@@ -189,8 +199,8 @@ class ReadPool:
         """``work(conn)`` on a pooled connection: the most recently used one when it is idle
         (asyncpg's pool hands out live connections last in, first out)."""
         pool = await self._open()
-        async with pool.acquire() as conn:
-            return await work(conn)
+        async with pool.acquire() as proxy:
+            return await work(_read_connection(proxy))
 
     async def close(self) -> None:
         """Close the pool's connections (waits for reads in flight). Safe to call twice."""

@@ -38,7 +38,7 @@ __all__ = [
 try:  # pgvector-python >= 0.4
     from pgvector import Vector
 except ImportError:  # 0.3.x, which langchain-postgres pins
-    from pgvector.utils import Vector  # type: ignore[no-redef]
+    from pgvector.utils import Vector  # type: ignore[no-redef,import-not-found,unused-ignore]  # 0.3.x only
 
 # What each version's own asyncpg codec decodes to, so that its SQLAlchemy type reads it:
 # 0.3.x returns a numpy array, later versions a ``Vector``.
@@ -55,7 +55,8 @@ def encode_vector(value: Any) -> bytes:
         value = Vector.from_text(value)
     elif not isinstance(value, Vector):
         value = Vector(value if isinstance(value, list) else np.asarray(value, dtype=np.float32))
-    return value.to_binary()
+    binary: bytes = value.to_binary()
+    return binary
 
 
 async def register_vector_codec(driver_connection: Any) -> bool:

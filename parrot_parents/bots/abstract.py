@@ -10,6 +10,7 @@ from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions, SearchM
 from parrot_parents.retrieval.pipeline import Retriever
 
 if TYPE_CHECKING:
+    from parrot_parents.bots.settings import BotSettings
     from parrot_parents.rerankers.abstract import AbstractReranker
     from parrot_parents.stores.abstract import AbstractStore
     from parrot_parents.stores.parents.abstract import AbstractParentSearcher
@@ -46,6 +47,9 @@ class AbstractBot:
         search_mode, rrf_k, dense_weight, lexical_weight: how children are searched
             (``dense``, ``lexical`` or ``hybrid``) and fused; None: the package default.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
+        settings: the validated ``bots`` row the bot was built from (its retrieval
+            settings are also given one by one above); None (default) for a bot made in
+            code. :attr:`description` and :attr:`collection` come from it.
 
     Raises:
         ConfigurationError: a bad setting (the message names it), or
@@ -69,11 +73,13 @@ class AbstractBot:
         dense_weight: float | None = None,
         lexical_weight: float | None = None,
         owns_store: bool = True,
+        settings: BotSettings | None = None,
     ) -> None:
         if store is None and parent_searcher is not None:
             # The seed's examples inject only the searcher; it knows its store.
-            store = getattr(parent_searcher, "store", None)
+            store = parent_searcher.store
         self.name = name
+        self.settings = settings
         self.store = store
         self.parent_searcher = parent_searcher
         self.reranker = reranker
@@ -123,6 +129,16 @@ class AbstractBot:
         options = RetrievalOptions.from_overrides(settings, names=BOT_OPTION_NAMES)
         self._validated = (key, options)
         return options
+
+    @property
+    def description(self) -> str | None:
+        """The row's description; None for a bot made in code."""
+        return None if self.settings is None else self.settings.description
+
+    @property
+    def collection(self) -> str | None:
+        """The row's collection (the table searched); None for a bot made in code."""
+        return None if self.settings is None else self.settings.collection
 
     @property
     def retriever(self) -> Retriever:

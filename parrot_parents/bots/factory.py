@@ -56,8 +56,8 @@ def row_store(
         return None
     try:
         cls = registries.parent_searchers.get(config["type"])
-        opener = getattr(cls, "open_store", None)
-        return None if opener is None else opener(settings.collection, embedding=embedding)
+        # The registry gives only subclasses of AbstractParentSearcher, which declares it.
+        return cls.open_store(settings.collection, embedding=embedding)
     except ParrotParentsError as exc:
         raise BotConfigError(settings.name, [("parent_searcher_config", exc.message)]) from exc
 
@@ -72,7 +72,7 @@ async def connect_row_store(settings: BotSettings, store: AbstractStore) -> Abst
     """Connect a store from :func:`row_store`; a missing collection or a dimension
     mismatch becomes a :class:`BotConfigError` on ``collection``."""
     try:
-        await store.connect()  # type: ignore[attr-defined]
+        await store.connect()
     except (SchemaMismatchError, StoreError) as exc:
         await store.close()
         raise BotConfigError(settings.name, [("collection", exc.message)]) from exc
@@ -129,12 +129,10 @@ async def build_bot(
             dense_weight=settings.dense_weight,
             lexical_weight=settings.lexical_weight,
             owns_store=owns_store,
+            settings=settings,
         )
     except ParrotParentsError as exc:
         raise BotConfigError(name, [("", exc.message)]) from exc
-    bot.description = settings.description  # type: ignore[attr-defined]
-    bot.collection = settings.collection  # type: ignore[attr-defined]
-    bot.settings = settings  # type: ignore[attr-defined]
     return bot
 
 

@@ -33,6 +33,14 @@ from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.ids import content_document_id, content_sha256
+from parrot_parents.stores.protocols import (
+    BulkLoad,
+    ContentLookup,
+    DocumentTable,
+    IndexedRows,
+    ReplaceDocument,
+    SourceLookup,
+)
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
 __all__ = ["AbstractLoader", "IngestReport", "wants_bulk_load"]
@@ -80,7 +88,8 @@ class AbstractLoader(ABC):
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
         indexer: an ingestion strategy's :class:`~parrot_parents.loaders.indexing.RowIndexer`
             adding indexed rows to each document's write; None (default) writes the
-            hierarchy alone. Needs a store that supports indexed rows (PostgreSQL).
+            hierarchy alone. Needs a store with
+            :class:`~parrot_parents.stores.protocols.IndexedRows` (PostgreSQL).
         section_parents: parents follow the sections of documents that come with a
             structure (``metadata["structure"]``, set by the readers), and tables give
             ``table_row`` children; default True (see
@@ -167,15 +176,17 @@ class AbstractLoader(ABC):
                 characters (default 200); must be smaller than the size.
             progress: called with the number of documents finished after each batch.
             batch_documents: documents embedded together, and written in one transaction
-                when the store has ``replace_documents`` (a batch the database refuses is
-                written again document by document, so only the faulty one fails).
+                when the store has a documents table
+                (:class:`~parrot_parents.stores.protocols.DocumentTable`; a batch the
+                database refuses is written again document by document, so only the
+                faulty one fails).
             skip_unchanged: with a store that keeps a documents table, leave out (and list
                 in ``self.report.unchanged``) the documents whose text, source and chunk
                 policy version are those stored; default False (``ingest`` turns it on).
             bulk_load: defer the store's vector index for this load and build it once at
-                the end (``store.bulk_load()``, PostgreSQL; ignored by other stores);
-                for a new or empty collection. The build time is
-                ``self.report.index_build_seconds``. Default False.
+                the end (:class:`~parrot_parents.stores.protocols.BulkLoad`, PostgreSQL;
+                ignored by other stores); for a new or empty collection. The build time
+                is ``self.report.index_build_seconds``. Default False.
             queue_size: embedded batches waiting for the writer (default 2); the model
                 embeds the next batch while the database writes one.
 
@@ -200,7 +211,7 @@ class AbstractLoader(ABC):
         if (
             self.indexer is not None
             and vector_store is not None
-            and not getattr(vector_store, "supports_indexed_rows", False)
+            and not isinstance(vector_store, IndexedRows)
         ):
             raise ConfigurationError(
                 f"{type(vector_store).__name__} cannot search indexed rows, which this "
@@ -299,10 +310,9 @@ class AbstractLoader(ABC):
         When the batch's transaction fails (nothing of it is kept), its documents are
         written one by one, so a faulty document fails alone and is reported.
         """
-        many = getattr(store, "replace_documents", None)
-        if many is not None and len(batch) > 1:
+        if isinstance(store, DocumentTable) and len(batch) > 1:
             try:
-                await many(
+                await store.replace_documents(
                     [
                         _item(h, extra.get(h.document_id, ()), records.get(h.document_id))
                         for h in batch
@@ -389,10 +399,9 @@ class AbstractLoader(ABC):
         documents: Sequence[Document],
     ) -> None:
         """Record a warning when a document id stored from another file is replaced."""
-        lookup = getattr(store, "document_sources", None)
-        if lookup is None:
+        if not isinstance(store, SourceLookup):
             return
-        stored = await lookup([h.document_id for h in batch])
+        stored = await store.document_sources([h.document_id for h in batch])
         sources = {
             _document_id(d): (d.metadata or {}).get("source")
             for d in documents
@@ -406,11 +415,10 @@ class AbstractLoader(ABC):
                     f"replaced document {h.document_id!r} previously ingested from "
                     f"{', '.join(sorted(old))}"
                 )
-        by_content = getattr(store, "documents_with_content", None)
-        if by_content is None:
+        if not isinstance(store, ContentLookup):
             return
         digests = {h.document_id: _digest(h) for h in batch}
-        found = await by_content([d for d in digests.values() if d])
+        found = await store.documents_with_content([d for d in digests.values() if d])
         for h in batch:
             others = found.get(digests[h.document_id] or "", set()) - {h.document_id}
             if others:
@@ -451,11 +459,10 @@ async def _stored_states(
     store: AbstractStore | None, documents: Sequence[Document]
 ) -> dict[str, DocumentState]:
     """The documents table's state of these documents (empty without such a table)."""
-    lookup = getattr(store, "document_states", None)
-    if lookup is None:
+    if not isinstance(store, DocumentTable):
         return {}
     ids = [_document_id(d) for d in documents if isinstance(d, Document)]
-    return dict(await lookup(ids))
+    return dict(await store.document_states(ids))
 
 
 def _record(
@@ -502,11 +509,10 @@ async def _write(
     record: DocumentRecord | None = None,
 ) -> None:
     document_id, docs, vectors, record = _item(h, indexed, record)
-    replace = getattr(store, "replace_document", None)
-    if replace is not None and record is not None and getattr(store, "documents", None):
-        await replace(document_id, docs, embeddings=vectors, record=record)
-    elif replace is not None:
-        await replace(document_id, docs, embeddings=vectors)
+    if isinstance(store, DocumentTable) and record is not None:
+        await store.replace_document(document_id, docs, embeddings=vectors, record=record)
+    elif isinstance(store, ReplaceDocument):
+        await store.replace_document(document_id, docs, embeddings=vectors)
     else:
         await store.add_documents(docs, embeddings=vectors)
 
@@ -516,12 +522,11 @@ async def _bulk(
     store: AbstractStore | None, wanted: bool, report: IngestReport
 ) -> AsyncIterator[None]:
     """The store's bulk load (vector index deferred) around the writes, when wanted."""
-    bulk = getattr(store, "bulk_load", None) if wanted else None
-    if bulk is None:
+    if not wanted or not isinstance(store, BulkLoad):
         yield
         return
     await store.connect()  # bulk_load needs the connected engine
-    async with bulk() as load:
+    async with store.bulk_load() as load:
         yield
     report.index_build_seconds = load.build_seconds
 
@@ -529,16 +534,15 @@ async def _bulk(
 async def wants_bulk_load(store: AbstractStore | None, flag: bool | None = None) -> bool:
     """Whether to bulk load (vector index deferred) into ``store``.
 
-    ``flag`` as given when not None (False for a store without ``bulk_load``); by default,
+    ``flag`` as given when not None (False for a store without
+    :class:`~parrot_parents.stores.protocols.BulkLoad`); by default,
     True when the collection has no rows (new or empty) or lacks its vector index (a bulk
     load that could not build it): building the index once after the load is then far
     cheaper than inserting into it row by row (``python -m benchmarks run scale_write``).
     Into a filled collection, rebuilding the whole index for some new rows is not, so it stays.
     """
-    if store is None or not hasattr(store, "bulk_load"):
+    if not isinstance(store, BulkLoad):
         return False
     if flag is not None:
         return flag
-    count = getattr(store, "count")  # noqa: B009 - PostgreSQL store only (bulk_load)
-    exists = getattr(store, "vector_index_exists")  # noqa: B009
-    return await count() == 0 or not await exists()
+    return await store.count() == 0 or not await store.vector_index_exists()

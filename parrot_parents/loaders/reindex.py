@@ -25,7 +25,9 @@ from parrot_parents.loaders.hierarchy import (
     DEFAULT_THRESHOLD,
 )
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, reader_for, structure_of
+from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.documents import DocumentRecord
+from parrot_parents.stores.protocols import DocumentTable
 
 __all__ = ["READERS", "ReindexReport", "reindex_stale"]
 
@@ -60,7 +62,7 @@ def _document(record: DocumentRecord) -> Document:
 
 async def reindex_stale(
     loader: AbstractLoader,
-    store: Any,
+    store: AbstractStore,
     *,
     parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
     parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
@@ -73,12 +75,13 @@ async def reindex_stale(
     document of ``store`` whose policy version is not the one they give.
 
     Raises:
-        ConfigurationError: ``batch_size`` below 1, or a store without a documents table.
+        ConfigurationError: ``batch_size`` below 1, or a store without a documents table
+            (:class:`~parrot_parents.stores.protocols.DocumentTable`).
         StoreError: the database is unavailable.
     """
     if batch_size < 1:
         raise ConfigurationError(f"batch_size must be >= 1, got {batch_size!r}")
-    if getattr(store, "stale_documents", None) is None:
+    if not isinstance(store, DocumentTable):
         raise ConfigurationError(
             f"{type(store).__name__} keeps no documents table", hint="use the postgres store"
         )

@@ -30,6 +30,7 @@ from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
+from parrot_parents.stores.protocols import ContextSearch
 from parrot_parents.stores.search_options import Fusion
 
 if TYPE_CHECKING:
@@ -132,15 +133,17 @@ class Retriever:
         meta.timings_ms["total"] = _ms(started)
         return Retrieval(passages, meta)
 
-    def _plan(self, opts: ResolvedOptions) -> ContextPlan | None:
-        """The reads to join to the search, when the parent searcher reads this store's
-        own table (one round trip for search and expansion); else None."""
+    def _joined(self, opts: ResolvedOptions) -> tuple[ContextSearch, ContextPlan] | None:
+        """The store and the reads to join to its search, when the parent searcher reads
+        this store's own table and the store can join them (one round trip for search
+        and expansion); else None."""
         searcher = self.parent_searcher
         if not opts.expand_to_parent or searcher is None:
             return None
-        if not searcher.reads_from(self.store) or not hasattr(self.store, "search_with_context"):
+        store = self.store
+        if not searcher.reads_from(store) or not isinstance(store, ContextSearch):
             return None
-        return plan_for(opts.mode)
+        return store, plan_for(opts.mode)
 
     async def _search(
         self, question: str, opts: ResolvedOptions, meta: RetrievalMeta
@@ -150,13 +153,19 @@ class Retriever:
         limit = opts.candidates(self.reranker is not None)
         fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight)
         # After a reranker the context is read for the kept hits (see _expand).
-        plan = None if self.reranker is not None else self._plan(opts)
-        wanted = {"limit": limit, "filter": opts.filter, "search_mode": opts.search_mode}
+        joined = None if self.reranker is not None else self._joined(opts)
         try:
-            if plan is not None:
-                search = self.store.search_with_context  # type: ignore[attr-defined]
+            if joined is not None:
+                store, plan = joined
                 try:
-                    return await search(question, plan, fusion=fusion, **wanted)
+                    return await store.search_with_context(
+                        question,
+                        plan,
+                        limit=limit,
+                        filter=opts.filter,
+                        search_mode=opts.search_mode,
+                        fusion=fusion,
+                    )
                 except StoreError as exc:
                     if exc.unavailable:
                         raise
@@ -169,7 +178,13 @@ class Retriever:
                             "searched without the joined parent read",
                         )
                     )
-            results = await self.store.similarity_search(question, fusion=fusion, **wanted)
+            results = await self.store.similarity_search(
+                question,
+                limit=limit,
+                filter=opts.filter,
+                search_mode=opts.search_mode,
+                fusion=fusion,
+            )
             return results, None
         except LexicalIndexMissingError as exc:
             meta.search_mode = "dense"
@@ -236,10 +251,10 @@ class Retriever:
         t = time.perf_counter()
         searcher: AbstractParentSearcher = self.parent_searcher
         try:
-            plan = self._plan(opts) if context is None else None
-            if plan is not None and hits:
-                read = self.store.fetch_context  # type: ignore[attr-defined]
-                context = await read([(h.id, h.metadata) for h in hits], plan)
+            joined = self._joined(opts) if context is None else None
+            if joined is not None and hits:
+                store, plan = joined
+                context = await store.fetch_context([(h.id, h.metadata) for h in hits], plan)
             if context is not None:
                 searcher = PrefetchedParentSearcher(context, searcher)
             fetched = await expander.fetch(hits, searcher)

@@ -22,6 +22,7 @@ from parrot_parents.server.schemas import (
     read_object,
 )
 from parrot_parents.server.state import REQUEST_ID, STATE, ServerState
+from parrot_parents.stores.protocols import DocumentRows
 
 __all__ = ["routes"]
 
@@ -58,7 +59,7 @@ def _public_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(bot: Chatbot) -> dict[str, Any]:
-    settings = getattr(bot, "settings", None)
+    settings = bot.settings
     data = settings.model_dump() if settings is not None else bot.config()
     return {**data, "status": "loaded"}
 
@@ -229,13 +230,13 @@ async def document_rows(request: web.Request) -> web.Response:
     document_id = request.match_info["document_id"]
     if len(document_id) > MAX_DOCUMENT_ID:
         raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} characters")
-    reader = getattr(bot.store, "document_rows", None)
-    if reader is None:
+    store = bot.store
+    if not isinstance(store, DocumentRows):
         return json_error(
             501, "this bot's store cannot list the rows of a document", request=request
         )
-    rows = await reader(document_id)
-    collection = getattr(bot.store, "collection", None)
+    rows = await store.document_rows(document_id)
+    collection = bot.collection
     if not rows:
         return json_error(
             404,

@@ -1,15 +1,22 @@
-"""Interface every vector store of parrot-parents implements."""
+"""Interface every vector store of parrot-parents implements.
+
+What a store may do beyond it (batch writes, a documents table, a joined context read,
+...) is declared with the protocols of :mod:`parrot_parents.stores.protocols`.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.search_options import Fusion, SearchMode
+
+if TYPE_CHECKING:
+    from parrot_parents.stores.protocols import Vectors
 
 __all__ = ["AbstractStore"]
 
@@ -17,18 +24,20 @@ __all__ = ["AbstractStore"]
 class AbstractStore(ABC):
     """A collection of parent and child rows with vector search over the children."""
 
-    #: True when the store searches indexed rows (ingestion strategies) and resolves a hit
-    #: on one to its retrievable row (:mod:`parrot_parents.stores.resolve`).
-    supports_indexed_rows: ClassVar[bool] = False
+    async def connect(self) -> AbstractStore:
+        """Connect (and create the collection when missing, as the store is configured);
+        returns the store. Safe to call twice. Default: nothing to connect."""
+        return self
 
     @abstractmethod
     async def add_documents(
         self,
         documents: Sequence[Document],
         *,
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+        embeddings: Vectors | None = None,
     ) -> list[str]:
-        """Insert or update rows; returns their ids in input order."""
+        """Insert or update rows; returns their ids in input order. ``embeddings``: the
+        children's vectors aligned with ``documents`` (None entries are embedded here)."""
 
     @abstractmethod
     async def similarity_search(

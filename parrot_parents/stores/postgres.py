@@ -65,6 +65,15 @@ from parrot_parents.stores.markers import (
     SEARCH_PREDICATE,
 )
 from parrot_parents.stores.prepared import Prepared
+from parrot_parents.stores.protocols import (
+    BulkLoad,
+    ContentLookup,
+    ContextSearch,
+    DocumentRows,
+    DocumentTable,
+    IndexedRows,
+    SourceLookup,
+)
 from parrot_parents.stores.read_pool import ReadPool
 from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
@@ -90,7 +99,16 @@ from parrot_parents.sync import run_sync
 __all__ = ["PgVectorStore", "to_async_dsn"]
 
 
-class PgVectorStore(AbstractStore):
+class PgVectorStore(
+    AbstractStore,
+    DocumentTable,
+    BulkLoad,
+    ContextSearch,
+    IndexedRows,
+    SourceLookup,
+    ContentLookup,
+    DocumentRows,
+):
     """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
 
     Parents and children share the table; parents have ``embedding = NULL`` and so never

@@ -41,6 +41,7 @@ from typing import Any, Literal, TypeGuard
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import MAX_WINDOW, ExpansionMode
+from parrot_parents.stores.protocols import IndexedRows
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_CHARS",
@@ -205,16 +206,16 @@ def _int(spec: str, key: str, raw: str) -> int:
 
 def strategy_for(value: str | StrategySpec | None, store: object) -> StrategySpec:
     """The strategy given, parsed; when none is given, the package default for ``store``:
-    :data:`DEFAULT_STRATEGY` on a store that can search indexed rows, else ``plain`` (the
-    Milvus store cannot, so its default stays plain).
+    :data:`DEFAULT_STRATEGY` on a store that can search indexed rows
+    (:class:`~parrot_parents.stores.protocols.IndexedRows`), else ``plain`` (the Milvus
+    store cannot, so its default stays plain).
 
     Raises:
         ConfigurationError: as :func:`parse_strategy`.
     """
     if value is not None:
         return parse_strategy(value)
-    indexed = getattr(store, "supports_indexed_rows", False)
-    return parse_strategy(DEFAULT_STRATEGY if indexed else "plain")
+    return parse_strategy(DEFAULT_STRATEGY if isinstance(store, IndexedRows) else "plain")
 
 
 def parse_strategy(value: str | StrategySpec | None) -> StrategySpec:

@@ -47,6 +47,7 @@ class MilvusParentSearcher(AbstractParentSearcher):
     """
 
     config_model = MilvusParentSearcherConfig
+    store: MilvusStore
 
     def __init__(self, store: MilvusStore) -> None:
         if not isinstance(store, MilvusStore):

@@ -32,6 +32,7 @@ from parrot_parents.stores.milvus.schema import (
     children_schema,
     parents_schema,
 )
+from parrot_parents.stores.protocols import ReplaceDocument, RowCount, SourceLookup, Vectors
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
 from parrot_parents.stores.search_options import SEARCH_MODES, Fusion, SearchMode
@@ -47,7 +48,7 @@ RRF_K = 60
 T = TypeVar("T")
 
 
-class MilvusStore(AbstractStore):
+class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
     """A collection kept in Milvus: children (with vectors) and parents (without).
 
     Args:
@@ -211,9 +212,7 @@ class MilvusStore(AbstractStore):
     # -- writes ------------------------------------------------------------------------
 
     def _rows(
-        self,
-        documents: Sequence[Document],
-        embeddings: Sequence[Sequence[float] | None] | None,
+        self, documents: Sequence[Document], embeddings: Vectors | None
     ) -> list[dict[str, Any]]:
         rows = prepare_rows(documents, embeddings, self.dimension)
         for row in rows:
@@ -277,7 +276,7 @@ class MilvusStore(AbstractStore):
         self,
         documents: Sequence[Document],
         *,
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+        embeddings: Vectors | None = None,
     ) -> list[str]:
         """Insert or update rows (upsert by the deterministic id).
 
@@ -304,7 +303,7 @@ class MilvusStore(AbstractStore):
         document_id: str,
         documents: Sequence[Document],
         *,
-        embeddings: Sequence[Sequence[float] | None] | None = None,
+        embeddings: Vectors | None = None,
     ) -> list[str]:
         """Replace every row of ``document_id`` by ``documents`` (used by the loaders).
 

@@ -41,6 +41,10 @@ class AbstractParentSearcher(ABC):
     #: Keys of ``parent_searcher_config`` (besides ``type``); None: from ``__init__``.
     config_model: ClassVar[type[BaseModel] | None] = None
 
+    #: The store whose parents this searcher reads, when it reads one; a bot given only
+    #: the searcher searches that store. None (the default) for parents kept elsewhere.
+    store: AbstractStore | None = None
+
     @classmethod
     def open_store(cls, collection: str, *, embedding: Any = None) -> AbstractStore | None:
         """The store a bot row naming this searcher type searches (not connected yet).

@@ -47,6 +47,7 @@ class InTableParentSearcher(AbstractParentSearcher):
     """
 
     config_model = InTableParentSearcherConfig
+    store: PgVectorStore
 
     def __init__(self, store: PgVectorStore) -> None:
         if not isinstance(store, PgVectorStore):

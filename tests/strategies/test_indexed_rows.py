@@ -282,12 +282,23 @@ async def test_a_store_that_cannot_resolve_indexed_rows_is_refused_before_writin
     store: PgVectorStore, corpus: list[Document], tmp_path: Path
 ) -> None:
     from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.abstract import AbstractStore
+    from parrot_parents.stores.protocols import IndexedRows
 
-    class NoIndexedRows(PgVectorStore):
-        supports_indexed_rows = False
+    class NoIndexedRows(AbstractStore):
+        """Writes and searches through the real store, but declares no IndexedRows."""
 
-    other = NoIndexedRows(engine=(await store.ready())[0], table=store.table)
-    other.embedding = store.embedding
+        async def add_documents(self, documents: Any, *, embeddings: Any = None) -> list[str]:
+            return await store.add_documents(documents, embeddings=embeddings)
+
+        async def similarity_search(self, query: str, *args: Any, **kwargs: Any) -> Any:
+            return await store.similarity_search(query, *args, **kwargs)
+
+        async def delete(self, document_id: str) -> int:
+            return await store.delete(document_id)
+
+    other = NoIndexedRows()
+    assert not isinstance(other, IndexedRows)
     loader = TextLoader(
         embedding=store.embedding, indexer=StrategyIndexer(parse_strategy("contextual:extractive"))
     )

@@ -19,7 +19,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.retrieval.expanders import expander_for, plan_for
@@ -141,9 +141,11 @@ class Retriever:
         if not opts.expand_to_parent or searcher is None:
             return None
         store = self.store
-        if not searcher.reads_from(store) or not isinstance(store, ContextSearch):
+        # Asked of the store's class, whose answer ABC caches: on Python 3.11 isinstance
+        # against a protocol walks the protocol's members again, some 25 us a query.
+        if not searcher.reads_from(store) or not issubclass(type(store), ContextSearch):
             return None
-        return store, plan_for(opts.mode)
+        return cast(ContextSearch, store), plan_for(opts.mode)
 
     async def _search(
         self, question: str, opts: ResolvedOptions, meta: RetrievalMeta

@@ -7,9 +7,11 @@ method is an error when the store is created, not when a caller first needs it::
 
     class PgVectorStore(AbstractStore, ContextSearch, DocumentTable, ...): ...
 
-A caller checks a capability once, at the boundary, with ``isinstance(store, BulkLoad)``
-(every protocol is ``runtime_checkable`` and has methods only, so the check looks at
-the store's class, once per class), or requires it by type. Who has what, and who asks:
+A caller checks a capability once, at the boundary, with ``isinstance(store, BulkLoad)``,
+or requires it by type. Every protocol is ``runtime_checkable`` and has methods only, so
+``issubclass(type(store), BulkLoad)`` gives the same answer from a per-class cache; a
+check on a per-query path uses that (on Python 3.11 ``isinstance`` against a protocol
+walks its members on every call, tens of microseconds). Who has what, and who asks:
 
 * :class:`ReplaceDocument` (PostgreSQL, Milvus): the loaders, so that re-chunking a
   document leaves no stale rows;

@@ -1,8 +1,10 @@
 """Backends under test: every conformance test runs once per backend.
 
-A third backend joins by adding a name to ``BACKENDS`` and a branch to ``_open``: a store
-class (the :class:`AbstractStore` interface plus ``replace_document``) and its parent
-searcher (:func:`parrot_parents.stores.backends.parent_searcher_for`). Milvus runs on
+A third backend joins by adding a name to ``BACKENDS``, a branch to ``_open`` and its
+row to ``CLAIMS`` in ``test_protocols.py``: a store class (the :class:`AbstractStore`
+interface plus the protocols of :mod:`parrot_parents.stores.protocols` it declares, at
+least ``ReplaceDocument``, ``SourceLookup`` and ``RowCount``) and its parent searcher
+(:func:`parrot_parents.stores.backends.parent_searcher_for`). Milvus runs on
 Milvus Lite in a temporary file and is skipped when pymilvus is not installed.
 """
 

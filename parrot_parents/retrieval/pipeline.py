@@ -142,7 +142,7 @@ class Retriever:
             return None
         store = self.store
         # Asked of the store's class, whose answer ABC caches: on Python 3.11 isinstance
-        # against a protocol walks the protocol's members again, some 25 us a query.
+        # against a protocol walks its members again, tens of microseconds a query.
         if not searcher.reads_from(store) or not issubclass(type(store), ContextSearch):
             return None
         return cast(ContextSearch, store), plan_for(opts.mode)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -145,9 +145,6 @@ class PgVectorStore(
         SchemaMismatchError: the table exists with another embedding dimension.
         StoreError: the server cannot be reached.
     """
-
-    #: Indexed rows (ingestion strategies) are searched and resolved here.
-    supports_indexed_rows: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from parrot_parents.bots.settings import SETTING_NAMES
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions, SearchMode
@@ -17,20 +18,15 @@ if TYPE_CHECKING:
 
 __all__ = ["AbstractBot"]
 
-#: Names of the bot's settings for the per-call options they set the default of.
-BOT_OPTION_NAMES = {
-    "limit": "context_search_limit",
-    "budget": "context_budget",
-    "mode": "expansion_mode",
-}
-
 
 class AbstractBot:
     """Holds a bot's retrieval configuration; validated at construction.
 
     The settings are the defaults of the per-call options, with the same limits
     (:mod:`parrot_parents.retrieval.options`); resolution is per call, then the bot,
-    then the package default.
+    then the package default. They are every option but ``filter``, named as in
+    :data:`~parrot_parents.bots.settings.SETTING_NAMES` (the keyword arguments below are
+    spelled out for the type checker; a test holds them to the options).
 
     Attributes:
         name: the bot's name.
@@ -110,23 +106,13 @@ class AbstractBot:
         Raises:
             ConfigurationError: a setting was changed to a bad value since construction.
         """
-        settings = {
-            "expand_to_parent": self.expand_to_parent,
-            "limit": self.context_search_limit,
-            "rerank_candidates": self.rerank_candidates,
-            "budget": self.context_budget,
-            "mode": self.expansion_mode,
-            "search_mode": self.search_mode,
-            "rrf_k": self.rrf_k,
-            "dense_weight": self.dense_weight,
-            "lexical_weight": self.lexical_weight,
-        }
+        values = {name: getattr(self, setting) for name, setting in SETTING_NAMES.items()}
         # Validated again only when a setting changed (every call reads them); typed, so
         # that True is not taken for a limit of 1 already validated.
-        key = tuple((type(v), v) for v in settings.values())
+        key = tuple((type(v), v) for v in values.values())
         if self._validated is not None and self._validated[0] == key:
             return self._validated[1]
-        options = RetrievalOptions.from_overrides(settings, names=BOT_OPTION_NAMES)
+        options = RetrievalOptions.from_overrides(values, names=SETTING_NAMES)
         self._validated = (key, options)
         return options
 
@@ -153,17 +139,11 @@ class AbstractBot:
 
     def config(self) -> dict[str, Any]:
         """The bot's settings as plain values (for ``meta`` and the HTTP service)."""
+        values = {setting: getattr(self, setting) for setting in SETTING_NAMES.values()}
         return {
             "name": self.name,
-            "expand_to_parent": self.expand_to_parent,
-            "context_search_limit": self.context_search_limit,
-            "rerank_candidates": self.rerank_candidates,
-            "context_budget": self.context_budget,
+            **values,
             "expansion_mode": str(self.expansion_mode),
-            "search_mode": self.search_mode,
-            "rrf_k": self.rrf_k,
-            "dense_weight": self.dense_weight,
-            "lexical_weight": self.lexical_weight,
             "reranker": None if self.reranker is None else self.reranker.to_dict(),
             "parent_searcher": None
             if self.parent_searcher is None

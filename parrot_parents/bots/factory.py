@@ -119,17 +119,10 @@ async def build_bot(
             name=name,
             store=store,
             parent_searcher=searcher,
-            expand_to_parent=settings.expand_to_parent,
-            context_search_limit=settings.context_search_limit,
             reranker=reranker,
-            context_budget=settings.context_budget,
-            expansion_mode=settings.expansion_mode,
-            search_mode=settings.search_mode,
-            rrf_k=settings.rrf_k,
-            dense_weight=settings.dense_weight,
-            lexical_weight=settings.lexical_weight,
             owns_store=owns_store,
             settings=settings,
+            **settings.retrieval_settings(),
         )
     except ParrotParentsError as exc:
         raise BotConfigError(name, [("", exc.message)]) from exc

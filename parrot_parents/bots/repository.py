@@ -55,6 +55,7 @@ def bots_table(name: str = "bots", schema: str = "public") -> Table:
         Column("expand_to_parent", Boolean, nullable=False),
         Column("expansion_mode", Text, nullable=False),
         Column("context_search_limit", Integer, nullable=True),
+        Column("rerank_candidates", Integer),
         Column("context_budget", Integer),
         Column("search_mode", Text),
         Column("rrf_k", Integer),

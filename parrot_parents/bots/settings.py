@@ -16,6 +16,8 @@ A row, with defaults::
     expansion_mode          "parent"    | "auto_merge:T" (0 < T <= 1) | "window:N" (N >= 1)
     context_search_limit    None        children kept after search/rerank, 1..100; None:
                                         10, or 20 when a budget is set
+    rerank_candidates       None        children searched before reranking, 1..1000; None:
+                                        4 x the limit
     context_budget          None        context budget in characters of passage text,
                                         1..10_000_000
     search_mode             None        "dense" | "lexical" | "hybrid"; None: the default
@@ -25,6 +27,11 @@ A row, with defaults::
     reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
     parent_searcher_config  {"type": "in_table"}
     enabled                 True
+
+The retrieval settings are the per-call options of
+:class:`~parrot_parents.retrieval.options.RetrievalOptions` but ``filter`` (a per-call
+option), named as in :data:`SETTING_NAMES`: ``limit``, ``budget`` and ``mode`` keep the
+spec's names ``context_search_limit``, ``context_budget`` and ``expansion_mode``.
 """
 
 from __future__ import annotations
@@ -38,10 +45,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from parrot_parents.errors import BotConfigError, ConfigurationError
 from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
-from parrot_parents.retrieval.options import DEFAULTS, Budget, Limit, RrfK, SearchMode, Weight
+from parrot_parents.retrieval.options import (
+    DEFAULTS,
+    Budget,
+    Limit,
+    RerankCandidates,
+    RetrievalOptions,
+    RrfK,
+    SearchMode,
+    Weight,
+)
 
 __all__ = [
     "BOT_KEYS",
+    "SETTING_NAMES",
     "BotSettings",
     "apply_changes",
     "parse_assignment",
@@ -53,6 +70,18 @@ __all__ = [
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 COLLECTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+#: The spec's names of three options on a bot (a row, and ``Chatbot(...)``).
+_SPEC_NAMES = {
+    "limit": "context_search_limit",
+    "budget": "context_budget",
+    "mode": "expansion_mode",
+}
+#: Every option a bot holds -> the name of its setting: all of
+#: :class:`~parrot_parents.retrieval.options.RetrievalOptions` but ``filter``.
+SETTING_NAMES: dict[str, str] = {
+    name: _SPEC_NAMES.get(name, name) for name in RetrievalOptions.model_fields if name != "filter"
+}
 
 
 def parse_expansion_mode(value: str) -> ExpansionMode:
@@ -68,11 +97,15 @@ def parse_expansion_mode(value: str) -> ExpansionMode:
 class BotSettings(BaseModel):
     """A validated bot row (without its id and timestamps); frozen.
 
-    The retrieval settings use the same field types, defaults and limits as the per-call
-    options (:mod:`parrot_parents.retrieval.options`).
+    The retrieval settings use the same field types and limits as the per-call options
+    (:mod:`parrot_parents.retrieval.options`); unset (None) follows the package default.
     """
 
     model_config = _STRICT
+
+    # The retrieval settings (SETTING_NAMES) are written out so that a type checker sees
+    # them; tests/retrieval/test_option_surfaces.py holds them to RetrievalOptions.
+    # expand_to_parent and expansion_mode are NOT NULL columns: they hold the default.
 
     name: str = Field(pattern=NAME_PATTERN)
     description: str = Field("", max_length=2000)
@@ -80,7 +113,8 @@ class BotSettings(BaseModel):
     expand_to_parent: bool = bool(DEFAULTS.expand_to_parent)
     expansion_mode: ExpansionMode = DEFAULTS.mode or ExpansionMode()
     context_search_limit: Limit | None = None
-    context_budget: Budget | None = DEFAULTS.budget
+    rerank_candidates: RerankCandidates | None = None
+    context_budget: Budget | None = None
     search_mode: SearchMode | None = None
     rrf_k: RrfK | None = None
     dense_weight: Weight | None = None
@@ -94,6 +128,10 @@ class BotSettings(BaseModel):
     def to_row(self) -> dict[str, Any]:
         """Column values for an INSERT/UPDATE."""
         return self.model_dump()
+
+    def retrieval_settings(self) -> dict[str, Any]:
+        """The retrieval settings by setting name (the keyword arguments of a bot)."""
+        return {setting: getattr(self, setting) for setting in SETTING_NAMES.values()}
 
 
 #: Keys a row (and a write) may carry.
@@ -185,13 +223,6 @@ def validate_bot(
     return settings.model_copy(update=plugins)
 
 
-_FLAG_ALIASES = {
-    "limit": "context_search_limit",
-    "budget": "context_budget",
-    "mode": "expansion_mode",
-}
-
-
 def parse_assignment(text: str) -> tuple[str, Any]:
     """Parse one ``key=value`` of ``parrot-parents bots set``.
 
@@ -210,7 +241,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if not sep or not key:
         raise ConfigurationError(f"expected key=value, got {text!r}")
     # The short names of the `bots add` flags are accepted too.
-    key = _FLAG_ALIASES.get(key, key)
+    key = _SPEC_NAMES.get(key, key)
     if key in _STR_KEYS:
         return key, raw
     try:

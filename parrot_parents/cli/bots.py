@@ -48,8 +48,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("name")
     p.add_argument("--collection", required=True, help="collection (table) the bot searches")
     p.add_argument("--description", default="", help="free text")
+    # A row holds every option but the per-call filter; two flags are spelled as its columns.
     add_retrieval_options(
-        p, limit=10, expand=False, expand_flag="--expand-to-parent", mode_flag="--expansion-mode"
+        p,
+        flags={"expand_to_parent": "--expand-to-parent", "mode": "--expansion-mode"},
+        exclude=("filter",),
     )
     p.add_argument(
         "--reranker-config",
@@ -169,18 +172,15 @@ async def _warn_missing_collection(repo: Any, collection: str) -> None:
 
 
 async def run_add(args: argparse.Namespace) -> int:
+    from parrot_parents.bots.settings import SETTING_NAMES
+
+    # A flag not given leaves its column to the row's default, as an HTTP write does.
+    given = {s: getattr(args, o) for o, s in SETTING_NAMES.items() if getattr(args, o) is not None}
     data = {
         "name": args.name,
         "collection": args.collection,
         "description": args.description,
-        "expand_to_parent": args.expand_to_parent,
-        "expansion_mode": args.mode or "parent",
-        "context_search_limit": args.limit,
-        "context_budget": args.budget,
-        "search_mode": args.search_mode,
-        "rrf_k": args.rrf_k,
-        "dense_weight": args.dense_weight,
-        "lexical_weight": args.lexical_weight,
+        **given,
         "reranker_config": args.reranker_config,
         "parent_searcher_config": args.parent_searcher_config,
         "enabled": not args.disabled,

@@ -10,6 +10,7 @@ from typing import Any
 from parrot_parents.stores.embedded import DSN_ENV
 
 __all__ = [
+    "RETRIEVAL_FLAGS",
     "add_backend_option",
     "add_dsn_option",
     "add_model_option",
@@ -62,76 +63,102 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     add_model_option(parser)
 
 
+#: The retrieval flags, one per field of
+#: :class:`~parrot_parents.retrieval.options.RetrievalOptions` and in its order:
+#: ``(option, flag, type, meaning, package default)``. Spelled out here because
+#: ``--help`` must not import pydantic and the SQL layer; a test holds this table to the
+#: options (the names, and the defaults it states).
+RETRIEVAL_FLAGS: tuple[tuple[str, str, type, str, str], ...] = (
+    ("expand_to_parent", "--expand", bool, "widen hits to their parents or windows", "off"),
+    (
+        "limit",
+        "--limit",
+        int,
+        "children kept after search and rerank, 1..100",
+        "10, or 20 with a budget",
+    ),
+    (
+        "filter",
+        "--filter",
+        str,
+        'metadata filter as JSON, e.g. \'{"year": {"$gte": 2022}}\' (langchain-postgres '
+        "operators: $eq $ne $lt $lte $gt $gte $in $nin $between $exists $like $ilike $and "
+        "$or $not)",
+        "none",
+    ),
+    (
+        "rerank_candidates",
+        "--rerank-candidates",
+        int,
+        "children searched before reranking (with a reranker), 1..1,000",
+        "4 x the limit",
+    ),
+    (
+        "budget",
+        "--budget",
+        int,
+        "context budget in characters of passage text, 1..10,000,000",
+        "none",
+    ),
+    (
+        "mode",
+        "--mode",
+        str,
+        "expansion mode: parent, auto_merge:T (0 < T <= 1) or window:N (N >= 1)",
+        "parent",
+    ),
+    (
+        "search_mode",
+        "--search-mode",
+        str,
+        "how children are searched: dense, lexical (BM25) "
+        "or hybrid (both, fused by reciprocal rank fusion)",
+        "hybrid",
+    ),
+    ("rrf_k", "--rrf-k", int, "hybrid: the RRF constant k, 1..1,000", "60"),
+    ("dense_weight", "--dense-weight", float, "hybrid: weight of the dense ranks, 0..10", "1.0"),
+    (
+        "lexical_weight",
+        "--lexical-weight",
+        float,
+        "hybrid: weight of the lexical ranks, 0..10",
+        "1.0",
+    ),
+)
+
+
 def add_retrieval_options(
     parser: argparse.ArgumentParser,
     *,
-    limit: int | None = None,
-    expand: bool | None = None,
-    expand_flag: str = "--expand",
-    mode_flag: str = "--mode",
+    flags: dict[str, str] | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> None:
-    """The retrieval flags, defined once for ``ask``, ``eval`` and ``bots add``.
+    """The flags of :data:`RETRIEVAL_FLAGS`, for ``ask``, ``eval`` and ``bots add``.
 
-    ``--expand/--no-expand`` (or ``expand_flag``), ``--limit``, ``--budget`` and ``--mode``
-    (or ``mode_flag``); they land in ``args.expand_to_parent``, ``args.limit``,
-    ``args.budget`` and ``args.mode``. Values are checked by the one options definition
-    (:mod:`parrot_parents.retrieval.options`) where they are used, so the CLI accepts
-    and refuses exactly what the Python API and the HTTP service do. ``limit`` and
-    ``expand`` set a command's own default; None leaves the option unset (the bot's
-    setting, then the package default, applies).
+    Each lands in ``args.<option>`` (``args.expand_to_parent``, ``args.limit``...), None
+    when not given: then the bot's setting, else the package default, applies. Values are
+    checked by the one options definition (:mod:`parrot_parents.retrieval.options`)
+    where they are used, so the CLI accepts and refuses exactly what the Python API and
+    the HTTP service do.
+
+    Args:
+        flags: other spellings of some flags, by option (``bots add`` spells two as the
+            row's columns: ``{"expand_to_parent": "--expand-to-parent"}``).
+        exclude: options the command does not take (a bot row holds no ``filter``).
     """
-    shown = "the bot's setting" if expand is None else ("on" if expand else "off")
-    parser.add_argument(
-        expand_flag,
-        dest="expand_to_parent",
-        action=argparse.BooleanOptionalAction,
-        default=expand,
-        help=f"widen hits to their parents or windows (default: {shown})",
-    )
-    parser.add_argument(
-        "--limit",
-        type=int,
-        default=limit,
-        help=f"children kept after search and rerank (default: {limit or 'the bot setting'})",
-    )
-    parser.add_argument(
-        "--budget",
-        type=int,
-        default=None,
-        help="context budget in characters of passage text (default: none)",
-    )
-    parser.add_argument(
-        mode_flag,
-        dest="mode",
-        default=None,
-        help="expansion mode: parent (default), auto_merge:T or window:N",
-    )
-    parser.add_argument(
-        "--filter",
-        default=None,
-        metavar="JSON",
-        help='metadata filter, e.g. \'{"year": {"$gte": 2022}}\' (langchain-postgres '
-        "operators: $eq $ne $lt $lte $gt $gte $in $nin $between $exists $like $ilike "
-        "$and $or $not)",
-    )
-    parser.add_argument(
-        "--search-mode",
-        default=None,
-        help="how children are searched: dense, lexical (BM25) or hybrid (both, fused by "
-        "reciprocal rank fusion) (default: the bot setting, else the package default)",
-    )
-    parser.add_argument(
-        "--rrf-k", type=int, default=None, help="hybrid: the RRF constant k (default 60)"
-    )
-    parser.add_argument(
-        "--dense-weight", type=float, default=None, help="hybrid: weight of the dense ranks (1.0)"
-    )
-    parser.add_argument(
-        "--lexical-weight",
-        type=float,
-        default=None,
-        help="hybrid: weight of the lexical ranks (1.0)",
-    )
+    for name, flag, kind, meaning, default in RETRIEVAL_FLAGS:
+        if name in exclude:
+            continue
+        help_ = f"{meaning} (default: the bot's setting, else {default})"
+        flag = (flags or {}).get(name, flag)
+        if kind is bool:
+            action: Any = argparse.BooleanOptionalAction
+            parser.add_argument(flag, dest=name, action=action, default=None, help=help_)
+        else:
+            metavar = "JSON" if name == "filter" else None
+            parser.add_argument(
+                flag, dest=name, type=kind, default=None, metavar=metavar, help=help_
+            )
 
 
 def add_strategy_option(parser: argparse.ArgumentParser) -> None:
@@ -175,17 +202,7 @@ def retrieval_overrides(args: argparse.Namespace, *, check_filter: bool = True) 
     Raises:
         ConfigurationError: ``--filter`` is not a JSON object, or (checked) not a filter.
     """
-    keys = (
-        "expand_to_parent",
-        "limit",
-        "budget",
-        "mode",
-        "filter",
-        "search_mode",
-        "rrf_k",
-        "dense_weight",
-        "lexical_weight",
-    )
+    keys = [name for name, *_ in RETRIEVAL_FLAGS]
     out = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
     if "filter" in out:
         out["filter"] = parse_filter(out["filter"], check=check_filter)

@@ -21,6 +21,7 @@ from parrot_parents.cli.common import (
     add_retrieval_options,
     add_strategy_option,
     print_json,
+    retrieval_overrides,
 )
 from parrot_parents.loaders.sizes import DEFAULT_CHILD_SIZE
 
@@ -144,15 +145,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         parent_size=args.parent_size,
         parent_threshold=args.parent_threshold,
         parent_overlap=args.parent_overlap,
-        expand=args.expand_to_parent,
         late_chunking=args.late_chunking,
-        limit=args.limit,
-        budget=args.budget,
-        mode=args.mode,
-        search_mode=args.search_mode,
-        rrf_k=args.rrf_k,
-        dense_weight=args.dense_weight,
-        lexical_weight=args.lexical_weight,
         reranker=args.reranker,
         model=args.model,
         dsn=args.dsn,
@@ -162,6 +155,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         ks=tuple(args.ks),
         budgets=tuple(args.budgets),
         strategy=args.strategy,
+        **retrieval_overrides(args),
     )
 
 

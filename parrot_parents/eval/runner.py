@@ -80,16 +80,13 @@ class EvalConfig:
         parent_threshold: documents longer than this many characters get parent_chunks;
             overrides the default described under ``parent_size``.
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
-        expand: fold hits into their parents (``expand_to_parent``); None (default)
-            keeps the package default, so that an evaluation with nothing set measures
-            what ``Chatbot()`` does.
         late_chunking: embed children with late chunking; None keeps the loader default.
-        limit: children kept after search and rerank; None keeps the package default.
-        budget: per-call context budget in characters, forwarded to ``retrieve`` only
-            when set (needs a bot that supports it).
-        mode: per-call expansion mode (``parent``, ``auto_merge:T``, ``window:N``).
-        search_mode, rrf_k, dense_weight, lexical_weight: how children are searched and
-            fused (:mod:`parrot_parents.retrieval.options`); None: the default.
+        expand_to_parent, limit, filter, rerank_candidates, budget, mode, search_mode,
+            rrf_k, dense_weight, lexical_weight: the per-call retrieval options of every
+            question, one field per field of
+            :class:`~parrot_parents.retrieval.options.RetrievalOptions` (a test holds
+            them to it); None (default) keeps the package default, so that an evaluation
+            with nothing set measures what ``Chatbot()`` does.
         reranker: cross-encoder model name or directory; None for no reranking.
         model: embedding model name or directory; None for all-MiniLM-L6-v2.
         dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.
@@ -110,9 +107,11 @@ class EvalConfig:
     parent_size: int | None = None
     parent_threshold: int | None = None
     parent_overlap: int = DEFAULT_PARENT_OVERLAP
-    expand: bool | None = None
     late_chunking: bool | None = None
+    expand_to_parent: bool | None = None
     limit: int | None = None
+    filter: dict[str, Any] | None = None
+    rerank_candidates: int | None = None
     budget: int | None = None
     mode: str | None = None
     search_mode: str | None = None
@@ -182,16 +181,17 @@ class EvalConfig:
         """The per-call retrieval options of every question.
 
         Raises:
-            ConfigurationError: ``expand``, ``limit``, ``budget`` or ``mode`` is invalid.
+            ConfigurationError: an invalid option, or one the strategy sets otherwise.
         """
-        expand, mode = self.expand, self.mode
+        given = {name: getattr(self, name) for name in RetrievalOptions.model_fields}
         if self.strategy is not None:
             wanted = self.spec.retrieval_overrides()
+            expand, mode = given["expand_to_parent"], given["mode"]
             if expand is not None and expand != wanted["expand_to_parent"]:
                 raise ConfigurationError(
-                    f"strategy {self.strategy!r} sets expand={wanted['expand_to_parent']}, "
-                    f"but expand={expand} is given",
-                    hint="leave expand unset with a strategy",
+                    f"strategy {self.strategy!r} sets expand_to_parent="
+                    f"{wanted['expand_to_parent']}, but expand_to_parent={expand} is given",
+                    hint="leave expand_to_parent unset with a strategy",
                 )
             if mode is not None and "mode" in wanted and parse_mode(mode) != wanted["mode"]:
                 raise ConfigurationError(
@@ -199,20 +199,8 @@ class EvalConfig:
                     f"but mode {mode!r} is given",
                     hint="leave mode unset with a strategy",
                 )
-            expand = wanted["expand_to_parent"]
-            mode = wanted.get("mode", mode)
-        return RetrievalOptions.from_overrides(
-            {
-                "expand_to_parent": expand,
-                "limit": self.limit,
-                "budget": self.budget,
-                "mode": mode,
-                "search_mode": self.search_mode,
-                "rrf_k": self.rrf_k,
-                "dense_weight": self.dense_weight,
-                "lexical_weight": self.lexical_weight,
-            }
-        )
+            given.update(wanted)
+        return RetrievalOptions.from_overrides(given)
 
 
 def _positive(name: str, value: object) -> None:

@@ -34,13 +34,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.stores.filters import validate_filter
+from parrot_parents.stores.search_options import SearchMode
 
 __all__ = [
     "BUDGETED_LIMIT",
@@ -119,8 +120,6 @@ Filter = Annotated[
 ]
 
 
-#: How children are searched (see :mod:`parrot_parents.stores.hybrid`).
-SearchMode = Literal["dense", "lexical", "hybrid"]
 #: The RRF constant k.
 RrfK = Annotated[int, Field(ge=1, le=1000, description="reciprocal rank fusion constant k")]
 #: Weight of one branch in the fusion.
@@ -128,7 +127,11 @@ Weight = Annotated[float, Field(ge=0.0, le=10.0, description="weight of a branch
 
 
 class RetrievalOverrides(TypedDict, total=False):
-    """The keyword arguments every retrieval entry point takes (all optional)."""
+    """The keyword arguments every retrieval entry point takes (all optional).
+
+    The fields of :class:`RetrievalOptions`, spelled out because a type checker reads a
+    ``TypedDict`` only from its source (a test holds the two to the same names).
+    """
 
     expand_to_parent: bool | None
     limit: int | None
@@ -207,27 +210,19 @@ class RetrievalOptions(BaseModel):
             # fill 4,000 characters of 400-character children (docs/benchmarks.md).
             o["limit"] = BUDGETED_LIMIT
         o = {**DEFAULTS.set_fields(), **o}
-        filter_ = o.get("filter")
-        return ResolvedOptions(
-            expand_to_parent=o["expand_to_parent"],
-            limit=o["limit"],
-            filter=None if filter_ is None else dict(filter_),
-            rerank_candidates=o.get("rerank_candidates"),
-            budget=o.get("budget"),
-            mode=o["mode"],
-            search_mode=o["search_mode"],
-            rrf_k=o["rrf_k"],
-            dense_weight=o["dense_weight"],
-            lexical_weight=o["lexical_weight"],
-        )
+        if o.get("filter") is not None:
+            o["filter"] = dict(o["filter"])  # the caller's copy: the model's stays frozen
+        return ResolvedOptions(**{name: o.get(name) for name in RetrievalOptions.model_fields})
 
 
 @dataclass(frozen=True)
 class ResolvedOptions:
     """Options after resolution: what one query runs with.
 
-    ``rerank_candidates`` None means 4 x ``limit`` (used only when a reranker is set);
-    ``budget`` None means no budget.
+    The fields of :class:`RetrievalOptions`, none of them optional but ``filter``,
+    ``rerank_candidates`` and ``budget``; they have no defaults here, since
+    :data:`DEFAULTS` is the one place defaults live. ``rerank_candidates`` None means
+    4 x ``limit`` (used only when a reranker is set); ``budget`` None means no budget.
     """
 
     expand_to_parent: bool
@@ -236,10 +231,10 @@ class ResolvedOptions:
     rerank_candidates: int | None
     budget: int | None
     mode: ExpansionMode
-    search_mode: SearchMode = "dense"
-    rrf_k: int = 60
-    dense_weight: float = 1.0
-    lexical_weight: float = 1.0
+    search_mode: SearchMode
+    rrf_k: int
+    dense_weight: float
+    lexical_weight: float
 
     def candidates(self, reranking: bool) -> int:
         """Children to search: ``limit``, or the rerank candidates (at least ``limit``)."""

@@ -101,7 +101,9 @@ async def test_children_only_run_gives_valid_corpus_spans_and_finds_the_answers(
 ) -> None:
     questions, corpora_dir = dataset
     out = tmp_path / "run.jsonl"
-    config = EvalConfig(child_size=120, expand=False, late_chunking=False, limit=5, dsn=pg_dsn)
+    config = EvalConfig(
+        child_size=120, expand_to_parent=False, late_chunking=False, limit=5, dsn=pg_dsn
+    )
     result = await run_eval(questions, corpora_dir, out, config)
 
     corpora = load_corpora(corpora_dir)
@@ -137,7 +139,7 @@ async def test_expansion_run_hands_over_parent_chunks_of_at_most_the_parent_size
         child_size=120,
         parent_size=300,
         parent_overlap=0,
-        expand=True,
+        expand_to_parent=True,
         late_chunking=late,
         limit=5,
         dsn=pg_dsn,
@@ -194,7 +196,9 @@ async def test_reranker_option_reranks_the_children_without_fallback(
     questions, corpora_dir = dataset
     model = build_tiny_cross_encoder(tmp_path / "tiny-ce")
     out = tmp_path / "run.jsonl"
-    config = EvalConfig(child_size=120, expand=False, limit=3, reranker=str(model), dsn=pg_dsn)
+    config = EvalConfig(
+        child_size=120, expand_to_parent=False, limit=3, reranker=str(model), dsn=pg_dsn
+    )
     result = await run_eval(questions, corpora_dir, out, config)
     _assert_valid_corpus_spans(out, load_corpora(corpora_dir), len(QUESTIONS))
     assert result.diagnostics["fallbacks"] == 0
@@ -267,7 +271,7 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
         "questions",
         "answered",
     }
-    assert report["config"]["limit"] == 3 and report["config"]["expand"] is False
+    assert report["config"]["limit"] == 3 and report["config"]["expand_to_parent"] is False
     assert report["collection"] == table and report["kept"] is True
     assert {"query_p50_ms", "query_p95_ms", "ingest_seconds", "ingest_tokens_per_second"} <= set(
         report["timings"]

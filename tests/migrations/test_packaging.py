@@ -10,6 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from parrot_parents import migrations
 from tests.conftest import REPO_ROOT
 
 _SKIP = shutil.ignore_patterns(
@@ -53,6 +54,7 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         "parrot_parents/migrations/versions/0004_search_mode.py",
         "parrot_parents/migrations/versions/0005_budgeted_limit.py",
         "parrot_parents/migrations/versions/0006_documents.py",
+        "parrot_parents/migrations/versions/0007_rerank_candidates.py",
         "parrot_parents/server/openapi.yaml",
         "parrot_parents/server/openapi.json",
         "parrot_parents/server/ui/static/index.html",
@@ -85,4 +87,4 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         capture_output=True,
         text=True,
     )
-    assert out.stdout.split() == ["['from_wheel']", "0006"]
+    assert out.stdout.split() == ["['from_wheel']", migrations.heads()[0]]

@@ -35,9 +35,9 @@ from parrot_parents.stores.milvus.schema import (
 from parrot_parents.stores.protocols import ReplaceDocument, RowCount, SourceLookup, Vectors
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
-from parrot_parents.stores.search_options import SEARCH_MODES, Fusion, SearchMode
+from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
 
-__all__ = ["MilvusStore", "SearchMode"]
+__all__ = ["MilvusStore"]
 
 _MAX_LIMIT = 10_000
 #: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
@@ -393,10 +393,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             ConfigurationError: a bad ``limit``, ``filter`` or ``search_mode``.
             StoreError: Milvus refused the search.
         """
-        if search_mode not in SEARCH_MODES:
-            raise ConfigurationError(
-                f"search_mode must be one of {', '.join(SEARCH_MODES)}, got {search_mode!r}"
-            )
+        search_mode = check_search_mode(search_mode)
         _check_limit(limit)
         expr = translate_filter(filter)
         vector = None

@@ -23,7 +23,13 @@ from parrot_parents.cli.common import (
     print_json,
     retrieval_overrides,
 )
-from parrot_parents.loaders.sizes import DEFAULT_CHILD_SIZE
+from parrot_parents.loaders.defaults import (
+    DEFAULT_CHILD_OVERLAP,
+    DEFAULT_CHILD_SIZE,
+    DEFAULT_PARENT_OVERLAP,
+    DEFAULT_PARENT_SIZE,
+    DEFAULT_THRESHOLD,
+)
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
@@ -60,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--late-chunking",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="embed children with late chunking (default: the loader's default)",
+        help="embed children with late chunking (default: on)",
     )
     p.add_argument(
         "--child-size",
@@ -69,7 +75,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"maximum child size in characters (default {DEFAULT_CHILD_SIZE})",
     )
     p.add_argument(
-        "--child-overlap", type=int, default=0, help="child overlap in characters (default 0)"
+        "--child-overlap",
+        type=int,
+        default=DEFAULT_CHILD_OVERLAP,
+        help=f"child overlap in characters (default {DEFAULT_CHILD_OVERLAP})",
     )
     p.add_argument(
         "--parent-size",
@@ -77,20 +86,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="parent_chunk size in characters; the 3-level threshold defaults to "
         "it too, so any document longer than N is cut into N-character "
-        "parent_chunks (default: 4000, threshold 16000)",
+        f"parent_chunks (default: {DEFAULT_PARENT_SIZE}, threshold {DEFAULT_THRESHOLD})",
     )
     p.add_argument(
         "--parent-threshold",
         type=int,
         default=None,
         help="documents longer than this many characters get parent_chunks "
-        "(default: --parent-size, else 16000)",
+        f"(default: --parent-size, else {DEFAULT_THRESHOLD})",
     )
     p.add_argument(
         "--parent-overlap",
         type=int,
-        default=200,
-        help="parent_chunk overlap in characters (default 200)",
+        default=DEFAULT_PARENT_OVERLAP,
+        help=f"parent_chunk overlap in characters (default {DEFAULT_PARENT_OVERLAP})",
     )
     add_retrieval_options(p)  # nothing set: the package defaults (what Chatbot() does)
     add_strategy_option(p)

@@ -8,8 +8,10 @@ import sys
 from typing import TYPE_CHECKING, TypedDict
 
 from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
-from parrot_parents.loaders.sizes import (
+from parrot_parents.loaders.defaults import (
+    DEFAULT_CHILD_OVERLAP,
     DEFAULT_CHILD_SIZE,
+    DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
 )
@@ -63,34 +65,46 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def add_chunking_options(p: argparse.ArgumentParser) -> None:
-    """The options that shape the rows (and so the chunk policy version)."""
+    """The options that shape the rows (and so the chunk policy version); their defaults
+    are the loaders' own (:mod:`parrot_parents.loaders.defaults`), as ``TextLoader()``
+    has them."""
     p.add_argument(
         "--child-size",
         type=int,
         default=DEFAULT_CHILD_SIZE,
         help=f"child size in characters (default {DEFAULT_CHILD_SIZE})",
     )
-    p.add_argument("--child-overlap", type=int, default=0, help="child overlap in characters")
+    p.add_argument(
+        "--child-overlap",
+        type=int,
+        default=DEFAULT_CHILD_OVERLAP,
+        help=f"child overlap in characters (default {DEFAULT_CHILD_OVERLAP})",
+    )
     p.add_argument(
         "--parent-threshold",
         type=int,
         default=None,
-        help="documents longer than this (characters) get parent_chunks (default 16000, "
-        "or N x child size for a strategy with a group of N)",
+        help=f"documents longer than this (characters) get parent_chunks (default "
+        f"{DEFAULT_THRESHOLD}, or N x child size for a strategy with a group of N)",
     )
     p.add_argument(
         "--parent-size",
         type=int,
         default=None,
-        help="parent_chunk size (chars; default 4000, or N x child size for a strategy "
-        "with a group of N)",
+        help=f"parent_chunk size (chars; default {DEFAULT_PARENT_SIZE}, or N x child size "
+        "for a strategy with a group of N)",
     )
-    p.add_argument("--parent-overlap", type=int, default=200, help="parent_chunk overlap (chars)")
+    p.add_argument(
+        "--parent-overlap",
+        type=int,
+        default=DEFAULT_PARENT_OVERLAP,
+        help=f"parent_chunk overlap (chars; default {DEFAULT_PARENT_OVERLAP})",
+    )
     p.add_argument(
         "--late-chunking",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="embed children with late chunking (default: the loader's default)",
+        help="embed children with late chunking (default: on)",
     )
     p.add_argument(
         "--structure",

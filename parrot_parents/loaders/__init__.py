@@ -1,7 +1,7 @@
 """Loaders: read sources and build the 2- or 3-level parent/child hierarchy.
 
 The names below load on first use (:mod:`parrot_parents.lazy`), so the CLI can read the
-default sizes (:mod:`parrot_parents.loaders.sizes`) without importing the model stack.
+ingestion defaults (:mod:`parrot_parents.loaders.defaults`) without importing the model stack.
 """
 
 from typing import TYPE_CHECKING

@@ -7,20 +7,26 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, ModelLoadError, StoreError
-from parrot_parents.loaders.hierarchy import (
+from parrot_parents.loaders.defaults import (
+    DEFAULT_CHILD_OVERLAP,
     DEFAULT_CHILD_SIZE,
+    DEFAULT_DOCUMENT_LAYER,
+    DEFAULT_LATE_CHUNKING,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
     DEFAULT_PREAMBLE,
     DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
+)
+from parrot_parents.loaders.extractive import ExtractiveIndexer
+from parrot_parents.loaders.hierarchy import (
     DocumentHierarchy,
     LateChunkingProcessor,
     validate_parent_sizes,
@@ -43,9 +49,14 @@ from parrot_parents.stores.protocols import (
 )
 from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
 
-__all__ = ["AbstractLoader", "IngestReport", "wants_bulk_load"]
+__all__ = ["DEFAULT_INDEXER", "AbstractLoader", "IngestReport", "wants_bulk_load"]
 
 logger = logging.getLogger(__name__)
+
+#: ``indexer=DEFAULT_INDEXER``: the package's default strategy
+#: (:data:`~parrot_parents.loaders.defaults.DEFAULT_STRATEGY`) on a store that can search
+#: indexed rows, none on one that cannot; what ``parrot-parents ingest`` does.
+DEFAULT_INDEXER: Literal["default"] = "default"
 
 
 @dataclass
@@ -87,9 +98,14 @@ class AbstractLoader(ABC):
             :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
         indexer: an ingestion strategy's :class:`~parrot_parents.loaders.indexing.RowIndexer`
-            adding indexed rows to each document's write; None (default) writes the
-            hierarchy alone. Needs a store with
-            :class:`~parrot_parents.stores.protocols.IndexedRows` (PostgreSQL).
+            adding indexed rows to each document's write (it needs a store with
+            :class:`~parrot_parents.stores.protocols.IndexedRows`: PostgreSQL); None writes
+            the hierarchy alone (``plain``). The
+            default, :data:`DEFAULT_INDEXER`, is the package's default strategy: each
+            child indexed under its document's name and heading path
+            (:class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`) on a store
+            that can search such rows, nothing more on one that cannot, as
+            ``parrot-parents ingest`` does.
         section_parents: parents follow the sections of documents that come with a
             structure (``metadata["structure"]``, set by the readers), and tables give
             ``table_row`` children; default True (see
@@ -105,15 +121,22 @@ class AbstractLoader(ABC):
         self,
         *,
         child_chunk_size: int = DEFAULT_CHILD_SIZE,
-        child_chunk_overlap: int = 0,
-        late_chunking: bool = True,
+        child_chunk_overlap: int = DEFAULT_CHILD_OVERLAP,
+        late_chunking: bool = DEFAULT_LATE_CHUNKING,
         embedding: SentenceTransformerEmbeddings | None = None,
-        indexer: RowIndexer | None = None,
+        indexer: RowIndexer | Literal["default"] | None = DEFAULT_INDEXER,
         section_parents: bool = DEFAULT_SECTION_PARENTS,
         preamble: bool = DEFAULT_PREAMBLE,
-        document_layer: bool = False,
+        document_layer: bool = DEFAULT_DOCUMENT_LAYER,
     ) -> None:
-        self.indexer = indexer
+        #: The strategy's indexer (None: plain); the default one is left out for a store
+        #: that cannot search indexed rows (:meth:`indexer_for`).
+        if isinstance(indexer, str) and indexer != DEFAULT_INDEXER:
+            raise ConfigurationError(
+                f"indexer must be a RowIndexer, None or {DEFAULT_INDEXER!r}, got {indexer!r}"
+            )
+        self.indexer = ExtractiveIndexer() if isinstance(indexer, str) else indexer
+        self._default_indexer = isinstance(indexer, str)
         self.report = IngestReport()
         self.processor = LateChunkingProcessor(
             child_chunk_size=child_chunk_size,
@@ -208,8 +231,9 @@ class AbstractLoader(ABC):
         validate_parent_sizes(
             parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
         )
+        indexer = self.indexer_for(vector_store)
         if (
-            self.indexer is not None
+            indexer is not None
             and vector_store is not None
             and not isinstance(vector_store, IndexedRows)
         ):
@@ -222,7 +246,10 @@ class AbstractLoader(ABC):
         hierarchies: list[DocumentHierarchy] = []
         names: dict[str, str] = {}
         policy = self.policy(
-            parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
+            parent_chunk_threshold_tokens,
+            parent_chunk_size_tokens,
+            parent_chunk_overlap_tokens,
+            vector_store=vector_store,
         )
         records: dict[str, DocumentRecord] = {}
         states = await _stored_states(vector_store, documents) if skip_unchanged else {}
@@ -273,7 +300,7 @@ class AbstractLoader(ABC):
                 if vector_store is not None:
                     await self._warn_on_replaced_sources(vector_store, batch, documents)
                     batch = await self._embed_isolated(batch, names)
-                    extra = await self.indexer.index_rows(batch) if self.indexer else {}
+                    extra = await indexer.index_rows(batch) if indexer else {}
                 yield batch, done, extra
 
         async def store(
@@ -293,8 +320,8 @@ class AbstractLoader(ABC):
             await pipelined(embedded(), store, maxsize=queue_size)
         self.report.windowed_children += self.processor.windowed_children
         self.processor.windowed_children = 0
-        if self.indexer is not None:
-            self.report.strategy = self.indexer.report()
+        if indexer is not None:
+            self.report.strategy = indexer.report()
         return out
 
     async def _write_batch(
@@ -338,14 +365,30 @@ class AbstractLoader(ABC):
             self.report.indexed += len(extra.get(h.document_id, ()))
         return written
 
+    def indexer_for(self, vector_store: AbstractStore | None) -> RowIndexer | None:
+        """The indexer that writes into ``vector_store``: :attr:`indexer`, but the default
+        one only on a store that can search indexed rows (elsewhere: none)."""
+        if (
+            self._default_indexer
+            and vector_store is not None
+            and not isinstance(vector_store, IndexedRows)
+        ):
+            return None
+        return self.indexer
+
     def policy(
         self,
         parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        *,
+        vector_store: AbstractStore | None = None,
     ) -> ChunkPolicy:
-        """The chunk policy of this loader with these parent sizes (characters)."""
+        """The chunk policy of this loader with these parent sizes (characters), writing
+        into ``vector_store`` (whose kind decides the default strategy; see
+        :meth:`indexer_for`)."""
         p = self.processor
+        indexer = self.indexer_for(vector_store)
         return ChunkPolicy(
             child_size=p.child_chunk_size,
             child_overlap=p.child_chunk_overlap,
@@ -358,8 +401,8 @@ class AbstractLoader(ABC):
             document_layer=p.document_layer,
             model=str(getattr(p.embedding, "model_name", type(p.embedding).__name__)),
             # Indexed rows are part of what a document's rows are.
-            strategy=str(self.indexer.report().get("strategy", "plain"))
-            if self.indexer is not None
+            strategy=str(indexer.report().get("strategy", "plain"))
+            if indexer is not None
             else "plain",
         )
 

@@ -29,10 +29,15 @@ from langchain_core.documents import Document
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
 from parrot_parents.loaders.chunk_info import ChunkInfo
-from parrot_parents.loaders.sizes import (
+from parrot_parents.loaders.defaults import (
+    DEFAULT_CHILD_OVERLAP,
     DEFAULT_CHILD_SIZE,
+    DEFAULT_DOCUMENT_LAYER,
+    DEFAULT_LATE_CHUNKING,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
 )
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
@@ -54,13 +59,6 @@ __all__ = [
     "LateChunkingProcessor",
     "validate_parent_sizes",
 ]
-
-#: Parents follow the sections of structured documents, and children carry a preamble
-#: (title and section path): +6.2 points of recall@2000c on structured_eval with the
-#: search defaults, +4.3 with parent expansion, the same rows where a document has no
-#: structure (docs/benchmarks.md, "Structure-aware parents").
-DEFAULT_SECTION_PARENTS = True
-DEFAULT_PREAMBLE = True
 
 
 def validate_parent_sizes(threshold: int, size: int, overlap: int) -> None:
@@ -143,12 +141,12 @@ class LateChunkingProcessor:
         self,
         *,
         child_chunk_size: int = DEFAULT_CHILD_SIZE,
-        child_chunk_overlap: int = 0,
+        child_chunk_overlap: int = DEFAULT_CHILD_OVERLAP,
         embedding: SentenceTransformerEmbeddings | None = None,
-        late_chunking: bool = True,
+        late_chunking: bool = DEFAULT_LATE_CHUNKING,
         section_parents: bool = DEFAULT_SECTION_PARENTS,
         preamble: bool = DEFAULT_PREAMBLE,
-        document_layer: bool = False,
+        document_layer: bool = DEFAULT_DOCUMENT_LAYER,
     ) -> None:
         # Validate now, not at first use.
         split_spans("", child_chunk_size, child_chunk_overlap)

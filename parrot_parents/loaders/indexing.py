@@ -7,21 +7,70 @@ indexed rows of each document (``document_type: "indexed"``, see
 their text is indexed only through those rows. The rows are written in the same
 transaction as the document's hierarchy, so a re-ingest replaces them too.
 
-The strategies themselves (:mod:`parrot_parents.strategies`) live above the loaders:
-they may call a model, which the loaders never do.
+:class:`ChunkIndexer` is what every indexer shares: the rows, their ids and markers, the
+per-document ingestion record and the report. The package's default strategy
+(:class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`, no model) is one; the
+model-backed strategies (:mod:`parrot_parents.strategies`) live above the loaders, since
+the loaders never call a model.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.documents import Document
 
+from parrot_parents.stores.markers import (
+    DOCUMENT_ID,
+    DOCUMENT_TYPE,
+    INDEXED,
+    INDEXES,
+    IS_CHUNK,
+    OFFSETS_EXACT,
+    SEARCHABLE,
+)
+from parrot_parents.stores.resolve import INDEXED_KIND
+
 if TYPE_CHECKING:
+    from parrot_parents.loaders.chunk_info import ChunkInfo
     from parrot_parents.loaders.hierarchy import DocumentHierarchy
 
-__all__ = ["RowIndexer"]
+__all__ = ["INGESTION_KEY", "ChunkIndexer", "IndexedKind", "RowIndexer"]
+
+#: Key of the per-document ingestion record on parent rows.
+INGESTION_KEY = "ingestion"
+
+#: What an indexed row holds: a context note (with its child), a question, a fact, or a
+#: document summary.
+IndexedKind = Literal["context", "question", "proposition", "summary"]
+
+# Hierarchy keys an indexed row must not carry: it is no span, no sibling, no neighbour.
+_NOT_COPIED = frozenset(
+    {
+        "is_chunk",
+        "is_full_document",
+        "document_type",
+        "parent_document_id",
+        "chunk_index",
+        "start_index",
+        "end_index",
+        "content_sha256",
+        SEARCHABLE,
+        INGESTION_KEY,
+        # Its own text already carries the heading path: a preamble would count it twice.
+        "retrieval_preamble",
+    }
+)
+# The structure keys (``layer``, ``section_path``, ``ordinal``, ``section_ordinal``) are
+# copied, so that a filter on structure finds a child through its indexed rows.
+_TAGS: dict[IndexedKind, str] = {
+    "context": "ctx",
+    "question": "q",
+    "proposition": "f",
+    "summary": "sum",
+}
 
 
 class RowIndexer(Protocol):
@@ -34,5 +83,123 @@ class RowIndexer(Protocol):
         ...
 
     def report(self) -> dict[str, Any]:
-        """What the indexer did so far (counts, model calls, failures by kind)."""
+        """What the indexer did so far (counts, model calls, failures by kind); its
+        ``strategy`` names the strategy (part of the chunk policy)."""
         ...
+
+
+class ChunkIndexer:
+    """Indexed rows, one set per child (or, for a per-document strategy, per parent).
+
+    A subclass says what the rows of a document hold (:meth:`document_rows`). An
+    enriched child (every child of an
+    enriched document) is marked ``searchable: false``: it is indexed only through its
+    rows, and returned when they hit. A chunk that got no text keeps no row and stays
+    indexed as itself. Indexed rows are marked ``offsets_exact: false``; the rows they
+    resolve to keep their exact offsets.
+
+    Args:
+        strategy: the strategy's canonical spec, recorded on every row, in the report and
+            in the chunk policy (e.g. ``"contextual:context=extractive"``).
+        kind: what the rows hold.
+        model: the model name recorded per document; None without a model.
+    """
+
+    def __init__(self, strategy: str, kind: IndexedKind, model: str | None = None) -> None:
+        self.strategy = strategy
+        self.kind: IndexedKind = kind
+        self.model_name = model
+        self.enriched = 0
+        self.of = 0
+        self.rows = 0
+        self.searchable_children = 0
+        self.retrievable = 0
+
+    # -- what a strategy says ------------------------------------------------------------
+
+    async def document_rows(self, h: DocumentHierarchy) -> tuple[int, int, list[Document]]:
+        """``(enriched, of, rows)`` of one document: the chunks (or documents) that got
+        rows, of those tried, and the rows (see :meth:`child_rows` and :meth:`row`)."""
+        raise NotImplementedError
+
+    def usage(self) -> dict[str, Any]:
+        """Model use for the report: ``calls``, ``cache_hits``, ``tokens``, ``failures``."""
+        return {
+            "calls": 0,
+            "cache_hits": 0,
+            "tokens": {"prompt": 0, "completion": 0},
+            "failures": {},
+        }
+
+    async def close(self) -> None:
+        """Release what the indexer holds (nothing here). Safe to call twice."""
+
+    # -- the hook ------------------------------------------------------------------------
+
+    async def index_rows(
+        self, hierarchies: Sequence[DocumentHierarchy]
+    ) -> dict[str, list[Document]]:
+        """``{document_id: indexed rows}`` of a batch; children are marked in place."""
+        results = await asyncio.gather(*(self._document(h) for h in hierarchies))
+        return {h.document_id: rows for h, rows in zip(hierarchies, results, strict=True)}
+
+    async def _document(self, h: DocumentHierarchy) -> list[Document]:
+        enriched, of, rows = await self.document_rows(h)
+        self.enriched += enriched
+        self.of += of
+        self.rows += len(rows)
+        self.searchable_children += sum(
+            1 for c in h.children if c.metadata.get(SEARCHABLE) is not False
+        )
+        self.retrievable += len({str(r.metadata[INDEXES]) for r in rows})
+        record = {
+            "strategy": self.strategy,
+            "enriched": enriched,
+            "of": of,
+            "indexed_rows": len(rows),
+            "model": self.model_name,
+        }
+        for parent in h.parents:
+            parent.metadata[INGESTION_KEY] = record
+        return rows
+
+    def child_rows(self, child: ChunkInfo, texts: Sequence[str]) -> list[Document]:
+        """The rows of ``child`` holding ``texts``; a child that gets any is marked
+        ``searchable: false`` (found through its rows only)."""
+        if texts:
+            child.metadata[SEARCHABLE] = False
+        return [self.row(child.chunk_id, child.metadata, text, i) for i, text in enumerate(texts)]
+
+    def row(self, target: str, metadata: dict[str, Any], text: str, index: int) -> Document:
+        """The ``index``-th indexed row of ``target`` (a child, or a parent for a summary),
+        with ``target``'s metadata but its hierarchy keys."""
+        meta = {k: v for k, v in metadata.items() if k not in _NOT_COPIED}
+        meta.update(
+            {
+                DOCUMENT_ID: metadata[DOCUMENT_ID],
+                DOCUMENT_TYPE: INDEXED,
+                IS_CHUNK: False,
+                INDEXES: target,
+                INDEXED_KIND: self.kind,
+                OFFSETS_EXACT: False,
+                "strategy": self.strategy,
+            }
+        )
+        return Document(id=f"{target}~{_TAGS[self.kind]}{index}", page_content=text, metadata=meta)
+
+    # -- what it did ---------------------------------------------------------------------
+
+    def report(self) -> dict[str, Any]:
+        """``strategy``, ``enriched`` of ``of`` (``partial`` when fewer), ``indexed_rows``,
+        ``expansion`` (searched units per retrievable unit), and :meth:`usage`."""
+        reachable = self.searchable_children + self.retrievable
+        searched = self.searchable_children + self.rows
+        return {
+            "strategy": self.strategy,
+            "enriched": self.enriched,
+            "of": self.of,
+            "partial": self.enriched < self.of,
+            "indexed_rows": self.rows,
+            "expansion": round(searched / reachable, 4) if reachable else 0.0,
+            **self.usage(),
+        }

@@ -19,7 +19,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders.abstract import AbstractLoader
-from parrot_parents.loaders.hierarchy import (
+from parrot_parents.loaders.defaults import (
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
@@ -86,7 +86,10 @@ async def reindex_stale(
             f"{type(store).__name__} keeps no documents table", hint="use the postgres store"
         )
     policy = loader.policy(
-        parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
+        parent_chunk_threshold_tokens,
+        parent_chunk_size_tokens,
+        parent_chunk_overlap_tokens,
+        vector_store=store,
     )
     report = ReindexReport(policy=policy.version())
     versions = [policy.version(r) for r in READERS]

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import DocumentReadError
-from parrot_parents.loaders.abstract import AbstractLoader, IngestReport, wants_bulk_load
-from parrot_parents.loaders.hierarchy import (
+from parrot_parents.loaders.abstract import (
+    DEFAULT_INDEXER,
+    AbstractLoader,
+    IngestReport,
+    wants_bulk_load,
+)
+from parrot_parents.loaders.defaults import (
+    DEFAULT_CHILD_OVERLAP,
+    DEFAULT_CHILD_SIZE,
+    DEFAULT_DOCUMENT_LAYER,
+    DEFAULT_LATE_CHUNKING,
     DEFAULT_PARENT_OVERLAP,
     DEFAULT_PARENT_SIZE,
     DEFAULT_PREAMBLE,
@@ -44,7 +53,9 @@ class TextLoader(AbstractLoader):
             several paths are given.
         child_chunk_size, child_chunk_overlap, late_chunking, embedding, indexer,
         section_parents, preamble, document_layer: see
-            :class:`~parrot_parents.loaders.abstract.AbstractLoader`.
+            :class:`~parrot_parents.loaders.abstract.AbstractLoader`; the defaults are
+            those of ``parrot-parents ingest`` (:mod:`parrot_parents.loaders.defaults`),
+            its default strategy included, so both write the same rows.
     """
 
     def __init__(
@@ -54,14 +65,14 @@ class TextLoader(AbstractLoader):
         on_bad_bytes: OnBadBytes = "error",
         root: str | Path | None = None,
         id_prefix: str | None = None,
-        child_chunk_size: int = 400,
-        child_chunk_overlap: int = 0,
-        late_chunking: bool = True,
+        child_chunk_size: int = DEFAULT_CHILD_SIZE,
+        child_chunk_overlap: int = DEFAULT_CHILD_OVERLAP,
+        late_chunking: bool = DEFAULT_LATE_CHUNKING,
         embedding: SentenceTransformerEmbeddings | None = None,
-        indexer: RowIndexer | None = None,
+        indexer: RowIndexer | Literal["default"] | None = DEFAULT_INDEXER,
         section_parents: bool = DEFAULT_SECTION_PARENTS,
         preamble: bool = DEFAULT_PREAMBLE,
-        document_layer: bool = False,
+        document_layer: bool = DEFAULT_DOCUMENT_LAYER,
     ) -> None:
         super().__init__(
             child_chunk_size=child_chunk_size,

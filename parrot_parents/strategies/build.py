@@ -13,6 +13,8 @@ from typing import Any
 
 from parrot_parents.errors import LLMNotConfiguredError
 from parrot_parents.llm.client import BASE_URL_ENV, MODEL_ENV, ChatCompletionsClient
+from parrot_parents.loaders.extractive import ExtractiveIndexer
+from parrot_parents.loaders.indexing import ChunkIndexer
 from parrot_parents.strategies.cache import PromptCache
 from parrot_parents.strategies.guarded import ChatClient, GuardedModel
 from parrot_parents.strategies.indexer import StrategyIndexer
@@ -27,8 +29,12 @@ def indexer_for(
     client: ChatClient | None = None,
     cache: PromptCache | None = None,
     concurrency: int = 4,
-) -> StrategyIndexer | None:
+) -> ChunkIndexer | None:
     """The indexer of ``spec``; None for the four free strategies (nothing to index).
+
+    ``contextual:extractive`` gets the loaders' own
+    :class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`, the one ``TextLoader()``
+    uses by default, so that every way in writes the same rows.
 
     Args:
         spec: the parsed strategy.
@@ -43,7 +49,7 @@ def indexer_for(
     if not spec.indexes_rows:
         return None
     if not spec.needs_model:
-        return StrategyIndexer(spec)
+        return ExtractiveIndexer()
     owned = client is None
     if client is None:
         env_client = ChatCompletionsClient.from_env()

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeGuard
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.loaders.defaults import DEFAULT_STRATEGY
 from parrot_parents.retrieval.modes import MAX_WINDOW, ExpansionMode
 from parrot_parents.stores.protocols import IndexedRows
 
@@ -53,13 +54,6 @@ __all__ = [
     "parse_strategy",
     "strategy_for",
 ]
-
-#: The ingestion strategy of ``ingest`` and ``eval`` when none is given, on a store that
-#: can search indexed rows (PostgreSQL): each child is indexed under its document's name
-#: and heading path, with no model call. It won at every budget on the dev set (+4.6 /
-#: +4.3 / +2.6 points of recall@1000c/2000c/4000c over plain children with the query
-#: defaults; docs/benchmarks.md). ``--strategy plain`` turns it off.
-DEFAULT_STRATEGY = "contextual:extractive"
 
 StrategyName = Literal[
     "plain",
@@ -205,8 +199,9 @@ def _int(spec: str, key: str, raw: str) -> int:
 
 
 def strategy_for(value: str | StrategySpec | None, store: object) -> StrategySpec:
-    """The strategy given, parsed; when none is given, the package default for ``store``:
-    :data:`DEFAULT_STRATEGY` on a store that can search indexed rows
+    """The strategy given, parsed; when none is given, the package default for ``store``
+    (what ``TextLoader()`` does): :data:`DEFAULT_STRATEGY` (from
+    :mod:`parrot_parents.loaders.defaults`) on a store that can search indexed rows
     (:class:`~parrot_parents.stores.protocols.IndexedRows`), else ``plain`` (the Milvus
     store cannot, so its default stays plain).
 

@@ -121,9 +121,10 @@ def test_a_bad_value_is_refused_with_the_api_message(
     assert err.removeprefix("parrot-parents: error: ").rstrip("\n") == in_thread(
         asyncio.run, through_the_api()
     )
-    # Nothing was written.
+    # Nothing was written: the limit is still unset (the package default), as `bots add`
+    # without --limit left it.
     code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
-    assert json.loads(out)["context_search_limit"] == 10
+    assert json.loads(out)["context_search_limit"] is None
 
 
 @pytest.mark.parametrize(

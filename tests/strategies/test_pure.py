@@ -6,10 +6,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from parrot_parents.loaders.headings import HeadingIndex
 from parrot_parents.stores.resolve import resolve_indexed, targets_of
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.strategies.guarded import MalformedReply
-from parrot_parents.strategies.headings import HeadingIndex
 from parrot_parents.strategies.prompts import (
     contextual_messages,
     document_window,

@@ -1,4 +1,4 @@
-"""Headings of a document, for the extractive ``contextual`` variant.
+"""Headings of a document, for the default (extractive) indexer of :mod:`.extractive`.
 
 Without a structure tree the section of a chunk is read from the text itself: Markdown
 ATX headings (``## Title``) and wikitext headings (``= Title =``, ``= = Section = =``),

@@ -134,6 +134,7 @@ async def test_long_children_are_embedded_in_windows_not_cut(
         embedding=embeddings,  # type: ignore[arg-type]
         late_chunking=False,
         child_chunk_size=2000,
+        indexer=None,  # the children's own vectors are searched, not indexed rows
     )
     await loader.chunk_documents([*docs, chinese], vector_store=store)
     rows = await store.fetch_chunk_ranges([("long0", 0, 0), ("long1", 0, 0)])

@@ -88,7 +88,8 @@ async def test_seed_override_signature(tmp_path: Path, store: PgVectorStore, emb
     parents = [r for r in rows if not r.metadata["is_chunk"]]
     assert len(parents) >= 6
     assert all(p.metadata["document_type"] == "parent_chunk" for p in parents)
-    assert await store.count() == len(rows)
+    # Stored: the hierarchy, and the default strategy's indexed rows beside it.
+    assert await store.count() == len(rows) + loader.report.indexed
 
 
 def test_same_name_in_two_folders_gets_distinct_ids(tmp_path: Path, embeddings) -> None:

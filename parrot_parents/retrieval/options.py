@@ -212,7 +212,8 @@ class RetrievalOptions(BaseModel):
         o = {**DEFAULTS.set_fields(), **o}
         if o.get("filter") is not None:
             o["filter"] = dict(o["filter"])  # the caller's copy: the model's stays frozen
-        return ResolvedOptions(**{name: o.get(name) for name in RetrievalOptions.model_fields})
+        values: dict[str, Any] = {name: o.get(name) for name in RetrievalOptions.model_fields}
+        return ResolvedOptions(**values)
 
 
 @dataclass(frozen=True)

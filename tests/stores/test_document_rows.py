@@ -54,11 +54,18 @@ async def test_rows_of_a_three_level_document_in_order(store: PgVectorStore, tmp
 
 
 async def _count(store: PgVectorStore, document_id: str) -> int:
+    """The document's own rows: its parents and children, not the indexed rows of the
+    ingestion strategy (no document view shows them)."""
     from sqlalchemy import text
+
+    from parrot_parents.stores.markers import NOT_INDEXED_PREDICATE
 
     async with store.engine.connect() as conn:
         result = await conn.execute(
-            text(f"SELECT count(*) FROM {store.table} WHERE cmetadata->>'document_id' = :d"),
+            text(
+                f"SELECT count(*) FROM {store.table} WHERE cmetadata->>'document_id' = :d"
+                f" AND {NOT_INDEXED_PREDICATE}"
+            ),
             {"d": document_id},
         )
         return int(result.scalar_one())

@@ -40,7 +40,8 @@ DOCS = {
 
 
 async def _ingest(store: PgVectorStore, embeddings: Any, docs: dict[str, str] = DOCS) -> None:
-    await TextLoader(child_chunk_size=80, embedding=embeddings).chunk_documents(
+    # Plain children: the BM25 reference below scores the children's own text.
+    await TextLoader(child_chunk_size=80, embedding=embeddings, indexer=None).chunk_documents(
         [Document(page_content=t, metadata={"document_id": d}) for d, t in docs.items()],
         vector_store=store,
     )

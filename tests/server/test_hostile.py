@@ -117,11 +117,15 @@ async def test_database_gone_is_503_with_retry_after(
 ) -> None:
     from parrot_parents.stores.engine import make_engine
 
+    from parrot_parents.stores.read_pool import ReadPool
+
     client = await make_client()
     store = manager.get("hr").store
-    live = store._engine
-    # Point the pool at a server that is not there: what a stopped PostgreSQL looks like.
+    live, live_reads = store._engine, store._reads
+    # Point both pools at a server that is not there: what a stopped PostgreSQL looks like.
+    gone = {"host": "127.0.0.1", "port": 9, "user": "postgres", "database": "gone"}
     store._engine = await make_engine("postgresql://postgres@127.0.0.1:9/gone")
+    store._reads = ReadPool(gone, {})
     try:
         resps = await asyncio.gather(*(client.post(URL, json=QUESTION) for _ in range(3)))
         for resp in resps:
@@ -131,6 +135,7 @@ async def test_database_gone_is_503_with_retry_after(
             assert "SELECT" not in raw and "Traceback" not in raw
     finally:
         await store._engine.dispose()
-        store._engine = live
+        await store._reads.close()
+        store._engine, store._reads = live, live_reads
     resp = await client.post(URL, json=QUESTION)
     assert resp.status == 200

@@ -116,7 +116,6 @@ async def test_database_gone_is_503_with_retry_after(
     make_client: MakeClient, manager: BotManager
 ) -> None:
     from parrot_parents.stores.engine import make_engine
-
     from parrot_parents.stores.read_pool import ReadPool
 
     client = await make_client()

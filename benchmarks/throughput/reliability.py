@@ -173,28 +173,30 @@ async def concurrent_load(
     }
 
 
+async def _search_loop(
+    store: PgVectorStore, log: list[tuple[float, float, str]], stop: asyncio.Event
+) -> None:
+    """Search until ``stop`` is set, logging ``(started, ended, outcome)`` of each search."""
+    query = [1.0] + [0.0] * (store.dimension - 1)
+    while not stop.is_set():
+        t0 = time.monotonic()
+        try:
+            await store.similarity_search_by_vector(query, limit=5)
+            kind = "ok"
+        except StoreError as exc:
+            kind = "StoreError(unavailable)" if exc.unavailable else "StoreError(other)"
+        except Exception as exc:
+            kind = type(exc).__name__
+        log.append((t0, time.monotonic(), kind))
+        await asyncio.sleep(0.005)
+
+
 async def outage(server: Any, store: PgVectorStore, searchers: int) -> dict[str, Any]:
     from pgserver._commands import pg_ctl
 
-    dim = store.dimension
-    query = [1.0] + [0.0] * (dim - 1)
     log: list[tuple[float, float, str]] = []
     stop = asyncio.Event()
-
-    async def loop() -> None:
-        while not stop.is_set():
-            t0 = time.monotonic()
-            try:
-                await store.similarity_search_by_vector(query, limit=5)
-                kind = "ok"
-            except StoreError as exc:
-                kind = "StoreError(unavailable)" if exc.unavailable else "StoreError(other)"
-            except Exception as exc:
-                kind = type(exc).__name__
-            log.append((t0, time.monotonic(), kind))
-            await asyncio.sleep(0.005)
-
-    tasks = [asyncio.create_task(loop()) for _ in range(searchers)]
+    tasks = [asyncio.create_task(_search_loop(store, log, stop)) for _ in range(searchers)]
     await asyncio.sleep(1.0)
     stopping = time.monotonic()
     await asyncio.to_thread(
@@ -227,25 +229,9 @@ async def crash(server: Any, store: PgVectorStore, searchers: int) -> dict[str, 
 
     import asyncpg
 
-    dim = store.dimension
-    query = [1.0] + [0.0] * (dim - 1)
     log: list[tuple[float, float, str]] = []
     stop = asyncio.Event()
-
-    async def loop() -> None:
-        while not stop.is_set():
-            t0 = time.monotonic()
-            try:
-                await store.similarity_search_by_vector(query, limit=5)
-                kind = "ok"
-            except StoreError as exc:
-                kind = "StoreError(unavailable)" if exc.unavailable else "StoreError(other)"
-            except Exception as exc:
-                kind = type(exc).__name__
-            log.append((t0, time.monotonic(), kind))
-            await asyncio.sleep(0.005)
-
-    tasks = [asyncio.create_task(loop()) for _ in range(searchers)]
+    tasks = [asyncio.create_task(_search_loop(store, log, stop)) for _ in range(searchers)]
     await asyncio.sleep(1.0)
     conn = await asyncpg.connect(server.get_uri())
     victim = await conn.fetchval(

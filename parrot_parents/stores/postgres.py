@@ -586,22 +586,13 @@ class PgVectorStore(
             validate_filter(filter)  # a bad filter fails before the model runs
         await self.ready()  # and so does an unknown collection
         vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
-        request = SearchRequest.build(
-            mode=mode,
-            limit=limit,
-            dimension=self.dimension,
-            vector=vector,
-            text=query,
-            filter=filter,
-            fusion=fusion,
-            include_parents=include_parents,
+        return await self.similarity_search_by_vector(
+            vector, limit, include_parents, filter, search_mode=mode, query=query, fusion=fusion
         )
-        results, _ = await self._search(request)
-        return results
 
     async def similarity_search_by_vector(
         self,
-        vector: Sequence[float],
+        vector: Sequence[float] | None,
         limit: int = 10,
         include_parents: bool = False,
         filter: dict[str, Any] | None = None,
@@ -610,8 +601,8 @@ class PgVectorStore(
         query: str | None = None,
         fusion: Fusion | None = None,
     ) -> list[SearchResult]:
-        """:meth:`similarity_search` with a precomputed query vector (``hybrid`` also
-        needs the ``query`` text)."""
+        """:meth:`similarity_search` with a precomputed query vector (None only in
+        ``lexical`` mode; ``hybrid`` also needs the ``query`` text)."""
         request = SearchRequest.build(
             mode=search_mode,
             limit=limit,

@@ -54,6 +54,20 @@ def _quiet() -> None:
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
 
 
+def _exit_on_termination() -> None:
+    """Turn SIGTERM and SIGHUP (``timeout``, systemd, ``docker stop``, a closed terminal)
+    into a normal exit, so that exit handlers run: the embedded server stops with its last
+    live user instead of running on. Python's default for them ends the process at once."""
+    import signal
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):  # SIGHUP does not exist on Windows
+            signal.signal(getattr(signal, name), leave)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; errors print one line (``--debug`` for a traceback). Returns the exit code."""
     _quiet()
@@ -63,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv
     args = parser.parse_args([a for a in argv if a != "--debug"])
     args.debug = debug
+    _exit_on_termination()
     try:
         code = asyncio.run(args.func(args))
     except KeyboardInterrupt:

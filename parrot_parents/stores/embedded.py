@@ -24,8 +24,11 @@ The lifecycle, on top of pgserver's:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import logging
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -63,6 +66,8 @@ DATA_DIR_ENV = "PARROT_PARENTS_DATA_DIR"
 HANDLES_FILE = ".handle_pids.json"
 #: Seconds a process waits for a server that is running but not ready (crash recovery).
 READY_WAIT_S = 60.0
+
+logger = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
 _SERVERS: dict[Path, PostgresServer] = {}
@@ -133,18 +138,56 @@ def handle_records(data_dir: str | os.PathLike[str]) -> list[HandleRecord]:
     path = Path(data_dir).expanduser() / HANDLES_FILE
     if not path.exists():
         return []
-    pids = json.loads(path.read_text() or "[]")
+    try:
+        pids = json.loads(path.read_text())
+    except ValueError:
+        pids = None
     if not isinstance(pids, list) or not all(isinstance(p, int) for p in pids):
         raise ValueError(f"{path} is not a list of pids")
     return [HandleRecord(pid, _alive(pid)) for pid in pids]
 
 
 def _prune(handles: Any) -> None:
-    """Drop the pids of dead processes from a pgserver ``DiskList`` (under its lock)."""
-    pids = handles.get()
+    """Drop the pids of dead processes from a pgserver ``DiskList`` (under its lock).
+
+    A list that is not one (a file left empty or cut by a crash or a full disk) is
+    written anew, empty, with a warning: the server may then stop while a process that
+    was listed still uses it, which that process survives (its next read waits for the
+    restart), where a broken list would stop every process from starting at all.
+    """
+    try:
+        pids = handles.get()
+        valid = isinstance(pids, list) and all(isinstance(p, int) for p in pids)
+    except ValueError:
+        pids, valid = [], False
+    if not valid:
+        logger.warning("%s is not a list of pids; starting it again empty", handles.path)
+        handles.put([])
+        return
     live = [pid for pid in pids if _alive(pid)]
     if live != pids:
         handles.put(live)
+
+
+def _set_aside_if_incomplete(pgdata: Path) -> None:
+    """Move a data directory whose ``initdb`` was killed (``PG_VERSION`` written, no
+    ``global/pg_control``, no server) to ``<name>.incomplete-<time>``, so that a new one is
+    made; it holds no data yet. Called under the directory's lock, which a process running
+    ``initdb`` holds."""
+    if not (pgdata / "PG_VERSION").exists() or (pgdata / "global" / "pg_control").exists():
+        return
+    aside = pgdata.with_name(f"{pgdata.name}.incomplete-{int(time.time())}")
+    pgdata.rename(aside)
+    pgdata.mkdir()
+    logger.warning("%s was left half made by a killed initdb; moved to %s", pgdata, aside)
+
+
+def _import_pgserver() -> None:
+    """Import pgserver without its warning: it asks platformdirs for a runtime directory
+    at import, which warns without ``XDG_RUNTIME_DIR``; this module sets its own."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver  # noqa: F401
 
 
 def _server_class() -> type[PostgresServer]:
@@ -154,12 +197,27 @@ def _server_class() -> type[PostgresServer]:
         return _SERVER_CLASS
     import fasteners
 
-    with warnings.catch_warnings():
-        # pgserver asks platformdirs for a runtime directory at import; without
-        # XDG_RUNTIME_DIR that warns, and this module sets its own (runtime_dir).
-        warnings.simplefilter("ignore")
-        from pgserver.postgres_server import PostgresServer
+    _import_pgserver()
+    from pgserver import postgres_server
+    from pgserver.postgres_server import PostgresServer
     from pgserver.utils import DiskList, PostmasterInfo
+
+    # pgserver passes the socket directory to the server inside one "-o '-k DIR'" string,
+    # which the server splits on spaces: a data directory with a space in its path (the
+    # macOS default, "Application Support") would never start. Such a directory gets its
+    # socket in the private runtime directory.
+    choose_socket_dir = getattr(postgres_server, "find_suitable_socket_dir")  # noqa: B009  # not exported
+    if not getattr(choose_socket_dir, "parrot_parents", False):
+
+        def socket_dir(pgdata: Path, runtime_path: Path) -> Path:
+            if " " in str(pgdata):
+                path = Path(runtime_path) / hashlib.sha256(str(pgdata).encode()).hexdigest()[:10]
+                path.mkdir(parents=True, exist_ok=True)
+                return path
+            return Path(choose_socket_dir(pgdata, runtime_path))
+
+        socket_dir.parrot_parents = True  # type: ignore[attr-defined]  # marks the wrapper
+        setattr(postgres_server, "find_suitable_socket_dir", socket_dir)  # noqa: B010
 
     class Server(PostgresServer):
         # pgserver keeps one lock file and one runtime directory for the whole machine
@@ -170,29 +228,72 @@ def _server_class() -> type[PostgresServer]:
         def __init__(self, pgdata: Path, *, cleanup_mode: str | None = "stop") -> None:
             self._lock = fasteners.InterProcessLock(str(lock_path(pgdata)))
             with self._lock:
+                _set_aside_if_incomplete(pgdata)
                 _prune(DiskList(pgdata / HANDLES_FILE))
             super().__init__(pgdata, cleanup_mode=cleanup_mode)
 
-        def ensure_postgres_running(self) -> None:
-            # A postmaster replaying its WAL after a crash is running but not "ready";
-            # pgserver would assert on it. Wait for it instead, bounded.
+        def _wait_until_ready(self) -> Any:
+            """The postmaster's record once it is ready, or None when none runs; waits
+            up to READY_WAIT_S for one that is starting or replaying its log."""
             deadline = time.monotonic() + READY_WAIT_S
             while True:
                 info = PostmasterInfo.read_from_pgdata(self.pgdata)
-                if info is None or not info.is_running() or info.status == "ready":
-                    break
+                if info is None or not info.is_running():
+                    return None
+                if info.status == "ready":
+                    return info
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"the server of {self.pgdata} was not ready after {READY_WAIT_S:.0f} s "
                         f"(status {info.status!r})"
                     )
                 time.sleep(0.2)
+
+        def ensure_postgres_running(self) -> None:
+            # A postmaster replaying its WAL after a crash is running but not "ready";
+            # pgserver would assert on it. Wait for it instead, bounded.
+            self._wait_until_ready()
             super().ensure_postgres_running()
 
         def _cleanup(self) -> None:
             with self._lock:
                 _prune(self.global_process_id_list)
+                # The server may have been restarted by another process since this one
+                # started it (pgserver would test the old, dead postmaster and stop
+                # nothing), and a shutdown asked for during crash recovery hangs: stop
+                # the postmaster that runs now, once it is ready.
+                with contextlib.suppress(TimeoutError):
+                    current = self._wait_until_ready()
+                    if current is not None:
+                        self._postmaster_info = current
+                        self._stop_if_last()
             super()._cleanup()
+
+        def _stop_if_last(self) -> None:
+            """Stop the server when this process is its last live user, bounded: a fast
+            shutdown that arrives while the server handles a backend's crash can hang
+            (pg_ctl then waits 60 s); after 15 s an immediate one is sent, which cannot
+            hang, and the next start replays the log as after any crash. pgserver's own
+            stop then finds nothing running."""
+            if self.cleanup_mode is None or self.global_process_id_list.get() != [os.getpid()]:
+                return
+            from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # set at import
+
+            quiet = logging.getLogger("pgserver")
+            level, quiet.level = quiet.level, logging.CRITICAL  # its failure dumps are ours
+            try:
+                for mode in ("fast", "immediate"):
+                    try:
+                        pg_ctl(
+                            ["-w", "-t", "15", "-m", mode, "stop"],
+                            pgdata=self.pgdata,
+                            user=self.system_user,
+                        )
+                        return
+                    except subprocess.CalledProcessError:
+                        continue
+            finally:
+                quiet.level = level
 
     _SERVER_CLASS = Server
     return Server
@@ -203,6 +304,7 @@ def _check_version(path: Path) -> None:
     marker = path / "PG_VERSION"
     if not marker.exists():
         return
+    _import_pgserver()
     from pgserver._commands import pg_config  # type: ignore[attr-defined]  # set by setattr at import
 
     theirs = marker.read_text().strip()

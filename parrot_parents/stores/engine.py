@@ -210,8 +210,12 @@ def store_error(exc: BaseException, action: str) -> StoreError:
     code = sqlstate_of(exc)
     if is_unavailable(exc):
         kind = _root_class(exc)
-        said = _driver_message(exc) or _root_message(exc)
-        quote = f'; the server said: "{said}"' if said else ""
+        # Only an error the server sent carries its words: a cut connection has a SQLSTATE
+        # (08003) that the driver gives it, and the driver's words.
+        from_server = bool(code) and kind not in _CUT
+        said = _driver_message(exc) if from_server else _root_message(exc)
+        who = "the server" if from_server else "the driver"
+        quote = f'; {who} said: "{said}"' if said else ""
         suffix = f" (SQLSTATE {code})" if code else ""
         return StoreError(
             f"{action} failed: the database is unavailable ({kind}): "

@@ -8,7 +8,7 @@ one retry policy for every path (the hot reads of
   HNSW settings) runs in a transaction and sets them with ``set_config(..., true)``, so
   they end with it and the engine's connections, a caller's own among them when the
   engine is shared, go back to the pool as they came;
-* **one retry on a dead connection**: without a pre-ping (it costs one to three round
+* **a retry on a dead connection**: without a pre-ping (it costs one to three round
   trips per checkout), a pooled connection that the server dropped (a restart) fails on
   first use; SQLAlchemy then invalidates the pool, and the read runs once more on a fresh
   connection. Reads are idempotent, so the retry is safe; a server that is really down
@@ -55,6 +55,10 @@ Settings = tuple[tuple[str, str | None], ...]
 #: crash or replaying its log (SQLSTATE 57P02, 57P03), before it fails.
 RECOVERY_WAIT_S = 30.0
 
+#: Retries of a statement whose connection was cut, and the pause before the second.
+_CUT_RETRIES = 2
+_CUT_PAUSE_S = 0.5
+
 #: SQLSTATEs of a server that will be back by itself shortly.
 _RECOVERING = frozenset({"57P02", "57P03"})
 
@@ -84,19 +88,24 @@ async def through_outages(attempt: Callable[[], Awaitable[T]]) -> T:
     with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
     most :data:`RECOVERY_WAIT_S` seconds; then the last error is raised.
 
-    Only the server's own "recovering" answers are waited for: a statement whose
-    connection is cut twice may be the one that crashes the server, and is not sent a
-    third time.
+    A statement whose connection is cut is sent at most :data:`_CUT_RETRIES` more times:
+    it may be the one that crashes the server. Only the server's own "recovering" answers
+    are waited for beyond that.
     """
     deadline: float | None = None
     delay = 0.05
-    dead_retried = False
+    cuts = 0
     while True:
         try:
             return await attempt()
         except StoreError as exc:
-            if was_disconnect(exc) and not dead_retried:
-                dead_retried = True
+            if was_disconnect(exc) and cuts < _CUT_RETRIES:
+                # The first retry at once (a connection a restart left dead); the second
+                # after a pause, since a connection opened just as a backend crashed is
+                # ended with the others before the server starts refusing new ones.
+                if cuts:
+                    await asyncio.sleep(_CUT_PAUSE_S)
+                cuts += 1
                 continue
             if not is_recovering(exc):
                 raise

@@ -265,3 +265,129 @@ def test_a_recovering_server_is_waited_for_at_start(data_dir: Path) -> None:
         assert time.monotonic() - started >= 1.0
     finally:
         embedded.release(data_dir)
+
+
+def _wait_stopped(data: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while _postmaster_pid(data) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _postmaster_pid(data) is None, "the server still runs with no live user"
+
+
+def test_the_last_user_stops_a_server_another_process_restarted(data_dir: Path) -> None:
+    first = _user(data_dir, wait_for_stdin=True)
+    old = _postmaster_pid(data_dir)
+    assert old is not None
+    os.kill(old, signal.SIGINT)  # a fast shutdown, as an administrator would
+    psutil.wait_procs([psutil.Process(old)], timeout=30)
+    # Another process starts the server again and leaves; the first is its last user.
+    again = _user(data_dir, wait_for_stdin=True)
+    assert _postmaster_pid(data_dir) not in (None, old)
+    for proc in (again, first):
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=START_S) == 0
+    _wait_stopped(data_dir)
+
+
+def test_the_last_user_leaving_during_crash_recovery_stops_the_server_promptly(
+    data_dir: Path,
+) -> None:
+    code = textwrap.dedent(
+        f"""
+        import asyncio, os, signal, asyncpg
+        from parrot_parents.stores.embedded import embedded_dsn
+
+        async def main():
+            dsn = embedded_dsn({str(data_dir)!r})
+            victim = await asyncpg.connect(dsn)
+            os.kill(await victim.fetchval("SELECT pg_backend_pid()"), signal.SIGKILL)
+
+        asyncio.run(main())
+        """
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "does not shut down" not in done.stderr
+    assert took < 40, took  # pg_ctl's own 60 s wait, then a kill, before the fix
+    _wait_stopped(data_dir, 10)
+
+
+def test_a_terminated_cli_command_stops_the_server(data_dir: Path) -> None:
+    env = {**os.environ, "PARROT_PARENTS_DATA_DIR": str(data_dir)}
+    env.pop("PARROT_PARENTS_DSN", None)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "parrot_parents",
+            "ingest",
+            str(REPO_ROOT / "examples" / "corpus"),
+            "--collection",
+            "terminated",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + START_S
+    while _postmaster_pid(data_dir) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _postmaster_pid(data_dir) is not None
+    proc.send_signal(signal.SIGTERM)  # what `timeout`, systemd and `docker stop` send
+    proc.wait(timeout=START_S)
+    _wait_stopped(data_dir)
+    assert embedded.handle_records(data_dir) == []
+
+
+def test_a_broken_handle_list_does_not_stop_the_server_from_starting(data_dir: Path) -> None:
+    embedded.get_server(data_dir, cleanup_mode=None)
+    embedded.release(data_dir)  # cleanup_mode None: the server runs on
+    (data_dir / embedded.HANDLES_FILE).write_text("")  # cut by a crash or a full disk
+    with pytest.raises(ValueError, match="not a list of pids"):
+        embedded.handle_records(data_dir)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from parrot_parents.stores.embedded import embedded_dsn;"
+            f" embedded_dsn({str(data_dir)!r})",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=START_S,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert embedded.handle_records(data_dir) == []
+    _wait_stopped(data_dir)
+
+
+def test_a_data_directory_with_a_space_in_its_path_starts(data_dir: Path) -> None:
+    spaced = data_dir.parent / "Application Support" / "pgdata"
+    spaced.parent.mkdir()
+    try:
+        server = embedded.get_server(spaced, cleanup_mode="delete")
+        assert server.get_uri().startswith("postgresql://")
+    finally:
+        embedded.release(spaced)
+
+
+def test_a_data_directory_left_by_a_killed_initdb_is_set_aside(data_dir: Path) -> None:
+    data_dir.mkdir()
+    (data_dir / "PG_VERSION").write_text("18\n")  # what initdb writes before pg_control
+    (data_dir / "base").mkdir()
+    try:
+        server = embedded.get_server(data_dir, cleanup_mode="delete")
+        assert server.get_uri()
+        assert (data_dir / "global" / "pg_control").exists()
+        assert list(data_dir.parent.glob("data.incomplete-*"))
+    finally:
+        embedded.release(data_dir)

@@ -84,6 +84,18 @@ def _user(data: Path, *, wait_for_stdin: bool) -> subprocess.Popen[str]:
     return proc
 
 
+def _start_and_leave(data: Path) -> subprocess.CompletedProcess[str]:
+    """A child process that starts (or joins) the server of ``data`` and exits at once."""
+    code = f"from parrot_parents.stores.embedded import embedded_dsn; embedded_dsn({str(data)!r})"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=START_S,
+    )
+
+
 def test_a_killed_client_does_not_keep_the_server_alive(data_dir: Path) -> None:
     first = _user(data_dir, wait_for_stdin=False)
     second = _user(data_dir, wait_for_stdin=True)
@@ -126,18 +138,7 @@ def test_two_data_directories_never_wait_on_each_other(data_dir: Path) -> None:
     try:
         assert embedded.lock_path(other) != embedded.lock_path(data_dir)
         started = time.monotonic()
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from parrot_parents.stores.embedded import embedded_dsn;"
-                f" embedded_dsn({str(data_dir)!r})",
-            ],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=START_S,
-        )
+        proc = _start_and_leave(data_dir)
         took = time.monotonic() - started
     finally:
         for lock in held:
@@ -353,18 +354,7 @@ def test_a_broken_handle_list_does_not_stop_the_server_from_starting(data_dir: P
     (data_dir / embedded.HANDLES_FILE).write_text("")  # cut by a crash or a full disk
     with pytest.raises(ValueError, match="not a list of pids"):
         embedded.handle_records(data_dir)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from parrot_parents.stores.embedded import embedded_dsn;"
-            f" embedded_dsn({str(data_dir)!r})",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=START_S,
-    )
+    done = _start_and_leave(data_dir)
     assert done.returncode == 0, done.stderr[-2000:]
     assert embedded.handle_records(data_dir) == []
     _wait_stopped(data_dir)

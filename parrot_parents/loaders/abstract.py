@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -469,7 +470,9 @@ class AbstractLoader(ABC):
                 self.report.warnings.setdefault(str(name), []).append(
                     f"the same content is already stored as document(s) "
                     f"{', '.join(repr(o) for o in sorted(others))}; give stable ids with "
-                    "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy"
+                    "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy "
+                    "(Python: store.delete(document_id); CLI: parrot-parents delete "
+                    f"COLLECTION {' '.join(shlex.quote(o) for o in sorted(others))})"
                 )
 
 

@@ -200,7 +200,5 @@ async def drop_collection(request: web.Request) -> web.Response:
     if missing is not None:
         return missing
     await drop(await _engine(request), collection)
-    manager = _state(request).manager
-    for name in [n for n, bot in manager.bots.items() if bot.collection == collection]:
-        await manager.reload(name)
+    await _state(request).manager.reload_collection(collection)
     return web.Response(status=204)

@@ -96,7 +96,9 @@ async def test_delete_documents_and_drop(make_client: MakeClient) -> None:
     assert listing == {"collections": []}
     # The bots on it were reloaded at once: they report the missing collection.
     resp = await client.post("/api/v1/bots/hr/context", json={"question": "pay?"}, headers=AUTH)
-    assert resp.status == 503
+    body = await resp.json()
+    assert resp.status == 503, body
+    assert body["error"] == "bot 'hr' is not available: it failed to load", body
 
 
 async def test_collection_writes_need_a_token(make_client: MakeClient) -> None:

@@ -44,6 +44,7 @@ from parrot_parents.stores.protocols import (
     ContentLookup,
     DocumentTable,
     IndexedRows,
+    ModelChecked,
     ReplaceDocument,
     SourceLookup,
 )
@@ -230,6 +231,8 @@ class AbstractLoader(ABC):
 
         Raises:
             ConfigurationError (``ValueError``): bad sizes, e.g. overlap >= size.
+            ModelMismatchError: the store's collection holds another model's vectors
+                than this loader's (nothing is written).
             StoreError: the database is unavailable (``unavailable=True``).
         """
         validate_parent_sizes(
@@ -303,6 +306,10 @@ class AbstractLoader(ABC):
             tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
         ]:
             """The model's stage: each batch embedded (and indexed), in a worker thread."""
+            if hierarchies and isinstance(vector_store, ModelChecked):
+                # After every input is checked, before any vector is made: the collection
+                # must hold this model's vectors (or none yet).
+                await vector_store.check_model(self.processor.embedding, writing=True)
             for start in range(0, len(hierarchies), batch_documents):
                 batch = hierarchies[start : start + batch_documents]
                 done = len(batch)

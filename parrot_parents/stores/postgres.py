@@ -63,7 +63,9 @@ from parrot_parents.stores.markers import (
     NOT_INDEXED_PREDICATE,
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
+    is_searchable,
 )
+from parrot_parents.stores.model_contract import ModelContract
 from parrot_parents.stores.prepared import Prepared
 from parrot_parents.stores.protocols import (
     BulkLoad,
@@ -72,6 +74,7 @@ from parrot_parents.stores.protocols import (
     DocumentRows,
     DocumentTable,
     IndexedRows,
+    ModelChecked,
     SourceLookup,
 )
 from parrot_parents.stores.read_pool import ReadPool
@@ -108,6 +111,7 @@ class PgVectorStore(
     SourceLookup,
     ContentLookup,
     DocumentRows,
+    ModelChecked,
 ):
     """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
 
@@ -143,6 +147,8 @@ class PgVectorStore(
     Raises:
         ConfigurationError: bad identifiers or parameters (at construction).
         SchemaMismatchError: the table exists with another embedding dimension.
+        ModelMismatchError: (when it would embed) the collection's vectors are another
+            model's (:mod:`parrot_parents.stores.model_contract`).
         StoreError: the server cannot be reached.
     """
 
@@ -191,6 +197,8 @@ class PgVectorStore(
         self.lexical_candidates: CandidateRule = CANDIDATES
         #: The collection's documents table (:mod:`parrot_parents.stores.documents`).
         self.documents = DocumentsTable(self.table, self.schema)
+        #: The collection's recorded embedding model (:mod:`~parrot_parents.stores.model_contract`).
+        self.model_contract = ModelContract(self.schema, self.table)
         self._shared_engine = engine
         self._engine: AsyncEngine | None = None
         self._reads: ReadPool | None = None
@@ -273,6 +281,7 @@ class PgVectorStore(
                             read_text_search_config, self.table, self.schema
                         )
                     await check_dimension(conn, self.schema, self.table, dimension)
+                    await self.model_contract.read(conn)
             except BaseException:
                 if shared is None:
                     await engine.dispose()
@@ -313,6 +322,7 @@ class PgVectorStore(
         engine, self._engine = self._engine, None
         reads, self._reads = self._reads, None
         self._statements.clear()
+        self.model_contract.forget()
         if engine is not None:
             # One shielded step: a cancelled close still closes both pools.
             await asyncio.shield(self._release(engine, reads))
@@ -349,7 +359,25 @@ class PgVectorStore(
         return prepare_rows(documents, embeddings, self.dimension)
 
     async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
+        if any(r["embedding"] is None and is_searchable(r["cmetadata"]) for r in rows):
+            await self.check_model(writing=True)
         await embed_missing(rows, self.embedding, self.embed_batch_size)
+
+    async def check_model(self, embedding: Any = None, *, writing: bool = False) -> None:
+        """Refuse to embed with a model other than the collection's.
+
+        ``embedding`` (default: the store's) is compared with the model recorded with the
+        collection's vectors (:class:`~parrot_parents.stores.model_contract.ModelContract`);
+        a collection without a record gets this model recorded when ``writing``. Searches
+        and writes that embed call it; a loader calls it with its own model before writing
+        the vectors it made. Loads the model (once per embeddings object).
+
+        Raises:
+            ModelMismatchError: another model, or a collection in the middle of a re-embed.
+            StoreError: the database failed.
+        """
+        engine, _ = await self.ready()
+        await self.model_contract.check(engine, embedding or self.embedding, writing=writing)
 
     async def add_documents(
         self,
@@ -532,6 +560,7 @@ class PgVectorStore(
             await conn.run_sync(self.documents.drop)
 
         await write(engine, f"drop {self.qualified_name}", work)
+        self.model_contract.forget()
 
     # -- reads -------------------------------------------------------------------------
 
@@ -585,7 +614,10 @@ class PgVectorStore(
         if isinstance(filter, dict) and filter:
             validate_filter(filter)  # a bad filter fails before the model runs
         await self.ready()  # and so does an unknown collection
-        vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
+        vector = None
+        if mode != "lexical":
+            await self.check_model()
+            vector = await self.embedding.aembed_query(query)
         return await self.similarity_search_by_vector(
             vector, limit, include_parents, filter, search_mode=mode, query=query, fusion=fusion
         )
@@ -787,6 +819,7 @@ class PgVectorStore(
             validate_filter(filter)
         await self.ready()
         if vector is None and mode != "lexical":
+            await self.check_model()
             vector = await self.embedding.aembed_query(query)
         request = SearchRequest.build(
             mode=mode,

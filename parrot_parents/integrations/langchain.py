@@ -36,6 +36,7 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.integrations.common import call_options, passage_metadata
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.stores.questions import check_question
 from parrot_parents.sync import package_loop, run_sync
 
 __all__ = ["ParentChildRetriever", "to_documents"]
@@ -93,12 +94,14 @@ class ParentChildRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
+        check_question(query)  # in the caller's thread, before any model loads
         options = call_options(self._fixed(), overrides)
         return to_documents(run_sync(self.bot.retrieve(query, options)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
+        check_question(query)  # in the caller's thread, before any model loads
         options = call_options(self._fixed(), overrides)
         coro = self.bot.retrieve(query, options)
         if self.on_package_loop:

@@ -14,8 +14,8 @@ characters, kind, score, child ids)::
 
 ``retrieve`` runs on the package's loop thread (the bot's ``*_sync`` path); ``aretrieve``
 awaits the bot on the caller's loop, or on the package's loop for a retriever made by
-:meth:`~ParentChildLlamaRetriever.from_bot` (see :mod:`parrot_parents.integrations.langchain`
-for why a bot belongs to one loop).
+:meth:`~ParentChildLlamaRetriever.from_bot`. Both work with a bot made on any loop (see
+:mod:`parrot_parents.sync`).
 """
 
 from __future__ import annotations

@@ -76,6 +76,14 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _model(c: Any) -> str:
+    """The recorded model with its fingerprint, as ``NAME@digest``."""
+    if c.embedding_model is None:
+        return "(not recorded)"
+    name = f"{c.embedding_model}@{c.model_fingerprint}"
+    return f"{name} (re-embedding)" if c.reembedding else name
+
+
 async def _with_engine(dsn: str | None, work: Any) -> Any:
     from parrot_parents.stores.engine import make_engine
 
@@ -107,7 +115,7 @@ async def run_collections(args: argparse.Namespace) -> int:
                     str(c.parents),
                     str(c.children),
                     _cell(c.dimension),
-                    c.embedding_model or "(not recorded)",
+                    _model(c),
                     ",".join(c.strategies) or "-",
                     _cell(c.lexical_backend)
                     + (f" ({c.text_search_config})" if c.text_search_config else ""),

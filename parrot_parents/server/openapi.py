@@ -164,6 +164,14 @@ _COLLECTION = {
             "type": ["string", "null"],
             "description": "the model the collection records (null: none recorded)",
         },
+        "model_fingerprint": {
+            "type": ["string", "null"],
+            "description": "12 hex characters identifying the recorded model's vectors",
+        },
+        "reembedding": {
+            "type": "boolean",
+            "description": "a `reindex --model` pass is unfinished",
+        },
         "strategies": {"type": "array", "items": {"type": "string"}},
         "lexical_backend": {"type": ["string", "null"], "description": "sql-bm25, or null"},
         "text_search_config": {"type": ["string", "null"]},

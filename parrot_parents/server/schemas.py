@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from parrot_parents.bots.settings import validation_problems
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.server.timeouts import read_bytes
+from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
@@ -34,13 +35,18 @@ class BadRequest(Exception):
 class _Question(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    question: str = Field(min_length=1, max_length=4000, description="the user's question")
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="the user's question"
+    )
 
-    @field_validator("question")
+    @field_validator("question", mode="before")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
+    def _question(cls, value: Any) -> Any:
+        # The rules and words of every surface (the Python API, the CLI, the adapters);
+        # another type is left to the strict field, which names it.
+        problem = question_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     def options(self) -> RetrievalOptions:

@@ -27,6 +27,7 @@ from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import read_text_search_config
 from parrot_parents.stores.markers import CHILD_PREDICATE, INDEXED_PREDICATE, PARENT_PREDICATE
+from parrot_parents.stores.model_contract import ModelContract
 
 __all__ = [
     "LEXICAL_BACKEND",
@@ -70,8 +71,11 @@ class CollectionInfo:
         indexed: rows an ingestion strategy wrote (searched in place of a child).
         documents: documents-table rows; None for a collection without that table.
         dimension: the ``vector(n)`` length of ``embedding``; None when untyped.
-        embedding_model: the embedding model the collection records; None when it
-            records none.
+        embedding_model: the name of the embedding model the collection records
+            (:mod:`parrot_parents.stores.model_contract`); None when it records none.
+        model_fingerprint: that model's fingerprint digest (12 hex characters), or None.
+        reembedding: True while ``reindex --model`` has not finished (its vectors are of
+            two models; embedding searches are refused until it has).
         strategies: the ingestion strategies its documents were indexed with
             (``plain`` for documents ingested without one), sorted.
         lexical_backend: :data:`LEXICAL_BACKEND`, or None without a lexical column.
@@ -86,6 +90,8 @@ class CollectionInfo:
     documents: int | None
     dimension: int | None
     embedding_model: str | None
+    model_fingerprint: str | None = None
+    reembedding: bool = False
     strategies: list[str] = field(default_factory=list)
     lexical_backend: str | None = None
     text_search_config: str | None = None
@@ -186,6 +192,7 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
     if await _exists(conn, schema, docs.name):
         documents = int((await conn.execute(text(f"SELECT count(*) FROM {docs.q}"))).scalar_one())
     config = await conn.run_sync(read_text_search_config, name, schema)
+    record = await ModelContract(schema, name).read(conn)
     return CollectionInfo(
         name=name,
         schema=schema,
@@ -194,7 +201,9 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
         indexed=int(row.indexed),
         documents=documents,
         dimension=await stored_dimension(conn, schema, name),
-        embedding_model=None,
+        embedding_model=None if record is None else record.model.name,
+        model_fingerprint=None if record is None else record.model.digest,
+        reembedding=record is not None and record.reembedding,
         strategies=sorted(row.strategies),
         lexical_backend=LEXICAL_BACKEND if config is not None else None,
         text_search_config=config,

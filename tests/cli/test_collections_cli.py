@@ -69,6 +69,9 @@ def test_collections_lists_only_collections_with_counts(
     assert found["indexed"] == found["children"]
     assert found["strategies"] == ["contextual:context=extractive"]
     assert found["dimension"] == 384
+    # The model the collection records (parrot_parents.stores.model_contract).
+    assert found["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert found["reembedding"] is False
     assert (found["lexical_backend"], found["text_search_config"]) == ("sql-bm25", "english")
 
     code, out, _ = run(capsys, "collections", "--dsn", kb)
@@ -83,7 +86,14 @@ def test_collections_lists_only_collections_with_counts(
         "STRATEGY",
         "LEXICAL",
     ]
-    assert row.split()[:5] == ["kb", "2", "2", str(found["children"]), "384"]
+    assert row.split()[:6] == [
+        "kb",
+        "2",
+        "2",
+        str(found["children"]),
+        "384",
+        f"sentence-transformers/all-MiniLM-L6-v2@{found['model_fingerprint']}",
+    ]
     assert row.endswith("contextual:context=extractive  sql-bm25 (english)")
 
 

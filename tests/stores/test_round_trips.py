@@ -80,7 +80,13 @@ class Reversing(AbstractReranker):
 def _give(store: PgVectorStore, vector: list[float]) -> None:
     """The question's vector, computed once: the round trips counted are the database's."""
 
+    model = store.embedding
+
     class Given:
+        # The same model in every other respect, so the collection's model check passes.
+        def __getattr__(self, name: str) -> Any:
+            return getattr(model, name)
+
         async def aembed_query(self, text: str) -> list[float]:
             return vector
 

@@ -166,7 +166,11 @@ async def read(
 
 
 async def write(
-    engine: AsyncEngine, action: str, work: Callable[[AsyncConnection], Awaitable[T]]
+    engine: AsyncEngine,
+    action: str,
+    work: Callable[[AsyncConnection], Awaitable[T]],
+    *,
+    retry_deadlock: bool = False,
 ) -> T:
     """Run ``work(conn)`` in one transaction; retried as :func:`through_outages` says.
 
@@ -174,6 +178,11 @@ async def write(
     same rows again, an upsert leaves one copy). A dead connection fails at ``BEGIN``,
     before anything is written; a transaction cut short later is rolled back by the
     server, so the retry starts from the state before it.
+
+    Args:
+        retry_deadlock: run the transaction again (up to :data:`_DEADLOCK_RETRIES` more
+            times) when the server chose it as a deadlock's victim (SQLSTATE 40P01): it
+            was rolled back whole, so running it again is safe.
 
     Raises:
         StoreError: the database failed or is unavailable (no SQL in the message).
@@ -183,4 +192,15 @@ async def write(
         async with store_errors(action), engine.begin() as conn:
             return await work(conn)
 
-    return await through_outages(attempt)
+    tries = 0
+    while True:
+        try:
+            return await through_outages(attempt)
+        except StoreError as exc:
+            if not retry_deadlock or exc.sqlstate != "40P01" or tries >= _DEADLOCK_RETRIES:
+                raise
+            tries += 1
+
+
+#: Retries of a transaction chosen as a deadlock's victim (``write(retry_deadlock=True)``).
+_DEADLOCK_RETRIES = 3

@@ -73,7 +73,11 @@ CollectionState = Literal["missing", "collection", "other"]
 
 
 def prepare_collection(
-    conn: Connection, table: Table, config: str | None, documents: DocumentsTable
+    conn: Connection,
+    table: Table,
+    config: str | None,
+    documents: DocumentsTable,
+    must_exist: bool = False,
 ) -> str:
     """Create the collection ``table`` when missing, or complete an existing one: schema,
     table and indexes, lexical column, BM25 statistics and triggers, documents table.
@@ -87,17 +91,22 @@ def prepare_collection(
         config: the text-search configuration of a new collection (None: the default,
             or the existing one).
         documents: the collection's documents table.
+        must_exist: only complete an existing collection (for a read): a missing one is
+            :func:`missing_collection`.
 
     Returns:
         The collection's text-search configuration.
 
     Raises:
+        CollectionNotFoundError: ``must_exist`` and the collection is missing.
         SchemaMismatchError: the name is a table that is not a collection, or the names
             of a new collection's objects are taken.
         ConfigurationError: ``config`` differs from the existing collection's.
     """
     schema, name = str(table.schema), table.name
     if conn.execute(text("SELECT to_regnamespace(:s) IS NULL"), {"s": f'"{schema}"'}).scalar_one():
+        if must_exist:
+            raise missing_collection(schema, name)
         # Two first collections of a new schema would race on it: one lock per schema,
         # always taken before any collection's lock, so two creators never wait in a cycle.
         lock_creation(conn, schema, "")
@@ -106,6 +115,8 @@ def prepare_collection(
     state = collection_state(conn, schema, name)
     if state == "other":
         raise not_a_collection(schema, name)
+    if state == "missing" and must_exist:
+        raise missing_collection(schema, name)
     if state == "missing":
         check_names_free(conn, schema, name)
         table.metadata.create_all(conn, tables=[table], checkfirst=False)

@@ -300,8 +300,11 @@ class PgVectorStore(
                 hnsw=self.hnsw,
                 text_search_config=self._wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
             )
-            if create:
-                await self._prepare(engine)
+            if create or self.create:
+                # A read on a store that may create completes an existing collection
+                # (an older one gets its lexical index and documents table), as the
+                # first write would; it never creates a missing one.
+                await self._prepare(engine, must_exist=not create)
             else:
                 await create_extension(engine, create=False)
                 async with store_errors(f"opening {self.qualified_name}"), engine.begin() as c:
@@ -317,15 +320,16 @@ class PgVectorStore(
         self._reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
         self._engine = engine
 
-    async def _prepare(self, engine: AsyncEngine) -> None:
+    async def _prepare(self, engine: AsyncEngine, *, must_exist: bool = False) -> None:
         """Create the collection (extension, schema, table, indexes, lexical index,
         documents table) when missing, or complete an existing one; one transaction under
-        the collection's creation lock, so concurrent first writers all succeed."""
-        await create_extension(engine)
+        the collection's creation lock, so concurrent first writers all succeed.
+        ``must_exist``: complete only; a missing collection is an error."""
+        await create_extension(engine, create=not must_exist)
         table = self.sa_table
         async with store_errors(f"preparing {self.qualified_name}"), engine.begin() as conn:
             self.text_search_config = await conn.run_sync(
-                prepare_collection, table, self._wanted_config, self.documents
+                prepare_collection, table, self._wanted_config, self.documents, must_exist
             )
             await check_dimension(conn, self.schema, self.table, self.dimension)
         self._writable = True

@@ -31,6 +31,7 @@ from parrot_parents.stores.lexical import LexicalTables, drop_lexical, ensure_le
 __all__ = [
     "COLLECTION_COLUMNS",
     "DERIVED_RELATIONS",
+    "DROP_LOCK_TIMEOUT",
     "CollectionState",
     "adopt_legacy_names",
     "check_names_free",
@@ -65,6 +66,9 @@ _HELPER_TABLES = frozenset({"documents", "lexicon", "lexstats"})
 
 #: Suffixes of a collection's other derived objects (a function, triggers on its table).
 _OTHER_DERIVED = ("lexstats_fn", "lex_insert", "lex_delete", "lex_update")
+
+#: How long a drop waits for its locks before it lets go of them and tries again.
+DROP_LOCK_TIMEOUT = "200ms"
 
 #: First key of every creation lock (``hashtext``), the second is the qualified name.
 _CREATE_LOCK = "parrot_parents.create_collection"
@@ -256,20 +260,24 @@ def drop_collection(
 ) -> None:
     """Drop a collection's table and the objects it owns (sync; in one transaction).
 
-    The locks are taken first, in one statement and in the order a hybrid search reads
-    the relations (the BM25 statistics and lexicon, then the table; the documents table,
-    which no search reads, last), so a drop waits for running searches instead of
-    holding the table while a search holds a statistics table (a deadlock, SQLSTATE
-    40P01).
+    Searches take their locks in different orders (a hybrid search the table, then the
+    BM25 statistics; a lexical one the statistics, then the table), so no fixed order of
+    the drop's locks is safe from both. The drop therefore takes every lock first, in one
+    statement, waiting at most :data:`DROP_LOCK_TIMEOUT` (well under the server's
+    ``deadlock_timeout``, 1 s by default): when a search holds one of them, the drop gives
+    up its locks (SQLSTATE 55P03) before a deadlock could be detected, the search goes on,
+    and the caller runs the drop again (``write(retry_lock_conflicts=True)``).
     """
     q = lexical.q
     present = [
         name
-        for name in (q(lexical.stats_name), q(lexical.lexicon_name), q(lexical.table), documents.q)
+        for name in (q(lexical.table), q(lexical.stats_name), q(lexical.lexicon_name), documents.q)
         if conn.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one()
     ]
     if present:
+        conn.execute(text("SELECT set_config('lock_timeout', :t, true)"), {"t": DROP_LOCK_TIMEOUT})
         conn.execute(text(f"LOCK TABLE {', '.join(present)} IN ACCESS EXCLUSIVE MODE"))
+        conn.execute(text("SELECT set_config('lock_timeout', '0', true)"))
     table.drop(conn, checkfirst=True)
     drop_lexical(conn, table.name, str(table.schema))
     documents.drop(conn)

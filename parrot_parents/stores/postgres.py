@@ -602,9 +602,9 @@ class PgVectorStore(
         :class:`~parrot_parents.errors.CollectionNotFoundError` and a later write creates
         the collection again. A missing collection is left as it is.
 
-        The locks are taken in the order a search takes them (the BM25 tables, then the
-        table), so a drop does not deadlock with searches; a deadlock with other DDL is
-        retried (:func:`~parrot_parents.stores.creation.drop_collection`).
+        Its locks are all taken first, waiting briefly; when a search holds one, the drop
+        lets go and tries again, so it never deadlocks with searches
+        (:func:`~parrot_parents.stores.creation.drop_collection`).
 
         Raises:
             SchemaMismatchError: the name is a table that is not a collection (never
@@ -619,7 +619,7 @@ class PgVectorStore(
         async def work(conn: Any) -> None:
             await conn.run_sync(drop_collection, table, self.lexical, self.documents)
 
-        await write(engine, f"drop {self.qualified_name}", work, retry_deadlock=True)
+        await write(engine, f"drop {self.qualified_name}", work, retry_lock_conflicts=True)
         await self.close()
 
     # -- reads -------------------------------------------------------------------------

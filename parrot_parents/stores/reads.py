@@ -170,7 +170,7 @@ async def write(
     action: str,
     work: Callable[[AsyncConnection], Awaitable[T]],
     *,
-    retry_deadlock: bool = False,
+    retry_lock_conflicts: bool = False,
 ) -> T:
     """Run ``work(conn)`` in one transaction; retried as :func:`through_outages` says.
 
@@ -180,9 +180,10 @@ async def write(
     server, so the retry starts from the state before it.
 
     Args:
-        retry_deadlock: run the transaction again (up to :data:`_DEADLOCK_RETRIES` more
-            times) when the server chose it as a deadlock's victim (SQLSTATE 40P01): it
-            was rolled back whole, so running it again is safe.
+        retry_lock_conflicts: run the transaction again, after a pause (50 ms doubling to
+            1 s; up to :data:`_LOCK_RETRIES` more times), when it was a deadlock's victim
+            or its ``lock_timeout`` ran out (SQLSTATE 40P01, 55P03): it was rolled back
+            whole, so running it again is safe.
 
     Raises:
         StoreError: the database failed or is unavailable (no SQL in the message).
@@ -192,15 +193,19 @@ async def write(
         async with store_errors(action), engine.begin() as conn:
             return await work(conn)
 
-    tries = 0
+    tries, delay = 0, 0.05
     while True:
         try:
             return await through_outages(attempt)
         except StoreError as exc:
-            if not retry_deadlock or exc.sqlstate != "40P01" or tries >= _DEADLOCK_RETRIES:
+            conflict = exc.sqlstate in _LOCK_CONFLICTS
+            if not retry_lock_conflicts or not conflict or tries >= _LOCK_RETRIES:
                 raise
             tries += 1
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
-#: Retries of a transaction chosen as a deadlock's victim (``write(retry_deadlock=True)``).
-_DEADLOCK_RETRIES = 3
+#: Deadlock victim, lock timeout: what ``write(retry_lock_conflicts=True)`` retries.
+_LOCK_CONFLICTS = frozenset({"40P01", "55P03"})
+_LOCK_RETRIES = 30

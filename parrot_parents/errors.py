@@ -17,6 +17,7 @@ __all__ = [
     "LLMNotConfiguredError",
     "LexicalIndexMissingError",
     "ModelLoadError",
+    "ModelMismatchError",
     "ParrotParentsError",
     "SchemaMismatchError",
     "StoreError",
@@ -58,6 +59,36 @@ class SchemaMismatchError(ParrotParentsError):
         self.expected_dimension = expected_dimension
         self.actual_dimension = actual_dimension
         super().__init__(message, hint=hint)
+
+
+class ModelMismatchError(SchemaMismatchError):
+    """A collection's vectors were made by another embedding model than the one that
+    would embed now, or by two (an unfinished re-embed); see
+    :mod:`parrot_parents.stores.model_contract`.
+
+    Attributes:
+        recorded: the collection's model, described (name, fingerprint, dimension).
+        actual: the model that would embed, described alike.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        recorded: str,
+        actual: str,
+        expected_dimension: int | None = None,
+        actual_dimension: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.recorded = recorded
+        self.actual = actual
+        super().__init__(
+            message,
+            expected_dimension=expected_dimension,
+            actual_dimension=actual_dimension,
+            hint=hint,
+        )
 
 
 class StoreError(ParrotParentsError):

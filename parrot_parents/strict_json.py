@@ -1,8 +1,9 @@
 """Strict JSON reading for input from users and clients (HTTP bodies, ``--filter``).
 
-Python's ``json`` accepts ``NaN``/``Infinity``, turns ``1e400`` into ``inf``, raises
-``RecursionError`` on deep nesting and ``ValueError`` on integers of more than 4300
-digits. Here every one of those is a :class:`InvalidJSON` with a message fit for the user.
+Python's ``json`` accepts ``NaN``/``Infinity``, turns ``1e400`` into ``inf``, keeps the
+last of two equal keys of an object, raises ``RecursionError`` on deep nesting and
+``ValueError`` on integers of more than 4300 digits. Here every one of those is a
+:class:`InvalidJSON` with a message fit for the user.
 """
 
 from __future__ import annotations
@@ -32,14 +33,28 @@ def _float(text: str) -> float:
     return value
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # RFC 8259 leaves duplicate names undefined; taking the last one silently would
+    # let {"limit": 5, "limit": 500} mean something its sender may not have meant.
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise InvalidJSON(f"duplicate key {key[:100]!r} in an object")
+        data[key] = value
+    return data
+
+
 def loads_strict(text: str | bytes) -> Any:
-    """``json.loads`` without NaN/Infinity, out-of-range numbers or deep nesting.
+    """``json.loads`` without NaN/Infinity, out-of-range numbers, duplicate keys in an
+    object or deep nesting.
 
     Raises:
         InvalidJSON: the message says what is wrong (and where, for syntax errors).
     """
     try:
-        data = json.loads(text, parse_constant=_constant, parse_float=_float)
+        data = json.loads(
+            text, parse_constant=_constant, parse_float=_float, object_pairs_hook=_object
+        )
     except InvalidJSON:
         raise
     except UnicodeDecodeError:

@@ -1,9 +1,22 @@
 """Run the package's coroutines from code that has no event loop (scripts, notebooks
-without top-level await, WSGI apps).
+without top-level await, WSGI apps), and from code inside one that cannot ``await``.
 
-Every call goes to one event loop running in a daemon thread. Connection pools belong to
-the loop that opened them, so one object (a store, a bot) must be used either through the
-``*_sync`` methods only, or from your own event loop only, not both.
+Every ``*_sync`` twin (``bot.get_vector_context_sync``, ``loader.ingest_sync``,
+``store.close_sync``...) runs its coroutine on one private event loop in a daemon thread
+(the package's loop) and blocks the calling thread until it ends. The rule:
+
+* **Anywhere is fine.** A twin may be called with no loop running, or from inside a
+  running loop (an ``async def``, Jupyter, a web handler): it never touches the caller's
+  loop, only blocks it for the call's duration (``await`` the async method there when
+  other tasks must keep running meanwhile).
+* **One object serves every loop.** A store (and so a bot) keeps one set of connection
+  pools per event loop it is used from (:mod:`parrot_parents.stores.per_loop`): the
+  ``*_sync`` twins, ``await`` in your own loop and each ``asyncio.run`` may be mixed in
+  any order on the same object. Each loop used costs its own connections (a store's pools
+  keep up to 5 + 5); ``close()`` releases those of every loop.
+* The one thing refused is calling a twin from a coroutine that runs *on the package's
+  loop* itself: it would wait for itself, so :func:`run_sync` raises ``RuntimeError``
+  telling to ``await``.
 """
 
 from __future__ import annotations
@@ -13,7 +26,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["package_loop", "run_sync"]
+__all__ = ["is_package_loop", "package_loop", "run_sync"]
 
 T = TypeVar("T")
 
@@ -38,8 +51,15 @@ def package_loop() -> asyncio.AbstractEventLoop:
     return _loop()
 
 
+def is_package_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is the package's background loop (without starting it)."""
+    return loop is _LOOP
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the package's background loop and return its result (or raise).
+
+    Safe with or without a running loop in the calling thread (see the module docstring).
 
     Raises:
         RuntimeError: called from a coroutine running on that same loop (it would

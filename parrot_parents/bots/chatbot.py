@@ -13,6 +13,7 @@ from parrot_parents.llm.client import BASE_URL_ENV, ChatCompletionsClient
 from parrot_parents.llm.prompt import Answer, build_messages
 from parrot_parents.retrieval.options import RetrievalOptions, RetrievalOverrides
 from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.stores.questions import check_question
 from parrot_parents.sync import run_sync
 
 if TYPE_CHECKING:
@@ -109,7 +110,9 @@ class Chatbot(AbstractBot):
 
         Raises:
             ConfigurationError: an unknown option or a bad value (the message names it),
-                an empty question, or expansion without a parent searcher.
+                a bad question (empty, blank, over 4000 characters, a NUL or a lone
+                surrogate; checked before any model loads), or expansion without a parent
+                searcher.
         """
         call = RetrievalOptions.from_overrides(overrides).over(options)
         return await self.retriever.retrieve(question, call)
@@ -164,6 +167,7 @@ class Chatbot(AbstractBot):
             LLMError: the LLM call failed.
             ConfigurationError: a bad question or option.
         """
+        check_question(question)  # before an LLM client is made or a model loads
         call = RetrievalOptions.from_overrides(overrides).over(options)
         client = llm or self.llm
         owned = None

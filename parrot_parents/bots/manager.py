@@ -148,6 +148,21 @@ class BotManager:
                 self._versions.pop(name, None)
             return await self._sync()
 
+    async def reload_collection(self, collection: str) -> LoadReport:
+        """Rebuild the bots on the PostgreSQL ``collection`` on a fresh store (after it was
+        dropped or recreated: the shared store of the old table is closed first), so they
+        report a missing collection now rather than failing each request."""
+        async with self._lock:
+            # The key store_key gives a collection of the bots' own database.
+            stale = self._stores.pop(("postgres", collection), None)
+            for name, bot in list(self.bots.items()):
+                if bot.store is stale:
+                    self.bots.pop(name)
+                    self._versions.pop(name, None)
+            if stale is not None:
+                await stale.close()
+            return await self._sync()
+
     async def refresh(self) -> LoadReport:
         """Rebuild only the bots whose rows changed, appeared or went away since the last
         load; a cheap query when nothing changed.

@@ -55,6 +55,7 @@ from parrot_parents.retrieval.options import (
     SearchMode,
     Weight,
 )
+from parrot_parents.strict_json import InvalidJSON, loads_strict
 
 __all__ = [
     "BOT_KEYS",
@@ -234,7 +235,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     ``context_search_limit``, ``context_budget`` and ``expansion_mode``.
 
     Raises:
-        ConfigurationError: no ``=`` or an empty key.
+        ConfigurationError: no ``=`` or an empty key; a JSON value with a duplicate key,
+            NaN or Infinity.
     """
     key, sep, raw = text.partition("=")
     key = key.strip()
@@ -245,9 +247,14 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     if key in _STR_KEYS:
         return key, raw
     try:
-        return key, json.loads(raw)
-    except json.JSONDecodeError:
-        return key, raw
+        return key, loads_strict(raw)
+    except InvalidJSON as exc:
+        try:
+            json.loads(raw)
+        except (json.JSONDecodeError, ValueError):
+            return key, raw  # not JSON: the text itself
+        # JSON that the server would refuse (a duplicate key, NaN...) is refused here too.
+        raise ConfigurationError(f"{key}: {exc}") from None
 
 
 def apply_changes(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:

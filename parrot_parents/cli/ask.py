@@ -53,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 async def run(args: argparse.Namespace) -> int:
+    from parrot_parents.stores.questions import check_question
+
+    check_question(args.question)  # here as on the server, before anything loads
     server = args.server if args.server is not None else os.environ.get(SERVER_ENV) or None
     if server:
         result = await _ask_server(args, server)

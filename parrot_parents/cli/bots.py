@@ -8,7 +8,6 @@ bot and the key.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -24,10 +23,12 @@ def _dsn(parser: argparse.ArgumentParser) -> None:
 def _json_arg(text: str) -> Any:
     if text.lower() in ("none", "null"):
         return None
+    from parrot_parents.strict_json import InvalidJSON, loads_strict
+
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
+        return loads_strict(text)
+    except InvalidJSON as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,6 +68,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help='JSON (default: \'{"type": "in_table"}\'), or none',
     )
     p.add_argument("--disabled", action="store_true", help="create it disabled")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a collection that does not exist yet (the bot loads once it does)",
+    )
     _dsn(p)
     p.set_defaults(func=run_add)
 
@@ -79,6 +85,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("name")
     p.add_argument("assignments", nargs="+", metavar="key=value")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a collection that does not exist yet (the bot loads once it does)",
+    )
     _dsn(p)
     p.set_defaults(func=run_set)
 
@@ -159,16 +170,37 @@ async def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _warn_missing_collection(repo: Any, collection: str) -> None:
-    from parrot_parents.bots.factory import collection_exists
+async def _check_collection(repo: Any, collection: object, *, force: bool) -> None:
+    """Refuse a collection that does not exist (a bot on it would answer 503) unless
+    ``force``; with ``force``, warn. A value that is not text is left to the validation.
 
-    if not await collection_exists(await repo.engine(), collection):
-        print(
-            f"warning: collection {collection!r} does not exist yet; the bot will not load "
-            f"until you ingest into it (or run `parrot-parents migrate --collection "
-            f"{collection}`)",
-            file=sys.stderr,
+    Raises:
+        ConfigurationError: the collection does not exist and ``force`` is False.
+    """
+    from parrot_parents.bots.factory import collection_exists
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.identifiers import validate_identifier
+
+    if not isinstance(collection, str):
+        return
+    try:
+        validate_identifier(collection, "collection")
+    except ConfigurationError:
+        return  # the row's validation names the bad value, as for any other key
+    if await collection_exists(await repo.engine(), collection):
+        return
+    if not force:
+        raise ConfigurationError(
+            f"collection {collection!r} does not exist",
+            hint="ingest into it first (`parrot-parents collections` lists them), or pass "
+            "--force to save the bot anyway: it will not load until the collection exists",
         )
+    print(
+        f"warning: collection {collection!r} does not exist yet; the bot will not load "
+        f"until you ingest into it (or run `parrot-parents migrate --collection "
+        f"{collection}`)",
+        file=sys.stderr,
+    )
 
 
 async def run_add(args: argparse.Namespace) -> int:
@@ -186,8 +218,8 @@ async def run_add(args: argparse.Namespace) -> int:
         "enabled": not args.disabled,
     }
     async with _repo(args) as repo:
+        await _check_collection(repo, args.collection, force=args.force)
         settings = await repo.create(data)
-        await _warn_missing_collection(repo, settings.collection)
     print(f"added bot {settings.name!r} on collection {settings.collection!r}")
     return 0
 
@@ -198,9 +230,9 @@ async def run_set(args: argparse.Namespace) -> int:
     changes = dict(parse_assignment(a) for a in args.assignments)
     async with _repo(args) as repo:
         before = await repo.get_row(args.name)
+        if "collection" in changes and changes["collection"] != before["collection"]:
+            await _check_collection(repo, changes["collection"], force=args.force)
         settings = await repo.update(args.name, changes)
-        if settings.collection != before["collection"]:
-            await _warn_missing_collection(repo, settings.collection)
     after = settings.model_dump()
     for key in sorted(after):
         if before.get(key) != after[key]:

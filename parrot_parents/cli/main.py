@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "parrot_parents.cli.reindex",
     "parrot_parents.cli.show",
     "parrot_parents.cli.doctor",
+    "parrot_parents.cli.collections",
 ]
 
 
@@ -68,8 +69,43 @@ def _exit_on_termination() -> None:
             signal.signal(getattr(signal, name), leave)
 
 
+#: Exit status after the reader of stdout went away (``show ... | head``): 128 + SIGPIPE,
+#: what the shell reports for a program that SIGPIPE ended.
+BROKEN_PIPE_EXIT = 141
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; errors print one line (``--debug`` for a traceback). Returns the exit code."""
+    """Run the CLI; errors print one line (``--debug`` for a traceback). Returns the exit code.
+
+    When stdout's reader closes early (``parrot-parents show ... | head``) the command
+    ends quietly with :data:`BROKEN_PIPE_EXIT`, whatever it was printing.
+    """
+    try:
+        try:
+            return _main(argv)
+        finally:
+            # Output still buffered is written here, inside the guard, not at exit.
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE_EXIT
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's own flush at exit
+    finds no closed pipe (the recipe of Python's signal module documentation)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test's capture): nothing is flushed to a pipe
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: list[str] | None) -> int:
     _quiet()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -83,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise
     except Exception as exc:
         if args.debug:
             raise

@@ -1,4 +1,5 @@
-"""``parrot-parents reindex --stale``: re-chunk documents stored under another chunk policy."""
+"""``parrot-parents reindex --stale``: re-chunk documents stored under another chunk policy;
+``parrot-parents reindex --model NAME``: re-embed the whole collection with another model."""
 
 from __future__ import annotations
 
@@ -14,17 +15,19 @@ __all__ = ["register"]
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "reindex",
-        help="re-chunk the documents whose chunk policy version differs, from the stored text",
+        help="re-chunk the documents whose chunk policy version differs (--stale), or every "
+        "document with another embedding model (--model NAME), from the stored text",
         description="Takes the chunking options of `ingest`; every document stored with "
         "another policy version is rebuilt from the text kept in the collection's documents "
         "table (the files are not read), batch by batch; each document is replaced in one "
         "transaction, so an interrupted run resumes where it stopped. The strategy is part "
         "of the policy: give the `--strategy` the documents were ingested with (default: "
-        "the same default as `ingest`).",
+        "the same default as `ingest`). With `--model NAME` and no `--stale`, every "
+        "document is rebuilt with that model, the one way to change a collection's model: "
+        "searches are refused until the pass finishes, and running the same command again "
+        "resumes an interrupted pass.",
     )
-    p.add_argument(
-        "--stale", action="store_true", required=True, help="only documents of another policy"
-    )
+    p.add_argument("--stale", action="store_true", help="only documents of another policy")
     add_store_options(p)
     add_chunking_options(p)
     add_strategy_option(p)
@@ -34,6 +37,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 async def run(args: argparse.Namespace) -> int:
+    if not args.stale and args.model is None:
+        print(
+            "error: give --stale (re-chunk documents of another chunk policy) or --model NAME "
+            "(re-embed every document with that model)",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.stale:
+        return await _reembed(args)
     from parrot_parents.loaders.reindex import ReindexReport, reindex_stale
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.strategies.build import indexer_for
@@ -69,6 +81,54 @@ async def run(args: argparse.Namespace) -> int:
     print(
         f"reindex of {args.collection!r} to policy {report.policy}: "
         f"{report.reindexed} document(s) re-chunked in {report.batches} batch(es); {state}"
+    )
+    for name, reason in report.failed.items():
+        print(f"error: {name}: {reason}", file=sys.stderr)
+    return 1 if report.failed else 0
+
+
+async def _reembed(args: argparse.Namespace) -> int:
+    from parrot_parents.loaders.reembed import ReembedReport, reembed
+    from parrot_parents.loaders.text import TextLoader
+    from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.strategies.build import indexer_for
+    from parrot_parents.strategies.spec import strategy_for
+
+    store = make_store(args, create=False)
+    if not isinstance(store, PgVectorStore):
+        print("error: reindex --model needs the postgres store", file=sys.stderr)
+        return 2
+    spec = strategy_for(args.strategy, store)
+    indexer = indexer_for(spec)
+    loader = TextLoader(embedding=store.embedding, indexer=indexer, **loader_options(args))
+
+    def progress(r: ReembedReport) -> None:
+        print(f"batch {r.batches}: {r.reembedded} document(s) re-embedded", file=sys.stderr)
+
+    try:
+        report = await reembed(
+            loader,
+            store,
+            batch_size=args.batch_size,
+            max_batches=args.max_batches,
+            on_batch=progress,
+            **parent_sizes(args, spec),
+        )
+    finally:
+        await store.close()
+        if indexer is not None:
+            await indexer.close()
+    if report.previous is None:
+        print(f"{args.collection!r} is embedded with {report.model} already; nothing to do")
+        return 0
+    state = (
+        "finished"
+        if report.finished
+        else "stopped; searches stay refused until the same command finishes it"
+    )
+    print(
+        f"re-embed of {args.collection!r} from {report.previous} to {report.model}: "
+        f"{report.reembedded} document(s) in {report.batches} batch(es); {state}"
     )
     for name, reason in report.failed.items():
         print(f"error: {name}: {reason}", file=sys.stderr)

@@ -15,7 +15,12 @@ __all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from parrot_parents.server.limits import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
+    from parrot_parents.server.limits import (
+        DEFAULT_BODY_TIMEOUT_S,
+        DEFAULT_HEADER_TIMEOUT_S,
+        DEFAULT_MAX_BODY_BYTES,
+        TOKEN_ENV,
+    )
 
     p = subparsers.add_parser(
         "serve",
@@ -41,6 +46,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"request body limit in bytes ({DEFAULT_MAX_BODY_BYTES})",
     )
     p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"close a connection whose request head is not in, or that sits idle, after "
+        f"this long ({DEFAULT_HEADER_TIMEOUT_S:g}); behind a reverse proxy set its own too",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"answer 408 and close when a body takes longer ({DEFAULT_BODY_TIMEOUT_S:g})",
+    )
+    p.add_argument(
         "--auto-reload",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -54,9 +74,13 @@ async def run(args: argparse.Namespace) -> int:
 
     from parrot_parents.bots.manager import BotManager
     from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+    from parrot_parents.errors import ConfigurationError
     from parrot_parents.llm.client import ChatCompletionsClient
     from parrot_parents.server.app import TOKEN_ENV, create_app
+    from parrot_parents.server.timeouts import make_runner
 
+    if not args.header_timeout > 0:
+        raise ConfigurationError(f"--header-timeout must be > 0, got {args.header_timeout!r}")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
@@ -73,6 +97,7 @@ async def run(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             auto_reload=args.auto_reload,
             close_on_cleanup=True,
+            body_timeout_s=args.body_timeout,
         )
     except BaseException:
         await manager.close()
@@ -81,7 +106,9 @@ async def run(args: argparse.Namespace) -> int:
         raise
     if report.failed:
         print(f"{len(report.failed)} bot(s) not loaded (see the warnings above)", file=sys.stderr)
-    runner = web.AppRunner(app, access_log_format='%a "%r" %s %Tfs')
+    runner = make_runner(
+        app, header_timeout_s=args.header_timeout, access_log_format='%a "%r" %s %Tfs'
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, args.host, args.port)

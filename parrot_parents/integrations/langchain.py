@@ -12,11 +12,11 @@ passage, in context order::
 
 Both paths are native: ``invoke`` runs the bot's coroutine on the package's loop thread
 (:func:`parrot_parents.sync.run_sync`, the bot's ``*_sync`` path), ``ainvoke`` awaits the
-bot on the caller's loop. A bot's connection pool belongs to the loop that opened it: build
-the retriever with :meth:`ParentChildRetriever.from_bot` (the package's loop) for
-``invoke``, and with :meth:`ParentChildRetriever.afrom_bot` or from a bot you made in your
-own loop for ``ainvoke``. A retriever made by ``from_bot`` still serves ``ainvoke``: it
-awaits the bot on the package's loop without blocking the caller's.
+bot on the caller's loop. Either works with a bot made on any loop (its store keeps
+connection pools per event loop, :mod:`parrot_parents.sync`), and ``invoke`` inside a
+running loop too. A retriever made by :meth:`ParentChildRetriever.from_bot` (on the
+package's loop) awaits the bot there in ``ainvoke``, without blocking the caller's loop;
+:meth:`ParentChildRetriever.afrom_bot` loads it on the running loop.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.integrations.common import call_options, passage_metadata
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.stores.questions import check_question
 from parrot_parents.sync import package_loop, run_sync
 
 __all__ = ["ParentChildRetriever", "to_documents"]
@@ -93,12 +94,14 @@ class ParentChildRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
+        check_question(query)  # in the caller's thread, before any model loads
         options = call_options(self._fixed(), overrides)
         return to_documents(run_sync(self.bot.retrieve(query, options)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
+        check_question(query)  # in the caller's thread, before any model loads
         options = call_options(self._fixed(), overrides)
         coro = self.bot.retrieve(query, options)
         if self.on_package_loop:

@@ -14,8 +14,8 @@ characters, kind, score, child ids)::
 
 ``retrieve`` runs on the package's loop thread (the bot's ``*_sync`` path); ``aretrieve``
 awaits the bot on the caller's loop, or on the package's loop for a retriever made by
-:meth:`~ParentChildLlamaRetriever.from_bot` (see :mod:`parrot_parents.integrations.langchain`
-for why a bot belongs to one loop).
+:meth:`~ParentChildLlamaRetriever.from_bot`. Both work with a bot made on any loop (see
+:mod:`parrot_parents.sync`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.integrations.common import call_options, passage_metadata
 from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.stores.questions import check_question
 from parrot_parents.sync import package_loop, run_sync
 
 __all__ = ["ParentChildLlamaRetriever", "to_nodes"]
@@ -75,10 +76,12 @@ class ParentChildLlamaRetriever(BaseRetriever):
         self.on_package_loop = on_package_loop
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        check_question(query_bundle.query_str)  # in the caller's thread, before any model loads
         options = call_options(self.options, {})
         return to_nodes(run_sync(self.bot.retrieve(query_bundle.query_str, options)))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        check_question(query_bundle.query_str)  # in the caller's thread, before any model loads
         options = call_options(self.options, {})
         coro = self.bot.retrieve(query_bundle.query_str, options)
         if self.on_package_loop:

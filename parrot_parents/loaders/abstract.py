@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,12 +39,13 @@ from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_struct
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.documents import DocumentRecord, DocumentState
-from parrot_parents.stores.ids import content_document_id, content_sha256
+from parrot_parents.stores.ids import content_sha256, document_identity, named_by_content
 from parrot_parents.stores.protocols import (
     BulkLoad,
     ContentLookup,
     DocumentTable,
     IndexedRows,
+    ModelChecked,
     ReplaceDocument,
     SourceLookup,
 )
@@ -188,8 +190,12 @@ class AbstractLoader(ABC):
         """Build the 2- or 3-level hierarchy of ``documents`` (sizes in characters).
 
         Args:
-            documents: source documents; ``metadata["document_id"]`` (or ``Document.id``)
-                names each one, a content hash otherwise.
+            documents: source documents; ``metadata["document_id"]``, else
+                ``Document.id``, else ``metadata["source"]`` names each one (so an edited
+                text with the same source replaces its earlier version); a hash of the
+                text otherwise, with a warning in ``self.report.warnings`` that an edited
+                text will be stored as a new document
+                (:func:`~parrot_parents.stores.ids.document_identity`).
             vector_store: when given, children are embedded and every document's rows
                 replace its previous rows in one transaction each.
             parent_chunk_threshold_tokens: documents longer than this many characters get
@@ -226,6 +232,8 @@ class AbstractLoader(ABC):
 
         Raises:
             ConfigurationError (``ValueError``): bad sizes, e.g. overlap >= size.
+            ModelMismatchError: the store's collection holds another model's vectors
+                than this loader's (nothing is written).
             StoreError: the database is unavailable (``unavailable=True``).
         """
         validate_parent_sizes(
@@ -285,6 +293,12 @@ class AbstractLoader(ABC):
                 continue
             if cleaned:
                 self.report.warnings.setdefault(name, []).extend(cleaned)
+            if named_by_content(doc.metadata or {}, doc.id):
+                self.report.warnings.setdefault(name, []).append(
+                    f"no document_id or source: stored as {document_id!r}, named by its "
+                    "content, so an edited text will be stored as a new document beside this "
+                    'one (give metadata["source"] or metadata["document_id"] to name it)'
+                )
             names[hierarchy.document_id] = name
             records[hierarchy.document_id] = record
             hierarchies.append(hierarchy)
@@ -297,6 +311,10 @@ class AbstractLoader(ABC):
             tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
         ]:
             """The model's stage: each batch embedded (and indexed), in a worker thread."""
+            if hierarchies and isinstance(vector_store, ModelChecked):
+                # After every input is checked, before any vector is made: the collection
+                # must hold this model's vectors (or none yet).
+                await vector_store.check_model(self.processor.embedding, writing=True)
             for start in range(0, len(hierarchies), batch_documents):
                 batch = hierarchies[start : start + batch_documents]
                 done = len(batch)
@@ -473,7 +491,9 @@ class AbstractLoader(ABC):
                 self.report.warnings.setdefault(str(name), []).append(
                     f"the same content is already stored as document(s) "
                     f"{', '.join(repr(o) for o in sorted(others))}; give stable ids with "
-                    "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy"
+                    "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy "
+                    "(Python: store.delete(document_id); CLI: parrot-parents delete "
+                    f"COLLECTION {' '.join(shlex.quote(o) for o in sorted(others))})"
                 )
 
 
@@ -498,8 +518,7 @@ def _checked(doc: Any) -> tuple[str, list[str]]:
 
 
 def _document_id(doc: Document) -> str:
-    meta: dict[str, Any] = doc.metadata or {}
-    return str(meta.get("document_id") or doc.id or content_document_id(doc.page_content))
+    return document_identity(doc.metadata or {}, doc.id, doc.page_content)
 
 
 async def _stored_states(

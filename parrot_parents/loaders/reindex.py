@@ -29,7 +29,7 @@ from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.documents import DocumentRecord
 from parrot_parents.stores.protocols import DocumentTable
 
-__all__ = ["READERS", "ReindexReport", "reindex_stale"]
+__all__ = ["READERS", "ReindexReport", "reindex_stale", "stored_document"]
 
 READERS = ("text", "markdown", "html", "pdf")
 
@@ -46,7 +46,8 @@ class ReindexReport:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-def _document(record: DocumentRecord) -> Document:
+def stored_document(record: DocumentRecord) -> Document:
+    """The ``Document`` a loader rebuilds a stored document's rows from."""
     meta: dict[str, Any] = dict(record.metadata.get("row_metadata") or {})
     meta["document_id"] = record.document_id
     if record.source is not None:
@@ -100,7 +101,7 @@ async def reindex_stale(
             break
         failed_before = set(loader.report.failed)
         await loader.chunk_documents(
-            [_document(r) for r in records],
+            [stored_document(r) for r in records],
             vector_store=store,
             parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
             parent_chunk_size_tokens=parent_chunk_size_tokens,

@@ -29,6 +29,7 @@ __all__ = [
     "RetrievalOverrides",
     "Retriever",
     "WindowExpander",
+    "check_question",
     "format_context",
     "pack",
     "parse_mode",
@@ -55,6 +56,8 @@ __getattr__, __dir__ = lazy_exports(
         "format_context": "parrot_parents.retrieval.passages",
         "Retrieval": "parrot_parents.retrieval.pipeline",
         "Retriever": "parrot_parents.retrieval.pipeline",
+        # The question's rules live with the stores, whose searches check them too.
+        "check_question": "parrot_parents.stores.questions",
     },
     globals(),
 )
@@ -73,3 +76,4 @@ if TYPE_CHECKING:
     from parrot_parents.retrieval.packing import PackResult, pack
     from parrot_parents.retrieval.passages import Hit, Passage, format_context
     from parrot_parents.retrieval.pipeline import Retrieval, Retriever
+    from parrot_parents.stores.questions import check_question

@@ -31,6 +31,7 @@ from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
 from parrot_parents.stores.protocols import ContextSearch
+from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.search_options import Fusion
 
 if TYPE_CHECKING:
@@ -90,11 +91,12 @@ class Retriever:
             :class:`Retrieval` with the passages in order and a :class:`RetrievalMeta`.
 
         Raises:
-            ConfigurationError: an empty question, or expansion without a parent searcher.
+            ConfigurationError: a bad question (empty, blank, over 4000 characters, a NUL
+                or a lone surrogate: :mod:`parrot_parents.stores.questions`), or expansion
+                without a parent searcher.
             StoreError: the search itself failed (there is nothing to degrade to).
         """
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigurationError(f"question must be a non-empty string, got {question!r}")
+        check_question(question)  # the rules of every surface, before any model loads
         call = options or RetrievalOptions()
         opts = call.resolve(self.defaults)
         if opts.expand_to_parent and self.parent_searcher is None:

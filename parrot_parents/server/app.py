@@ -2,7 +2,8 @@
 
 Endpoints (see ``/openapi.json``)::
 
-    GET    /health                          database + parent-searcher readiness (no token)
+    GET    /health                          liveness: up or not, nothing more (no token)
+    GET    /api/v1/health                   database + each bot's parent-searcher readiness
     GET    /api/v1/bots                     the bots, loaded and failed
     GET    /api/v1/bots/{name}              one bot's row and status
     PUT    /api/v1/bots/{name}              create or replace a bot      (needs a token)
@@ -12,6 +13,11 @@ Endpoints (see ``/openapi.json``)::
     POST   /api/v1/bots/{name}/ask          LLM answer (501 without an LLM)
     POST   /api/v1/reload                   rebuild every bot now
     GET    /api/v1/bots/{name}/documents/{document_id}   one document's rows (hierarchy)
+    GET    /api/v1/collections              the collections, with counts and settings
+    GET    /api/v1/collections/{c}/documents              a collection's documents
+    POST   /api/v1/collections/{c}/documents/delete       delete documents  (needs a token)
+    DELETE /api/v1/collections/{c}/documents/{document_id}  delete one     (needs a token)
+    DELETE /api/v1/collections/{c}          drop a collection            (needs a token)
     GET    /openapi.json, /openapi.yaml     this contract
     GET    /ui                              the inspector page (static files, no token;
                                             the page sends the token to the API)
@@ -24,7 +30,8 @@ from aiohttp import web
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.llm.client import ChatCompletionsClient
-from parrot_parents.server.limits import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
+from parrot_parents.server.catalog_routes import catalog_routes
+from parrot_parents.server.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
 from parrot_parents.server.middleware import auth_middleware, error_middleware
 from parrot_parents.server.routes import routes
 from parrot_parents.server.state import STATE, ServerState
@@ -41,6 +48,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     auto_reload: bool = True,
     close_on_cleanup: bool = False,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> web.Application:
     """Build the application around a loaded :class:`BotManager`.
 
@@ -54,9 +62,12 @@ def create_app(
         auto_reload: before each request, reload the bot rows that changed (one small
             query), so a row edited with ``parrot-parents bots set`` applies at once.
         close_on_cleanup: close the manager and the LLM client when the app shuts down.
+        body_timeout_s: seconds a request may take to send its whole body, default 30;
+            past it the answer is 408 and the connection is closed. The deadline for the
+            request head is the runner's (:func:`~parrot_parents.server.timeouts.make_runner`).
 
     Raises:
-        ConfigurationError: an empty token or a non-positive body limit.
+        ConfigurationError: an empty token, a non-positive body limit or body timeout.
     """
     if token is not None and not token.strip():
         raise ConfigurationError("the bearer token must not be empty")
@@ -66,6 +77,12 @@ def create_app(
         or max_body_bytes < 1
     ):
         raise ConfigurationError(f"max_body_bytes must be an int >= 1, got {max_body_bytes!r}")
+    if (
+        isinstance(body_timeout_s, bool)
+        or not isinstance(body_timeout_s, int | float)
+        or not (body_timeout_s > 0)
+    ):
+        raise ConfigurationError(f"body_timeout_s must be a number > 0, got {body_timeout_s!r}")
     app = web.Application(
         middlewares=[error_middleware, auth_middleware(token)],
         client_max_size=max_body_bytes,
@@ -76,8 +93,10 @@ def create_app(
         writes_enabled=token is not None,
         max_body_bytes=max_body_bytes,
         auto_reload=auto_reload,
+        body_timeout_s=float(body_timeout_s),
     )
     app.add_routes(routes)
+    app.add_routes(catalog_routes)
     add_ui_routes(app)
 
     async def cleanup(app: web.Application) -> None:

@@ -176,6 +176,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response = json_error(exc.status, message, request=request, hint=hint)
         if exc.status == 405 and "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
+        if exc.status == 408:
+            # The rest of a late body is not waited for: the connection ends here.
+            response.force_close()
     except BadRequest as exc:
         response = json_error(400, exc.message, request=request, details=exc.details)
     except BotNotFoundError as exc:

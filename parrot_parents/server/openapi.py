@@ -142,8 +142,99 @@ _HEALTH = {
         "failed_bots": {"type": "array", "items": {"type": "string"}},
     },
 }
+_LIVENESS = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"enum": ["ok", "unavailable"]}},
+}
+_COLLECTION = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "schema": {"type": "string"},
+        "children": {"type": "integer", "description": "child rows (the searched units)"},
+        "parents": {"type": "integer", "description": "parent rows"},
+        "indexed": {"type": "integer", "description": "rows an ingestion strategy wrote"},
+        "documents": {
+            "type": ["integer", "null"],
+            "description": "documents-table rows (null: the collection has no such table)",
+        },
+        "dimension": {"type": ["integer", "null"], "description": "embedding length"},
+        "embedding_model": {
+            "type": ["string", "null"],
+            "description": "the model the collection records (null: none recorded)",
+        },
+        "model_fingerprint": {
+            "type": ["string", "null"],
+            "description": "12 hex characters identifying the recorded model's vectors",
+        },
+        "reembedding": {
+            "type": "boolean",
+            "description": "a `reindex --model` pass is unfinished",
+        },
+        "strategies": {"type": "array", "items": {"type": "string"}},
+        "lexical_backend": {"type": ["string", "null"], "description": "sql-bm25, or null"},
+        "text_search_config": {"type": ["string", "null"]},
+    },
+}
+_DOCUMENT_INFO = {
+    "type": "object",
+    "properties": {
+        "document_id": {"type": "string"},
+        "source": {"type": ["string", "null"]},
+        "characters": {
+            "type": ["integer", "null"],
+            "description": "length of the text in characters (null: no documents-table row)",
+        },
+        "children": {"type": "integer"},
+        "parents": {"type": "integer"},
+        "ingested_at": {"type": ["string", "null"], "format": "date-time"},
+    },
+}
+_DELETE_REQUEST = {
+    "type": "object",
+    "required": ["document_ids"],
+    "additionalProperties": False,
+    "properties": {
+        "document_ids": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1000,
+            "items": {"type": "string", "minLength": 1, "maxLength": 1000},
+        }
+    },
+}
+_DELETE_REPORT = {
+    "type": "object",
+    "properties": {
+        "collection": {"type": "string"},
+        "deleted": {
+            "type": "object",
+            "description": "rows removed, by document id",
+            "additionalProperties": {"type": "integer"},
+        },
+        "unknown": {
+            "type": "array",
+            "description": "ids that name no document",
+            "items": {"type": "string"},
+        },
+    },
+}
 
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+_COLLECTION_NAME = {
+    "name": "collection",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
+}
+_FORCE = {
+    "name": "force",
+    "in": "query",
+    "required": False,
+    "description": "true: accept a collection that does not exist yet",
+    "schema": {"enum": ["true", "false"]},
+}
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
 _COMMON = {
     "401": _error("missing or wrong bearer token (when the server has one)"),
@@ -184,6 +275,11 @@ def build_spec() -> dict[str, Any]:
         AskResponse=_ASK_RESPONSE,
         Bot=_BOT,
         Health=_HEALTH,
+        Liveness=_LIVENESS,
+        Collection=_COLLECTION,
+        DocumentInfo=_DOCUMENT_INFO,
+        DeleteRequest=_DELETE_REQUEST,
+        DeleteReport=_DELETE_REPORT,
         DocumentRow=_DOCUMENT_ROW,
         Document=_DOCUMENT,
     )
@@ -204,31 +300,163 @@ def build_spec() -> dict[str, Any]:
         }
     }
     writes = {"403": _error("bot writes are disabled (the server has no token)")}
+    no_collection = {"404": _error("no collection of that name")}
+    collection_writes = {"403": _error("collection writes are disabled (the server has no token)")}
+    unknown_collection = {
+        "400": _error(
+            "malformed body, or a collection that does not exist (add ?force=true to save "
+            "the bot anyway)"
+        )
+    }
+    collection_paths = {
+        "/api/v1/collections": {
+            "get": _op(
+                "The collections, with row counts, model, strategies and lexical backend",
+                {
+                    "200": {
+                        "description": "OK",
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "collections": {"type": "array", "items": _ref("Collection")}
+                                },
+                            }
+                        ),
+                    },
+                    "401": _COMMON["401"],
+                    **unavailable,
+                },
+            )
+        },
+        "/api/v1/collections/{collection}": {
+            "parameters": [_COLLECTION_NAME],
+            "delete": _op(
+                "Drop a collection and everything stored with it",
+                {
+                    "204": {"description": "dropped"},
+                    "400": _error("not a valid collection name"),
+                    "401": _COMMON["401"],
+                    **collection_writes,
+                    **no_collection,
+                    **unavailable,
+                },
+            ),
+        },
+        "/api/v1/collections/{collection}/documents": {
+            "parameters": [_COLLECTION_NAME],
+            "get": _op(
+                "A collection's documents: ids, sources, sizes and ingest times",
+                {
+                    "200": {
+                        "description": "OK",
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "collection": {"type": "string"},
+                                    "documents": {
+                                        "type": "array",
+                                        "items": _ref("DocumentInfo"),
+                                    },
+                                },
+                            }
+                        ),
+                    },
+                    "400": _error("not a valid collection name"),
+                    "401": _COMMON["401"],
+                    **no_collection,
+                    **unavailable,
+                },
+            ),
+        },
+        "/api/v1/collections/{collection}/documents/delete": {
+            "parameters": [_COLLECTION_NAME],
+            "post": _op(
+                "Delete documents (children, parents and documents-table rows) by id",
+                {
+                    "200": _ok("DeleteReport"),
+                    **bad,
+                    **big,
+                    "401": _COMMON["401"],
+                    **collection_writes,
+                    **no_collection,
+                    **unavailable,
+                },
+                "DeleteRequest",
+            ),
+        },
+        "/api/v1/collections/{collection}/documents/{document_id}": {
+            "parameters": [
+                _COLLECTION_NAME,
+                {
+                    "name": "document_id",
+                    "in": "path",
+                    "required": True,
+                    "description": "URL-encoded; at most 1000 characters",
+                    "schema": {"type": "string", "maxLength": 1000},
+                },
+            ],
+            "delete": _op(
+                "Delete one document",
+                {
+                    "204": {"description": "deleted"},
+                    **bad,
+                    "401": _COMMON["401"],
+                    **collection_writes,
+                    "404": _error("no collection of that name, or no document of that id"),
+                    **unavailable,
+                },
+            ),
+        },
+    }
     bot_path = {
         "parameters": [_NAME],
         "get": _op("One bot's row and load status", {"200": _ok("Bot"), **_COMMON}),
-        "put": _op(
-            "Create a bot, or replace its settings",
-            {"200": _ok("Bot"), "201": _ok("Bot", "created"), **bad, **writes, **_COMMON},
-            "BotWrite",
-        ),
-        "patch": _op(
-            'Change some settings, e.g. {"expand_to_parent": true}',
-            {"200": _ok("Bot"), **bad, **writes, **_COMMON},
-            "BotPatch",
-        ),
+        "put": {
+            **_op(
+                "Create a bot, or replace its settings",
+                {
+                    "200": _ok("Bot"),
+                    "201": _ok("Bot", "created"),
+                    **unknown_collection,
+                    **writes,
+                    **_COMMON,
+                },
+                "BotWrite",
+            ),
+            "parameters": [_FORCE],
+        },
+        "patch": {
+            **_op(
+                'Change some settings, e.g. {"expand_to_parent": true}',
+                {"200": _ok("Bot"), **unknown_collection, **writes, **_COMMON},
+                "BotPatch",
+            ),
+            "parameters": [_FORCE],
+        },
         "delete": _op("Remove a bot", {"204": {"description": "removed"}, **writes, **_COMMON}),
     }
     paths = {
         "/health": {
             "get": {
-                "summary": "Database and parent-searcher readiness (no token needed)",
+                "summary": "Liveness: whether the service is up (no token needed, no bot names)",
                 "security": [],
                 "responses": {
-                    "200": _ok("Health", "the database is up"),
-                    "503": _ok("Health", "the database is down"),
+                    "200": _ok("Liveness", "up: the database answers"),
+                    "503": _ok("Liveness", "the database does not answer"),
                 },
             }
+        },
+        "/api/v1/health": {
+            "get": _op(
+                "Database and each bot's parent-searcher readiness",
+                {
+                    "200": _ok("Health", "the database is up"),
+                    "401": _COMMON["401"],
+                    "503": _ok("Health", "the database is down"),
+                },
+            )
         },
         "/api/v1/bots": {
             "get": _op(
@@ -298,6 +526,7 @@ def build_spec() -> dict[str, Any]:
         "/api/v1/reload": {
             "post": _op("Rebuild every bot from its row now", {"200": {"description": "OK"}})
         },
+        **collection_paths,
     }
     return {
         "openapi": "3.1.0",

@@ -5,14 +5,17 @@ See :mod:`parrot_parents.server.openapi` (served at ``/openapi.json``) for the c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from aiohttp import web
+from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
+from parrot_parents.server.catalog_routes import unknown_collection
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import (
     AskRequest,
@@ -79,8 +82,27 @@ def _lookup(request: web.Request) -> Chatbot | web.Response:
         )
 
 
+#: Seconds the public health check waits for the database.
+HEALTH_TIMEOUT_S = 5.0
+
+
 @routes.get("/health")
 async def health(request: web.Request) -> web.Response:
+    """Liveness, served without a token: ``{"status": "ok"}``, or 503 with
+    ``{"status": "unavailable"}`` when the database does not answer. Nothing about the
+    bots: their state is ``GET /api/v1/health``, behind the token."""
+    try:
+        engine = await _state(request).manager.repository.engine()
+        async with asyncio.timeout(HEALTH_TIMEOUT_S), engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception:  # any failure to answer is "unavailable"; the details are logged
+        logger.warning("[%s] health: the database does not answer", request[REQUEST_ID])
+        return json_response({"status": "unavailable"}, status=503)
+    return json_response({"status": "ok"})
+
+
+@routes.get("/api/v1/health")
+async def bots_health(request: web.Request) -> web.Response:
     """Database and each bot's parent-searcher readiness; 503 when the database is down."""
     await _refresh(request)
     h = await _state(request).manager.health()
@@ -161,6 +183,9 @@ async def put_bot(request: web.Request) -> web.Response:
         return refused
     name = request.match_info["name"]
     data = await read_object(request)
+    unknown = await unknown_collection(request, data)
+    if unknown is not None:
+        return unknown
     _, created = await _state(request).manager.repository.put(name, data)
     return await _after_write(request, name, 201 if created else 200)
 
@@ -173,6 +198,9 @@ async def patch_bot(request: web.Request) -> web.Response:
         return refused
     name = request.match_info["name"]
     changes = await read_object(request)
+    unknown = await unknown_collection(request, changes)
+    if unknown is not None:
+        return unknown
     settings = await _state(request).manager.repository.update(name, changes)
     return await _after_write(request, settings.name, 200)
 

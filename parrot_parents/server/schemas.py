@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from parrot_parents.bots.settings import validation_problems
 from parrot_parents.retrieval.options import RetrievalOptions
+from parrot_parents.server.timeouts import read_bytes
+from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
@@ -33,13 +35,18 @@ class BadRequest(Exception):
 class _Question(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    question: str = Field(min_length=1, max_length=4000, description="the user's question")
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="the user's question"
+    )
 
-    @field_validator("question")
+    @field_validator("question", mode="before")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
+    def _question(cls, value: Any) -> Any:
+        # The rules and words of every surface (the Python API, the CLI, the adapters);
+        # another type is left to the strict field, which names it.
+        problem = question_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     def options(self) -> RetrievalOptions:
@@ -65,12 +72,15 @@ class AskRequest(ContextRequest):
 async def read_body(request: web.Request, model: type[M]) -> M:
     """Read the request's JSON object and validate it with ``model``.
 
-    The size limit is the application's ``client_max_size`` (aiohttp answers 413 past it).
+    The size limit is the application's ``client_max_size`` (aiohttp answers 413 past it);
+    the time limit its body timeout (:func:`~parrot_parents.server.timeouts.read_bytes`).
 
     Raises:
-        BadRequest: not JSON, not an object, or invalid for ``model``.
+        BadRequest: not JSON (duplicate keys included), not an object, or invalid for
+            ``model``.
+        web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
-    raw = await request.read()
+    raw = await read_bytes(request)
     if not raw.strip():
         raise BadRequest("the body must be a JSON object; it is empty")
     data = _parse(raw)
@@ -89,9 +99,10 @@ async def read_object(request: web.Request) -> dict[str, Any]:
     """Read a JSON object body without a fixed model (bot writes; validated by the caller).
 
     Raises:
-        BadRequest: empty, not JSON, or not an object.
+        BadRequest: empty, not JSON (duplicate keys included), or not an object.
+        web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
-    raw = await request.read()
+    raw = await read_bytes(request)
     data = _parse(raw) if raw.strip() else None
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")

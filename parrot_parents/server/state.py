@@ -9,6 +9,7 @@ from aiohttp import web
 
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.llm.client import ChatCompletionsClient
+from parrot_parents.server.limits import DEFAULT_BODY_TIMEOUT_S
 
 __all__ = ["REQUEST_ID", "STATE", "ServerState"]
 
@@ -21,6 +22,7 @@ class ServerState:
     writes_enabled: bot writes (PUT/PATCH/DELETE) are allowed; only with a token.
     max_body_bytes: request body limit in bytes.
     auto_reload: refresh changed bot rows before each request.
+    body_timeout_s: seconds a request may take to send its body (then 408).
     """
 
     manager: BotManager
@@ -28,6 +30,7 @@ class ServerState:
     writes_enabled: bool
     max_body_bytes: int
     auto_reload: bool
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
 
 
 STATE = web.AppKey("parrot_parents_state", ServerState)

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -42,6 +43,7 @@ from parrot_parents.stores.vector_codec import install as install_vector_codec
 __all__ = [
     "POOL_SIZE",
     "UNAVAILABLE_SQLSTATE_CLASSES",
+    "engine_for_url",
     "is_unavailable",
     "make_engine",
     "sqlstate_of",
@@ -71,11 +73,17 @@ async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:
         StoreError: the embedded server could not be started.
     """
     raw = await asyncio.to_thread(resolve_dsn, dsn)
+    return engine_for_url(to_async_dsn(raw), **kwargs)
+
+
+def engine_for_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
+    """:func:`make_engine`'s engine for an ``postgresql+asyncpg`` URL already resolved
+    (no I/O: a store makes one so for each further event loop it is used from)."""
     kwargs.setdefault("pool_pre_ping", False)
     if "poolclass" not in kwargs:  # NullPool and the like take no sizes
         kwargs.setdefault("pool_size", POOL_SIZE)
         kwargs.setdefault("max_overflow", 0)
-    engine = create_async_engine(to_async_dsn(raw), **kwargs)
+    engine = create_async_engine(url, **kwargs)
     install_vector_codec(engine)
     return engine
 

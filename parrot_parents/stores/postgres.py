@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from langchain_core.documents import Document
@@ -52,7 +53,7 @@ from parrot_parents.stores.creation import (
 )
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
-from parrot_parents.stores.engine import make_engine, store_errors
+from parrot_parents.stores.engine import engine_for_url, make_engine, store_errors
 from parrot_parents.stores.filters import compile_filter
 from parrot_parents.stores.hybrid import (
     CANDIDATES,
@@ -73,7 +74,10 @@ from parrot_parents.stores.markers import (
     NOT_INDEXED_PREDICATE,
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
+    is_searchable,
 )
+from parrot_parents.stores.model_contract import ModelContract
+from parrot_parents.stores.per_loop import PerLoop, release_all, running_loop
 from parrot_parents.stores.prepared import Prepared
 from parrot_parents.stores.protocols import (
     BulkLoad,
@@ -82,8 +86,10 @@ from parrot_parents.stores.protocols import (
     DocumentRows,
     DocumentTable,
     IndexedRows,
+    ModelChecked,
     SourceLookup,
 )
+from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.read_pool import ReadPool
 from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
@@ -118,6 +124,14 @@ T = TypeVar("T")
 _INTERNAL_ERROR = "XX000"
 
 
+class _Pools(NamedTuple):
+    """The connection pools of one event loop (:mod:`parrot_parents.stores.per_loop`)."""
+
+    engine: AsyncEngine
+    reads: ReadPool
+    owns_engine: bool
+
+
 class PgVectorStore(
     AbstractStore,
     DocumentTable,
@@ -127,6 +141,7 @@ class PgVectorStore(
     SourceLookup,
     ContentLookup,
     DocumentRows,
+    ModelChecked,
 ):
     """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
 
@@ -159,9 +174,19 @@ class PgVectorStore(
     or ``async with store``) creates the extension, the table and its indexes when
     missing, and checks an existing table's embedding dimension.
 
+    A store may be used from several event loops, in any order: ``await`` in your loop,
+    the ``*_sync`` twins (the package's loop thread, :mod:`parrot_parents.sync`), each
+    ``asyncio.run``. Connection pools belong to the loop that opens them, so each loop
+    gets its own pair (the engine's and the read pool), opened on its first use there
+    (:mod:`parrot_parents.stores.per_loop`); a shared ``engine`` serves the loop that
+    connected the store, other loops get a private engine of its URL. :meth:`close`
+    releases the pools of every loop.
+
     Raises:
         ConfigurationError: bad identifiers or parameters (at construction).
         SchemaMismatchError: the table exists with another embedding dimension.
+        ModelMismatchError: (when it would embed) the collection's vectors are another
+            model's (:mod:`parrot_parents.stores.model_contract`).
         StoreError: the server cannot be reached.
     """
 
@@ -210,15 +235,23 @@ class PgVectorStore(
         self.lexical_candidates: CandidateRule = CANDIDATES
         #: The collection's documents table (:mod:`parrot_parents.stores.documents`).
         self.documents = DocumentsTable(self.table, self.schema)
+        #: The collection's recorded embedding model (:mod:`~parrot_parents.stores.model_contract`).
+        self.model_contract = ModelContract(self.schema, self.table)
         self._shared_engine = engine
+        # The pools of the loop that connected the store (its "home")...
         self._engine: AsyncEngine | None = None
         self._reads: ReadPool | None = None
+        self._home: asyncio.AbstractEventLoop | None = None
+        # ... and those of every other loop it is used from, opened there on first use.
+        self._elsewhere: PerLoop[_Pools] = PerLoop(self._new_pools)
+        self._home_lock = threading.Lock()
         self._table: Table | None = None
         # Whether this connection has created (or completed) the collection.
         self._writable = False
         # Search statements without a filter, compiled once by their shape; bounded.
         self._statements: dict[tuple[Any, ...], Prepared] = {}
-        self._connect_lock = asyncio.Lock()
+        # An asyncio lock binds to one loop: each loop that connects has its own.
+        self._connect_locks: PerLoop[asyncio.Lock] = PerLoop(asyncio.Lock)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -236,10 +269,29 @@ class PgVectorStore(
 
     @property
     def engine(self) -> AsyncEngine:
-        """The SQLAlchemy engine; only after :meth:`connect`."""
-        if self._engine is None:
+        """The SQLAlchemy engine of the running event loop (see the class docstring);
+        only after :meth:`connect`."""
+        return self._pools().engine
+
+    def _pools(self) -> _Pools:
+        """The pools of the running event loop (those that connected the store when no
+        loop runs)."""
+        engine, reads = self._engine, self._reads
+        if engine is None or reads is None:
             raise StoreError("the store is not connected", hint="await store.connect() first")
-        return self._engine
+        loop = running_loop()
+        if loop is None or loop is self._home:
+            return _Pools(engine, reads, engine is not self._shared_engine)
+        return self._elsewhere.get(loop)
+
+    def _new_pools(self) -> _Pools:
+        """Pools for one more event loop: an engine of the home engine's URL (no I/O)."""
+        home = self._engine
+        if home is None:
+            raise StoreError("the store is not connected", hint="await store.connect() first")
+        engine = engine_for_url(home.url, **self._engine_kwargs)
+        reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
+        return _Pools(engine, reads, owns_engine=True)
 
     @property
     def sa_table(self) -> Table:
@@ -273,13 +325,16 @@ class PgVectorStore(
     async def _open(self, *, create: bool) -> None:
         """Connect when not connected; with ``create``, also create (or complete) the
         collection once for this connection."""
-        async with self._connect_lock:
+        if self._engine is not None and (self._writable or not create):
+            return
+        loop = asyncio.get_running_loop()
+        async with self._connect_locks.get(loop):
             if self._engine is None:
-                await self._connect(create=create)
+                await self._connect(loop, create=create)
             elif create and not self._writable:
-                await self._prepare(self._engine)
+                await self._prepare(self.engine)
 
-    async def _connect(self, *, create: bool) -> None:
+    async def _connect(self, loop: asyncio.AbstractEventLoop, *, create: bool) -> None:
         shared = self._shared_engine
         engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
         try:
@@ -312,13 +367,19 @@ class PgVectorStore(
                         read_text_search_config, self.table, self.schema
                     )
                     await check_dimension(c, self.schema, self.table, dimension)
+                    await self.model_contract.read(c)
         except BaseException:
             self._writable = False
             if shared is None:
                 await engine.dispose()
             raise
-        self._reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
-        self._engine = engine
+        reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
+        with self._home_lock:
+            if self._engine is None:
+                self._reads, self._engine, self._home = reads, engine, loop
+                return
+        # Another loop connected meanwhile: these pools serve this loop.
+        self._elsewhere.put(loop, _Pools(engine, reads, engine is not shared))
 
     async def _prepare(self, engine: AsyncEngine, *, must_exist: bool = False) -> None:
         """Create the collection (extension, schema, table, indexes, lexical index,
@@ -332,6 +393,7 @@ class PgVectorStore(
                 prepare_collection, table, self._wanted_config, self.documents, must_exist
             )
             await check_dimension(conn, self.schema, self.table, self.dimension)
+            await self.model_contract.read(conn)
         self._writable = True
 
     def _connect_kwargs(self, engine: AsyncEngine) -> dict[str, Any]:
@@ -358,24 +420,31 @@ class PgVectorStore(
         }
 
     async def close(self) -> None:
-        """Dispose of the connection pool (unless it is shared). Safe to call twice.
+        """Dispose of the connection pools of every event loop the store was used from
+        (not of a shared engine). Safe to call twice, from any loop.
+
+        Each loop's pools are closed on that loop: awaited for the running loop and the
+        package's loop thread, handed to any other loop without waiting (it may be the
+        loop blocked in the ``*_sync`` call that closes); those of a closed loop are
+        dropped (:mod:`parrot_parents.stores.per_loop`).
 
         The statements built for this collection are forgotten too: after a reconnect
         they are built again from what the collection is then (it may have been
         recreated with another text-search configuration)."""
-        engine, self._engine = self._engine, None
-        reads, self._reads = self._reads, None
-        self._writable = False
+        with self._home_lock:
+            engine, self._engine = self._engine, None
+            reads, self._reads = self._reads, None
+            home, self._home = self._home, None
+            self._writable = False
+        items: list[tuple[asyncio.AbstractEventLoop | None, _Pools]] = []
+        if engine is not None and reads is not None:
+            items.append((home, _Pools(engine, reads, engine is not self._shared_engine)))
+        items.extend(self._elsewhere.take_all())
         self._statements.clear()
-        if engine is not None:
-            # One shielded step: a cancelled close still closes both pools.
-            await asyncio.shield(self._release(engine, reads))
-
-    async def _release(self, engine: AsyncEngine, reads: ReadPool | None) -> None:
-        if reads is not None:
-            await reads.close()
-        if engine is not self._shared_engine:
-            await engine.dispose()
+        self.model_contract.forget()
+        if items:
+            # One shielded step: a cancelled close still closes every pool.
+            await asyncio.shield(release_all(items, _release))
 
     def close_sync(self) -> None:
         """:meth:`close` for a store used through the ``*_sync`` calls (no event loop)."""
@@ -415,7 +484,25 @@ class PgVectorStore(
         return prepare_rows(documents, embeddings, self.dimension)
 
     async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
+        if any(r["embedding"] is None and is_searchable(r["cmetadata"]) for r in rows):
+            await self.check_model(writing=True)
         await embed_missing(rows, self.embedding, self.embed_batch_size)
+
+    async def check_model(self, embedding: Any = None, *, writing: bool = False) -> None:
+        """Refuse to embed with a model other than the collection's.
+
+        ``embedding`` (default: the store's) is compared with the model recorded with the
+        collection's vectors (:class:`~parrot_parents.stores.model_contract.ModelContract`);
+        a collection without a record gets this model recorded when ``writing``. Searches
+        and writes that embed call it; a loader calls it with its own model before writing
+        the vectors it made. Loads the model (once per embeddings object).
+
+        Raises:
+            ModelMismatchError: another model, or a collection in the middle of a re-embed.
+            StoreError: the database failed.
+        """
+        engine, _ = await self.ready()
+        await self.model_contract.check(engine, embedding or self.embedding, writing=writing)
 
     async def add_documents(
         self,
@@ -620,6 +707,7 @@ class PgVectorStore(
             await conn.run_sync(drop_collection, table, self.lexical, self.documents)
 
         await write(engine, f"drop {self.qualified_name}", work, retry_lock_conflicts=True)
+        self.model_contract.forget()
         await self.close()
 
     # -- reads -------------------------------------------------------------------------
@@ -663,17 +751,23 @@ class PgVectorStore(
             ``lexical_rank``.
 
         Raises:
-            ConfigurationError: ``limit`` out of range, an unknown ``search_mode``, or a
-                bad ``filter`` (an unknown operator, NaN/Infinity, a NUL character: the key
-                is named).
+            ConfigurationError: a bad ``query`` (empty, blank, over 4000 characters, a
+                NUL or a lone surrogate: :mod:`parrot_parents.stores.questions`), ``limit``
+                out of range, an unknown ``search_mode``, or a bad ``filter`` (an unknown
+                operator, NaN/Infinity, a NUL character: the key is named); all before the
+                model loads.
             LexicalIndexMissingError: ``lexical``/``hybrid`` on a collection without a
                 lexical index (``parrot-parents migrate`` adds it).
             StoreError: the database failed or is unavailable (``unavailable=True``).
         """
+        check_question(query)  # a bad question fails before the model loads
         mode = check_search_mode(search_mode)
-        check_limit_and_filter(limit, filter)  # before the model runs, and the database
+        check_limit_and_filter(limit, filter)  # and so does a bad limit or filter
         await self.ready()  # and so does an unknown collection
-        vector = None if mode == "lexical" else await self.embedding.aembed_query(query)
+        vector = None
+        if mode != "lexical":
+            await self.check_model()
+            vector = await self.embedding.aembed_query(query)
         return await self.similarity_search_by_vector(
             vector, limit, include_parents, filter, search_mode=mode, query=query, fusion=fusion
         )
@@ -690,7 +784,9 @@ class PgVectorStore(
         fusion: Fusion | None = None,
     ) -> list[SearchResult]:
         """:meth:`similarity_search` with a precomputed query vector (None only in
-        ``lexical`` mode; ``hybrid`` also needs the ``query`` text)."""
+        ``lexical`` mode; ``hybrid`` also needs the ``query`` text, checked as a question)."""
+        if query is not None:
+            check_question(query)
         request = SearchRequest.build(
             mode=search_mode,
             limit=limit,
@@ -819,11 +915,9 @@ class PgVectorStore(
 
     @property
     def read_pool(self) -> ReadPool:
-        """The pool of the store's hot reads (:mod:`parrot_parents.stores.read_pool`);
-        only after :meth:`connect`."""
-        if self._reads is None:
-            raise StoreError("the store is not connected", hint="await store.connect() first")
-        return self._reads
+        """The pool of the store's hot reads (:mod:`parrot_parents.stores.read_pool`) of
+        the running event loop; only after :meth:`connect`."""
+        return self._pools().reads
 
     def _prepared(self, key: tuple[Any, ...], statement: Any, engine: AsyncEngine) -> Prepared:
         """``statement`` compiled once and remembered under ``key`` (at most 256 shapes)."""
@@ -905,10 +999,12 @@ class PgVectorStore(
         Raises:
             As :meth:`similarity_search`.
         """
+        check_question(query)  # before the model loads or anything connects
         mode = check_search_mode(search_mode)
         check_limit_and_filter(limit, filter)
         await self.ready()
         if vector is None and mode != "lexical":
+            await self.check_model()
             vector = await self.embedding.aembed_query(query)
         request = SearchRequest.build(
             mode=mode,
@@ -1145,6 +1241,13 @@ class PgVectorStore(
             stmt = stmt.where(text(CHILD_PREDICATE))
         rows = await read(engine, f"count {self.qualified_name}", _all(stmt))
         return int(rows[0][0])
+
+
+async def _release(pools: _Pools) -> None:
+    """Close one loop's pools, on that loop (the engine only when the store made it)."""
+    await pools.reads.close()
+    if pools.owns_engine:
+        await pools.engine.dispose()
 
 
 def _all(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:

@@ -26,7 +26,9 @@ walks its members on every call, tens of microseconds). Who has what, and who as
 * :class:`ContextSearch` (PostgreSQL): the query pipeline, to search and read what
   expansion needs in one round trip;
 * :class:`IndexedRows` (PostgreSQL): the loaders and the default ingestion strategy;
-* :class:`DocumentRows` (PostgreSQL): the HTTP document view.
+* :class:`DocumentRows` (PostgreSQL): the HTTP document view;
+* :class:`ModelChecked` (PostgreSQL): the loaders, to refuse writing vectors of another
+  model than the collection's (:mod:`parrot_parents.stores.model_contract`).
 
 A store without a capability still works everywhere: the caller takes the plain path
 (one write per document, no warning, a separate read for expansion), except where the
@@ -58,6 +60,7 @@ __all__ = [
     "DocumentTable",
     "DocumentWriteItem",
     "IndexedRows",
+    "ModelChecked",
     "ReplaceDocument",
     "RowCount",
     "SourceLookup",
@@ -235,4 +238,18 @@ class DocumentRows(Protocol):
 
         Raises:
             ConfigurationError: ``document_id`` is not a non-empty string.
+        """
+
+
+@runtime_checkable
+class ModelChecked(Protocol):
+    """A store that records its collection's embedding model and refuses another."""
+
+    @abstractmethod
+    async def check_model(self, embedding: Any = None, *, writing: bool = False) -> None:
+        """Refuse ``embedding`` (default: the store's) unless the collection's vectors are
+        its model's; record it on a collection without a record when ``writing``.
+
+        Raises:
+            ModelMismatchError: another model, or an unfinished re-embed.
         """

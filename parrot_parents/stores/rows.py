@@ -9,7 +9,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.ids import content_document_id, row_id_for
+from parrot_parents.stores.ids import document_identity, row_id_for
 from parrot_parents.stores.markers import is_searchable, normalize_markers
 from parrot_parents.stores.values import (
     check_document_id,
@@ -28,7 +28,8 @@ def prepare_rows(
 ) -> list[dict[str, Any]]:
     """Rows ``{id, document, cmetadata, embedding}`` for ``documents``, in order.
 
-    Markers are normalised; ``document_id`` defaults to a content hash; the id is
+    Markers are normalised; ``document_id`` defaults to the ``source``, else a content
+    hash (:func:`~parrot_parents.stores.ids.document_identity`); the id is
     ``Document.id`` or derived from ``document_id`` and the span; parents get no vector.
     A child's vector is taken from ``embeddings`` (``None`` means: embed it later): a list
     of floats or a numpy array per document, or one ``(len(documents), dimension)`` array;
@@ -51,11 +52,10 @@ def prepare_rows(
         where = f"documents[{i}]"
         try:
             meta = normalize_markers(normalize_metadata(doc.metadata or {}))
-            given = meta.get("document_id")
-            if given is not None and not isinstance(given, str):
-                given = str(given)
+            # A row names its document as a loader does (document_id, then source, then
+            # a hash of the text): see stores.ids.document_identity.
             meta["document_id"] = check_document_id(
-                given or content_document_id(clean_text(doc.page_content)[0])
+                document_identity(meta, None, clean_text(doc.page_content)[0])
             )
             where = f"documents[{i}] (document {meta['document_id']!r})"
             if clean_text(doc.page_content)[1]:

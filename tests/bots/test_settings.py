@@ -182,3 +182,16 @@ def test_set_accepts_the_short_flag_names() -> None:
     assert parse_assignment("limit=5") == ("context_search_limit", 5)
     assert parse_assignment("budget=2000") == ("context_budget", 2000)
     assert parse_assignment("mode=window:1") == ("expansion_mode", "window:1")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('reranker_config={"type": "a", "type": "b"}', "duplicate key 'type'"),
+        ("context_budget=NaN", "NaN"),
+    ],
+)
+def test_parse_assignment_refuses_json_the_server_refuses(text: str, problem: str) -> None:
+    # The same value sent over HTTP is a 400; `bots set` must not keep the last key.
+    with pytest.raises(ConfigurationError, match=problem):
+        parse_assignment(text)

@@ -185,17 +185,32 @@ def test_duplicate_names_are_refused(bots_dsn: str, capsys: pytest.CaptureFixtur
     assert code == 2 and "bot 'hr': name: a bot with this name already exists" in err
 
 
-def test_a_missing_collection_is_a_warning(
+def test_a_missing_collection_is_refused_unless_forced(
     bots_dsn: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run(
-        capsys, "bots", "add", "later", "--collection", "not_yet", "--dsn", bots_dsn
-    )
+    dsn = ["--dsn", bots_dsn]
+    code, out, err = run(capsys, "bots", "add", "later", "--collection", "not_yet", *dsn)
+    assert (code, out) == (2, "")
+    assert err.startswith("parrot-parents: error: collection 'not_yet' does not exist")
+    _, out, _ = run(capsys, "bots", "list", *dsn)
+    assert out.startswith("no bots")
+
+    code, out, err = run(capsys, "bots", "add", "later", "--collection", "not_yet", "--force", *dsn)
     assert code == 0 and out == "added bot 'later' on collection 'not_yet'\n"
     assert err.startswith("warning: collection 'not_yet' does not exist yet")
-    _, out, _ = run(capsys, "bots", "list", "--dsn", bots_dsn)
+    _, out, _ = run(capsys, "bots", "list", *dsn)
     assert out.splitlines()[1].endswith("valid (collection missing: will not load)")
+
+    run(capsys, "bots", "add", "hr", "--collection", COLLECTION, *dsn)
+    code, out, err = run(capsys, "bots", "set", "hr", "collection=missing", *dsn)
+    assert (code, out) == (2, "")
+    assert err.startswith("parrot-parents: error: collection 'missing' does not exist")
+    _, out, _ = run(capsys, "bots", "show", "hr", *dsn)
+    assert json.loads(out)["collection"] == COLLECTION
+    code, out, err = run(capsys, "bots", "set", "hr", "collection=missing", "--force", *dsn)
+    assert code == 0 and out == "hr: collection: 'handbook' -> 'missing'\n"
+    assert err.startswith("warning: collection 'missing' does not exist yet")
 
 
 def test_invalid_json_option_is_an_argument_error(

@@ -84,3 +84,4 @@ def test_cli_warns_when_a_file_is_stored_twice(
     assert main(["ingest", str(a), str(b), *common]) == 0
     err = capsys.readouterr().err
     assert "same content is already stored as document(s) 'pump-manual.md'" in err
+    assert "CLI: parrot-parents delete COLLECTION pump-manual.md)" in err

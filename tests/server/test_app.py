@@ -83,7 +83,7 @@ async def test_one_bot(make_client: MakeClient) -> None:
 
 async def test_health_is_degraded_by_a_failed_bot(make_client: MakeClient) -> None:
     client = await make_client(token="secret-token")
-    resp = await client.get("/health")  # no token needed
+    resp = await client.get("/api/v1/health", headers={"Authorization": "Bearer secret-token"})
     assert resp.status == 200
     assert await resp.json() == {
         "status": "degraded",
@@ -98,7 +98,7 @@ async def test_health_is_ok_when_every_bot_loads(
 ) -> None:
     await repo.delete("broken")
     client = await make_client()
-    body = await (await client.get("/health")).json()
+    body = await (await client.get("/api/v1/health")).json()
     assert body["status"] == "ok" and body["failed_bots"] == []
 
 
@@ -232,6 +232,12 @@ async def test_openapi_is_served_and_shipped(make_client: MakeClient) -> None:
         "/api/v1/bots/{name}/ask",
         "/api/v1/bots/{name}/documents/{document_id}",
         "/api/v1/reload",
+        "/api/v1/health",
+        "/api/v1/collections",
+        "/api/v1/collections/{collection}",
+        "/api/v1/collections/{collection}/documents",
+        "/api/v1/collections/{collection}/documents/delete",
+        "/api/v1/collections/{collection}/documents/{document_id}",
     }
     resp = await client.get("/openapi.yaml")
     assert resp.status == 200 and resp.content_type == "application/yaml"
@@ -281,6 +287,9 @@ async def test_health_when_the_database_is_down(aiohttp_client: Any, embeddings:
     try:
         client = await aiohttp_client(create_app(manager))
         resp = await client.get("/health")
+        assert resp.status == 503
+        assert await resp.json() == {"status": "unavailable"}
+        resp = await client.get("/api/v1/health")
         assert resp.status == 503
         assert await resp.json() == {
             "status": "unavailable",

@@ -52,6 +52,8 @@ async def test_serve_with_a_token_from_the_environment(repo: BotRepository, bots
         assert match, line
         base = match.group(1)
         status, health = await asyncio.to_thread(_get, f"{base}/health")
+        assert (status, health) == (200, {"status": "ok"})
+        status, health = await asyncio.to_thread(_get, f"{base}/api/v1/health", "from-env")
         assert status == 200 and health["failed_bots"] == ["broken"]
         status, body = await asyncio.to_thread(_get, f"{base}/api/v1/bots")
         assert status == 401

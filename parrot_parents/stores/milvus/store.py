@@ -33,6 +33,7 @@ from parrot_parents.stores.milvus.schema import (
     parents_schema,
 )
 from parrot_parents.stores.protocols import ReplaceDocument, RowCount, SourceLookup, Vectors
+from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
 from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
@@ -390,9 +391,11 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             distance for dense and None otherwise.
 
         Raises:
-            ConfigurationError: a bad ``limit``, ``filter`` or ``search_mode``.
+            ConfigurationError: a bad ``query`` (:mod:`parrot_parents.stores.questions`),
+                ``limit``, ``filter`` or ``search_mode``; before the model loads.
             StoreError: Milvus refused the search.
         """
+        check_question(query)
         search_mode = check_search_mode(search_mode)
         _check_limit(limit)
         expr = translate_filter(filter)

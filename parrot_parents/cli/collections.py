@@ -1,0 +1,208 @@
+"""``parrot-parents collections|documents|delete|drop``: what is stored, and removing it.
+
+Thin edges over :mod:`parrot_parents.stores.catalog`; no model is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from parrot_parents.cli.common import add_dsn_option, print_json
+
+__all__ = ["format_table", "register"]
+
+
+def _schema(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default: public)")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "collections",
+        help="list the collections with their row counts, model, strategy and lexical backend",
+    )
+    add_dsn_option(p)
+    _schema(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_collections)
+
+    p = subparsers.add_parser(
+        "documents", help="list a collection's documents: ids, sources, sizes, ingest times"
+    )
+    p.add_argument("collection")
+    add_dsn_option(p)
+    _schema(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run_documents)
+
+    p = subparsers.add_parser(
+        "delete",
+        help="delete documents (their children, parents and documents rows) from a collection",
+        description="Exit status 1 when an id names no document (the others are deleted).",
+    )
+    p.add_argument("collection")
+    p.add_argument("document_ids", nargs="+", metavar="DOCUMENT_ID")
+    add_dsn_option(p)
+    _schema(p)
+    p.set_defaults(func=run_delete)
+
+    p = subparsers.add_parser(
+        "drop",
+        help="drop a collection and everything stored with it",
+        description="Asks for confirmation on a terminal; without one, --yes is required.",
+    )
+    p.add_argument("collection")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    add_dsn_option(p)
+    _schema(p)
+    p.set_defaults(func=run_drop)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell, two spaces apart (the last one unpadded)."""
+    table = [list(header), *[list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
+    lines = []
+    for r in table:
+        cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
+        lines.append("  ".join([*cells, r[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _model(c: Any) -> str:
+    """The recorded model with its fingerprint, as ``NAME@digest``."""
+    if c.embedding_model is None:
+        return "(not recorded)"
+    name = f"{c.embedding_model}@{c.model_fingerprint}"
+    return f"{name} (re-embedding)" if c.reembedding else name
+
+
+async def _with_engine(dsn: str | None, work: Any) -> Any:
+    from parrot_parents.stores.engine import make_engine
+
+    engine = await make_engine(dsn)
+    try:
+        return await work(engine)
+    finally:
+        await engine.dispose()
+
+
+async def run_collections(args: argparse.Namespace) -> int:
+    from parrot_parents.stores.catalog import list_collections
+
+    found = await _with_engine(args.dsn, lambda e: list_collections(e, args.schema))
+    if args.json:
+        print_json([c.to_dict() for c in found])
+        return 0
+    if not found:
+        print("no collections (create one with `parrot-parents ingest DIR --collection NAME`)")
+        return 0
+    header = ("NAME", "DOCUMENTS", "PARENTS", "CHILDREN", "DIM", "MODEL", "STRATEGY", "LEXICAL")
+    print(
+        format_table(
+            header,
+            [
+                (
+                    c.name,
+                    _cell(c.documents),
+                    str(c.parents),
+                    str(c.children),
+                    _cell(c.dimension),
+                    _model(c),
+                    ",".join(c.strategies) or "-",
+                    _cell(c.lexical_backend)
+                    + (f" ({c.text_search_config})" if c.text_search_config else ""),
+                )
+                for c in found
+            ],
+        )
+    )
+    return 0
+
+
+async def run_documents(args: argparse.Namespace) -> int:
+    from parrot_parents.stores.catalog import list_documents
+
+    found = await _with_engine(args.dsn, lambda e: list_documents(e, args.collection, args.schema))
+    if args.json:
+        print_json([d.to_dict() for d in found])
+        return 0
+    if not found:
+        print(f"no documents in {args.collection!r}")
+        return 0
+    header = ("DOCUMENT_ID", "SOURCE", "CHARACTERS", "PARENTS", "CHILDREN", "INGESTED_AT")
+    print(
+        format_table(
+            header,
+            [
+                (
+                    d.document_id,
+                    _cell(d.source),
+                    _cell(d.characters),
+                    str(d.parents),
+                    str(d.children),
+                    "-" if d.ingested_at is None else d.ingested_at.isoformat(timespec="seconds"),
+                )
+                for d in found
+            ],
+        )
+    )
+    return 0
+
+
+async def run_delete(args: argparse.Namespace) -> int:
+    from parrot_parents.stores.catalog import delete_documents
+
+    report = await _with_engine(
+        args.dsn, lambda e: delete_documents(e, args.collection, args.document_ids, args.schema)
+    )
+    for document_id, rows in report.deleted.items():
+        print(f"deleted {document_id!r} from {args.collection!r} ({rows} rows)")
+    for document_id in report.unknown:
+        print(f"no document {document_id!r} in {args.collection!r}", file=sys.stderr)
+    return 1 if report.unknown else 0
+
+
+def _confirm(collection: str, documents: int | None) -> bool:
+    what = "" if documents is None else f" and its {documents} document(s)"
+    answer = input(f"drop collection {collection!r}{what}? This cannot be undone [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+async def run_drop(args: argparse.Namespace) -> int:
+    from parrot_parents.errors import ConfigurationError, StoreError
+    from parrot_parents.stores.catalog import drop_collection, list_collections
+    from parrot_parents.stores.identifiers import validate_identifier
+
+    collection = validate_identifier(args.collection, "collection")
+    if not args.yes and not sys.stdin.isatty():
+        raise ConfigurationError(
+            f"refusing to drop {collection!r} without confirmation: stdin is not a terminal",
+            hint="add --yes to drop it",
+        )
+
+    async def work(engine: Any) -> bool:
+        if not args.yes:
+            found = {c.name: c for c in await list_collections(engine, args.schema)}
+            if collection not in found:
+                raise StoreError(
+                    f"collection {collection!r} does not exist in schema {args.schema!r}",
+                    hint="`parrot-parents collections` lists them; names are case-sensitive",
+                )
+            if not _confirm(collection, found[collection].documents):
+                return False
+        await drop_collection(engine, collection, args.schema)
+        return True
+
+    if not await _with_engine(args.dsn, work):
+        print("not dropped", file=sys.stderr)
+        return 1
+    print(f"dropped collection {collection!r}")
+    return 0

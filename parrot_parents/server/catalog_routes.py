@@ -1,0 +1,204 @@
+"""Handlers of ``/api/v1/collections``: list collections and documents, delete, drop.
+
+Thin edges over :mod:`parrot_parents.stores.catalog`, on the bots' database. Every route
+needs the token; the writes (delete, drop) are refused on a server without one, as bot
+writes are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from parrot_parents.server.middleware import json_error, json_response
+from parrot_parents.server.schemas import BadRequest, read_object
+from parrot_parents.server.state import STATE, ServerState
+
+__all__ = ["MAX_DELETE_IDS", "catalog_routes", "unknown_collection"]
+
+catalog_routes = web.RouteTableDef()
+
+#: Most document ids one ``POST .../documents/delete`` takes.
+MAX_DELETE_IDS = 1000
+#: Longest document id accepted (characters), as the document view.
+_MAX_DOCUMENT_ID = 1000
+
+
+def _state(request: web.Request) -> ServerState:
+    return request.app[STATE]
+
+
+async def _engine(request: web.Request) -> AsyncEngine:
+    engine: AsyncEngine = await _state(request).manager.repository.engine()
+    return engine
+
+
+async def _missing(request: web.Request, collection: str) -> web.Response | None:
+    """A 404 when ``collection`` is not a collection of the database (else None)."""
+    from parrot_parents.stores.catalog import collection_names
+    from parrot_parents.stores.identifiers import validate_identifier
+
+    validate_identifier(collection, "collection")
+    if collection in await collection_names(await _engine(request)):
+        return None
+    return json_error(
+        404,
+        f"no collection named {collection!r}",
+        request=request,
+        hint="GET /api/v1/collections lists them; names are case-sensitive",
+    )
+
+
+def _writes_refused(request: web.Request) -> web.Response | None:
+    if _state(request).writes_enabled:
+        return None
+    return json_error(
+        403,
+        "collection writes are disabled on a server without a token",
+        request=request,
+        hint="start the server with --token (or PARROT_PARENTS_TOKEN), or use "
+        "`parrot-parents delete` / `parrot-parents drop`",
+    )
+
+
+async def unknown_collection(request: web.Request, data: dict[str, Any]) -> web.Response | None:
+    """A 400 when a bot write names a collection that does not exist (the bot would
+    answer 503), unless the query has ``force=true``; None when the write may go on.
+    A value that is not a valid name is left to the row's validation."""
+    from parrot_parents.bots.factory import collection_exists
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.stores.identifiers import validate_identifier
+
+    collection = data.get("collection")
+    if not isinstance(collection, str) or request.query.get("force") == "true":
+        return None
+    try:
+        validate_identifier(collection, "collection")
+    except ConfigurationError:
+        return None
+    if await collection_exists(await _engine(request), collection):
+        return None
+    message = f"collection {collection!r} does not exist"
+    return json_error(
+        400,
+        message,
+        request=request,
+        details=[{"key": "collection", "message": message}],
+        hint="ingest into it first (GET /api/v1/collections lists them), or add "
+        "?force=true to save the bot anyway: it will not load until the collection exists",
+    )
+
+
+@catalog_routes.get("/api/v1/collections")
+async def list_collections(request: web.Request) -> web.Response:
+    """Every collection with its row counts, dimension, model, strategies, lexical backend."""
+    from parrot_parents.stores.catalog import list_collections as listing
+
+    found = await listing(await _engine(request))
+    return json_response({"collections": [c.to_dict() for c in found]})
+
+
+@catalog_routes.get("/api/v1/collections/{collection}/documents")
+async def list_documents(request: web.Request) -> web.Response:
+    """A collection's documents: ids, sources, sizes (characters), row counts, times."""
+    from parrot_parents.stores.catalog import list_documents as listing
+
+    collection = request.match_info["collection"]
+    missing = await _missing(request, collection)
+    if missing is not None:
+        return missing
+    found = await listing(await _engine(request), collection)
+    return json_response({"collection": collection, "documents": [d.to_dict() for d in found]})
+
+
+def _document_ids(data: dict[str, Any]) -> list[str]:
+    """The ``document_ids`` of a delete body.
+
+    Raises:
+        BadRequest: other keys, or not a list of 1..MAX_DELETE_IDS non-empty strings.
+    """
+    extra = sorted(set(data) - {"document_ids"})
+    if extra:
+        raise BadRequest(
+            f"invalid body: {extra[0]}: unknown key",
+            [{"key": k, "message": "unknown key"} for k in extra],
+        )
+    ids = data.get("document_ids")
+    if (
+        not isinstance(ids, list)
+        or not 1 <= len(ids) <= MAX_DELETE_IDS
+        or not all(isinstance(i, str) and 0 < len(i) <= _MAX_DOCUMENT_ID for i in ids)
+    ):
+        message = (
+            f"must be a list of 1 to {MAX_DELETE_IDS} document ids "
+            f"(non-empty strings of at most {_MAX_DOCUMENT_ID} characters)"
+        )
+        raise BadRequest(
+            f"invalid body: document_ids: {message}",
+            [{"key": "document_ids", "message": message}],
+        )
+    return [str(i) for i in ids]
+
+
+@catalog_routes.post("/api/v1/collections/{collection}/documents/delete")
+async def delete_documents(request: web.Request) -> web.Response:
+    """Delete documents by id: ``{"document_ids": [...]}``; answers what was deleted
+    (rows per id) and the ids that name no document."""
+    from parrot_parents.stores.catalog import delete_documents as delete
+
+    refused = _writes_refused(request)
+    if refused is not None:
+        return refused
+    collection = request.match_info["collection"]
+    ids = _document_ids(await read_object(request))
+    missing = await _missing(request, collection)
+    if missing is not None:
+        return missing
+    report = await delete(await _engine(request), collection, ids)
+    return json_response({"collection": collection, **report.to_dict()})
+
+
+@catalog_routes.delete("/api/v1/collections/{collection}/documents/{document_id:.+}")
+async def delete_document(request: web.Request) -> web.Response:
+    """Delete one document; 204, or 404 when no document has that id."""
+    from parrot_parents.stores.catalog import delete_documents as delete
+
+    refused = _writes_refused(request)
+    if refused is not None:
+        return refused
+    collection = request.match_info["collection"]
+    document_id = request.match_info["document_id"]
+    if len(document_id) > _MAX_DOCUMENT_ID:
+        raise BadRequest(f"document_id is longer than {_MAX_DOCUMENT_ID} characters")
+    missing = await _missing(request, collection)
+    if missing is not None:
+        return missing
+    report = await delete(await _engine(request), collection, [document_id])
+    if report.unknown:
+        return json_error(
+            404,
+            f"no document {document_id!r} in collection {collection!r}",
+            request=request,
+            hint=f"GET /api/v1/collections/{collection}/documents lists them",
+        )
+    return web.Response(status=204)
+
+
+@catalog_routes.delete("/api/v1/collections/{collection}")
+async def drop_collection(request: web.Request) -> web.Response:
+    """Drop a collection and everything stored with it; 204. The bots on it are
+    reloaded at once, so they report the missing collection instead of failing later."""
+    from parrot_parents.stores.catalog import drop_collection as drop
+
+    refused = _writes_refused(request)
+    if refused is not None:
+        return refused
+    collection = request.match_info["collection"]
+    missing = await _missing(request, collection)
+    if missing is not None:
+        return missing
+    await drop(await _engine(request), collection)
+    await _state(request).manager.reload_collection(collection)
+    return web.Response(status=204)

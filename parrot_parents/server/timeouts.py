@@ -1,0 +1,67 @@
+"""Read deadlines of the HTTP service: for a request's headers and for its body.
+
+* Headers: aiohttp's ``keepalive_timeout`` (a setting of the runner, see
+  :func:`make_runner`) closes a connection that sits idle: between two requests, and,
+  in aiohttp releases that arm it when the connection opens (3.14.5, the release tested,
+  does; older ones may not), before a complete request head has arrived, so a half-sent
+  header is cut after that many seconds. aiohttp has no deadline for the head as such: behind a
+  reverse proxy, set the proxy's own (nginx: ``client_header_timeout``).
+* Body: aiohttp reads a body only when the handler asks for it, without a deadline, so
+  :func:`read_bytes` gives the whole read one. A body that is not in by then gets a 408
+  and the connection is closed, after at most :data:`LINGERING_S` more seconds in which
+  aiohttp drains what the client still sends (so that it reads the answer, not a reset).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from parrot_parents.server.limits import DEFAULT_HEADER_TIMEOUT_S
+from parrot_parents.server.state import STATE
+
+__all__ = ["LINGERING_S", "make_runner", "read_bytes"]
+
+#: Seconds aiohttp keeps reading (and discarding) a body it answered before reading it
+#: all (a 408 or 413), before it closes the connection; aiohttp's default is 10.
+LINGERING_S = 2.0
+
+
+def make_runner(
+    app: web.Application, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, **kwargs: Any
+) -> web.AppRunner:
+    """The ``AppRunner`` of ``app`` with ``header_timeout_s`` (seconds, > 0) as aiohttp's
+    ``keepalive_timeout``: an idle connection, or one whose request head is not complete
+    (see the module docstring), is closed after that long; and :data:`LINGERING_S` as its
+    ``lingering_time``. ``kwargs`` go to ``AppRunner``.
+
+    Raises:
+        ValueError: ``header_timeout_s`` is not a positive number.
+    """
+    if isinstance(header_timeout_s, bool) or not header_timeout_s > 0:
+        raise ValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
+    settings: dict[str, Any] = {
+        "keepalive_timeout": float(header_timeout_s),
+        "lingering_time": LINGERING_S,
+    }
+    return web.AppRunner(app, **{**settings, **kwargs})
+
+
+async def read_bytes(request: web.Request) -> bytes:
+    """The request's body, read within the application's body timeout (the
+    ``body_timeout_s`` of :func:`~parrot_parents.server.app.create_app`).
+
+    Raises:
+        web.HTTPRequestTimeout: the body was not all received in time (a 408; the error
+            middleware closes the connection after answering).
+    """
+    seconds = request.app[STATE].body_timeout_s
+    try:
+        async with asyncio.timeout(seconds):
+            return await request.read()
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(
+            reason=f"the body was not received within {seconds:g} seconds"
+        ) from None

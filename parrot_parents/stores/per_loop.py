@@ -1,0 +1,96 @@
+"""One value per event loop, for what asyncio binds to the loop that made it: connection
+pools (a connection's socket and futures belong to its loop), locks.
+
+A store is used from more than one loop as a matter of course: the caller's own loop
+(``await``), the package's loop thread behind every ``*_sync`` twin
+(:mod:`parrot_parents.sync`, also when a twin is called inside a running loop: Jupyter, a
+web handler), and a new loop for each ``asyncio.run``. A pool used from another loop than
+its own fails (``... attached to a different loop``) and leaves its connection broken, so
+each loop gets its own, made on its first use there.
+
+* :class:`PerLoop` holds the values, by loop. A loop that has been closed is forgotten on
+  the next lookup; its value is dropped unclosed (nothing can run on a closed loop; the
+  garbage collector closes the sockets).
+* :func:`release_all` releases values each on its own loop: awaited on the running loop
+  and on the package's loop thread (which never waits on another loop); handed to any
+  other loop without waiting for it, as that loop may be blocked in a ``*_sync`` call that
+  waits on this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Generic, TypeVar
+
+from parrot_parents.sync import is_package_loop
+
+__all__ = ["PerLoop", "release_all", "running_loop"]
+
+T = TypeVar("T")
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, else None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class PerLoop(Generic[T]):
+    """``make()``'s value for each event loop, made on first use there. Thread-safe."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._values: dict[asyncio.AbstractEventLoop, T] = {}
+        self._lock = threading.Lock()
+
+    def get(self, loop: asyncio.AbstractEventLoop) -> T:
+        """The value of ``loop`` (made now when it has none)."""
+        with self._lock:
+            for closed in [known for known in self._values if known.is_closed()]:
+                del self._values[closed]
+            value = self._values.get(loop)
+            if value is None:
+                value = self._values[loop] = self._make()
+            return value
+
+    def put(self, loop: asyncio.AbstractEventLoop, value: T) -> T | None:
+        """Make ``value`` the value of ``loop``; returns the value it had, if any."""
+        with self._lock:
+            old = self._values.get(loop)
+            self._values[loop] = value
+            return old
+
+    def take_all(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
+        """Every ``(loop, value)``, forgotten here (for :func:`release_all`)."""
+        with self._lock:
+            items = list(self._values.items())
+            self._values.clear()
+            return items
+
+
+async def release_all(
+    items: Iterable[tuple[asyncio.AbstractEventLoop | None, T]],
+    release: Callable[[T], Awaitable[None]],
+) -> None:
+    """``release(value)`` for each item, on the item's loop (see the module docstring).
+
+    An item of no loop, or of a closed loop, is dropped unreleased.
+    """
+    here = running_loop()
+    for loop, value in items:
+        if loop is here:
+            await release(value)
+        elif loop is None or loop.is_closed():
+            continue
+        elif is_package_loop(loop):
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_run(release, value), loop))
+        else:
+            asyncio.run_coroutine_threadsafe(_run(release, value), loop)
+
+
+async def _run(release: Callable[[T], Awaitable[None]], value: T) -> None:
+    await release(value)

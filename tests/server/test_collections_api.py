@@ -1,0 +1,154 @@
+"""``/api/v1/collections``, the liveness ``/health``, bot writes on unknown collections and
+duplicate JSON keys, on a real running app and database."""
+
+from __future__ import annotations
+
+import re
+
+from parrot_parents.bots.repository import BotRepository
+from tests.server.conftest import AUTH, MakeClient
+
+TOKEN = AUTH["Authorization"].split()[1]
+
+
+async def test_health_without_a_token_says_only_up(make_client: MakeClient) -> None:
+    client = await make_client(token=TOKEN)
+    resp = await client.get("/health")
+    assert resp.status == 200
+    assert await resp.json() == {"status": "ok"}
+    assert (await client.get("/api/v1/health")).status == 401
+    resp = await client.get("/api/v1/health", headers=AUTH)
+    assert resp.status == 200
+    assert await resp.json() == {
+        "status": "degraded",
+        "database": {"ok": True},
+        "bots": {"hr": {"parent_searcher": True}, "hr_parents": {"parent_searcher": True}},
+        "failed_bots": ["broken"],
+    }
+
+
+async def test_collections_and_documents_are_listed(make_client: MakeClient) -> None:
+    client = await make_client(token=TOKEN)
+    assert (await client.get("/api/v1/collections")).status == 401
+    resp = await client.get("/api/v1/collections", headers=AUTH)
+    assert resp.status == 200
+    body = await resp.json()
+    # The fingerprint's digest is for people (its rounding may differ across CPUs).
+    assert re.fullmatch(r"[0-9a-f]{12}", body["collections"][0].pop("model_fingerprint"))
+    assert body == {
+        "collections": [
+            {
+                "name": "handbook",
+                "schema": "public",
+                "children": 6,
+                "parents": 2,
+                "indexed": 0,
+                "documents": 0,
+                "dimension": 384,
+                "embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
+                "reembedding": False,
+                "strategies": ["plain"],
+                "lexical_backend": "sql-bm25",
+                "text_search_config": "english",
+            }
+        ]
+    }
+    resp = await client.get("/api/v1/collections/handbook/documents", headers=AUTH)
+    body = await resp.json()
+    assert resp.status == 200, body
+    assert body == {
+        "collection": "handbook",
+        "documents": [
+            {
+                "document_id": doc,
+                "source": f"{doc}.md",
+                "characters": None,
+                "children": 3,
+                "parents": 1,
+                "ingested_at": None,
+            }
+            for doc in ("leave", "pay")
+        ],
+    }
+    resp = await client.get("/api/v1/collections/bots/documents", headers=AUTH)
+    assert resp.status == 404  # a table, not a collection
+    assert (await resp.json())["error"] == "no collection named 'bots'"
+    resp = await client.get("/api/v1/collections/no-such/documents", headers=AUTH)
+    assert resp.status == 400
+
+
+async def test_delete_documents_and_drop(make_client: MakeClient) -> None:
+    client = await make_client(token=TOKEN)
+    base = "/api/v1/collections/handbook"
+    resp = await client.post(
+        f"{base}/documents/delete", json={"document_ids": ["pay", "nope"]}, headers=AUTH
+    )
+    assert resp.status == 200
+    assert await resp.json() == {
+        "collection": "handbook",
+        "deleted": {"pay": 4},
+        "unknown": ["nope"],
+    }
+    resp = await client.post(f"{base}/documents/delete", json={"document_ids": []}, headers=AUTH)
+    assert resp.status == 400
+    assert (await client.delete(f"{base}/documents/leave", headers=AUTH)).status == 204
+    resp = await client.delete(f"{base}/documents/leave", headers=AUTH)
+    assert resp.status == 404
+    assert (await resp.json())["error"] == "no document 'leave' in collection 'handbook'"
+
+    assert (await client.delete(base, headers=AUTH)).status == 204
+    assert (await client.delete(base, headers=AUTH)).status == 404
+    listing = await (await client.get("/api/v1/collections", headers=AUTH)).json()
+    assert listing == {"collections": []}
+    # The bots on it were reloaded at once: they report the missing collection.
+    resp = await client.post("/api/v1/bots/hr/context", json={"question": "pay?"}, headers=AUTH)
+    body = await resp.json()
+    assert resp.status == 503, body
+    assert body["error"] == "bot 'hr' is not available: it failed to load", body
+
+
+async def test_collection_writes_need_a_token(make_client: MakeClient) -> None:
+    client = await make_client()
+    assert (await client.get("/api/v1/collections")).status == 200
+    resp = await client.delete("/api/v1/collections/handbook")
+    assert resp.status == 403
+    resp = await client.delete("/api/v1/collections/handbook/documents/pay")
+    assert resp.status == 403
+    resp = await client.post(
+        "/api/v1/collections/handbook/documents/delete", json={"document_ids": ["pay"]}
+    )
+    assert resp.status == 403
+
+
+async def test_bot_writes_refuse_an_unknown_collection_unless_forced(
+    make_client: MakeClient, repo: BotRepository
+) -> None:
+    client = await make_client(token=TOKEN)
+    resp = await client.put("/api/v1/bots/faq", json={"collection": "missing"}, headers=AUTH)
+    body = await resp.json()
+    assert resp.status == 400, body
+    assert body["error"] == "collection 'missing' does not exist"
+    assert body["details"] == [
+        {"key": "collection", "message": "collection 'missing' does not exist"}
+    ]
+    resp = await client.patch("/api/v1/bots/hr", json={"collection": "missing"}, headers=AUTH)
+    assert resp.status == 400
+    assert (await repo.get_row("hr"))["collection"] == "handbook"
+    resp = await client.put(
+        "/api/v1/bots/faq?force=true", json={"collection": "missing"}, headers=AUTH
+    )
+    assert resp.status == 201
+    assert (await resp.json())["status"] == "failed"
+
+
+async def test_duplicate_json_keys_are_a_400(make_client: MakeClient) -> None:
+    client = await make_client(token=TOKEN)
+    for path, raw in (
+        ("/api/v1/bots/hr/context", '{"question": "pay?", "limit": 1, "limit": 50}'),
+        ("/api/v1/bots/hr", '{"description": "a", "nested": {"k": 1, "k": 2}}'),
+    ):
+        method = client.post if path.endswith("context") else client.patch
+        resp = await method(path, data=raw, headers={**AUTH, "Content-Type": "application/json"})
+        body = await resp.json()
+        assert resp.status == 400, body
+        assert body["error"].startswith("the body is not valid JSON: duplicate key "), body

@@ -316,7 +316,7 @@ async def test_a_lone_surrogate_is_named_not_echoed_in_a_store_error(pg_dsn: str
         await _add(store, "d", [1.0, 0.0, 0.0])
         calls = (
             lambda: store.similarity_search_by_vector(
-                [1.0, 0.0, 0.0], search_mode="hybrid", query="pay \ud800"
+                [1.0, 0.0, 0.0], filter={"source": {"$like": "pay \ud800"}}
             ),
             lambda: store.document_rows("pay \ud800"),
             lambda: store.delete("pay \ud800"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BotConfigError",
     "BotNotFoundError",
+    "CollectionNotFoundError",
     "ConfigurationError",
     "DocumentReadError",
     "LLMError",
@@ -111,6 +112,11 @@ class StoreError(ParrotParentsError):
         self.sqlstate = sqlstate
         self.unavailable = unavailable
         super().__init__(message, hint=hint)
+
+
+class CollectionNotFoundError(StoreError, LookupError):
+    """A read, delete or drop named a collection that does not exist (reads never create
+    one; the first write does)."""
 
 
 class LexicalIndexMissingError(StoreError):

@@ -19,6 +19,7 @@ from parrot_parents.bots.settings import BotSettings, validate_bot
 from parrot_parents.errors import (
     BotConfigError,
     BotNotFoundError,
+    CollectionNotFoundError,
     ParrotParentsError,
     SchemaMismatchError,
     StoreError,
@@ -172,13 +173,14 @@ async def load_bot(
         except BaseException:
             await other.close()
             raise
-    store = PgVectorStore(dsn=dsn, table=settings.collection, embedding=embedding)
+    # A bot only reads: a missing collection is an error, never an empty one made here.
+    store = PgVectorStore(dsn=dsn, table=settings.collection, embedding=embedding, create=False)
     try:
         await store.connect()
         return await build_bot(
             settings, store, registries=registries, warm_up=warm_up, bot_class=bot_class
         )
-    except SchemaMismatchError as exc:
+    except (SchemaMismatchError, CollectionNotFoundError) as exc:
         await store.close()
         raise BotConfigError(name, [("collection", exc.message)]) from exc
     except BaseException:

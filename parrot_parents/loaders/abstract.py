@@ -260,6 +260,10 @@ class AbstractLoader(ABC):
             vector_store=vector_store,
         )
         records: dict[str, DocumentRecord] = {}
+        if vector_store is not None:
+            # A writer opens the store as one (creating the collection when missing), so
+            # that the reads before its first write find the collection.
+            await vector_store.connect()
         states = await _stored_states(vector_store, documents) if skip_unchanged else {}
         for i, doc in enumerate(documents):
             name = _name(doc, i)
@@ -607,4 +611,5 @@ async def wants_bulk_load(store: AbstractStore | None, flag: bool | None = None)
         return False
     if flag is not None:
         return flag
+    await store.connect()  # the ingest's writer: a new collection is created, then counted
     return await store.count() == 0 or not await store.vector_index_exists()

@@ -1,7 +1,7 @@
 """The documents table of a collection: one row per source document.
 
-``<collection>_documents`` (first 40 characters of the collection name), beside the
-collection table::
+``<collection>_documents`` (named by :func:`~parrot_parents.stores.identifiers.derived_name`),
+beside the collection table::
 
     document_id     text primary key
     source          text          the file it came from (NULL for documents given in code)
@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.identifiers import derived_name, validate_identifier
 
 __all__ = ["DocumentRecord", "DocumentState", "DocumentsTable", "backfill_documents"]
 
@@ -90,7 +90,7 @@ class DocumentsTable:
     def __init__(self, table: str, schema: str = "public") -> None:
         validate_identifier(table, "table")
         self.schema = validate_identifier(schema, "schema")
-        self.name = f"{table[:40]}_documents"
+        self.name = derived_name(table, "documents")
         md = MetaData()
         self.table = Table(
             self.name,
@@ -106,7 +106,7 @@ class DocumentsTable:
             Column("source_text", Text, nullable=False),
             schema=schema,
         )
-        Index(f"{table[:40]}_documents_sha", self.table.c.content_sha256)
+        Index(derived_name(table, "documents_sha"), self.table.c.content_sha256)
 
     @property
     def q(self) -> str:

@@ -201,6 +201,37 @@ def _outage(code: str | None, kind: str) -> str:
     return "the server could not be reached"
 
 
+def _unencodable(exc: BaseException) -> str | None:
+    """The escaped character that made the driver fail to encode a parameter as UTF-8
+    (a ``UnicodeEncodeError`` in ``exc``'s chain), else None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, UnicodeEncodeError):
+            return ascii(cur.object[cur.start : cur.end])
+        cur = getattr(cur, "orig", None) or cur.__cause__ or cur.__context__
+    return None
+
+
+def _escape(message: str) -> str:
+    """``message`` with what UTF-8 cannot encode (a lone surrogate a caller's text
+    carried into the driver's words) written as a ``\\udxxx`` escape: an error message
+    must print and serialise everywhere."""
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+#: Refusals whose server message does not say what to do: their meaning and the fix.
+_NAMED = {
+    "40P01": (
+        "a deadlock with a concurrent transaction, most likely a schema change running at "
+        "the same time (a collection being dropped or created, a migration, a reindex); "
+        "the server rolled this statement back",
+        "retry; if the collection was dropped, it no longer exists",
+    ),
+}
+
+
 def store_error(exc: BaseException, action: str) -> StoreError:
     """A :class:`StoreError` describing ``exc`` while doing ``action`` (no SQL text).
 
@@ -221,7 +252,7 @@ def store_error(exc: BaseException, action: str) -> StoreError:
         # Only an error the server sent carries its words: a cut connection has a SQLSTATE
         # (08003) that the driver gives it, and the driver's words.
         from_server = bool(code) and kind not in _CUT
-        said = _driver_message(exc) if from_server else _root_message(exc)
+        said = _escape(_driver_message(exc) if from_server else _root_message(exc))
         who = "the server" if from_server else "the driver"
         quote = f'; {who} said: "{said}"' if said else ""
         suffix = f" (SQLSTATE {code})" if code else ""
@@ -232,9 +263,22 @@ def store_error(exc: BaseException, action: str) -> StoreError:
             sqlstate=code,
             unavailable=True,
         )
-    detail = _driver_message(exc)
+    bad_text = _unencodable(exc)
+    if bad_text is not None:
+        # The driver's words quote the caller's whole value; name the character instead.
+        return StoreError(
+            f"{action} failed: a text value holds {bad_text}, a lone surrogate, which "
+            "UTF-8 cannot encode",
+            hint="clean the text first (encode it with errors='replace'), or leave the "
+            "character out",
+            sqlstate=code,
+        )
+    detail = _escape(_driver_message(exc))
     suffix = f" (SQLSTATE {code})" if code else ""
     text = f": {detail}" if detail else f": {type(exc).__name__}"
+    if code in _NAMED:
+        meaning, hint = _NAMED[code]
+        return StoreError(f"{action} failed: {meaning}{suffix}", hint=hint, sqlstate=code)
     return StoreError(f"{action} failed{text}{suffix}", sqlstate=code)
 
 

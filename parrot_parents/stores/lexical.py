@@ -8,7 +8,8 @@
 * ``<table>_lexicon(lexeme, df)``: the number of children holding each lexeme, and
   ``<table>_lexstats(n, total_len)``: the number of children and their total length in
   lexeme occurrences. Statement-level triggers with transition tables keep both exact under
-  inserts, upserts, replaces and deletes, in the writer's own transaction.
+  inserts, upserts, replaces and deletes, in the writer's own transaction. (``<table>``
+  stands for :func:`~parrot_parents.stores.identifiers.derived_name`'s base.)
 
 BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
 2009), with the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``, ``k1 = 1.5`` and
@@ -29,7 +30,7 @@ import re
 from sqlalchemy import BigInteger, Boolean, Column, Connection, MetaData, Table, Text, text
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.identifiers import derived_name, validate_identifier
 
 __all__ = [
     "DEFAULT_TEXT_SEARCH_CONFIG",
@@ -43,6 +44,7 @@ __all__ = [
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
 _PREAMBLE = "retrieval_preamble"  # parrot_parents.stores.structure_markers.RETRIEVAL_PREAMBLE
 _CONFIG = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_TRIGGER_EVENTS = ("insert", "delete", "update")
 _READ_CONFIG = re.compile(r"to_tsvector\('([a-z_][a-z0-9_]*)'::regconfig")
 
 
@@ -76,10 +78,11 @@ class LexicalTables:
     def __init__(self, table: str, schema: str = "public") -> None:
         self.table = validate_identifier(table, "table")
         self.schema = validate_identifier(schema, "schema")
-        base = table[:40]
-        self.lexicon_name = f"{base}_lexicon"
-        self.stats_name = f"{base}_lexstats"
-        self.function_name = f"{base}_lexstats_fn"
+        self.lexicon_name = derived_name(table, "lexicon")
+        self.stats_name = derived_name(table, "lexstats")
+        self.function_name = derived_name(table, "lexstats_fn")
+        self.index_name = derived_name(table, "lexical_gin")
+        self.trigger_names = {e: derived_name(table, f"lex_{e}") for e in _TRIGGER_EVENTS}
         md = MetaData()
         self.lexicon = Table(
             self.lexicon_name,
@@ -174,7 +177,7 @@ def ensure_lexical(
         )
     conn.execute(
         text(
-            f'CREATE INDEX IF NOT EXISTS "{table[:40]}_lexical_gin" ON {qt}'
+            f'CREATE INDEX IF NOT EXISTS "{t.index_name}" ON {qt}'
             " USING gin (lexical) WHERE lexical IS NOT NULL"
         )
     )
@@ -202,12 +205,8 @@ def ensure_lexical(
     return wanted
 
 
-_TRIGGER_EVENTS = ("insert", "delete", "update")
-
-
 def _complete(conn: Connection, t: LexicalTables) -> bool:
     """True when the statistics tables, the index and the three triggers all exist."""
-    base = t.table[:40]
     found = conn.execute(
         text(
             "SELECT to_regclass(:stats) IS NOT NULL AND to_regclass(:lexicon) IS NOT NULL"
@@ -218,9 +217,9 @@ def _complete(conn: Connection, t: LexicalTables) -> bool:
         {
             "stats": f'"{t.schema}"."{t.stats_name}"',
             "lexicon": f'"{t.schema}"."{t.lexicon_name}"',
-            "index": f'"{t.schema}"."{base}_lexical_gin"',
+            "index": f'"{t.schema}"."{t.index_name}"',
             "table": f'"{t.schema}"."{t.table}"',
-            "triggers": [f"{base}_lex_{e}" for e in _TRIGGER_EVENTS],
+            "triggers": list(t.trigger_names.values()),
         },
     ).scalar_one()
     return bool(found)
@@ -273,13 +272,12 @@ END"""
             f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $fn${body}$fn$"
         )
     )
-    base = t.table[:40]
     for event, refs in (
         ("INSERT", "NEW TABLE AS new_rows"),
         ("DELETE", "OLD TABLE AS old_rows"),
         ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
     ):
-        name = f"{base}_lex_{event.lower()}"
+        name = t.trigger_names[event.lower()]
         conn.execute(text(f'DROP TRIGGER IF EXISTS "{name}" ON {qt}'))
         conn.execute(
             text(

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from langchain_core.documents import Document
@@ -30,7 +30,12 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
+from parrot_parents.errors import (
+    CollectionNotFoundError,
+    ConfigurationError,
+    LexicalIndexMissingError,
+    StoreError,
+)
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.context_sql import (
@@ -39,10 +44,17 @@ from parrot_parents.stores.context_sql import (
     seeded_statement,
     split_rows,
 )
+from parrot_parents.stores.creation import (
+    collection_state,
+    drop_collection,
+    missing_collection,
+    not_a_collection,
+    prepare_collection,
+)
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import engine_for_url, make_engine, store_errors
-from parrot_parents.stores.filters import compile_filter, validate_filter
+from parrot_parents.stores.filters import compile_filter
 from parrot_parents.stores.hybrid import (
     CANDIDATES,
     EXACT_CANDIDATES,
@@ -50,12 +62,10 @@ from parrot_parents.stores.hybrid import (
     query_vector,
     search_statement,
 )
-from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.identifiers import check_collection_name, validate_identifier
 from parrot_parents.stores.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
     LexicalTables,
-    drop_lexical,
-    ensure_lexical,
     read_text_search_config,
     validate_text_search_config,
 )
@@ -92,7 +102,11 @@ from parrot_parents.stores.search_options import (
     SearchMode,
     check_search_mode,
 )
-from parrot_parents.stores.search_request import MAX_LIMIT, SearchRequest
+from parrot_parents.stores.search_request import (
+    MAX_LIMIT,
+    SearchRequest,
+    check_limit_and_filter,
+)
 from parrot_parents.stores.setup import check_dimension, create_extension
 from parrot_parents.stores.writer import (
     DocumentWrite,
@@ -103,6 +117,11 @@ from parrot_parents.stores.writer import (
 from parrot_parents.sync import run_sync
 
 __all__ = ["PgVectorStore", "to_async_dsn"]
+
+T = TypeVar("T")
+
+#: SQLSTATE of an internal error of the server (``cache lookup failed``...).
+_INTERNAL_ERROR = "XX000"
 
 
 class _Pools(NamedTuple):
@@ -191,7 +210,7 @@ class PgVectorStore(
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
         chosen = table if table is not None else collection
-        self.table = validate_identifier("documents" if chosen is None else chosen, "table")
+        self.table = check_collection_name("documents" if chosen is None else chosen, "table")
         self.schema = validate_identifier(schema, "schema")
         if embed_batch_size < 1:
             raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")
@@ -227,6 +246,8 @@ class PgVectorStore(
         self._elsewhere: PerLoop[_Pools] = PerLoop(self._new_pools)
         self._home_lock = threading.Lock()
         self._table: Table | None = None
+        # Whether this connection has created (or completed) the collection.
+        self._writable = False
         # Search statements without a filter, compiled once by their shape; bounded.
         self._statements: dict[tuple[Any, ...], Prepared] = {}
         # An asyncio lock binds to one loop: each loop that connects has its own.
@@ -285,62 +306,95 @@ class PgVectorStore(
         return f"{self.schema}.{self.table}"
 
     async def connect(self) -> PgVectorStore:
-        """Connect, create the extension/table/indexes when missing, check the schema."""
-        if self._engine is not None:
-            return self
+        """Connect and check the collection, creating it when missing (unless ``create``
+        is False): the explicit open of a writer.
+
+        The first write connects this way too; a read that connects the store never
+        creates anything (:meth:`ready`). Creation is atomic and safe under concurrency
+        (:mod:`parrot_parents.stores.creation`).
+
+        Raises:
+            CollectionNotFoundError: the collection is missing and ``create`` is False.
+            SchemaMismatchError: the name is a table that is not a collection, another
+                embedding dimension, or a name whose derived objects are taken.
+            StoreError: the server cannot be reached or refused.
+        """
+        await self._open(create=self.create)
+        return self
+
+    async def _open(self, *, create: bool) -> None:
+        """Connect when not connected; with ``create``, also create (or complete) the
+        collection once for this connection."""
+        if self._engine is not None and (self._writable or not create):
+            return
         loop = asyncio.get_running_loop()
         async with self._connect_locks.get(loop):
-            if self._engine is not None:
-                return self
-            shared = self._shared_engine
-            engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
-            try:
-                if not self.create:
-                    # Before the model loads (the dimension may need it): an unknown
-                    # collection is reported in a second, not after the model's load.
-                    async with store_errors(f"opening {self.qualified_name}"), engine.begin() as c:
-                        if not await c.run_sync(_table_exists, self.schema, self.table):
-                            raise StoreError(
-                                f"collection {self.table!r} does not exist in schema "
-                                f"{self.schema!r}",
-                                hint="ingest into it first; names are case-sensitive",
-                            )
-                dimension = await asyncio.to_thread(lambda: self.dimension)
-                await create_extension(engine)
-                self._table = collection_table(
-                    self.table,
-                    dimension,
-                    schema=self.schema,
-                    metadata=MetaData(),
-                    hnsw=self.hnsw,
-                    text_search_config=self._wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
-                )
-                async with store_errors(f"preparing {self.qualified_name}"), engine.begin() as conn:
-                    if self.create:
-                        await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
-                        await conn.run_sync(self._table.metadata.create_all, checkfirst=True)
-                        self.text_search_config = await conn.run_sync(
-                            ensure_lexical, self.table, self.schema, self._wanted_config
-                        )
-                        await conn.run_sync(self.documents.create)
-                    else:
-                        self.text_search_config = await conn.run_sync(
-                            read_text_search_config, self.table, self.schema
-                        )
-                    await check_dimension(conn, self.schema, self.table, dimension)
-                    await self.model_contract.read(conn)
-            except BaseException:
-                if shared is None:
-                    await engine.dispose()
-                raise
-            reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
-            with self._home_lock:
-                if self._engine is None:
-                    self._reads, self._engine, self._home = reads, engine, loop
-                    return self
-            # Another loop connected meanwhile: these pools serve this loop.
-            self._elsewhere.put(loop, _Pools(engine, reads, engine is not shared))
-        return self
+            if self._engine is None:
+                await self._connect(loop, create=create)
+            elif create and not self._writable:
+                await self._prepare(self.engine)
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop, *, create: bool) -> None:
+        shared = self._shared_engine
+        engine = shared or await make_engine(self._dsn, **self._engine_kwargs)
+        try:
+            # Before the model loads (the dimension may need it): an unknown collection,
+            # or a table that is not one, is reported in a second, not after the load.
+            async with store_errors(f"opening {self.qualified_name}"), engine.begin() as c:
+                state = await c.run_sync(collection_state, self.schema, self.table)
+            if state == "other":
+                raise not_a_collection(self.schema, self.table)
+            if state == "missing" and not create:
+                raise missing_collection(self.schema, self.table)
+            dimension = await asyncio.to_thread(lambda: self.dimension)
+            self._table = collection_table(
+                self.table,
+                dimension,
+                schema=self.schema,
+                metadata=MetaData(),
+                hnsw=self.hnsw,
+                text_search_config=self._wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
+            )
+            if create or self.create:
+                # A read on a store that may create completes an existing collection
+                # (an older one gets its lexical index and documents table), as the
+                # first write would; it never creates a missing one.
+                await self._prepare(engine, must_exist=not create)
+            else:
+                await create_extension(engine, create=False)
+                async with store_errors(f"opening {self.qualified_name}"), engine.begin() as c:
+                    self.text_search_config = await c.run_sync(
+                        read_text_search_config, self.table, self.schema
+                    )
+                    await check_dimension(c, self.schema, self.table, dimension)
+                    await self.model_contract.read(c)
+        except BaseException:
+            self._writable = False
+            if shared is None:
+                await engine.dispose()
+            raise
+        reads = ReadPool(self._connect_kwargs(engine), self._start_up_settings())
+        with self._home_lock:
+            if self._engine is None:
+                self._reads, self._engine, self._home = reads, engine, loop
+                return
+        # Another loop connected meanwhile: these pools serve this loop.
+        self._elsewhere.put(loop, _Pools(engine, reads, engine is not shared))
+
+    async def _prepare(self, engine: AsyncEngine, *, must_exist: bool = False) -> None:
+        """Create the collection (extension, schema, table, indexes, lexical index,
+        documents table) when missing, or complete an existing one; one transaction under
+        the collection's creation lock, so concurrent first writers all succeed.
+        ``must_exist``: complete only; a missing collection is an error."""
+        await create_extension(engine, create=not must_exist)
+        table = self.sa_table
+        async with store_errors(f"preparing {self.qualified_name}"), engine.begin() as conn:
+            self.text_search_config = await conn.run_sync(
+                prepare_collection, table, self._wanted_config, self.documents, must_exist
+            )
+            await check_dimension(conn, self.schema, self.table, self.dimension)
+            await self.model_contract.read(conn)
+        self._writable = True
 
     def _connect_kwargs(self, engine: AsyncEngine) -> dict[str, Any]:
         """``asyncpg.connect`` arguments for the read pool: the engine's URL, as its dialect
@@ -381,6 +435,7 @@ class PgVectorStore(
             engine, self._engine = self._engine, None
             reads, self._reads = self._reads, None
             home, self._home = self._home, None
+            self._writable = False
         items: list[tuple[asyncio.AbstractEventLoop | None, _Pools]] = []
         if engine is not None and reads is not None:
             items.append((home, _Pools(engine, reads, engine is not self._shared_engine)))
@@ -402,9 +457,21 @@ class PgVectorStore(
         await self.close()
 
     async def ready(self) -> tuple[AsyncEngine, Table]:
-        """``(engine, table)``, connecting first when needed (for parent searchers)."""
+        """``(engine, table)`` for a read, connecting first when needed (for parent
+        searchers); a read never creates the collection.
+
+        Raises:
+            CollectionNotFoundError: the store is not connected and the collection does
+                not exist.
+        """
         if self._engine is None:
-            await self.connect()
+            await self._open(create=False)
+        return self.engine, self.sa_table
+
+    async def _ready_to_write(self) -> tuple[AsyncEngine, Table]:
+        """``(engine, table)`` for a write: the collection created first when missing
+        (unless ``create`` is False)."""
+        await self._open(create=self.create)
         return self.engine, self.sa_table
 
     # -- writes ------------------------------------------------------------------------
@@ -552,8 +619,12 @@ class PgVectorStore(
         return await vector_index_exists(engine, table)
 
     async def _write(self, writes: Sequence[DocumentWrite]) -> None:
-        """Write a batch of documents in one transaction (see replace_documents)."""
-        engine, table = await self.ready()
+        """Write a batch of documents in one transaction (see replace_documents); after
+        a change of the server's catalog, once more on fresh connections."""
+        await self._through_catalog_change(lambda: self._write_once(writes))
+
+    async def _write_once(self, writes: Sequence[DocumentWrite]) -> None:
+        engine, table = await self._ready_to_write()
         document_ids = {str(r["cmetadata"]["document_id"]) for w in writes for r in w.rows}
         document_ids |= {w.document_id for w in writes if w.document_id is not None}
 
@@ -595,7 +666,11 @@ class PgVectorStore(
         )
 
     async def delete(self, document_id: str) -> int:
-        """Remove every row (parents and children) of a source document, in one statement."""
+        """Remove every row (parents and children) of a source document, in one statement.
+
+        Raises:
+            CollectionNotFoundError: the collection does not exist (nothing is created).
+        """
         engine, table = await self.ready()
 
         async def work(conn: Any) -> int:
@@ -609,16 +684,31 @@ class PgVectorStore(
         return await write(engine, f"delete from {self.qualified_name}", work)
 
     async def drop(self) -> None:
-        """Drop the collection's table (tests and ``eval`` use throwaway collections)."""
-        engine, table = await self.ready()
+        """Drop the collection: its table and every object it owns, in one transaction;
+        then close the store, so that a later read raises
+        :class:`~parrot_parents.errors.CollectionNotFoundError` and a later write creates
+        the collection again. A missing collection is left as it is.
+
+        Its locks are all taken first, waiting briefly; when a search holds one, the drop
+        lets go and tries again, so it never deadlocks with searches
+        (:func:`~parrot_parents.stores.creation.drop_collection`).
+
+        Raises:
+            SchemaMismatchError: the name is a table that is not a collection (never
+                dropped).
+            StoreError: the database refused.
+        """
+        try:
+            engine, table = await self.ready()
+        except CollectionNotFoundError:
+            return
 
         async def work(conn: Any) -> None:
-            await conn.run_sync(table.drop, checkfirst=True)
-            await conn.run_sync(drop_lexical, self.table, self.schema)
-            await conn.run_sync(self.documents.drop)
+            await conn.run_sync(drop_collection, table, self.lexical, self.documents)
 
-        await write(engine, f"drop {self.qualified_name}", work)
+        await write(engine, f"drop {self.qualified_name}", work, retry_lock_conflicts=True)
         self.model_contract.forget()
+        await self.close()
 
     # -- reads -------------------------------------------------------------------------
 
@@ -672,8 +762,7 @@ class PgVectorStore(
         """
         check_question(query)  # a bad question fails before the model loads
         mode = check_search_mode(search_mode)
-        if isinstance(filter, dict) and filter:
-            validate_filter(filter)  # and so does a bad filter
+        check_limit_and_filter(limit, filter)  # and so does a bad limit or filter
         await self.ready()  # and so does an unknown collection
         vector = None
         if mode != "lexical":
@@ -712,6 +801,41 @@ class PgVectorStore(
         return results
 
     async def _search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
+        return await self._through_catalog_change(lambda: self._search_once(request))
+
+    async def _through_catalog_change(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()``, run once more on fresh connections after an internal error of
+        the server (SQLSTATE XX000).
+
+        The connections keep type OIDs: the vector codec and prepared statements. When the
+        ``vector`` extension is dropped and created again under a running store, its type
+        gets a new OID and every statement on those connections fails with "cache lookup
+        failed for type". Closing the store drops them (the read pool, the statements, an
+        engine of its own); the retry reconnects. A second failure is raised with the
+        likely cause and the fix.
+        """
+        try:
+            return await attempt()
+        except StoreError as exc:
+            if exc.sqlstate != _INTERNAL_ERROR:
+                raise
+        await self.close()
+        try:
+            return await attempt()
+        except StoreError as exc:
+            if exc.sqlstate != _INTERNAL_ERROR:
+                raise
+            raise StoreError(
+                f"{exc.message}; the server's catalog may have changed under the store's "
+                "connections (the vector extension dropped and created again)",
+                hint="close the store and open it again (restart the service); an engine "
+                "shared with the store keeps its own connections, dispose of it too",
+                sqlstate=exc.sqlstate,
+            ) from exc
+
+    async def _search_once(
+        self, request: SearchRequest
+    ) -> tuple[list[SearchResult], Context | None]:
         engine, table = await self.ready()
         if request.mode != "dense" and self.text_search_config is None:
             raise LexicalIndexMissingError(
@@ -877,8 +1001,7 @@ class PgVectorStore(
         """
         check_question(query)  # before the model loads or anything connects
         mode = check_search_mode(search_mode)
-        if isinstance(filter, dict) and filter:
-            validate_filter(filter)
+        check_limit_and_filter(limit, filter)
         await self.ready()
         if vector is None and mode != "lexical":
             await self.check_model()
@@ -1134,9 +1257,3 @@ def _all(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:
         return list((await conn.execute(statement)).all())
 
     return work
-
-
-def _table_exists(sync_conn: Any, schema: str, table: str) -> bool:
-    from sqlalchemy import inspect
-
-    return bool(inspect(sync_conn).has_table(table, schema=schema))

@@ -166,7 +166,11 @@ async def read(
 
 
 async def write(
-    engine: AsyncEngine, action: str, work: Callable[[AsyncConnection], Awaitable[T]]
+    engine: AsyncEngine,
+    action: str,
+    work: Callable[[AsyncConnection], Awaitable[T]],
+    *,
+    retry_lock_conflicts: bool = False,
 ) -> T:
     """Run ``work(conn)`` in one transaction; retried as :func:`through_outages` says.
 
@@ -174,6 +178,12 @@ async def write(
     same rows again, an upsert leaves one copy). A dead connection fails at ``BEGIN``,
     before anything is written; a transaction cut short later is rolled back by the
     server, so the retry starts from the state before it.
+
+    Args:
+        retry_lock_conflicts: run the transaction again, after a pause (50 ms doubling to
+            1 s; up to :data:`_LOCK_RETRIES` more times), when it was a deadlock's victim
+            or its ``lock_timeout`` ran out (SQLSTATE 40P01, 55P03): it was rolled back
+            whole, so running it again is safe.
 
     Raises:
         StoreError: the database failed or is unavailable (no SQL in the message).
@@ -183,4 +193,19 @@ async def write(
         async with store_errors(action), engine.begin() as conn:
             return await work(conn)
 
-    return await through_outages(attempt)
+    tries, delay = 0, 0.05
+    while True:
+        try:
+            return await through_outages(attempt)
+        except StoreError as exc:
+            conflict = exc.sqlstate in _LOCK_CONFLICTS
+            if not retry_lock_conflicts or not conflict or tries >= _LOCK_RETRIES:
+                raise
+            tries += 1
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+#: Deadlock victim, lock timeout: what ``write(retry_lock_conflicts=True)`` retries.
+_LOCK_CONFLICTS = frozenset({"40P01", "55P03"})
+_LOCK_RETRIES = 30

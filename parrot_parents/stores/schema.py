@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.identifiers import derived_name, validate_identifier
 from parrot_parents.stores.lexical import DEFAULT_TEXT_SEARCH_CONFIG, lexical_expression
 
 __all__ = ["HNSWIndex", "collection_table", "meta_field"]
@@ -116,10 +116,9 @@ def collection_table(
         ),
         schema=schema,
     )
-    # Index names are derived from the (validated) table name; 63-char limit respected.
-    base = name[:40]
+    # Index names are derived from the whole table name, within PostgreSQL's 63 bytes.
     Index(
-        f"{base}_embedding_hnsw",
+        derived_name(name, "embedding_hnsw"),
         table.c.embedding,
         postgresql_using="hnsw",
         postgresql_with={"m": hnsw.m, "ef_construction": hnsw.ef_construction},
@@ -127,16 +126,16 @@ def collection_table(
     )
     # Expression indexes built from the table's column, so that they belong to the table
     # (an Index over a bare text() clause would never be created).
-    Index(f"{base}_parent_id_idx", meta_field(table, "parent_document_id"))
-    Index(f"{base}_document_id_idx", meta_field(table, "document_id"))
+    Index(derived_name(name, "parent_id_idx"), meta_field(table, "parent_document_id"))
+    Index(derived_name(name, "document_id_idx"), meta_field(table, "document_id"))
     Index(
-        f"{base}_cmetadata_gin",
+        derived_name(name, "cmetadata_gin"),
         table.c.cmetadata,
         postgresql_using="gin",
         postgresql_ops={"cmetadata": "jsonb_path_ops"},
     )
     Index(
-        f"{base}_lexical_gin",
+        derived_name(name, "lexical_gin"),
         table.c.lexical,
         postgresql_using="gin",
         postgresql_where=table.c.lexical.is_not(None),

@@ -14,10 +14,25 @@ from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.filters import validate_filter
 from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
 
-__all__ = ["MAX_LIMIT", "SearchRequest"]
+__all__ = ["MAX_LIMIT", "SearchRequest", "check_limit_and_filter"]
 
 #: The most rows one search returns.
 MAX_LIMIT = 10_000
+
+
+def check_limit_and_filter(limit: object, filter: object) -> None:
+    """Refuse a ``limit`` outside 1..:data:`MAX_LIMIT` or a bad ``filter``, before any
+    model or database is touched.
+
+    Raises:
+        ConfigurationError: naming the bad limit, or the filter's bad key or operator.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ConfigurationError(f"limit must be an int in [1, {MAX_LIMIT}], got {limit!r}")
+    if filter is not None and not isinstance(filter, dict):
+        raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
+    if filter:
+        validate_filter(filter)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,12 +83,8 @@ class SearchRequest:
                 a mode that matches it lexically.
         """
         checked = check_search_mode(mode)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise ConfigurationError(f"limit must be an int in [1, {MAX_LIMIT}], got {limit!r}")
-        if filter is not None and not isinstance(filter, dict):
-            raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
-        if filter:
-            validate_filter(filter)
+        check_limit_and_filter(limit, filter)
+        assert isinstance(limit, int) and (filter is None or isinstance(filter, dict))
         array = None
         if vector is not None:
             array = np.asarray(vector, dtype=np.float32)

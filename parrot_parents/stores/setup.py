@@ -24,18 +24,27 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-async def create_extension(engine: AsyncEngine) -> None:
+async def create_extension(engine: AsyncEngine, *, create: bool = True) -> None:
     """``CREATE EXTENSION IF NOT EXISTS vector``, warning (once per process) when the
     database's catalog records a newer pgvector than the server's library (see
-    :meth:`ExtensionVersions.note`).
+    :meth:`ExtensionVersions.note`). With ``create=False`` (a reader) only the warning.
+
+    Two first writers of a fresh database would race on the extension's catalog rows
+    (a unique violation): a missing extension is created under a transaction-level
+    advisory lock, and the second creator then finds it.
 
     Raises:
         StoreError: the server lacks pgvector or refuses (the message names the error class).
     """
     try:
         async with engine.begin() as conn:
-            await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
             versions = await vector_versions(conn)
+            if versions is None and create:
+                await conn.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext('parrot_parents.extension'))")
+                )
+                await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+                versions = await vector_versions(conn)
     except (OSError, SQLAlchemyError) as exc:
         # Only the database's own refusal is about pgvector; anything else (down, or no
         # pooled connection free) is described as any other store error.

@@ -274,6 +274,7 @@ def test_statistics_stay_exact_under_writes_replaces_and_deletes(
 ) -> None:
     async def scenario() -> None:
         store = PgVectorStore(dsn=pg_dsn, table=unique_table("lex"), embedding=embeddings)
+        await store.connect()  # a delete before any write finds the collection
         loader = TextLoader(child_chunk_size=40, embedding=embeddings, late_chunking=False)
         try:
             for op, doc, words in ops:

@@ -501,7 +501,8 @@ class PgVectorStore(
             ModelMismatchError: another model, or a collection in the middle of a re-embed.
             StoreError: the database failed.
         """
-        engine, _ = await self.ready()
+        # A write creates the collection it checks against (a first add_documents).
+        engine, _ = await (self._ready_to_write() if writing else self.ready())
         await self.model_contract.check(engine, embedding or self.embedding, writing=writing)
 
     async def add_documents(

@@ -479,3 +479,16 @@ async def test_a_drop_racing_a_search_never_deadlocks(pg_dsn: str, first: str) -
     finally:
         await engine.dispose()
         await store.close()
+
+
+async def test_a_first_write_that_embeds_creates_the_collection(pg_dsn: str, embeddings) -> None:  # type: ignore[no-untyped-def]
+    # The store embeds the rows itself, so it checks the collection's model before the
+    # write: that check must create the collection, as the write would, not read it.
+    table = unique_table("embeds")
+    store = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)
+    try:
+        await store.add_documents([_doc("first", "Salaries are paid on the 25th.")])
+        assert await store.count() == 1
+    finally:
+        await store.drop()
+        await store.close()

@@ -12,11 +12,12 @@ Children never cross a heading: they are cut inside each segment (heading to the
 heading of any level), where a segment shorter than a quarter of the child size (a heading
 alone, a one-line section) is glued to the next one. A heading is never a child on its
 own: a heading line, or a run of nested headings, that the splitter leaves at the end of a
-piece starts the next piece instead, so it stays with the text under it (that child may
-exceed the child size by the headings' length). Headings with no text after them inside
-their parent stay with the text before them; a heading right above a table, with no text
-between, is in no child: it stays in its parent, and the table's rows carry it in their
-``section_path``. Parent_chunks cut inside a long section follow the same rule.
+piece starts the next piece instead, so it stays with the text under it; that piece is cut
+again so that headings and text fit in the child size. Headings with no text after them
+inside their parent stay with the text before them; a heading right above a table, with no
+text between, is in no child: it stays in its parent, and the table's rows carry it in
+their ``section_path``. Parent_chunks cut inside a long section follow the same rule (not
+cut again: they may exceed the parent size by the headings' length).
 
 Tables: the body rows are grouped, in order, up to the child size, and each group is a
 ``table_row`` child whose ``retrieval_preamble`` holds the caption and the header row, so
@@ -38,6 +39,7 @@ section path, embedded and lexically indexed with the child but never returned.
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -45,7 +47,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.loaders.chunk_info import ChunkInfo
-from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
+from parrot_parents.loaders.splitting import CHILD_SEPARATORS, PARENT_SEPARATORS, split_spans
 from parrot_parents.loaders.structure.sections import (
     PATH_SEPARATOR,
     Segment,
@@ -248,15 +250,12 @@ def build_rows(
     for r_start, r_end, parent_id in regions:
         # A stretch is a region's text between tables; headings move only within one.
         for a, b in _subtract(r_start, r_end, holes):
-            cut: list[tuple[int, int]] = []
-            for c_start, c_end in cells:
-                lo, hi = max(a, c_start), min(b, c_end)
-                if lo < hi:
-                    cut.extend(
-                        (lo + s, lo + e)
-                        for s, e in split_spans(text[lo:hi], sizes.child, sizes.child_overlap)
-                    )
-            kept, dropped = runs.attach(cut)
+            stretch = [
+                (max(a, c_start), min(b, c_end))
+                for c_start, c_end in cells
+                if max(a, c_start) < min(b, c_end)
+            ]
+            kept, dropped = runs.cut(stretch, sizes.child, sizes.child_overlap)
             alone.extend((s, e, parent_id) for s, e in dropped)
             for start, end in kept:
                 if (start, end) in spans:  # overlapping parent_chunks cut it twice
@@ -338,7 +337,7 @@ class _HeadingRuns:
 
     The splitter sees a heading line as a short line like any other: when the paragraph
     after it does not fit beside it, the heading (or a run of nested headings) ends one
-    piece and its text starts the next. :meth:`attach` gives such a run to the next piece.
+    piece and its text starts the next. :meth:`cut` gives such a run to the next piece.
     """
 
     def __init__(self, text: str, headings: tuple[Heading, ...]) -> None:
@@ -355,28 +354,54 @@ class _HeadingRuns:
             tail = h
         return tail
 
-    def attach(
-        self, pieces: list[tuple[int, int]]
-    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-        """``(kept, dropped)`` spans of consecutive pieces of one stretch of text.
+    def _split(
+        self, start: int, end: int, size: int, overlap: int, separators: list[str]
+    ) -> list[tuple[int, int]]:
+        piece = self.text[start:end]
+        return [
+            (start + s, start + e)
+            for s, e in split_spans(piece, size, overlap, separators=separators)
+        ]
 
-        A piece's trailing headings start the next piece instead (the next piece may then
-        exceed the child size by their length). Headings with no text after them in the
-        stretch (an empty last section, a heading right above a table) stay with the text
-        before them; when there is none they are ``dropped``: they remain in the parent,
-        and a table below them names them in its rows' section path.
+    def cut(
+        self,
+        cells: list[tuple[int, int]],
+        size: int,
+        overlap: int,
+        *,
+        separators: list[str] | None = None,
+        bounded: bool = True,
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """``(kept, dropped)``: the pieces of consecutive ``cells`` of one stretch of text
+        (cells are never crossed by the splitter), at most ``size`` characters each.
+
+        A piece's trailing headings start the next piece instead. With ``bounded``, that
+        piece is cut again so that headings and text together stay within ``size`` (unless
+        the headings leave less than a quarter of it, then it exceeds ``size`` by their
+        length); the rest of its cell is cut afresh after it. Headings with no text after
+        them in the stretch (an empty last section, a heading right above a table) stay
+        with the text before them; when there is none they are ``dropped``: they remain in
+        the parent, and a table below them names them in its rows' section path.
         """
+        seps = list(separators or CHILD_SEPARATORS)
         kept: list[tuple[int, int]] = []
         carry: int | None = None
         end = 0
-        for start, end in pieces:
-            if carry is not None:
-                start = min(start, carry)
-            tail = self._tail(start, end)
-            carry = tail if tail < end else None
-            body = _rstrip(self.text, start, tail)
-            if body > start:
-                kept.append((start, body))
+        for lo, hi in cells:
+            pieces = deque(self._split(lo, hi, size, overlap, seps))
+            while pieces:
+                start, end = pieces.popleft()
+                if carry is not None:
+                    room = size - (start - carry)
+                    if bounded and end - carry > size and room >= max(1, size // 4):
+                        start, end = self._split(start, hi, room, 0, seps)[0]
+                        pieces = deque(self._split(end, hi, size, overlap, seps))
+                    start = min(start, carry)
+                tail = self._tail(start, end)
+                carry = tail if tail < end else None
+                body = _rstrip(self.text, start, tail)
+                if body > start:
+                    kept.append((start, body))
         if carry is None:
             return kept, []
         if kept:
@@ -412,11 +437,11 @@ def _pieces(
     heading never ends a piece: it starts the next one, as for children)."""
     if unit.end - unit.start <= sizes.max_section:
         return [(unit.start, unit.end)]
-    spans = split_spans(
-        text[unit.start : unit.end],
+    kept, dropped = runs.cut(
+        [(unit.start, unit.end)],
         sizes.parent,
         sizes.parent_overlap,
         separators=PARENT_SEPARATORS,
+        bounded=False,
     )
-    kept, dropped = runs.attach([(unit.start + s, unit.start + e) for s, e in spans])
     return kept or dropped

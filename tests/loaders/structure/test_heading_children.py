@@ -58,8 +58,11 @@ def heading_only(text: str, structure: Structure, start: int, end: int) -> bool:
     return all(heads[i] or text[i].isspace() for i in range(start, end))
 
 
-def check_rows(text: str, structure: Structure, h: DocumentHierarchy) -> None:
-    """Exact offsets, children inside parents, no heading alone, nothing lost."""
+def check_rows(
+    text: str, structure: Structure, h: DocumentHierarchy, child_size: int | None = None
+) -> None:
+    """Exact offsets, children inside parents, no heading alone, nothing lost; with
+    ``child_size``, children within it, headings aside."""
     parents = {p.id: p.metadata for p in h.parents}
     for parent in h.parents:
         m = parent.metadata
@@ -74,6 +77,12 @@ def check_rows(text: str, structure: Structure, h: DocumentHierarchy) -> None:
     if prose:  # a document of headings alone keeps them as children (else unfindable)
         for c in h.children:
             assert not heading_only(text, structure, c.start_index, c.end_index), c.text
+    if child_size is not None:
+        # Headings (and the blanks around them) are what a child may hold beyond its size.
+        for c in h.children:
+            span = range(c.start_index, c.end_index)
+            own = sum(1 for i in span if not heads[i] and not text[i].isspace())
+            assert own <= child_size, c.text
     in_child = _mask(text, [(c.start_index, c.end_index) for c in h.children])
     in_parent = _mask(
         text, [(p.metadata["start_index"], p.metadata["end_index"]) for p in h.parents]
@@ -108,7 +117,8 @@ def test_property_markdown_no_heading_alone(
 ) -> None:
     text = "\n\n".join(blocks)
     structure = read_markdown(text)
-    check_rows(text, structure, _build(text, structure, parent_size, child_size, overlap))
+    h = _build(text, structure, parent_size, child_size, overlap)
+    check_rows(text, structure, h, child_size)
 
 
 _html_block = st.one_of(
@@ -132,7 +142,8 @@ def test_property_html_no_heading_alone(
     blocks: list[str], parent_size: int, child_size: int, overlap: int
 ) -> None:
     text, structure = read_html("<body>" + "".join(blocks) + "</body>")
-    check_rows(text, structure, _build(text, structure, parent_size, child_size, overlap))
+    h = _build(text, structure, parent_size, child_size, overlap)
+    check_rows(text, structure, h, child_size)
 
 
 def test_run_nested_headings_start_the_text_under_them() -> None:
@@ -140,7 +151,7 @@ def test_run_nested_headings_start_the_text_under_them() -> None:
     text = f"# Handbook\n\n## 5. Leave\n\n### Vacation\n\n{body.strip()}\n\n## 6. Pay\n\nMonthly."
     structure = read_markdown(text)
     h = _build(text, structure, 300, 400, 0)
-    check_rows(text, structure, h)
+    check_rows(text, structure, h, 400)
     first = h.children[0]
     assert first.text.startswith("# Handbook\n\n## 5. Leave\n\n### Vacation\n\nFull-time")
     assert first.metadata["section_path"] == "Handbook > 5. Leave > Vacation"
@@ -157,10 +168,11 @@ def test_run_corpus_has_no_heading_alone() -> None:
         h = loader.processor.build_hierarchy(
             doc.page_content, meta["document_id"], meta, structure=structure
         )
-        check_rows(doc.page_content, structure, h)
+        check_rows(doc.page_content, structure, h, 400)
+        assert max(len(c.text) for c in h.children) <= 400
         children += len(h.children)
         if meta["document_id"] == "employee-handbook.md":
             leave = next(c for c in h.children if c.start_index == 10315)
             assert leave.text.startswith("### Parental Leave\n\n")
             assert len(leave.text) > len("### Parental Leave\n\n") + 100
-    assert children == 141  # 162 before, 21 of them a heading alone
+    assert children == 147  # 162 before, 21 of them a heading alone

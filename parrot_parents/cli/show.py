@@ -1,8 +1,10 @@
-"""``parrot-parents show DOCUMENT_ID``: a stored document's sections with their row counts."""
+"""``parrot-parents show DOCUMENT_ID``: a stored document's sections with their row counts,
+or (``--text``) the text that its rows' offsets index."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_dsn_option(p)
     p.add_argument("--collection", default="documents", help="collection (default: documents)")
     p.add_argument("--json", action="store_true", help="one JSON object")
+    p.add_argument(
+        "--text",
+        action="store_true",
+        help="print the text that start_index/end_index index, exactly as stored (for HTML "
+        "and PDF the extracted text), without a newline added; with --json: "
+        '{"document_id", "text"}',
+    )
     p.set_defaults(func=run)
 
 
@@ -48,7 +57,7 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.errors import StoreError
     from parrot_parents.stores.engine import make_engine, store_errors
     from parrot_parents.stores.identifiers import validate_identifier
-    from parrot_parents.stores.outline import document_outline
+    from parrot_parents.stores.outline import document_outline, document_text
     from parrot_parents.stores.postgres import PgVectorStore
     from parrot_parents.stores.setup import stored_dimension
 
@@ -66,11 +75,16 @@ async def run(args: argparse.Namespace) -> int:
             )
         store = PgVectorStore(engine=engine, table=collection, create=False, dimension=dimension)
         try:
-            entries = await document_outline(store, args.document_id)
+            if args.text:
+                source = await document_text(store, args.document_id)
+            else:
+                entries = await document_outline(store, args.document_id)
         finally:
             await store.close()
     finally:
         await engine.dispose()
+    if args.text:
+        return _print_text(args, source)
     if not entries:
         print(f"no document {args.document_id!r} in {args.collection!r}")
         return 1
@@ -80,4 +94,20 @@ async def run(args: argparse.Namespace) -> int:
         print_json({"document_id": args.document_id, "sections": [asdict(e) for e in entries]})
     else:
         print(format_outline(args.document_id, entries))
+    return 0
+
+
+def _print_text(args: argparse.Namespace, source: str | None) -> int:
+    if source is None:
+        print(f"no document {args.document_id!r} in {args.collection!r}")
+        return 1
+    if args.json:
+        print_json({"document_id": args.document_id, "text": source})
+        return 0
+    # As stored, line breaks included: the file written by `show DOC --text > out.txt`,
+    # read with open(out, newline=""), is indexed by the rows' offsets.
+    out = sys.stdout
+    out.flush()
+    out.buffer.write(source.encode("utf-8"))
+    out.buffer.flush()
     return 0

@@ -113,7 +113,8 @@ class LateChunkingProcessor:
 
     Args:
         child_chunk_size: maximum child length in characters, default
-            :data:`DEFAULT_CHILD_SIZE`.
+            :data:`DEFAULT_CHILD_SIZE` (with section parents, only a child whose headings
+            fill more than 3/4 of it exceeds it: a heading is never a child alone).
         child_chunk_overlap: characters shared by neighbouring children, default 0.
         embedding: the embedding model; all-MiniLM-L6-v2 by default.
         late_chunking: pool child vectors from one pass over the parent (True, the

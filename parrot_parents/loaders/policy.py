@@ -18,7 +18,7 @@ from parrot_parents.loaders.structure.reading import READER_VERSION
 __all__ = ["SPLITTER_VERSION", "ChunkPolicy"]
 
 #: Bumped whenever the splitter or the hierarchy builder cut differently.
-SPLITTER_VERSION = 1
+SPLITTER_VERSION = 2
 
 
 @dataclass(frozen=True)

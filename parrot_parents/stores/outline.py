@@ -1,4 +1,5 @@
-"""A document's section tree with row counts (``parrot-parents show DOCUMENT_ID``)."""
+"""A document's section tree with row counts, and the text its offsets index
+(``parrot-parents show DOCUMENT_ID [--text]``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from parrot_parents.stores.markers import NOT_INDEXED_PREDICATE, PARENT_PREDICAT
 from parrot_parents.stores.reads import read
 from parrot_parents.stores.schema import meta_field
 
-__all__ = ["OutlineEntry", "document_outline"]
+__all__ = ["OutlineEntry", "document_outline", "document_text"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +71,28 @@ async def document_outline(store: Any, document_id: str) -> list[OutlineEntry]:
         OutlineEntry(r.path, r.layer, int(r.parents), int(r.children), int(r.start or 0), r.ordinal)
         for r in rows
     ]
+
+
+async def document_text(store: Any, document_id: str) -> str | None:
+    """The text a stored document's offsets index, or None for an unknown document.
+
+    Every row's ``start_index``/``end_index`` are ``str`` indices into this text: a text
+    or Markdown file as decoded (UTF-8, a leading BOM dropped, line breaks as in the
+    file), the visible text of an HTML page, the text of a PDF's pages. It is the
+    ``source_text`` of the collection's documents table.
+
+    Raises:
+        ConfigurationError: ``document_id`` is not a non-empty string.
+        StoreError: the database failed (a collection without its documents table:
+            ``parrot-parents migrate`` gives it one).
+    """
+    if not isinstance(document_id, str) or not document_id:
+        raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
+    engine, _ = await store.ready()
+    stmt = store.documents.read(document_id)
+
+    async def work(conn: Any) -> Any:
+        return (await conn.execute(stmt)).first()
+
+    row = await read(engine, f"read from {store.documents.name}", work)
+    return None if row is None else str(row.source_text)

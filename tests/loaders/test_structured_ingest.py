@@ -49,8 +49,10 @@ async def test_pay_question_returns_the_pay_section_heading_to_heading(
 
 async def test_filters_on_structure(store: PgVectorStore, embeddings) -> None:
     await _ingest(store, embeddings, section_parents=True)
-    hits = await store.similarity_search("vacation days", limit=5, filter={"section_ordinal": 5})
-    assert hits and all(h.metadata["section_ordinal"] == 5 for h in hits)
+    # `section_ordinal` is the number in a row's own heading: "4. Pay and Payroll" is 4
+    # ("5. Leave" holds only its heading, which opens the first "Vacation" child).
+    hits = await store.similarity_search("when is payday", limit=5, filter={"section_ordinal": 4})
+    assert hits and all(h.metadata["section_ordinal"] == 4 for h in hits)
     like = {"section_path": {"$like": "%5. Leave > Vacation%"}}
     hits = await store.similarity_search("carry over", limit=3, filter=like)
     assert hits and all("Vacation" in h.metadata["section_path"] for h in hits)

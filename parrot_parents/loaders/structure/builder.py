@@ -10,7 +10,14 @@ choice and the markers are the spec's, as for plain text:
 
 Children never cross a heading: they are cut inside each segment (heading to the next
 heading of any level), where a segment shorter than a quarter of the child size (a heading
-alone) is glued to the next one.
+alone, a one-line section) is glued to the next one. A heading is never a child on its
+own: a heading line, or a run of nested headings, that the splitter leaves at the end of a
+piece starts the next piece instead, so it stays with the text under it; that piece is cut
+again so that headings and text fit in the child size. Headings with no text after them
+inside their parent stay with the text before them; a heading right above a table, with no
+text between, is in no child: it stays in its parent, and the table's rows carry it in
+their ``section_path``. Parent_chunks cut inside a long section follow the same rule (not
+cut again: they may exceed the parent size by the headings' length).
 
 Tables: the body rows are grouped, in order, up to the child size, and each group is a
 ``table_row`` child whose ``retrieval_preamble`` holds the caption and the header row, so
@@ -32,6 +39,7 @@ section path, embedded and lexically indexed with the child but never returned.
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -39,7 +47,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.loaders.chunk_info import ChunkInfo
-from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
+from parrot_parents.loaders.splitting import CHILD_SEPARATORS, PARENT_SEPARATORS, split_spans
 from parrot_parents.loaders.structure.sections import (
     PATH_SEPARATOR,
     Segment,
@@ -48,7 +56,7 @@ from parrot_parents.loaders.structure.sections import (
     segments,
 )
 from parrot_parents.loaders.structure.summary import extractive_summary
-from parrot_parents.loaders.structure.tree import Structure, Table
+from parrot_parents.loaders.structure.tree import Heading, Structure, Table
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
 from parrot_parents.stores.structure_markers import (
@@ -216,9 +224,10 @@ def build_rows(
         parents.append(Document(id=parent_id, page_content=text[start:end], metadata=row))
         return parent_id
 
+    runs = _HeadingRuns(text, structure.headings)
     if three_level:
         for unit in units:
-            for p_start, p_end in _pieces(text, unit, sizes):
+            for p_start, p_end in _pieces(text, unit, sizes, runs):
                 seg = index.at(p_start) if p_start != unit.start else unit.first
                 meta = {"document_type": PARENT_CHUNK, LAYER: LAYER_SECTION, **_section_meta(seg)}
                 if (p := preamble_for(seg)) is not None:
@@ -237,16 +246,18 @@ def build_rows(
     holes = [(t.start, t.end) for t in tables]
     spans: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {}
     cells = _cells(segs, max(1, sizes.child // 4))
-    pieces = [
-        (max(r_start, c_start), min(r_end, c_end), parent_id)
-        for r_start, r_end, parent_id in regions
-        for c_start, c_end in cells
-        if max(r_start, c_start) < min(r_end, c_end)
-    ]
-    for r_start, r_end, parent_id in pieces:
+    alone: list[tuple[int, int, str]] = []  # heading runs with no text after them
+    for r_start, r_end, parent_id in regions:
+        # A stretch is a region's text between tables; headings move only within one.
         for a, b in _subtract(r_start, r_end, holes):
-            for c_start, c_end in split_spans(text[a:b], sizes.child, sizes.child_overlap):
-                start, end = a + c_start, a + c_end
+            stretch = [
+                (max(a, c_start), min(b, c_end))
+                for c_start, c_end in cells
+                if max(a, c_start) < min(b, c_end)
+            ]
+            kept, dropped = runs.cut(stretch, sizes.child, sizes.child_overlap)
+            alone.extend((s, e, parent_id) for s, e in dropped)
+            for start, end in kept:
                 if (start, end) in spans:  # overlapping parent_chunks cut it twice
                     continue
                 seg = index.main(start, end)
@@ -269,6 +280,15 @@ def build_rows(
             if context:
                 meta[RETRIEVAL_PREAMBLE] = context
             spans[(start, end)] = (holder, meta)
+
+    if not spans:
+        # Headings and nothing else: they stay children, or the document could not be found.
+        for start, end, parent_id in alone:
+            seg = index.main(start, end)
+            meta = {LAYER: LAYER_SECTION, **_section_meta(seg)}
+            if (p := preamble_for(seg)) is not None:
+                meta[RETRIEVAL_PREAMBLE] = p
+            spans[(start, end)] = (parent_id, meta)
 
     children: list[ChunkInfo] = []
     for (start, end), (parent_id, meta) in sorted(spans.items()):
@@ -312,6 +332,90 @@ def _overview_row(
     return ChunkInfo(row_id, "", document_id, -1, 0, 0, overview.text, meta)
 
 
+class _HeadingRuns:
+    """Moves heading lines onto the text that follows them, so no child is a heading alone.
+
+    The splitter sees a heading line as a short line like any other: when the paragraph
+    after it does not fit beside it, the heading (or a run of nested headings) ends one
+    piece and its text starts the next. :meth:`cut` gives such a run to the next piece.
+    """
+
+    def __init__(self, text: str, headings: tuple[Heading, ...]) -> None:
+        self.text = text
+        # The end of a heading's line(s), trailing blanks left out -> its start.
+        self.starts = {_rstrip(text, h.start, h.end): h.start for h in headings}
+
+    def _tail(self, start: int, end: int) -> int:
+        """Start of the run of whole headings that ends ``[start, end)`` (``end``: none)."""
+        tail = end
+        while (h := self.starts.get(_rstrip(self.text, start, tail))) is not None:
+            if h < start or h >= tail:
+                break
+            tail = h
+        return tail
+
+    def _split(
+        self, start: int, end: int, size: int, overlap: int, separators: list[str]
+    ) -> list[tuple[int, int]]:
+        piece = self.text[start:end]
+        return [
+            (start + s, start + e)
+            for s, e in split_spans(piece, size, overlap, separators=separators)
+        ]
+
+    def cut(
+        self,
+        cells: list[tuple[int, int]],
+        size: int,
+        overlap: int,
+        *,
+        separators: list[str] | None = None,
+        bounded: bool = True,
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """``(kept, dropped)``: the pieces of consecutive ``cells`` of one stretch of text
+        (cells are never crossed by the splitter), at most ``size`` characters each.
+
+        A piece's trailing headings start the next piece instead. With ``bounded``, that
+        piece is cut again so that headings and text together stay within ``size`` (unless
+        the headings leave less than a quarter of it, then it exceeds ``size`` by their
+        length); the rest of its cell is cut afresh after it. Headings with no text after
+        them in the stretch (an empty last section, a heading right above a table) stay
+        with the text before them; when there is none they are ``dropped``: they remain in
+        the parent, and a table below them names them in its rows' section path.
+        """
+        seps = list(separators or CHILD_SEPARATORS)
+        kept: list[tuple[int, int]] = []
+        carry: int | None = None
+        end = 0
+        for lo, hi in cells:
+            pieces = deque(self._split(lo, hi, size, overlap, seps))
+            while pieces:
+                start, end = pieces.popleft()
+                if carry is not None:
+                    room = size - (start - carry)
+                    if bounded and end - carry > size and room >= max(1, size // 4):
+                        start, end = self._split(start, hi, room, 0, seps)[0]
+                        pieces = deque(self._split(end, hi, size, overlap, seps))
+                    start = min(start, carry)
+                tail = self._tail(start, end)
+                carry = tail if tail < end else None
+                body = _rstrip(self.text, start, tail)
+                if body > start:
+                    kept.append((start, body))
+        if carry is None:
+            return kept, []
+        if kept:
+            kept[-1] = (kept[-1][0], end)
+            return kept, []
+        return kept, [(carry, end)]
+
+
+def _rstrip(text: str, start: int, end: int) -> int:
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
 def _cells(segs: list[Segment], min_chars: int) -> list[tuple[int, int]]:
     """Spans that children never cross: one per segment, a segment shorter than
     ``min_chars`` (a heading alone, a one-line section) glued to the next one."""
@@ -326,14 +430,18 @@ def _cells(segs: list[Segment], min_chars: int) -> list[tuple[int, int]]:
     return cells
 
 
-def _pieces(text: str, unit: Unit, sizes: SectionSizes) -> list[tuple[int, int]]:
-    """The parent_chunks of a unit: itself, or overlapping pieces when it is too long."""
+def _pieces(
+    text: str, unit: Unit, sizes: SectionSizes, runs: _HeadingRuns
+) -> list[tuple[int, int]]:
+    """The parent_chunks of a unit: itself, or overlapping pieces when it is too long (a
+    heading never ends a piece: it starts the next one, as for children)."""
     if unit.end - unit.start <= sizes.max_section:
         return [(unit.start, unit.end)]
-    spans = split_spans(
-        text[unit.start : unit.end],
+    kept, dropped = runs.cut(
+        [(unit.start, unit.end)],
         sizes.parent,
         sizes.parent_overlap,
         separators=PARENT_SEPARATORS,
+        bounded=False,
     )
-    return [(unit.start + s, unit.start + e) for s, e in spans]
+    return kept or dropped

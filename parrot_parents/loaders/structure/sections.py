@@ -12,7 +12,10 @@ smaller level number). Parents follow the tree, largest section first:
    ``min_chars`` absorbs the next one while the union stays within ``max_chars``. Only
    whole siblings (and an intro) merge; the pieces of an opened subsection never merge
    with their neighbours, so no unit spans the end of a section and the start of the
-   next one at a higher level.
+   next one at a higher level;
+4. a unit that is a heading alone (a section whose text is all in its subsections, when
+   the first subsection is too long to merge) joins the unit after it, whatever the sizes,
+   and an empty last section joins the unit before it: a heading belongs to its text.
 
 Why merge: a 300-character section as a parent gives expansion nothing to add to its
 one or two children, and many tiny parents crowd a budget with headers. The builder uses
@@ -50,6 +53,8 @@ class Segment:
     path: tuple[str, ...]
     ordinal: int
     section_ordinal: int
+    #: End of the heading's line(s), trailing blanks left out (``start`` before any heading).
+    heading_end: int = -1
 
     @property
     def section_path(self) -> str:
@@ -103,7 +108,9 @@ def segments(text: str, headings: tuple[Heading, ...] | list[Heading]) -> list[S
         nxt = ordered[i + 1].start if i + 1 < len(ordered) else len(text)
         end = _rstrip(text, h.start, nxt)
         path = tuple(x.title for x in stack)
-        out.append(Segment(h.start, end, h.level, path, i + 1, section_ordinal(h.title)))
+        h_end = _rstrip(text, h.start, min(h.end, end))
+        seg = Segment(h.start, end, h.level, path, i + 1, section_ordinal(h.title), h_end)
+        out.append(seg)
     return out
 
 
@@ -176,11 +183,21 @@ def _units(
     return _merge(items, min_chars, max_chars)
 
 
+def _heading_only(unit: Unit) -> bool:
+    """True when the unit is its first heading's line(s) alone."""
+    return unit.first.level > 0 and unit.end <= unit.first.heading_end
+
+
 def _merge(items: list[tuple[Unit, bool]], min_chars: int, max_chars: int) -> list[Unit]:
     out: list[Unit] = []
     current: Unit | None = None
     current_ok = False
     for unit, ok in items:
+        if current is not None and _heading_only(current):
+            # A heading belongs to the text under it, whatever the sizes: a parent that
+            # is a heading alone would give its one child nothing to expand to.
+            current, current_ok = Unit(current.start, unit.end, current.first), ok
+            continue
         if (
             current is not None
             and current_ok
@@ -194,5 +211,9 @@ def _merge(items: list[tuple[Unit, bool]], min_chars: int, max_chars: int) -> li
             out.append(current)
         current, current_ok = unit, ok
     if current is not None:
-        out.append(current)
+        if out and _heading_only(current):
+            # An empty last section stays with the text before it.
+            out[-1] = Unit(out[-1].start, current.end, out[-1].first)
+        else:
+            out.append(current)
     return out

@@ -78,6 +78,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "dense, BM25 and hybrid search (engine RRF and ours) on Milvus Lite",
     ),
     Benchmark(
+        "milvus_defaults",
+        "quality",
+        "the defaults (ingest and query) on PostgreSQL and on Milvus Lite, dev set, one run",
+    ),
+    Benchmark(
         "milvus_parity",
         "quality",
         "the same passages on Milvus Lite as on PostgreSQL for the 20 example questions",

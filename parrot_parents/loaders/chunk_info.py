@@ -25,6 +25,11 @@ class ChunkInfo:
         metadata: the row's metadata (markers included).
         embedding: the child's vector once embedded (float32, shape ``(dimension,)``),
             else None.
+        table_caption: of a ``table_row`` child, its table's caption; None when the table
+            has none or the child is no table row.
+        table_columns: of a ``table_row`` child, its table's column headers (empty when
+            the table has no header row). With the caption, every ingestion strategy
+            searches a table row under them (:func:`~.indexing.table_lines`); not stored.
     """
 
     chunk_id: str
@@ -36,3 +41,5 @@ class ChunkInfo:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     embedding: np.ndarray | None = None
+    table_caption: str | None = None
+    table_columns: tuple[str, ...] = ()

@@ -3,7 +3,9 @@ heading path (``contextual:extractive``; :data:`~.defaults.DEFAULT_STRATEGY`).
 
 One indexed row per child: the document's title (else its file name) and the path of
 headings above the child (the structure tree's ``section_path`` when the child carries
-one, else the Markdown or wikitext headings of the text), a blank line, the child. No
+one, else the Markdown or wikitext headings of the text), for a ``table_row`` child the
+table's caption and column headers (:func:`~.indexing.table_lines`), a blank line, the
+child. No
 model is called, so it lives with the loaders, and ``TextLoader()`` uses it by default.
 """
 
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 from langchain_core.documents import Document
 
 from parrot_parents.loaders.headings import HeadingIndex
-from parrot_parents.loaders.indexing import ChunkIndexer
+from parrot_parents.loaders.indexing import ChunkIndexer, table_lines
 
 if TYPE_CHECKING:
     from parrot_parents.loaders.chunk_info import ChunkInfo
@@ -46,7 +48,8 @@ class ExtractiveIndexer(ChunkIndexer):
 
 
 def extractive_text(h: DocumentHierarchy, child: ChunkInfo, headings: HeadingIndex) -> str:
-    """Title (or file name) and heading path, a blank line, the child's text."""
+    """Title (or file name), heading path and, for a table row, the table's caption and
+    column headers; a blank line; the child's text."""
     meta = child.metadata
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
@@ -62,4 +65,5 @@ def extractive_text(h: DocumentHierarchy, child: ChunkInfo, headings: HeadingInd
     lines = [f"Document: {title}"]
     if path:
         lines.append(f"Section: {' > '.join(path)}")
+    lines.extend(table_lines(child))
     return "\n".join(lines) + "\n\n" + child.text

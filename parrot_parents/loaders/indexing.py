@@ -37,7 +37,14 @@ if TYPE_CHECKING:
     from parrot_parents.loaders.chunk_info import ChunkInfo
     from parrot_parents.loaders.hierarchy import DocumentHierarchy
 
-__all__ = ["INGESTION_KEY", "ChunkIndexer", "IndexedKind", "RowIndexer"]
+__all__ = [
+    "INGESTION_KEY",
+    "ChunkIndexer",
+    "IndexedKind",
+    "RowIndexer",
+    "table_lines",
+    "with_table",
+]
 
 #: Key of the per-document ingestion record on parent rows.
 INGESTION_KEY = "ingestion"
@@ -71,6 +78,31 @@ _TAGS: dict[IndexedKind, str] = {
     "proposition": "f",
     "summary": "sum",
 }
+
+
+def table_lines(child: ChunkInfo) -> list[str]:
+    """The lines naming the table of a ``table_row`` child: ``"Table: <caption>"`` and
+    ``"Columns: <a> | <b> | ..."``, each only when the table has it; ``[]`` for any other
+    child.
+
+    A group of body rows reads as bare cells ("| Ada | Lead |"); these lines are what
+    lets a question about the table's subject or a column find it, as the child's own
+    retrieval preamble does for plain children. Every strategy puts them in the text of
+    a table row's indexed rows, so the dense and the lexical search both see them.
+    """
+    lines = []
+    if child.table_caption:
+        lines.append(f"Table: {child.table_caption}")
+    if child.table_columns:
+        lines.append(f"Columns: {' | '.join(child.table_columns)}")
+    return lines
+
+
+def with_table(child: ChunkInfo, text: str) -> str:
+    """``text`` under the :func:`table_lines` of ``child`` (a blank line between), or
+    ``text`` unchanged for a child that is no table row."""
+    lines = table_lines(child)
+    return "\n".join(lines) + "\n\n" + text if lines else text
 
 
 class RowIndexer(Protocol):

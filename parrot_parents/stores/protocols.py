@@ -25,7 +25,8 @@ walks its members on every call, tens of microseconds). Who has what, and who as
 * :class:`BulkLoad` (PostgreSQL): the loaders, to build the vector index once after a load;
 * :class:`ContextSearch` (PostgreSQL): the query pipeline, to search and read what
   expansion needs in one round trip;
-* :class:`IndexedRows` (PostgreSQL): the loaders and the default ingestion strategy;
+* :class:`IndexedRows` (PostgreSQL; Milvus for one ``context`` row per child, folded
+  into the child's searched text): the loaders and the default ingestion strategy;
 * :class:`DocumentRows` (PostgreSQL): the HTTP document view;
 * :class:`ModelChecked` (PostgreSQL): the loaders, to refuse writing vectors of another
   model than the collection's (:mod:`parrot_parents.stores.model_contract`).

@@ -17,6 +17,11 @@ writing each batch of documents. Per strategy:
     one row per parent of a document (the whole document, or each of its parent_chunks),
     all holding the document's summary; a hit on one returns that parent.
 
+The rows of a ``table_row`` child also name its table's caption and column headers
+(:func:`~parrot_parents.loaders.indexing.table_lines`): a question row or a fact row
+stands under them, a context note sits above them, so whatever the strategy a table row is
+searched with its headers.
+
 An enriched child (every child of an enriched document, for ``summary``) is marked
 ``searchable: false``: it is indexed only through its rows, and returned when they hit.
 A chunk whose call failed keeps no row and stays indexed as itself. ``enriched`` counts
@@ -36,7 +41,12 @@ from parrot_parents.loaders.chunk_info import ChunkInfo
 from parrot_parents.loaders.extractive import extractive_text
 from parrot_parents.loaders.headings import HeadingIndex
 from parrot_parents.loaders.hierarchy import DocumentHierarchy
-from parrot_parents.loaders.indexing import INGESTION_KEY, ChunkIndexer, IndexedKind
+from parrot_parents.loaders.indexing import (
+    INGESTION_KEY,
+    ChunkIndexer,
+    IndexedKind,
+    with_table,
+)
 from parrot_parents.stores.markers import SEARCHABLE
 from parrot_parents.strategies import prompts
 from parrot_parents.strategies.guarded import GuardedModel
@@ -106,14 +116,14 @@ class StrategyIndexer(ChunkIndexer):
             note = await self.model.ask(
                 prompts.contextual_messages(window, child.text), prompts.parse_text
             )
-            return [] if note is None else [f"{note}\n\n{child.text}"]
+            return [] if note is None else [f"{note}\n\n{with_table(child, child.text)}"]
         count = spec.count or 1
         if spec.name == "hypothetical-questions":
             messages = prompts.questions_messages(child.text, count)
         else:
             messages = prompts.propositions_messages(child.text, count)
         items = await self.model.ask(messages, lambda r: prompts.parse_list(r, count))
-        return items or []
+        return [with_table(child, item) for item in items or []]
 
     async def _summary(self, h: DocumentHierarchy) -> tuple[int, int, list[Document]]:
         assert self.model is not None and self.spec.max_document_chars is not None

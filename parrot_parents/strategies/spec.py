@@ -202,8 +202,8 @@ def strategy_for(value: str | StrategySpec | None, store: object) -> StrategySpe
     """The strategy given, parsed; when none is given, the package default for ``store``
     (what ``TextLoader()`` does): :data:`DEFAULT_STRATEGY` (from
     :mod:`parrot_parents.loaders.defaults`) on a store that can search indexed rows
-    (:class:`~parrot_parents.stores.protocols.IndexedRows`), else ``plain`` (the Milvus
-    store cannot, so its default stays plain).
+    (:class:`~parrot_parents.stores.protocols.IndexedRows`: PostgreSQL, and Milvus, which
+    folds each child's one indexed row into the child's searched text), else ``plain``.
 
     Raises:
         ConfigurationError: as :func:`parse_strategy`.

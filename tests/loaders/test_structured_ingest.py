@@ -69,8 +69,8 @@ async def test_table_rows_are_found_by_their_headers(
         f"{rows}\n\n## Enrolment\n\nEnrol through the portal within 30 days.\n",
         encoding="utf-8",
     )
-    # Plain children: their preamble (the table's header) is what is searched here; the
-    # default strategy's indexed rows carry the heading path but not that header.
+    # Plain children: their preamble (the table's header) is what is searched here
+    # (tests/loaders/test_table_headers.py checks every strategy).
     await _ingest(store, embeddings, tmp_path, section_parents=True, indexer=None)
     hits = await store.similarity_search(
         "premium", limit=3, filter={"layer": "table_row"}, search_mode="lexical"

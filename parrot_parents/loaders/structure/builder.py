@@ -245,6 +245,8 @@ def build_rows(
     tables = sorted(structure.tables, key=lambda t: t.start)
     holes = [(t.start, t.end) for t in tables]
     spans: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {}
+    # Caption and column headers of each table_row child, for the ingestion strategies.
+    headers: dict[tuple[int, int], tuple[str | None, tuple[str, ...]]] = {}
     cells = _cells(segs, max(1, sizes.child // 4))
     alone: list[tuple[int, int, str]] = []  # heading runs with no text after them
     for r_start, r_end, parent_id in regions:
@@ -275,11 +277,13 @@ def build_rows(
             holder = add_parent("table", table.start, table.end, meta)
         header = text[table.header[0] : table.header[1]] if table.header else ""
         context = "\n".join(x for x in (preamble_for(seg), table.caption, header) if x)
+        columns = tuple(c for c in table.columns if c) or ((header,) if header else ())
         for start, end in _row_groups(table, sizes.child):
             meta = {LAYER: LAYER_TABLE_ROW, PARENT_TABLE_ID: table_id, **_section_meta(seg)}
             if context:
                 meta[RETRIEVAL_PREAMBLE] = context
             spans[(start, end)] = (holder, meta)
+            headers[(start, end)] = (table.caption, columns)
 
     if not spans:
         # Headings and nothing else: they stay children, or the document could not be found.
@@ -304,8 +308,20 @@ def build_rows(
             **_pages(structure, start, end),
         }
         chunk_id = make_row_id(document_id, "child", start, end)
+        caption, columns = headers.get((start, end), (None, ()))
         children.append(
-            ChunkInfo(chunk_id, parent_id, document_id, i, start, end, text[start:end], row)
+            ChunkInfo(
+                chunk_id,
+                parent_id,
+                document_id,
+                i,
+                start,
+                end,
+                text[start:end],
+                row,
+                table_caption=caption,
+                table_columns=columns,
+            )
         )
     if document_layer:
         children.append(_overview_row(text, document_id, base, segs, title))

@@ -3,14 +3,24 @@
 Children (``<name>``), searched::
 
     id                  VARCHAR primary key (the deterministic row id)
-    text                VARCHAR, analyzed (standard analyzer) for full-text search
+    text                VARCHAR: the child's text, what a search returns
+    search_text         VARCHAR, analyzed (standard analyzer): what is searched, the
+                        child's own text or the text of the ingestion strategy's indexed
+                        row standing for it (the default strategy's "Document: / Section:"
+                        row); the embedding is of this text too
+    via                 VARCHAR: the id of that indexed row ("" when the child is searched
+                        as itself)
     embedding           FLOAT_VECTOR(d), index AUTOINDEX, metric COSINE
-    sparse              SPARSE_FLOAT_VECTOR, output of a BM25 function over ``text``,
-                        index SPARSE_INVERTED_INDEX, metric BM25
+    sparse              SPARSE_FLOAT_VECTOR, output of a BM25 function over
+                        ``search_text``, index SPARSE_INVERTED_INDEX, metric BM25
     document_id         VARCHAR, parent_document_id VARCHAR, chunk_index INT64,
     start_index         INT64: the hierarchy keys as scalar fields (inverted indexes), for
                         deletes, ``fetch_children`` and ``fetch_neighbours``
     metadata            JSON: the whole ``cmetadata`` (what filters read)
+
+A collection created before ``search_text`` existed has its BM25 function over an
+analyzed ``text`` and no ``via``; the store still reads and writes it (see
+:data:`SEARCH_TEXT`).
 
 Parents (``<name>__parents``), read by primary key only::
 
@@ -31,6 +41,8 @@ __all__ = [
     "PARENTS_SUFFIX",
     "PARENT_FIELDS",
     "PLACEHOLDER_VECTOR",
+    "SEARCH_TEXT",
+    "VIA",
     "children_schema",
     "parents_schema",
 ]
@@ -46,6 +58,10 @@ SCALAR_DEFAULTS: dict[str, Any] = {
     "start_index": -1,
 }
 CHILD_FIELDS = ["id", "text", "metadata"]
+#: The searched text of a child (BM25 input); absent from collections made before it.
+SEARCH_TEXT = "search_text"
+#: The indexed row a child is searched through; absent where ``search_text`` is.
+VIA = "via"
 PARENT_FIELDS = ["id", "text", "metadata"]
 PLACEHOLDER_VECTOR = {0: 1.0}
 
@@ -56,7 +72,9 @@ def children_schema(client: Any, dimension: int) -> tuple[Any, Any]:
 
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
-    schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+    schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+    schema.add_field(SEARCH_TEXT, DataType.VARCHAR, max_length=MAX_TEXT_BYTES, enable_analyzer=True)
+    schema.add_field(VIA, DataType.VARCHAR, max_length=MAX_ID_BYTES)
     schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dimension)
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
     schema.add_field("document_id", DataType.VARCHAR, max_length=MAX_ID_BYTES)
@@ -68,7 +86,7 @@ def children_schema(client: Any, dimension: int) -> tuple[Any, Any]:
         Function(
             name="text_bm25",
             function_type=FunctionType.BM25,
-            input_field_names=["text"],
+            input_field_names=[SEARCH_TEXT],
             output_field_names=["sparse"],
         )
     )

@@ -4,11 +4,19 @@ The same code talks to Milvus Lite (a local file, ``uri="./milvus.db"``) and to 
 cluster (``uri="http://host:19530"``, ``token="user:password"``): only the URI changes.
 Layout and index choice: :mod:`parrot_parents.stores.milvus.schema` and
 ``docs/scale-out.md``. Needs the extra ``[milvus]`` (``pymilvus`` with ``milvus-lite``).
+
+Indexed rows (ingestion strategies) are folded into the child they stand for: Milvus
+keeps one searched text per child (``search_text``, embedded and BM25-indexed) beside the
+text it returns, so a strategy that writes one ``context`` row per child (the default
+``contextual:extractive``, and ``contextual``) is searched as on PostgreSQL, and a hit
+returns the child with ``via`` naming the row. Strategies that write several rows per
+child, or rows for parents, are refused (:meth:`MilvusStore.add_documents`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -19,7 +27,7 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import validate_identifier
-from parrot_parents.stores.markers import is_parent
+from parrot_parents.stores.markers import INDEXES, is_indexed, is_parent
 from parrot_parents.stores.milvus.filters import in_list, literal, translate_filter
 from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
@@ -29,27 +37,42 @@ from parrot_parents.stores.milvus.schema import (
     PARENTS_SUFFIX,
     PLACEHOLDER_VECTOR,
     SCALAR_DEFAULTS,
+    SEARCH_TEXT,
+    VIA,
     children_schema,
     parents_schema,
 )
-from parrot_parents.stores.protocols import ReplaceDocument, RowCount, SourceLookup, Vectors
+from parrot_parents.stores.protocols import (
+    IndexedRows,
+    ReplaceDocument,
+    RowCount,
+    SourceLookup,
+    Vectors,
+)
 from parrot_parents.stores.questions import check_question
+from parrot_parents.stores.resolve import INDEXED_KIND
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
+from parrot_parents.stores.rows import check_document_rows, prepare_rows
 from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
 
 __all__ = ["MilvusStore"]
+
+logger = logging.getLogger(__name__)
 
 _MAX_LIMIT = 10_000
 #: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
 QUERY_WINDOW = 16_384
 #: RRF constant of hybrid search (Cormack et al., 2009), the engine's default.
 RRF_K = 60
+#: The one kind of indexed row a child can be searched through here (one per child).
+_FOLDED_KIND = "context"
+#: Key of the per-document ingestion record on parent rows (loaders.indexing.INGESTION_KEY).
+_INGESTION = "ingestion"
 
 T = TypeVar("T")
 
 
-class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
+class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, IndexedRows):
     """A collection kept in Milvus: children (with vectors) and parents (without).
 
     Args:
@@ -102,6 +125,9 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
         self.create = create
         self._client: Any = None
         self._connect_lock = asyncio.Lock()
+        # Whether the children collection has ``search_text``/``via`` (read on connect).
+        self._search_text = True
+        self._warned_legacy = False
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -174,6 +200,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
                 name, schema=schema, index_params=index, consistency_level="Strong"
             )
         fields = client.describe_collection(self.collection).get("fields", [])
+        self._search_text = any(f.get("name") == SEARCH_TEXT for f in fields)
         dims = [f.get("params", {}).get("dim") for f in fields if f.get("name") == "embedding"]
         if not dims or int(dims[0]) != dimension:
             found = dims[0] if dims else None
@@ -229,11 +256,65 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
                 )
         return rows
 
-    async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
-        await embed_missing(rows, self.embedding, self.embed_batch_size)
+    def _fold(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rows`` without their indexed rows, each folded into the child it stands
+        for: the child's ``search_text`` becomes the row's text (its vector is then made
+        from that text) and its ``via`` the row's id.
 
-    @staticmethod
-    def _entities(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        Raises:
+            ConfigurationError: an indexed row of another kind than ``context``, a second
+                one for the same child, or one whose child is not among ``rows``.
+        """
+        by_id = {r["id"]: r for r in rows if not is_indexed(r["cmetadata"])}
+        kept: list[dict[str, Any]] = []
+        for row in rows:
+            meta = row["cmetadata"]
+            if not is_indexed(meta):
+                kept.append(row)
+                continue
+            target = by_id.get(str(meta.get(INDEXES)))
+            kind = meta.get(INDEXED_KIND)
+            problem = None
+            if kind != _FOLDED_KIND:
+                problem = f"is a {kind!r} row; Milvus keeps one searched text per child"
+            elif target is None or is_parent(target["cmetadata"]):
+                problem = f"stands for {meta.get(INDEXES)!r}, which is no child in this write"
+            elif "search_text" in target:
+                problem = f"is a second searched text for child {target['id']!r}"
+            if problem is not None:
+                raise ConfigurationError(
+                    f"indexed row {row['id']!r} {problem}",
+                    hint="on Milvus use contextual:extractive (the default), contextual, or "
+                    "a free strategy (plain, parent-document, sentence-window, hierarchical)",
+                )
+            assert target is not None
+            target["search_text"] = row["document"]
+            target["via"] = row["id"]
+            target["embedding"] = None  # the vector of the searched text, as on PostgreSQL
+        if not self._search_text and len(kept) < len(rows) and not self._warned_legacy:
+            self._warned_legacy = True
+            logger.warning(
+                "Milvus collection %r predates search_text: its BM25 index sees each child's "
+                "own text, only the embedding sees the indexed rows; ingest into a new "
+                "collection to search both",
+                self.collection,
+            )
+        return kept
+
+    async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
+        """Embed, in batches, the children given no vector: their searched text."""
+        todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
+        for start in range(0, len(todo), self.embed_batch_size):
+            batch = todo[start : start + self.embed_batch_size]
+            vectors = await self.embedding.aembed_documents(
+                [r.get("search_text", r["document"]) for r in batch]
+            )
+            for row, vector in zip(batch, vectors, strict=True):
+                row["embedding"] = vector
+
+    def _entities(
+        self, rows: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """``(children, parents)`` as Milvus entities."""
         children, parents = [], []
         for row in rows:
@@ -253,10 +334,16 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
                     }
                 )
             else:
+                searched = (
+                    {SEARCH_TEXT: row.get("search_text", row["document"]), VIA: row.get("via", "")}
+                    if self._search_text
+                    else {}
+                )
                 children.append(
                     {
                         "id": row["id"],
                         "text": row["document"],
+                        **searched,
                         "embedding": [float(x) for x in row["embedding"]],
                         **scalars,
                         "metadata": meta,
@@ -295,9 +382,11 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             StoreError: Milvus refused the write.
         """
         rows = self._rows(documents, embeddings)
+        ids = [r["id"] for r in rows]
+        rows = self._fold(rows)
         await self._embed_missing(rows)
         await self._upsert(rows)
-        return [r["id"] for r in rows]
+        return ids
 
     async def replace_document(
         self,
@@ -319,11 +408,12 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             StoreError: Milvus refused the write.
         """
         rows = check_document_rows(document_id, self._rows(documents, embeddings))
+        ids = [r["id"] for r in rows]
+        rows = self._fold(rows)
         await self._embed_missing(rows)
         await self._upsert(rows)
-        keep = [r["id"] for r in rows]
-        await self._delete_where(self._doc_filter(document_id, keep))
-        return keep
+        await self._delete_where(self._doc_filter(document_id, [r["id"] for r in rows]))
+        return ids
 
     @staticmethod
     def _doc_filter(document_id: str, keep: Sequence[str] = ()) -> str:
@@ -416,7 +506,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
                 anns_field="sparse",
                 limit=limit,
                 filter=expr,
-                output_fields=CHILD_FIELDS,
+                output_fields=self._child_fields,
                 search_params={"metric_type": "BM25"},
             )
             # Milvus reports BM25 as a score, Milvus Lite as its negative; order is the
@@ -454,7 +544,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             reqs=requests,
             ranker=RRFRanker(fusion.rrf_k),
             limit=limit,
-            output_fields=CHILD_FIELDS,
+            output_fields=self._child_fields,
         )
         return [_result(h, float(h["distance"])) for h in hits[0]]
 
@@ -483,7 +573,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             anns_field="embedding",
             limit=limit,
             filter=expr,
-            output_fields=CHILD_FIELDS,
+            output_fields=self._child_fields,
             search_params={"metric_type": "COSINE"},
         )
         return [_result(h, float(h["distance"]), 1.0 - float(h["distance"])) for h in hits[0]]
@@ -499,7 +589,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             client.query,
             self.collection,
             filter=expr,
-            output_fields=[*CHILD_FIELDS, "chunk_index", "start_index"],
+            output_fields=[*self._child_fields, "chunk_index", "start_index"],
             limit=QUERY_WINDOW,
         )
         if len(rows) >= QUERY_WINDOW:
@@ -508,6 +598,10 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
             SearchResult(id=r["id"], content=r["text"], metadata=dict(r["metadata"] or {}))
             for r in rows
         ]
+
+    @property
+    def _child_fields(self) -> list[str]:
+        return [*CHILD_FIELDS, VIA] if self._search_text else CHILD_FIELDS
 
     async def fetch_parents(self, parent_ids: Sequence[str]) -> dict[str, Document]:
         """Parents by id (primary-key reads); missing ids are absent."""
@@ -583,6 +677,32 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount):
                     sources.add(str(source))
         return out
 
+    async def ingestion_records(self) -> dict[str, dict[str, Any]]:
+        """``{document_id: record}``: how each document was indexed by an ingestion
+        strategy (``strategy``, ``enriched``, ``of``, ``indexed_rows``, ``model``), as
+        recorded on its parent rows; documents ingested without one are absent. One query.
+
+        Raises:
+            StoreError: the collection has more than :data:`QUERY_WINDOW` parents (Milvus
+                Lite has no query iterator to read past its result window).
+        """
+        client = await self.ready()
+        rows = await self._call(
+            client.query,
+            self.parents_collection,
+            filter='document_id != ""',
+            output_fields=["document_id", "metadata"],
+            limit=QUERY_WINDOW,
+        )
+        if len(rows) >= QUERY_WINDOW:
+            raise StoreError(f"more than {QUERY_WINDOW} parents: cannot list them in one read")
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            record = (r.get("metadata") or {}).get(_INGESTION)
+            if isinstance(record, dict):
+                out.setdefault(str(r["document_id"]), dict(record))
+        return dict(sorted(out.items()))
+
     async def count(self, *, include_parents: bool = True) -> int:
         """Number of rows (children only when ``include_parents`` is False)."""
         client = await self.ready()
@@ -605,12 +725,15 @@ def _int(value: Any) -> int:
 
 def _result(hit: Any, score: float, distance: float | None = None) -> SearchResult:
     entity = hit.get("entity", {})
+    via = entity.get(VIA) or None
     return SearchResult(
         id=str(hit["id"]),
         content=entity.get("text", ""),
         metadata=dict(entity.get("metadata") or {}),
         score=score,
         distance=distance,
+        via=via,
+        via_kind=_FOLDED_KIND if via else None,
     )
 
 

@@ -46,7 +46,7 @@ PROTOCOLS: tuple[type, ...] = (
 )
 CLAIMS: dict[str, set[type]] = {
     "PgVectorStore": set(PROTOCOLS),
-    "MilvusStore": {ReplaceDocument, SourceLookup, RowCount},
+    "MilvusStore": {ReplaceDocument, SourceLookup, RowCount, IndexedRows},
 }
 QUESTION = "How long do I have to claim phone costs?"
 

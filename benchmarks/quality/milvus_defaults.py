@@ -1,0 +1,125 @@
+"""The defaults on PostgreSQL and on Milvus Lite, on the shared dev set, in one run.
+
+Ingests the three corpora of ``../shared/benchmarks/chunking_eval`` with ``TextLoader()``
+as a user who sets nothing gets it (400-character late-chunked children, the default
+ingestion strategy ``contextual:extractive``) into a throwaway PostgreSQL collection and a
+throwaway Milvus Lite file, then asks the questions through ``Chatbot`` with its defaults
+(hybrid search, limit 20 under a budget) at budgets of 1000/2000/4000 characters on each,
+scored by ``recall@Bc`` (``parrot_parents.eval.scorer``, the shared scorer's metric).
+Milvus folds each child's indexed row into the child's searched text and fuses with the
+engine's RRF (k=60); PostgreSQL searches the indexed rows beside the children and fuses
+with its own weighted RRF (k=60, both weights 1).
+
+    python -m benchmarks run milvus_defaults [--questions N] [--out FILE]
+
+(default ``--out``: ``benchmarks/reports/milvus_defaults.md``).
+
+``--questions N`` scores the first N questions only (the whole set is 276).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from benchmarks.common import CHUNKING_EVAL, REPORTS, command
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.eval.questions import check_references, load_corpora, load_questions
+from parrot_parents.eval.scorer import score_run
+from parrot_parents.loaders import TextLoader
+from parrot_parents.stores.milvus import MilvusParentSearcher, MilvusStore
+from parrot_parents.stores.parents import InTableParentSearcher
+from parrot_parents.stores.postgres import PgVectorStore
+
+BUDGETS = (1000, 2000, 4000)
+
+
+def main(argv: list[str] | None = None) -> None:
+    asyncio.run(_main(argv))
+
+
+async def _main(argv: list[str] | None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(REPORTS / "milvus_defaults.md"))
+    ap.add_argument("--dsn", default=None, help="PostgreSQL DSN (default: embedded)")
+    ap.add_argument("--questions", type=int, default=None, help="score the first N only")
+    args = ap.parse_args(argv)
+    questions = load_questions(CHUNKING_EVAL / "questions.csv")
+    corpora = load_corpora(CHUNKING_EVAL / "corpora")
+    check_references(questions, corpora)
+    if args.questions is not None:
+        questions = questions[: args.questions]
+    embedding = SentenceTransformerEmbeddings()
+    tmp = Path(tempfile.mkdtemp(prefix="milvus-defaults-"))
+    pg = PgVectorStore(dsn=args.dsn, table=f"mvdef_{uuid.uuid4().hex[:8]}", embedding=embedding)
+    mv = MilvusStore(str(tmp / "milvus.db"), "dev", embedding=embedding)
+    # What Milvus got before it could hold the default strategy's rows: plain children.
+    plain = MilvusStore(str(tmp / "milvus.db"), "dev_plain", embedding=embedding)
+    docs = [
+        Document(page_content=t, metadata={"document_id": c, "source": c})
+        for c, t in corpora.items()
+    ]
+    results: dict[str, dict[str, float]] = {}
+    strategies: dict[str, str] = {}
+    try:
+        bots: dict[str, Chatbot] = {}
+        for name, store, searcher, indexer in (
+            ("PostgreSQL", pg, InTableParentSearcher(store=pg), "default"),
+            ("Milvus Lite", mv, MilvusParentSearcher(mv), "default"),
+            ("Milvus Lite, plain children", plain, MilvusParentSearcher(plain), None),
+        ):
+            loader = TextLoader(embedding=embedding, indexer=indexer)
+            await loader.chunk_documents(docs, vector_store=store)
+            strategies[name] = str((loader.report.strategy or {}).get("strategy", "plain"))
+            bots[name] = Chatbot(store=store, parent_searcher=searcher)
+        for name, bot in bots.items():
+            row: dict[str, Any] = {}
+            started = time.perf_counter()
+            for budget in BUDGETS:
+                run = {}
+                for q in questions:
+                    r = await bot.retrieve(q.question, budget=budget)
+                    run[q.qid] = [(p.document_id, p.start_index, p.end_index) for p in r.passages]
+                metrics = score_run(questions, run, ks=(5,), budgets=(budget,))
+                row[f"recall@{budget}c"] = float(metrics[f"recall@{budget}c"])
+            row["seconds"] = time.perf_counter() - started
+            results[name] = row
+            print(name, row, flush=True)
+    finally:
+        await pg.drop()
+        await pg.close()
+        await mv.drop()
+        await plain.drop()
+    pgr, mvr = results["PostgreSQL"], results["Milvus Lite"]
+    lines = [
+        f"# The defaults on PostgreSQL and on Milvus Lite (dev set, {len(questions)} questions)",
+        "",
+        f"Generated by `{command(__name__)}` (see its docstring): `TextLoader()` and",
+        "`Chatbot()` with nothing set, budget B per run, all-MiniLM-L6-v2 on CPU, one run.",
+        f"Strategy written: PostgreSQL `{strategies['PostgreSQL']}`, "
+        f"Milvus Lite `{strategies['Milvus Lite']}`; the last row is Milvus Lite with",
+        "`--strategy plain`, what its default was before it held the strategy's rows.",
+        "",
+        "| store | recall@1000c | recall@2000c | recall@4000c |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, row in results.items():
+        if name == "Milvus Lite, plain children":
+            continue
+        cells = " | ".join(f"{row[f'recall@{b}c']:.3f}" for b in BUDGETS)
+        lines.append(f"| {name} | {cells} |")
+    diff = " | ".join(f"{mvr[f'recall@{b}c'] - pgr[f'recall@{b}c']:+.3f}" for b in BUDGETS)
+    lines.append(f"| Milvus − PostgreSQL | {diff} |")
+    row = results["Milvus Lite, plain children"]
+    cells = " | ".join(f"{row[f'recall@{b}c']:.3f}" for b in BUDGETS)
+    lines.append(f"| Milvus Lite, plain children | {cells} |")
+    Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))

@@ -130,17 +130,39 @@ async def _ask_server(args: argparse.Namespace, server: str) -> dict[str, Any]:
     return {k: answer[k] for k in ("context", "passages", "meta")}
 
 
+def _branches(p: dict[str, Any]) -> str:
+    """`` (dense #1 0.612, lexical #3 7.41)``: the branch ranks and scores (cosine
+    similarity, BM25) that made the score; empty when the passage carries none."""
+    parts = []
+    for branch, fmt in (("dense", ".3f"), ("lexical", ".2f")):
+        rank, value = p.get(f"{branch}_rank"), p.get(f"{branch}_score")
+        if rank is not None:
+            parts.append(f"{branch} #{rank}" + ("" if value is None else f" {value:{fmt}}"))
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _pages(p: dict[str, Any]) -> str:
+    page, end = p.get("page"), p.get("page_end")
+    if page is None:
+        return ""
+    return f", page {page}" if end in (None, page) else f", pages {page}-{end}"
+
+
 def _print(result: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
         print_json(result)
         return
     passages, m = result["passages"], result["meta"]
     for i, p in enumerate(passages, 1):
-        score = "n/a" if p.get("score") is None else f"{p['score']:.3f}"
+        score = "n/a" if p.get("score") is None else f"{p['score']:.4f}"
         print(
             f"[{i}] {p.get('source') or p['document_id']}  "
             f"chars {p['start_index']}-{p['end_index']}  {p['kind']}  score {score}"
+            f"{_branches(p)}"
         )
+        section = " › ".join(p.get("section_path") or [])
+        if section:
+            print(f"    section: {section}{_pages(p)}")
         print(p["text"].strip())
         print()
     timings = m.get("timings_ms", {})

@@ -29,19 +29,16 @@ def call_options(fixed: Mapping[str, Any], overrides: Mapping[str, Any]) -> Retr
 def passage_metadata(passage: Passage) -> dict[str, Any]:
     """Metadata of a passage handed to a framework (JSON-ready).
 
-    Keys: ``id``, ``source``, ``document_id``, ``start_index``/``end_index`` (character
-    offsets into the source), ``kind`` (``child``, ``parent``, ``parent_chunk``,
-    ``window`` or ``merged``), ``score`` (best hit's cosine similarity), ``rank``
-    (0-based position in the context) and ``child_ids`` (the hits it stands for).
+    Keys: those of :meth:`Passage.to_dict` but ``text`` (``id``, ``source``,
+    ``document_id``, ``start_index``/``end_index`` (character offsets into the source),
+    ``score`` (the best hit's search score: fused RRF value in hybrid mode, cosine
+    similarity in dense mode), ``dense_rank``/``dense_score``/``lexical_rank``/
+    ``lexical_score`` (the best hit in each search branch, None where absent), ``kind``
+    (``child``, ``parent``, ``parent_chunk``, ``window`` or ``merged``), ``child_ids``
+    (the hits it stands for), ``section_path`` (heading titles), ``section_ordinal``,
+    ``ordinal``, ``layer``, ``page``/``page_end`` (PDF)), and ``rank`` (0-based position in
+    the context).
     """
-    return {
-        "id": passage.id,
-        "source": passage.source or passage.document_id,
-        "document_id": passage.document_id,
-        "start_index": passage.start_index,
-        "end_index": passage.end_index,
-        "kind": passage.kind,
-        "score": passage.score,
-        "rank": passage.rank,
-        "child_ids": list(passage.child_ids),
-    }
+    out = {k: v for k, v in passage.to_dict().items() if k != "text"}
+    out["rank"] = passage.rank
+    return out

@@ -8,7 +8,7 @@ passage, in context order::
 
     retriever = ParentChildRetriever.from_bot("hr", budget=2000)   # a row of the bots table
     docs = retriever.invoke("How will I be paid, and when?")
-    docs[0].metadata  # {"source", "document_id", "start_index", "end_index", "kind", ...}
+    docs[0].metadata  # {"source", "start_index", "section_path", "page", "score", ...}
 
 Both paths are native: ``invoke`` runs the bot's coroutine on the package's loop thread
 (:func:`parrot_parents.sync.run_sync`, the bot's ``*_sync`` path), ``ainvoke`` awaits the

@@ -3,7 +3,8 @@
 ``ParentChildLlamaRetriever`` returns one ``NodeWithScore`` per passage, in context order;
 the node is a ``TextNode`` whose ``id_`` is the passage id and whose metadata is that of
 :func:`~parrot_parents.integrations.common.passage_metadata` (source, offsets in
-characters, kind, score, child ids)::
+characters, kind, score and branch ranks, child ids, section path, ordinals, layer,
+pages)::
 
     from llama_index.core.query_engine import RetrieverQueryEngine
     from parrot_parents.integrations.llamaindex import ParentChildLlamaRetriever
@@ -43,7 +44,8 @@ __all__ = ["ParentChildLlamaRetriever", "to_nodes"]
 
 def to_nodes(retrieval: Retrieval) -> list[NodeWithScore]:
     """One ``NodeWithScore`` per passage, in context order; ``score`` is the best hit's
-    cosine similarity (None when unknown)."""
+    search score (:attr:`Passage.score`: fused RRF value in hybrid mode, cosine similarity
+    in dense mode; None when unknown)."""
     return [
         NodeWithScore(
             node=TextNode(id_=p.id, text=p.text, metadata=passage_metadata(p)),

@@ -28,6 +28,7 @@ __all__ = [
     "RetrievalOptions",
     "RetrievalOverrides",
     "Retriever",
+    "Section",
     "WindowExpander",
     "check_question",
     "format_context",
@@ -56,6 +57,7 @@ __getattr__, __dir__ = lazy_exports(
         "format_context": "parrot_parents.retrieval.passages",
         "Retrieval": "parrot_parents.retrieval.pipeline",
         "Retriever": "parrot_parents.retrieval.pipeline",
+        "Section": "parrot_parents.retrieval.sections",
         # The question's rules live with the stores, whose searches check them too.
         "check_question": "parrot_parents.stores.questions",
     },
@@ -76,4 +78,5 @@ if TYPE_CHECKING:
     from parrot_parents.retrieval.packing import PackResult, pack
     from parrot_parents.retrieval.passages import Hit, Passage, format_context
     from parrot_parents.retrieval.pipeline import Retrieval, Retriever
+    from parrot_parents.retrieval.sections import Section
     from parrot_parents.stores.questions import check_question

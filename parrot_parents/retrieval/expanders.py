@@ -11,7 +11,7 @@ Parent folding (spec FEAT-128; each parent appears once, and a missing parent lo
 
 * hits are grouped by ``parent_document_id``; all parents are fetched with one call;
 * each group becomes its parent, placed at the rank of its best hit, scored with that
-  hit's similarity; later hits of the same parent add nothing (dedup);
+  hit's search score; later hits of the same parent add nothing (dedup);
 * a hit without a parent id stays as itself;
 * when a parent is missing, *all* of its hits stay as themselves, in rank order.
 
@@ -32,7 +32,8 @@ from langchain_core.documents import Document
 
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.packing import SourceIndex
-from parrot_parents.retrieval.passages import Hit, Passage
+from parrot_parents.retrieval.passages import Hit, Passage, branch_scores
+from parrot_parents.retrieval.sections import Section
 from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.markers import (
     CHUNK_INDEX,
@@ -274,6 +275,11 @@ class WindowExpander:
                     Passage.from_hit(hit).source,
                     [hit.id],
                     {},
+                    # The hit's section; pages covering every child of the window.
+                    section=Section.from_metadata(hit.metadata).spanning(
+                        Section.from_metadata(r.metadata) for r in rows
+                    ),
+                    **branch_scores(hit),
                 )
             )
         if not packed:
@@ -317,6 +323,7 @@ def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Pas
             continue
         target.text, target.start_index, target.end_index = text, start, end
         target.id = f"{target.document_id}#window:{start}-{end}"
+        target.section = target.section.spanning([p.section])
         target.child_ids += [c for c in p.child_ids if c not in target.child_ids]
     return out
 

@@ -47,10 +47,12 @@ class Fallback:
 
 @dataclass(frozen=True)
 class ChildScore:
-    """One kept child: its id, vector similarity, rerank score, rank, its rank in each
-    search branch (1-based, None when absent from it), its parent id, its document and
-    character offsets, and (``via``, ``via_kind``) the indexed row that matched, when an
-    ingestion strategy's text was hit rather than the child itself."""
+    """One kept child: its id, search score (:attr:`Hit.score`: fused RRF value in hybrid
+    mode, cosine similarity in dense mode), rerank score, rank, its rank and score in each
+    search branch (1-based rank; cosine similarity, BM25; None when absent from it), its
+    parent id, its document and character offsets, and (``via``, ``via_kind``) the indexed
+    row that matched, when an ingestion strategy's text was hit rather than the child
+    itself."""
 
     id: str
     score: float | None
@@ -66,6 +68,8 @@ class ChildScore:
     # The indexed row (ingestion strategy) that matched, when the hit came through one.
     via: str | None = None
     via_kind: str | None = None
+    dense_score: float | None = None
+    lexical_score: float | None = None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> ChildScore:
@@ -82,6 +86,8 @@ class ChildScore:
             hit.end_index,
             hit.via,
             hit.via_kind,
+            hit.dense_score,
+            hit.lexical_score,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,7 +97,9 @@ class ChildScore:
             "rerank_score": self.rerank_score,
             "rank": self.rank,
             "dense_rank": self.dense_rank,
+            "dense_score": self.dense_score,
             "lexical_rank": self.lexical_rank,
+            "lexical_score": self.lexical_score,
             "parent_id": self.parent_id,
             "document_id": self.document_id,
             "start_index": self.start_index,

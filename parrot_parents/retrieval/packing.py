@@ -25,12 +25,13 @@ three quarters of the budget on distinct hits, one quarter on the text around th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.retrieval.passages import Hit, Passage, PassageKind
+from parrot_parents.retrieval.passages import Hit, Passage, PassageKind, branch_scores
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 
@@ -303,18 +304,13 @@ def _inside(span: Span, outer: Span) -> bool:
 
 
 def _copy(p: Passage, text: str) -> Passage:
-    return Passage(
-        p.id,
-        text,
-        p.kind,
-        p.score,
-        p.rank,
-        p.document_id,
-        None,
-        None,
-        p.source,
-        list(p.child_ids),
-        dict(p.metadata),
+    return dataclasses.replace(
+        p,
+        text=text,
+        start_index=None,
+        end_index=None,
+        child_ids=list(p.child_ids),
+        metadata=dict(p.metadata),
     )
 
 
@@ -404,6 +400,10 @@ def _emit(
                     end,
                     best.source,
                     children,
+                    # The best part's section and branch scores. Pages: those of the
+                    # passages it was cut from (wider than the cut when a piece is short).
+                    section=best.section.spanning(o.section for o in owners),
+                    **branch_scores(best),
                 )
             )
     out.extend(loose)

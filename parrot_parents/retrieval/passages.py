@@ -3,7 +3,9 @@
 :func:`format_context` turns passages into the context string handed to an LLM, in one of
 two styles: ``headers`` (what ``get_vector_context`` and ``/context`` return) and ``tags``
 (the prompt of ``ask``). Both escape passage text, so a document cannot end its own
-passage and pose as another passage or as instructions after it.
+passage and pose as another passage or as instructions after it. With ``citations=True``
+each passage also names its section and pages (:meth:`Section.citation`); off by default,
+so the context a bot hands over is unchanged unless asked for.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 
+from parrot_parents.retrieval.sections import Section
 from parrot_parents.stores.markers import (
     DOCUMENT_ID,
     END_INDEX,
@@ -25,7 +28,15 @@ from parrot_parents.stores.markers import (
 )
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["ContextStyle", "Hit", "Passage", "PassageKind", "format_context", "passage_header"]
+__all__ = [
+    "ContextStyle",
+    "Hit",
+    "Passage",
+    "PassageKind",
+    "branch_scores",
+    "format_context",
+    "passage_header",
+]
 
 PassageKind = Literal["child", "parent", "parent_chunk", "window", "merged"]
 
@@ -36,11 +47,15 @@ class Hit:
 
     Attributes:
         id, text, metadata: the child row.
-        score: cosine similarity in [-1, 1] (higher is better).
+        score: the search score that ordered the hits, higher is better: the fused
+            (weighted RRF) value in ``hybrid`` mode, the cosine similarity in [-1, 1] in
+            ``dense`` mode, None in ``lexical`` mode (see ``lexical_score``).
         rank: 0-based rank after search and rerank.
         rerank_score: raw reranker score when a reranker ran, else None.
         dense_rank, lexical_rank: 1-based rank in the dense and lexical search branches
             (None when the hit was not in that branch).
+        dense_score: cosine similarity from the dense branch (None when absent from it).
+        lexical_score: BM25 score from the lexical branch (None when absent from it).
         via, via_kind: the indexed row (an ingestion strategy's text) through which the
             search reached this row, and its kind; None for a direct hit.
     """
@@ -55,19 +70,25 @@ class Hit:
     lexical_rank: int | None = None
     via: str | None = None
     via_kind: str | None = None
+    dense_score: float | None = None
+    lexical_score: float | None = None
 
     @classmethod
     def from_result(cls, result: SearchResult, rank: int) -> Hit:
+        # In hybrid mode the rows come in fused order: their fused value is the score.
+        score = result.fused_score if result.fused_score is not None else result.score
         return cls(
             result.id,
             result.content,
             dict(result.metadata),
-            result.score,
+            score,
             rank,
             dense_rank=result.dense_rank,
             lexical_rank=result.lexical_rank,
             via=result.via,
             via_kind=result.via_kind,
+            dense_score=result.dense_score,
+            lexical_score=result.lexical_score,
         )
 
     def to_document(self) -> Document:
@@ -109,12 +130,19 @@ class Passage:
         text: the passage text.
         kind: ``child``, ``parent`` (whole document), ``parent_chunk``, ``window``
             (neighbouring children around a hit) or ``merged`` (touching spans joined).
-        score: the best hit's similarity (higher is better).
+        score: the best hit's search score (:attr:`Hit.score`: the fused RRF value in
+            ``hybrid`` mode, the cosine similarity in ``dense`` mode; higher is better).
         rank: 0-based position in the context.
         document_id: source document; start_index/end_index: character offsets into it.
         source: a human-readable origin (file path) when known.
         child_ids: the hits this passage stands for.
         metadata: the row's metadata (for parents and children).
+        section: where the passage lies in its document (:class:`Section`, read through
+            :attr:`section_path`, :attr:`section_ordinal`, :attr:`ordinal`, :attr:`layer`,
+            :attr:`page` and :attr:`page_end`).
+        dense_rank, dense_score, lexical_rank, lexical_score: the best hit's 1-based rank
+            and score in the dense (cosine similarity) and lexical (BM25) search branches;
+            None where it was absent from a branch.
     """
 
     id: str
@@ -128,6 +156,41 @@ class Passage:
     source: str | None = None
     child_ids: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    section: Section = field(default_factory=Section)
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+
+    @property
+    def section_path(self) -> list[str]:
+        """Heading titles from the document's root to the passage's section."""
+        return list(self.section.path)
+
+    @property
+    def section_ordinal(self) -> int | None:
+        """The number in the section's heading ("4. Pay and Payroll" → 4)."""
+        return self.section.section_ordinal
+
+    @property
+    def ordinal(self) -> int | None:
+        """Position of the section in its document (1-based; 0 before any heading)."""
+        return self.section.ordinal
+
+    @property
+    def layer(self) -> str | None:
+        """``section``, ``table_row``, ``table`` or ``document``; None when unrecorded."""
+        return self.section.layer
+
+    @property
+    def page(self) -> int | None:
+        """First page of the passage (1-based), for paged sources (PDF)."""
+        return self.section.page
+
+    @property
+    def page_end(self) -> int | None:
+        """Last page of the passage (1-based), for paged sources (PDF)."""
+        return self.section.page_end
 
     @classmethod
     def from_hit(cls, hit: Hit) -> Passage:
@@ -144,6 +207,8 @@ class Passage:
             source=_source(hit.metadata),
             child_ids=[hit.id],
             metadata=dict(hit.metadata),
+            section=Section.from_metadata(hit.metadata),
+            **branch_scores(hit),
         )
 
     @classmethod
@@ -166,10 +231,22 @@ class Passage:
             source=_source(metadata) or _source(best.metadata),
             child_ids=[h.id for h in hits],
             metadata=dict(metadata),
+            # The parent's own section (where it starts), pages covering its hits too.
+            section=Section.from_metadata(metadata).spanning(
+                Section.from_metadata(h.metadata) for h in hits
+            ),
+            **branch_scores(best),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form used by the CLI and the HTTP service."""
+        """JSON-ready form used by the CLI and the HTTP service.
+
+        Keys: ``id``, ``text``, ``source``, ``document_id``, ``start_index``/``end_index``,
+        ``score``, ``dense_rank``, ``dense_score``, ``lexical_rank``, ``lexical_score``,
+        ``kind``, ``child_ids``, then the section (:meth:`Section.to_dict`:
+        ``section_path``, ``section_ordinal``, ``ordinal``, ``layer``, ``page``,
+        ``page_end``); a value that does not apply is None.
+        """
         return {
             "id": self.id,
             "text": self.text,
@@ -178,9 +255,22 @@ class Passage:
             "start_index": self.start_index,
             "end_index": self.end_index,
             "score": self.score,
+            **branch_scores(self),
             "kind": self.kind,
             "child_ids": list(self.child_ids),
+            **self.section.to_dict(),
         }
+
+
+def branch_scores(item: Hit | Passage) -> dict[str, Any]:
+    """``dense_rank``, ``dense_score``, ``lexical_rank`` and ``lexical_score`` of a hit or
+    a passage, as :class:`Passage` keyword arguments (what a passage built from it keeps)."""
+    return {
+        "dense_rank": item.dense_rank,
+        "dense_score": item.dense_score,
+        "lexical_rank": item.lexical_rank,
+        "lexical_score": item.lexical_score,
+    }
 
 
 def _source(metadata: dict[str, Any]) -> str | None:
@@ -214,7 +304,7 @@ def passage_header(index: int, passage: Passage) -> str:
     return f"[{index}] {where}{span} ({passage.kind})"
 
 
-def _tagged(index: int, passage: Passage) -> str:
+def _tagged(index: int, passage: Passage, citations: bool) -> str:
     attrs = [
         f'n="{index}"',
         f'source="{_attr(passage.source or passage.document_id or passage.id)}"',
@@ -222,11 +312,23 @@ def _tagged(index: int, passage: Passage) -> str:
     if passage.start_index is not None and passage.end_index is not None:
         attrs.append(f'chars="{passage.start_index}-{passage.end_index}"')
     attrs.append(f'kind="{_attr(passage.kind)}"')
+    if citations and (cite := passage.section.citation()) is not None:
+        attrs.append(f'cite="{_attr(cite)}"')
     text = passage.text.replace("</passage", "<\\/passage")
     return f"<passage {' '.join(attrs)}>\n{text}\n</passage>"
 
 
-def format_context(passages: Sequence[Passage], style: ContextStyle = "headers") -> str:
+def _headed(index: int, passage: Passage, citations: bool) -> str:
+    header = passage_header(index, passage)
+    if citations and (cite := passage.section.citation()) is not None:
+        # One line: a heading cannot hold a newline, but a title read from metadata might.
+        header += "\nSection: " + " ".join(cite.split())
+    return f"{header}\n{_escape_lines(passage.text)}"
+
+
+def format_context(
+    passages: Sequence[Passage], style: ContextStyle = "headers", *, citations: bool = False
+) -> str:
     """The context string of ``passages``, numbered from 1 in order.
 
     Styles:
@@ -237,9 +339,13 @@ def format_context(passages: Sequence[Passage], style: ContextStyle = "headers")
     * ``tags``: each passage between ``<passage n=".." source=".." chars=".." kind="..">``
       and ``</passage>``; ``</passage`` inside the text is written ``<\\/passage``.
 
+    ``citations`` (default False): also name each passage's section and pages
+    (:meth:`Section.citation`), on a ``Section: Employee Handbook › 4. Pay and Payroll``
+    line under the header, or as a ``cite=".."`` attribute; a passage with neither gets
+    none. Off, the string is exactly what it was without the option.
+
     Only the context string is escaped; ``Passage.text`` stays the exact source span.
     """
     if style == "tags":
-        return "\n\n".join(_tagged(i, p) for i, p in enumerate(passages, 1))
-    blocks = [f"{passage_header(i, p)}\n{_escape_lines(p.text)}" for i, p in enumerate(passages, 1)]
-    return "\n\n---\n\n".join(blocks)
+        return "\n\n".join(_tagged(i, p, citations) for i, p in enumerate(passages, 1))
+    return "\n\n---\n\n".join(_headed(i, p, citations) for i, p in enumerate(passages, 1))

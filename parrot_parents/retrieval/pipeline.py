@@ -54,9 +54,10 @@ class Retrieval:
         """The passages under source headers (:func:`format_context`, ``headers`` style)."""
         return format_context(self.passages)
 
-    def format(self, style: ContextStyle = "headers") -> str:
-        """The passages as a context string in ``style``."""
-        return format_context(self.passages, style)
+    def format(self, style: ContextStyle = "headers", *, citations: bool = False) -> str:
+        """The passages as a context string in ``style``; ``citations`` adds each passage's
+        section and pages (see :func:`format_context`)."""
+        return format_context(self.passages, style, citations=citations)
 
 
 def _ms(start: float) -> float:

@@ -44,9 +44,58 @@ _PASSAGE = {
         "document_id": {"type": ["string", "null"]},
         "start_index": {"type": ["integer", "null"], "description": "character offset"},
         "end_index": {"type": ["integer", "null"], "description": "character offset"},
-        "score": {"type": ["number", "null"], "description": "cosine similarity, higher is better"},
+        "score": {
+            "type": ["number", "null"],
+            "description": "the best hit's search score, higher is better: the fused "
+            "(weighted RRF) value in hybrid mode, the cosine similarity in dense mode, null "
+            "in lexical mode",
+        },
+        "dense_rank": {
+            "type": ["integer", "null"],
+            "description": "the best hit's 1-based rank in the dense branch (null: not in it)",
+        },
+        "dense_score": {
+            "type": ["number", "null"],
+            "description": "the best hit's cosine similarity (null: not in the dense branch)",
+        },
+        "lexical_rank": {
+            "type": ["integer", "null"],
+            "description": "the best hit's 1-based rank in the lexical (BM25) branch "
+            "(null: not in it)",
+        },
+        "lexical_score": {
+            "type": ["number", "null"],
+            "description": "the best hit's BM25 score (null: not in the lexical branch)",
+        },
         "kind": {"enum": ["child", "parent", "parent_chunk", "window", "merged"]},
         "child_ids": {"type": "array", "items": {"type": "string"}},
+        "section_path": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "heading titles from the document's root to the passage's "
+            "section (a parent's own section, a window's hit's); empty when unknown",
+        },
+        "section_ordinal": {
+            "type": ["integer", "null"],
+            "description": "the number in the section's heading ('4. Pay and Payroll': 4)",
+        },
+        "ordinal": {
+            "type": ["integer", "null"],
+            "description": "position of the section in the document (1-based, 0 before "
+            "the first heading)",
+        },
+        "layer": {
+            "type": ["string", "null"],
+            "description": "section, table_row, table or document",
+        },
+        "page": {
+            "type": ["integer", "null"],
+            "description": "first page (1-based) for sources with pages (PDF), else null",
+        },
+        "page_end": {
+            "type": ["integer", "null"],
+            "description": "last page (1-based) for sources with pages (PDF), else null",
+        },
     },
 }
 _ERROR = {

@@ -66,6 +66,7 @@ HIT_COLUMNS = (
     "dense_rank",
     "lexical_rank",
     "lexical_score",
+    "fused_score",
     "ord",
 )
 
@@ -76,7 +77,7 @@ def _key(column: Any, key: str) -> Any:
 
 
 def _rows(kind: str, source: Any) -> Select[Any]:
-    """``source``'s rows in the shape of the union (kind, ord, id, ... lexical_score)."""
+    """``source``'s rows in the shape of the union (kind, ord, id, ... fused_score)."""
     return select(
         literal_column(f"'{kind}'", Text).label("kind"),
         cast(null(), Integer).label("ord"),
@@ -87,6 +88,7 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         cast(null(), Integer).label("dense_rank"),
         cast(null(), Integer).label("lexical_rank"),
         cast(null(), Float).label("lexical_score"),
+        cast(null(), Float).label("fused_score"),
     )
 
 
@@ -174,6 +176,7 @@ def search_with_context(table: Table, ranked: Select[Any], plan: ContextPlan | N
         hits.c.dense_rank,
         hits.c.lexical_rank,
         hits.c.lexical_score,
+        hits.c.fused_score,
     )
     parts: list[Select[Any]] = [first, _rows("t", targets)]
     if plan is not None:
@@ -217,6 +220,7 @@ def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
         dense_rank=int(r["ord"]) if mode_dense else _int(r["dense_rank"]),
         lexical_rank=None if mode_dense else _int(r["lexical_rank"]),
         lexical_score=None if mode_dense else _float(r["lexical_score"]),
+        fused_score=None if mode_dense else _float(r["fused_score"]),
     )
 
 

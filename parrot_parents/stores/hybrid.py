@@ -226,7 +226,9 @@ def search_statement(
     Dense-only search stays the store's plain kNN statement.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
-    ord`` (the 1-based rank), best first. ``distance`` is the cosine distance when ``with_vector``.
+    fused_score, ord`` (the 1-based rank), best first. ``distance`` is the cosine distance
+    when ``with_vector``; ``fused_score`` is the weighted RRF value the rows are ordered by
+    (``hybrid``; None in ``lexical`` mode).
 
     Args:
         table: the collection table.
@@ -256,6 +258,7 @@ def search_statement(
                 literal(None, Float).label("dense_rank"),
                 lex.c.lexical_rank,
                 lex.c.lexical_score,
+                literal(None, Float).label("fused_score"),
                 func.row_number().over(order_by=lex.c.lexical_rank).label("ord"),
             )
             .join(lex, lex.c.id == table.c.id)
@@ -291,6 +294,7 @@ def search_statement(
             top.c.dense_rank,
             top.c.lexical_rank,
             top.c.lexical_score,
+            top.c.fused.label("fused_score"),
             func.row_number()
             .over(order_by=(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id))
             .label("ord"),

@@ -954,6 +954,7 @@ class PgVectorStore(
                 cast(null(), Integer).label("dense_rank"),
                 cast(null(), Integer).label("lexical_rank"),
                 cast(null(), Float).label("lexical_score"),
+                cast(null(), Float).label("fused_score"),
                 func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
             )
         assert self.text_search_config is not None

@@ -26,6 +26,10 @@ class SearchResult:
         dense_rank, lexical_rank: 1-based rank in the dense and the lexical (BM25) branch;
             None when the row was not in that branch's candidates.
         lexical_score: the BM25 score, when the lexical branch ran and found the row.
+        fused_score: in ``hybrid`` mode, the weighted reciprocal-rank-fusion value the rows
+            are ordered by (higher is better; :mod:`parrot_parents.stores.hybrid`); None in
+            the other modes, and from a store whose engine fuses without reporting ranks
+            (Milvus, whose ``score`` is then the fused value).
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
@@ -39,8 +43,17 @@ class SearchResult:
     dense_rank: int | None = None
     lexical_rank: int | None = None
     lexical_score: float | None = None
+    fused_score: float | None = None
     via: str | None = None
     via_kind: str | None = None
+
+    @property
+    def dense_score(self) -> float | None:
+        """Cosine similarity from the dense branch (``1 - distance``); None without a
+        query vector, and in ``hybrid`` mode for a row the dense branch did not rank."""
+        if self.distance is None or (self.fused_score is not None and self.dense_rank is None):
+            return None
+        return 1.0 - self.distance
 
     @property
     def page_content(self) -> str:

@@ -252,11 +252,13 @@
     const columns = [
       ["rank", "rank", (c) => String(c.rank + 1)],
       ["id", "child", (c) => c.id],
-      ["score", "vector score", (c) => fmt(c.score, 4)],
+      ["score", "score", (c) => fmt(c.score, 4)],
     ];
     if (has("rerank_score")) columns.push(["rerank_score", "rerank score", (c) => fmt(c.rerank_score, 4)]);
     if (has("dense_rank")) columns.push(["dense_rank", "dense rank", (c) => c.dense_rank == null ? "" : String(c.dense_rank)]);
+    if (has("dense_score")) columns.push(["dense_score", "cosine", (c) => c.dense_score == null ? "" : fmt(c.dense_score, 4)]);
     if (has("lexical_rank")) columns.push(["lexical_rank", "lexical rank", (c) => c.lexical_rank == null ? "" : String(c.lexical_rank)]);
+    if (has("lexical_score")) columns.push(["lexical_score", "BM25", (c) => c.lexical_score == null ? "" : fmt(c.lexical_score, 3)]);
     columns.push(["span", "characters", (c) =>
       c.start_index == null ? "" : c.start_index + "–" + c.end_index]);
     columns.push(["parent_id", "parent", (c) => c.parent_id || "(none)"]);
@@ -318,6 +320,22 @@
     return merged;
   }
 
+  // " (dense #1 0.6120, lexical #3 7.412)": the branch ranks and scores behind a score.
+  function branchText(p) {
+    const parts = [];
+    if (p.dense_rank != null) parts.push("dense #" + p.dense_rank + (p.dense_score == null ? "" : " " + fmt(p.dense_score, 4)));
+    if (p.lexical_rank != null) parts.push("lexical #" + p.lexical_rank + (p.lexical_score == null ? "" : " " + fmt(p.lexical_score, 3)));
+    return parts.length ? " (" + parts.join(", ") + ")" : "";
+  }
+
+  // "Employee Handbook › 4. Pay and Payroll · page 3": where a passage lies.
+  function sectionText(p) {
+    const parts = [];
+    if ((p.section_path || []).length) parts.push(p.section_path.join(" › "));
+    if (p.page != null) parts.push(p.page_end != null && p.page_end !== p.page ? "pages " + p.page + "–" + p.page_end : "page " + p.page);
+    return parts.join(" · ");
+  }
+
   function renderPassages(passages, children) {
     const list = clear($("passages"));
     passages.forEach((p, i) => {
@@ -329,8 +347,11 @@
         el("span", { class: "p-span" }, p.start_index == null ? "?" : p.start_index + "–" + p.end_index),
         " · ", el("span", { class: "p-chars" }, String(chars)), " chars",
         p.score == null ? "" : " · best score " + fmt(p.score, 4),
+        branchText(p),
         " · hits: ", el("span", { class: "p-hits" }, (p.child_ids || []).length ? p.child_ids.join(", ") : "(none)")
       );
+      const where = sectionText(p);
+      if (where) header.append(el("div", { class: "p-section" }, where));
       const text = el("div", { class: "p-text" });
       let at = 0;
       for (const [s, e, ranks] of hitRanges(p, children)) {

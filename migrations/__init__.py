@@ -167,7 +167,8 @@ def apply_pending(dsn: str | None = None) -> list[str]:
 
 def _upgrade(cfg: Config, revision: str) -> list[str]:
     """Run alembic's upgrade with ``cfg``; the revisions it applied, in order."""
-    cfg.attributes["applied"] = applied = []
+    applied: list[str] = []
+    cfg.attributes["applied"] = applied
     with _COMMAND_LOCK:
         command.upgrade(cfg, revision)
     return list(applied)

@@ -9,10 +9,11 @@ transaction, under an advisory lock so that two processes never migrate at once.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from alembic import context
-from alembic.runtime.migration import MigrationInfo
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -26,7 +27,9 @@ _LOCK_KEY = 0x7070_6D69_6772
 config = context.config
 
 
-def _record(*, step: MigrationInfo, **_: Any) -> None:
+def _record(
+    ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any], run_args: Mapping[str, Any]
+) -> None:
     """List each revision applied in ``Config.attributes["applied"]``, when the caller
     asked (:func:`parrot_parents.migrations.upgrade` does): what this process ran, not
     what another one ran while this one waited for the lock."""

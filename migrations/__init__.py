@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_DIMENSION",
     "VERSION_TABLE",
     "alembic_config",
+    "apply_pending",
     "current",
     "downgrade",
     "heads",
@@ -141,14 +142,36 @@ def upgrade(
     """
     cfg = alembic_config(dsn, collections=collections, dimension=dimension, schema=schema)
     cfg.attributes["created"] = created = []
-    with _COMMAND_LOCK:
-        command.upgrade(cfg, revision)
+    _upgrade(cfg, revision)
     if collections:
         created += _with_connection(
             dsn,
             lambda conn: ensure_collections(conn, cfg.attributes["collections"], dimension, schema),
         )
     return list(dict.fromkeys(created))
+
+
+def apply_pending(dsn: str | None = None) -> list[str]:
+    """Upgrade to ``head`` and return the revisions this call applied, oldest first.
+
+    Idempotent and safe when several processes start at once (a service's replicas):
+    under the advisory lock, each reads the database's revision and applies only what
+    is still missing, so one of them applies the revisions and the others get ``[]``.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError, alembic.util.CommandError: as :func:`upgrade`
+            (for instance a database user that may not change the schema).
+    """
+    return _upgrade(alembic_config(dsn), "head")
+
+
+def _upgrade(cfg: Config, revision: str) -> list[str]:
+    """Run alembic's upgrade with ``cfg``; the revisions it applied, in order."""
+    applied: list[str] = []
+    cfg.attributes["applied"] = applied
+    with _COMMAND_LOCK:
+        command.upgrade(cfg, revision)
+    return list(applied)
 
 
 def downgrade(

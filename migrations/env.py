@@ -9,8 +9,11 @@ transaction, under an advisory lock so that two processes never migrate at once.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from alembic import context
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -24,12 +27,24 @@ _LOCK_KEY = 0x7070_6D69_6772
 config = context.config
 
 
+def _record(
+    ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any], run_args: Mapping[str, Any]
+) -> None:
+    """List each revision applied in ``Config.attributes["applied"]``, when the caller
+    asked (:func:`parrot_parents.migrations.upgrade` does): what this process ran, not
+    what another one ran while this one waited for the lock."""
+    applied = config.attributes.get("applied")
+    if applied is not None and step.is_upgrade:
+        applied.extend(step.up_revision_ids)
+
+
 def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=None,
         version_table=VERSION_TABLE,
         transaction_per_migration=True,
+        on_version_apply=_record,
     )
     connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_KEY})
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
 from parrot_parents.loaders.defaults import (
@@ -167,6 +167,34 @@ def parent_sizes(args: argparse.Namespace, spec: StrategySpec | None = None) -> 
     }
 
 
+#: The bar counts documents in fractions (a long document advances as its children are
+#: embedded), so its count is shown with one decimal.
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total_fmt} doc [{elapsed}<{remaining}]"
+
+
+class _BarProgress:
+    """The ingest's :class:`~parrot_parents.loaders.progress.IngestProgress` on a tqdm
+    bar: the stage in its description, the embedding as its count; the documents stored
+    are counted for the message of an interrupted ingest."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.stored_documents = 0
+
+    def stage(self, name: str) -> None:
+        from parrot_parents.loaders.progress import EMBEDDING
+
+        self.bar.set_description_str("ingest" if name == EMBEDDING else f"ingest ({name})")
+
+    def advance(self, documents: float) -> None:
+        self.bar.update(documents)
+        if self.bar.n >= self.bar.total - 1e-9:
+            self.bar.set_description_str("ingest (writing)")  # the last batch's commit
+
+    def stored(self, documents: int) -> None:
+        self.stored_documents += documents
+
+
 async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -191,14 +219,22 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
-        bulk = await wants_bulk_load(store, args.bulk) if docs else False
         failed_before = len(loader.report.failed)
-        with tqdm(total=len(docs), unit="doc", desc="ingest", file=sys.stderr) as bar:
+        with tqdm(
+            total=len(docs),
+            unit="doc",
+            desc="ingest (connecting)",
+            file=sys.stderr,
+            bar_format=BAR_FORMAT,
+        ) as bar:
+            events = _BarProgress(bar)
+            bulk = await wants_bulk_load(store, args.bulk) if docs else False
+            bar.set_description_str("ingest (splitting)")
             try:
                 rows = await loader.chunk_documents(
                     docs,
                     vector_store=store,
-                    progress=bar.update,
+                    progress=events,
                     skip_unchanged=True,
                     bulk_load=bulk,
                     **sizes,
@@ -206,8 +242,9 @@ async def run(args: argparse.Namespace) -> int:
             except asyncio.CancelledError:
                 # Ctrl-C: say what is stored. Each document is written whole or not at all.
                 print(
-                    f"\ninterrupted: at least {bar.n} of {len(docs)} document(s) were stored, "
-                    "each one whole; running the same command again is safe",
+                    f"\ninterrupted: at least {events.stored_documents} of {len(docs)} "
+                    "document(s) were stored, each one whole; running the same command again "
+                    "is safe",
                     file=sys.stderr,
                 )
                 raise

@@ -11,7 +11,9 @@ import sys
 
 from parrot_parents.cli.common import add_dsn_option, add_model_option
 
-__all__ = ["register"]
+__all__ = ["migrate", "register"]
+
+logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "serve",
         help="serve the bots over HTTP",
-        description="Loads every enabled bot row and serves /api/v1 (see /openapi.json). "
+        description="Applies the pending schema migrations (bots table; --no-migrate to "
+        "skip), loads every enabled bot row and serves /api/v1 (see /openapi.json). "
         "A bad row is reported and skipped. /ask needs PARROT_PARENTS_LLM_BASE_URL and "
         "PARROT_PARENTS_LLM_MODEL (and optionally PARROT_PARENTS_LLM_API_KEY).",
     )
@@ -61,12 +64,55 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"answer 408 and close when a body takes longer ({DEFAULT_BODY_TIMEOUT_S:g})",
     )
     p.add_argument(
+        "--migrate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="apply the pending schema migrations at start, as `parrot-parents migrate` "
+        "does, and log them (default: on; safe when several servers start at once). "
+        "--no-migrate: for a database user that may not change the schema",
+    )
+    p.add_argument(
         "--auto-reload",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="reload changed bot rows before each request (default: on)",
     )
     p.set_defaults(func=run)
+
+
+async def migrate(dsn: str | None) -> list[str]:
+    """Apply the pending migrations of the database ``dsn`` (None: ``$PARROT_PARENTS_DSN``,
+    else the embedded server) and log what was applied; the revisions applied.
+
+    Raises:
+        StoreError: a migration failed (the message names it; nothing of a failed
+            revision is kept); the hint names ``--no-migrate``.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from parrot_parents import migrations
+    from parrot_parents.errors import StoreError
+
+    try:
+        applied = await asyncio.to_thread(migrations.apply_pending, dsn)
+    except SQLAlchemyError as exc:
+        raise StoreError(
+            f"applying the schema migrations failed: {exc.__class__.__name__}: {exc}",
+            hint="run `parrot-parents migrate` as a user that may change the schema, then "
+            "start with --no-migrate",
+        ) from exc
+    head = ", ".join(migrations.heads())
+    if applied:
+        docs = {r["revision"]: r["doc"] for r in migrations.history()}
+        logger.info(
+            "applied %d migration(s): %s; the schema is at %s",
+            len(applied),
+            "; ".join(f"{rev} ({docs.get(rev, '')})" for rev in applied),
+            head,
+        )
+    else:
+        logger.info("schema up to date (revision %s), no migration applied", head)
+    return applied
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -84,6 +130,9 @@ async def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if args.migrate:
+        # Before the model loads: a database that cannot be reached or migrated fails fast.
+        await migrate(args.dsn)
     llm = ChatCompletionsClient.from_env()
     embedding = SentenceTransformerEmbeddings(args.model)
     await asyncio.to_thread(embedding.warm_up)

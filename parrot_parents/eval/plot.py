@@ -114,9 +114,14 @@ def draw_curves(
     out: str | Path,
     *,
     title: str = "Recall against the context budget",
+    metadata: Mapping[str, str] | None = None,
 ) -> Path:
     """Draw ``curves`` (x: budget in characters, y: recall) to ``out`` (PNG, SVG or PDF
     by suffix). Returns the path written.
+
+    ``metadata`` (default none) is stored in the file: in a PNG as text chunks, any key;
+    SVG and PDF take only their format's keys (``Title``, ``Creator``...), as matplotlib's
+    ``savefig(metadata=...)`` does.
 
     Raises:
         ConfigurationError: no curves, a curve without points, the output folder missing,
@@ -145,7 +150,7 @@ def draw_curves(
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
         fig.tight_layout()
-        fig.savefig(path)
+        fig.savefig(path, metadata=dict(metadata) if metadata else None)
     finally:
         plt.close(fig)
     return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import shlex
@@ -35,6 +36,12 @@ from parrot_parents.loaders.hierarchy import (
 from parrot_parents.loaders.indexing import RowIndexer
 from parrot_parents.loaders.pipeline import DEFAULT_QUEUE_SIZE, pipelined
 from parrot_parents.loaders.policy import ChunkPolicy
+from parrot_parents.loaders.progress import (
+    EMBEDDING,
+    LOADING_MODEL,
+    IngestProgress,
+    as_progress,
+)
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_structure
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
@@ -181,7 +188,7 @@ class AbstractLoader(ABC):
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         *,
-        progress: Callable[[int], object] | None = None,
+        progress: IngestProgress | Callable[[int], object] | None = None,
         batch_documents: int = 8,
         skip_unchanged: bool = False,
         bulk_load: bool = False,
@@ -203,7 +210,11 @@ class AbstractLoader(ABC):
             parent_chunk_size_tokens: parent_chunk length in characters (default 4000).
             parent_chunk_overlap_tokens: overlap of neighbouring parent_chunks in
                 characters (default 200); must be smaller than the size.
-            progress: called with the number of documents finished after each batch.
+            progress: an :class:`~parrot_parents.loaders.progress.IngestProgress`, told
+                when the model starts and ends loading, each document's embedding as it
+                goes (per document, or per step of at most 2,000 characters of its
+                children, whichever is finer) and each batch stored; or a plain callable,
+                called with the number of documents finished after each batch.
             batch_documents: documents embedded together, and written in one transaction
                 when the store has a documents table
                 (:class:`~parrot_parents.stores.protocols.DocumentTable`; a batch the
@@ -302,15 +313,24 @@ class AbstractLoader(ABC):
             names[hierarchy.document_id] = name
             records[hierarchy.document_id] = record
             hierarchies.append(hierarchy)
-        if progress is not None and len(hierarchies) < len(documents):
+        events = as_progress(progress)
+        if events is not None and len(hierarchies) < len(documents):
             # refused or unchanged: finished, not stored
-            progress(len(documents) - len(hierarchies))
+            events.advance(len(documents) - len(hierarchies))
+            events.stored(len(documents) - len(hierarchies))
         out: list[Document] = []
 
         async def embedded() -> AsyncIterator[
             tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
         ]:
             """The model's stage: each batch embedded (and indexed), in a worker thread."""
+            if hierarchies and vector_store is not None:
+                # The load can take longer than the rest of a small ingest: say so first.
+                if events is not None:
+                    events.stage(LOADING_MODEL)
+                await asyncio.to_thread(self.processor.warm_up)
+                if events is not None:
+                    events.stage(EMBEDDING)
             if hierarchies and isinstance(vector_store, ModelChecked):
                 # After every input is checked, before any vector is made: the collection
                 # must hold this model's vectors (or none yet).
@@ -321,8 +341,10 @@ class AbstractLoader(ABC):
                 extra: Mapping[str, Sequence[Document]] = {}
                 if vector_store is not None:
                     await self._warn_on_replaced_sources(vector_store, batch, documents)
-                    batch = await self._embed_isolated(batch, names)
+                    batch = await self._embed_isolated(batch, names, events)
                     extra = await indexer.index_rows(batch) if indexer else {}
+                elif events is not None:
+                    events.advance(done)  # nothing to embed without a store
                 yield batch, done, extra
 
         async def store(
@@ -334,8 +356,8 @@ class AbstractLoader(ABC):
                 batch = await self._write_batch(vector_store, batch, extra, records, names)
             for h in batch:
                 out.extend(h.documents())
-            if progress is not None:
-                progress(done)
+            if events is not None:
+                events.stored(done)
 
         async with _bulk(vector_store, bulk_load, self.report):
             # The model embeds batch k+1 while batch k is written (a bounded queue).
@@ -429,12 +451,26 @@ class AbstractLoader(ABC):
         )
 
     async def _embed_isolated(
-        self, batch: list[DocumentHierarchy], names: dict[str, str]
+        self,
+        batch: list[DocumentHierarchy],
+        names: dict[str, str],
+        events: IngestProgress | None = None,
     ) -> list[DocumentHierarchy]:
         """Embed the batch together; when that fails, embed each document alone, so that a
-        document the model cannot take fails alone (it is reported) and the others stay."""
+        document the model cannot take fails alone (it is reported) and the others stay.
+
+        ``events`` is told each step's advance; on a retry, only what the first attempt
+        did not report, so the batch advances by ``len(batch)`` in all."""
+        reported = 0.0
+
+        def advance(fraction: float) -> None:
+            nonlocal reported
+            reported += fraction
+            if events is not None:
+                events.advance(fraction)
+
         try:
-            await self.processor.embed_hierarchies(batch)
+            await self.processor.embed_hierarchies(batch, advance)
             return batch
         except ModelLoadError:
             raise  # no document can be embedded: not a per-document failure
@@ -455,6 +491,8 @@ class AbstractLoader(ABC):
                 )
                 continue
             kept.append(h)
+        if events is not None and len(batch) > reported:
+            events.advance(len(batch) - reported)
         return kept
 
     async def _warn_on_replaced_sources(

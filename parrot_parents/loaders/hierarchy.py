@@ -19,7 +19,7 @@ is pooled from the token vectors inside its span, so it carries the parent's con
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from parrot_parents.loaders.defaults import (
     DEFAULT_SECTION_PARENTS,
     DEFAULT_THRESHOLD,
 )
+from parrot_parents.loaders.progress import PROGRESS_CHARACTERS
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
@@ -290,38 +291,50 @@ class LateChunkingProcessor:
             self._late = LateChunkingEmbedder(self.embedding)
             self._late.warm_up()
 
-    async def embed_hierarchies(self, hierarchies: Sequence[DocumentHierarchy]) -> None:
-        """Fill ``ChunkInfo.embedding`` of every child, batching across documents."""
-        children = [c for h in hierarchies for c in h.children]
-        if not children:
-            return
+    async def embed_hierarchies(
+        self,
+        hierarchies: Sequence[DocumentHierarchy],
+        on_progress: Callable[[float], object] | None = None,
+    ) -> None:
+        """Fill ``ChunkInfo.embedding`` of every child.
+
+        The model runs per document, and a document whose children hold more than
+        :data:`~parrot_parents.loaders.progress.PROGRESS_CHARACTERS` characters in steps
+        of at most that many (one parent's children stay in one
+        step: late chunking reads the parent in one pass). After each step
+        ``on_progress`` (default none) is told the fraction of its document done, so the
+        fractions of a call add up to ``len(hierarchies)``.
+        """
+        for h in hierarchies:
+            for step, fraction in _steps(h, self.late_chunking):
+                if step:
+                    await self._embed_step(step)
+                if on_progress is not None:
+                    on_progress(fraction)
+
+    async def _embed_step(self, groups: list[tuple[Document | None, list[ChunkInfo]]]) -> None:
+        """Embed one step: ``(parent, its children)`` groups with late chunking, else
+        ``(None, children)`` embedded alone."""
         if not self.late_chunking:
-            await self._embed_each(children)
+            await self._embed_each([c for _, kids in groups for c in kids])
             return
         self.warm_up()
         items: list[tuple[str, list[tuple[int, int]]]] = []
-        owners: list[list[ChunkInfo]] = []
-        for h in hierarchies:
-            by_parent: dict[str, list[ChunkInfo]] = {}
-            for c in h.children:
-                by_parent.setdefault(c.parent_id, []).append(c)
-            for parent in h.parents:
-                kids = by_parent.get(str(parent.id), [])
-                if not kids:
-                    continue
-                # The preamble is read in the same pass, before the parent's text, so every
-                # child's vector sees its headings; the spans move by its length.
-                head = _preamble_prefix(parent.metadata)
-                offset = int(parent.metadata["start_index"]) - len(head)
-                items.append(
-                    (
-                        head + parent.page_content,
-                        [(c.start_index - offset, c.end_index - offset) for c in kids],
-                    )
+        for parent, kids in groups:
+            assert parent is not None  # late chunking steps always name the parent
+            # The preamble is read in the same pass, before the parent's text, so every
+            # child's vector sees its headings; the spans move by its length.
+            head = _preamble_prefix(parent.metadata)
+            offset = int(parent.metadata["start_index"]) - len(head)
+            items.append(
+                (
+                    head + parent.page_content,
+                    [(c.start_index - offset, c.end_index - offset) for c in kids],
                 )
-                owners.append(kids)
+            )
+        assert self._late is not None  # set by warm_up with late chunking on
         results = await self._late.aembed_spans(items)
-        for kids, vectors in zip(owners, results, strict=True):
+        for (_, kids), vectors in zip(groups, results, strict=True):
             for child, vector in zip(kids, vectors, strict=True):
                 child.embedding = vector  # a float32 row of the model's output
 
@@ -440,3 +453,42 @@ _RESERVED = frozenset(
         RETRIEVAL_PREAMBLE,
     }
 )
+
+
+def _steps(
+    h: DocumentHierarchy, late_chunking: bool, step_characters: int = PROGRESS_CHARACTERS
+) -> list[tuple[list[tuple[Document | None, list[ChunkInfo]]], float]]:
+    """A document's children cut into embedding steps of at most ``step_characters``
+    characters of child text, each with the fraction of the document it completes.
+
+    With late chunking a step holds whole parents' children (a parent with more stays
+    alone in its step); without, children one by one. A document without children is one
+    empty step of fraction 1.
+    """
+    if late_chunking:
+        by_parent: dict[str, list[ChunkInfo]] = {}
+        for c in h.children:
+            by_parent.setdefault(c.parent_id, []).append(c)
+        units: list[tuple[Document | None, list[ChunkInfo]]] = [
+            (parent, by_parent[str(parent.id)])
+            for parent in h.parents
+            if by_parent.get(str(parent.id))
+        ]
+    else:
+        units = [(None, [c]) for c in h.children]
+    total = sum(len(c.text) for _, kids in units for c in kids)
+    if not units or total == 0:
+        return [(units, 1.0)]
+    steps: list[tuple[list[tuple[Document | None, list[ChunkInfo]]], float]] = []
+    current: list[tuple[Document | None, list[ChunkInfo]]] = []
+    size = 0
+    for unit in units:
+        chars = sum(len(c.text) for c in unit[1])
+        if current and size + chars > step_characters:
+            steps.append((current, size / total))
+            current, size = [], 0
+        current.append(unit)
+        size += chars
+    # The last step completes the document exactly, whatever the rounding before it.
+    steps.append((current, 1.0 - sum(f for _, f in steps)))
+    return steps

@@ -28,6 +28,7 @@ from parrot_parents.loaders.defaults import (
     DEFAULT_THRESHOLD,
 )
 from parrot_parents.loaders.indexing import RowIndexer
+from parrot_parents.loaders.progress import IngestProgress
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, read_document
 from parrot_parents.stores.abstract import AbstractStore
@@ -131,7 +132,7 @@ class TextLoader(AbstractLoader):
         parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
         parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
         parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
-        progress: Callable[[int], None] | None = None,
+        progress: IngestProgress | Callable[[int], object] | None = None,
         skip_unchanged: bool = True,
         bulk_load: bool | None = None,
     ) -> IngestReport:
@@ -141,7 +142,8 @@ class TextLoader(AbstractLoader):
         skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
         ``bulk_load``: defer the vector index and build it once after the load; None
         (default) does so into a new or empty collection (:func:`wants_bulk_load`); the
-        build time is ``report.index_build_seconds``.
+        build time is ``report.index_build_seconds``. ``progress``: as
+        :meth:`~parrot_parents.loaders.abstract.AbstractLoader.chunk_documents` takes it.
 
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """

@@ -12,6 +12,7 @@ import urllib.request
 from typing import Any
 
 from parrot_parents.bots.repository import BotRepository
+from tests.migrations.support import empty_dsn_fixture  # noqa: F401
 
 
 def _get(url: str, token: str | None = None, body: dict[str, Any] | None = None) -> Any:
@@ -70,3 +71,63 @@ async def test_serve_with_a_token_from_the_environment(repo: BotRepository, bots
         _, err = await asyncio.to_thread(proc.communicate, timeout=30)
     assert proc.returncode == 0, err
     assert "bot 'broken' not loaded: collection: table 'public.no_such_table'" in err
+
+
+async def _start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """A ``serve --port 0`` process and its base URL (from its first line of output)."""
+    import asyncio
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "parrot_parents", "serve", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = await asyncio.to_thread(proc.stdout.readline)  # type: ignore[union-attr]
+    match = re.search(r"serving 0 bot\(s\) on (http://[\d.]+:\d+)", line)
+    if not match:
+        proc.kill()
+        _, err = proc.communicate(timeout=30)
+        raise AssertionError(f"serve did not start: {line!r}\n{err[-3000:]}")
+    return proc, match.group(1)
+
+
+async def test_two_servers_starting_on_a_fresh_database_migrate_it_once(empty_dsn: str) -> None:
+    """A database that was never migrated: both servers start at once, one applies every
+    revision (and logs them), the other finds the schema up to date; both serve."""
+    import asyncio
+
+    from parrot_parents import migrations
+
+    env = {
+        **os.environ,
+        "PARROT_PARENTS_TOKEN": "t",
+        "PARROT_PARENTS_DSN": empty_dsn,
+        "HF_HUB_OFFLINE": "1",
+    }
+    env.pop("PARROT_PARENTS_LLM_BASE_URL", None)
+    started = await asyncio.gather(_start(env), _start(env), return_exceptions=True)
+    procs = [s[0] for s in started if not isinstance(s, BaseException)]
+    errs = []
+    try:
+        failed = [s for s in started if isinstance(s, BaseException)]
+        assert not failed, failed
+        for _, base in started:  # type: ignore[misc]
+            assert await asyncio.to_thread(_get, f"{base}/health") == (200, {"status": "ok"})
+            status, body = await asyncio.to_thread(_get, f"{base}/api/v1/bots", "t")
+            assert (status, body["bots"]) == (200, [])
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            _, err = await asyncio.to_thread(proc.communicate, timeout=30)
+            errs.append(err)
+    assert [p.returncode for p in procs] == [0, 0], errs
+    revisions = [r["revision"] for r in migrations.history()]
+    applied = [e for e in errs if f"applied {len(revisions)} migration(s): {revisions[0]} (" in e]
+    assert len(applied) == 1, errs
+    assert all(rev in applied[0] for rev in revisions)
+    head = migrations.heads()[0]
+    others = [e for e in errs if e is not applied[0]]
+    assert f"schema up to date (revision {head}), no migration applied" in others[0], errs

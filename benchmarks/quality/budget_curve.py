@@ -104,7 +104,16 @@ PACKED: list[tuple[str, str, tuple[str, ...]]] = [
 PLAIN = Row(
     "children-400-plain",
     "plain 400-char chunks, dense, top 40",
-    ("--no-expand", "--child-size", "400", "--limit", "40", "--no-late-chunking"),
+    (
+        "--no-expand",
+        "--child-size",
+        "400",
+        "--limit",
+        "40",
+        "--no-late-chunking",
+        "--strategy",
+        "plain",
+    ),
 )
 PEERS = {
     "bm25-dense": "plain 400-char chunks, BM25 + dense (RRF k=60), top 40",

@@ -150,8 +150,8 @@ def validation_problems(
     exc: ValidationError, model: type[BaseModel], prefix: str = ""
 ) -> list[tuple[str, str]]:
     """``[(dotted key, message), ...]`` of a pydantic error, in the package's wording:
-    ``unknown key (known keys: ...)``, ``required key is missing``, or pydantic's message
-    followed by ``got <value>``."""
+    ``unknown key (known keys: ...)``, ``required key is missing``, the words of the
+    package's own validators, or pydantic's message followed by ``got <value>``."""
     out = []
     for err in exc.errors(include_url=False):
         key = prefix + ".".join(str(p) for p in err["loc"])
@@ -160,8 +160,12 @@ def validation_problems(
             msg = f"unknown key (known keys: {', '.join(known) or 'none'})"
         elif err["type"] == "missing":
             msg = "required key is missing"
+        elif err["type"] == "value_error":
+            # The package's own validators: their words say what is wrong, and must not
+            # echo the value (a question may be long or unprintable).
+            msg = err["msg"].removeprefix("Value error, ")
         else:
-            msg = f"{err['msg'].removeprefix('Value error, ')}, got {_short(err['input'])}"
+            msg = f"{err['msg']}, got {_short(err['input'])}"
         out.append((key, msg))
     return out
 

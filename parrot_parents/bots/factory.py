@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypeVar
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.bots.abstract import AbstractBot
@@ -26,6 +25,8 @@ from parrot_parents.errors import (
 )
 from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.creation import collection_state
+from parrot_parents.stores.identifiers import RESERVED_TABLE_NAMES
 from parrot_parents.stores.postgres import PgVectorStore
 
 __all__ = ["build_bot", "collection_exists", "load_bot", "row_store", "store_key"]
@@ -34,13 +35,14 @@ B = TypeVar("B", bound=AbstractBot)
 
 
 async def collection_exists(engine: AsyncEngine, collection: str, schema: str = "public") -> bool:
-    """True when the table ``schema.collection`` exists."""
+    """True when ``schema.collection`` is a collection: a table with a collection's
+    columns, not named like one of the package's own tables (``bots``...). Any other
+    table of that name is no collection a bot could search."""
+    if collection in RESERVED_TABLE_NAMES:
+        return False
     async with engine.connect() as conn:
-        found = await conn.execute(
-            text("SELECT to_regclass(format('%I.%I', CAST(:s AS text), CAST(:t AS text)))"),
-            {"s": schema, "t": collection},
-        )
-        return found.scalar_one() is not None
+        state = await conn.run_sync(collection_state, schema, collection)
+    return state == "collection"
 
 
 def row_store(
@@ -162,7 +164,13 @@ async def load_bot(
             engine = await repo.engine()
             if not await collection_exists(engine, settings.collection):
                 raise BotConfigError(
-                    name, [("collection", f"table 'public.{settings.collection}' does not exist")]
+                    name,
+                    [
+                        (
+                            "collection",
+                            f"no collection named {settings.collection!r} in schema 'public'",
+                        )
+                    ],
                 )
     if other is not None:
         await connect_row_store(settings, other)

@@ -252,7 +252,7 @@ class BotManager:
         if not await collection_exists(engine, settings.collection):
             raise BotConfigError(
                 settings.name,
-                [("collection", f"table 'public.{settings.collection}' does not exist")],
+                [("collection", f"no collection named {settings.collection!r} in schema 'public'")],
                 hint=f"ingest into it, or run `parrot-parents migrate --collection "
                 f"{settings.collection}`",
             )

@@ -150,8 +150,8 @@ def validation_problems(
     exc: ValidationError, model: type[BaseModel], prefix: str = ""
 ) -> list[tuple[str, str]]:
     """``[(dotted key, message), ...]`` of a pydantic error, in the package's wording:
-    ``unknown key (known keys: ...)``, ``required key is missing``, or pydantic's message
-    followed by ``got <value>``."""
+    ``unknown key (known keys: ...)``, ``required key is missing``, the question check's
+    words (never the question), or pydantic's message followed by ``got <value>``."""
     out = []
     for err in exc.errors(include_url=False):
         key = prefix + ".".join(str(p) for p in err["loc"])
@@ -160,6 +160,10 @@ def validation_problems(
             msg = f"unknown key (known keys: {', '.join(known) or 'none'})"
         elif err["type"] == "missing":
             msg = "required key is missing"
+        elif err["type"] == "value_error" and err["loc"] == ("question",):
+            # A question is never echoed (it may be long or unprintable): the words of
+            # the question check are the whole message, as on every other surface.
+            msg = err["msg"].removeprefix("Value error, ")
         else:
             msg = f"{err['msg'].removeprefix('Value error, ')}, got {_short(err['input'])}"
         out.append((key, msg))

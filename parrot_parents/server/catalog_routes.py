@@ -13,7 +13,7 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.server.middleware import json_error, json_response
-from parrot_parents.server.schemas import BadRequest, read_object
+from parrot_parents.server.schemas import MAX_DOCUMENT_ID, BadRequest, id_too_long, read_object
 from parrot_parents.server.state import STATE, ServerState
 
 __all__ = ["MAX_DELETE_IDS", "catalog_routes", "unknown_collection"]
@@ -22,8 +22,6 @@ catalog_routes = web.RouteTableDef()
 
 #: Most document ids one ``POST .../documents/delete`` takes.
 MAX_DELETE_IDS = 1000
-#: Longest document id accepted (characters), as the document view.
-_MAX_DOCUMENT_ID = 1000
 
 
 def _state(request: web.Request) -> ServerState:
@@ -129,11 +127,11 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
     if (
         not isinstance(ids, list)
         or not 1 <= len(ids) <= MAX_DELETE_IDS
-        or not all(isinstance(i, str) and 0 < len(i) <= _MAX_DOCUMENT_ID for i in ids)
+        or not all(isinstance(i, str) and i and not id_too_long(i) for i in ids)
     ):
         message = (
             f"must be a list of 1 to {MAX_DELETE_IDS} document ids "
-            f"(non-empty strings of at most {_MAX_DOCUMENT_ID} characters)"
+            f"(non-empty strings of at most {MAX_DOCUMENT_ID} bytes of UTF-8)"
         )
         raise BadRequest(
             f"invalid body: document_ids: {message}",
@@ -170,8 +168,8 @@ async def delete_document(request: web.Request) -> web.Response:
         return refused
     collection = request.match_info["collection"]
     document_id = request.match_info["document_id"]
-    if len(document_id) > _MAX_DOCUMENT_ID:
-        raise BadRequest(f"document_id is longer than {_MAX_DOCUMENT_ID} characters")
+    if id_too_long(document_id):
+        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} bytes of UTF-8")
     missing = await _missing(request, collection)
     if missing is not None:
         return missing

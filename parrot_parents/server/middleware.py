@@ -25,6 +25,7 @@ from parrot_parents.errors import (
     ConfigurationError,
     LLMError,
     LLMNotConfiguredError,
+    SchemaMismatchError,
     StoreError,
 )
 from parrot_parents.server.schemas import BadRequest
@@ -194,6 +195,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response = json_error(502, f"the LLM request failed{status}", request=request)
     except ConfigurationError as exc:
         response = json_error(400, exc.message, request=request, hint=exc.hint)
+    except SchemaMismatchError as exc:
+        # The bot's collection and the server disagree (another embedding model, a re-embed
+        # under way): not the client's fault, and not a crash: the service cannot answer.
+        response = json_error(503, exc.message, request=request, hint=exc.hint)
     except (StoreError, SQLAlchemyError, OSError) as exc:
         response = _database_error(request, exc)
     except Exception:

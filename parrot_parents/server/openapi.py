@@ -249,7 +249,7 @@ _DELETE_REQUEST = {
             "type": "array",
             "minItems": 1,
             "maxItems": 1000,
-            "items": {"type": "string", "minLength": 1, "maxLength": 1000},
+            "items": {"type": "string", "minLength": 1, "maxLength": 1024},
         }
     },
 }
@@ -442,8 +442,8 @@ def build_spec() -> dict[str, Any]:
                     "name": "document_id",
                     "in": "path",
                     "required": True,
-                    "description": "URL-encoded; at most 1000 characters",
-                    "schema": {"type": "string", "maxLength": 1000},
+                    "description": "URL-encoded; at most 1024 bytes of UTF-8",
+                    "schema": {"type": "string", "maxLength": 1024},
                 },
             ],
             "delete": _op(
@@ -556,9 +556,9 @@ def build_spec() -> dict[str, Any]:
                     "name": "document_id",
                     "in": "path",
                     "required": True,
-                    "description": "the document_id of the rows (URL-encoded; at most 1000 "
-                    "characters)",
-                    "schema": {"type": "string", "maxLength": 1000},
+                    "description": "the document_id of the rows (URL-encoded; at most 1024 "
+                    "bytes of UTF-8)",
+                    "schema": {"type": "string", "maxLength": 1024},
                 },
             ],
             "get": _op(

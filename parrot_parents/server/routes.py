@@ -18,9 +18,11 @@ from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreEr
 from parrot_parents.server.catalog_routes import unknown_collection
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import (
+    MAX_DOCUMENT_ID,
     AskRequest,
     BadRequest,
     ContextRequest,
+    id_too_long,
     read_body,
     read_object,
 )
@@ -244,10 +246,6 @@ async def context(request: web.Request) -> web.Response:
     )
 
 
-#: Longest document id the document view accepts (characters).
-MAX_DOCUMENT_ID = 1000
-
-
 @routes.get("/api/v1/bots/{name}/documents/{document_id:.+}")
 async def document_rows(request: web.Request) -> web.Response:
     """One document's stored hierarchy: its rows (no text), parents first, with counts."""
@@ -256,8 +254,8 @@ async def document_rows(request: web.Request) -> web.Response:
     if isinstance(bot, web.Response):
         return bot
     document_id = request.match_info["document_id"]
-    if len(document_id) > MAX_DOCUMENT_ID:
-        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} characters")
+    if id_too_long(document_id):
+        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} bytes of UTF-8")
     store = bot.store
     if not isinstance(store, DocumentRows):
         return json_error(

@@ -16,9 +16,20 @@ from parrot_parents.bots.settings import validation_problems
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.server.timeouts import read_bytes
 from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
+from parrot_parents.stores.values import MAX_ID_BYTES
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
+
+#: Longest document id the routes accept: the store's own limit, in bytes of UTF-8, so
+#: every id that can be stored can be read and deleted.
+MAX_DOCUMENT_ID = MAX_ID_BYTES
+
+
+def id_too_long(document_id: str) -> bool:
+    """Whether ``document_id`` is longer than :data:`MAX_DOCUMENT_ID` bytes of UTF-8."""
+    return len(document_id.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_ID
+
 
 M = TypeVar("M", bound=BaseModel)
 

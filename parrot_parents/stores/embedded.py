@@ -266,17 +266,23 @@ def _server_class() -> type[PostgresServer]:
                     current = self._wait_until_ready()
                     if current is not None:
                         self._postmaster_info = current
-                        self._stop_if_last()
+                        if self._stop_if_last():
+                            # Stopped: pgserver must not stop it again. Its own check can
+                            # see the postmaster still "running" (a zombie where nothing
+                            # reaps it), then fails pg_ctl loudly and kills a dead pid.
+                            self._postmaster_info = None
             super()._cleanup()
 
-        def _stop_if_last(self) -> None:
+        def _stop_if_last(self) -> bool:
             """Stop the server when this process is its last live user, bounded: a fast
             shutdown that arrives while the server handles a backend's crash can hang
             (pg_ctl then waits 60 s); after 15 s an immediate one is sent, which cannot
-            hang, and the next start replays the log as after any crash. pgserver's own
-            stop then finds nothing running."""
+            hang, and the next start replays the log as after any crash.
+
+            Returns:
+                True when this call stopped the server."""
             if self.cleanup_mode is None or self.global_process_id_list.get() != [os.getpid()]:
-                return
+                return False
             from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # set at import
 
             quiet = logging.getLogger("pgserver")
@@ -289,9 +295,10 @@ def _server_class() -> type[PostgresServer]:
                             pgdata=self.pgdata,
                             user=self.system_user,
                         )
-                        return
+                        return True
                     except subprocess.CalledProcessError:
                         continue
+                return False
             finally:
                 quiet.level = level
 

@@ -57,7 +57,8 @@ def validate_identifier(value: object, what: str) -> str:
     if not isinstance(value, str) or not _IDENTIFIER.match(value):
         raise ConfigurationError(
             f"invalid {what} name {value!r}",
-            hint="use 1-63 characters: letters, digits and '_', not starting with a digit",
+            hint="use 1-63 characters: ASCII letters (a-z, A-Z), digits and '_', "
+            "not starting with a digit",
         )
     return value
 

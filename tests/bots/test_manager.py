@@ -96,7 +96,7 @@ async def test_a_bad_row_is_reported_and_never_stops_the_others(
     )
     assert report.failed["b_bad_key"].startswith("reranker_config.batchsize: unknown key")
     assert report.failed["c_missing_collection"] == (
-        "collection: table 'public.no_such_table' does not exist"
+        "collection: no collection named 'no_such_table' in schema 'public'"
     )
     assert (
         "reranker_config: cannot load cross-encoder '/nonexistent/model'"

@@ -67,7 +67,7 @@ async def test_list_bots_shows_loaded_and_failed(make_client: MakeClient) -> Non
     assert by_name["broken"] == {
         "name": "broken",
         "status": "failed",
-        "error": "collection: table 'public.no_such_table' does not exist",
+        "error": "collection: no collection named 'no_such_table' in schema 'public'",
     }
 
 
@@ -112,7 +112,7 @@ async def test_unknown_and_failed_bots(make_client: MakeClient) -> None:
     body = await resp.json()
     assert body["error"] == "bot 'broken' is not available: it failed to load"
     assert body["details"] == [
-        {"key": "", "message": "collection: table 'public.no_such_table' does not exist"}
+        {"key": "", "message": "collection: no collection named 'no_such_table' in schema 'public'"}
     ]
 
 

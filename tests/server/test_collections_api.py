@@ -4,6 +4,8 @@ duplicate JSON keys, on a real running app and database."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 from parrot_parents.bots.repository import BotRepository
 from tests.server.conftest import AUTH, MakeClient
@@ -152,3 +154,67 @@ async def test_duplicate_json_keys_are_a_400(make_client: MakeClient) -> None:
         body = await resp.json()
         assert resp.status == 400, body
         assert body["error"].startswith("the body is not valid JSON: duplicate key "), body
+
+
+async def test_a_bot_embedding_with_another_model_is_a_503_naming_both(
+    aiohttp_client: Any, repo: BotRepository, bots_dsn: str, tmp_path: Path
+) -> None:
+    # The service's model is not the collection's: the client did nothing wrong, and the
+    # server did not crash either. It was an unhandled 500 "internal error".
+    from parrot_parents.bots.manager import BotManager
+    from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+    from parrot_parents.server.app import create_app
+    from tests.stores.tiny_embedder import build_tiny_embedder
+
+    other = SentenceTransformerEmbeddings(str(build_tiny_embedder(tmp_path)))
+    manager = BotManager(bots_dsn, embedding=other)
+    await manager.load()
+    try:
+        client = await aiohttp_client(create_app(manager, token=TOKEN))
+        resp = await client.post("/api/v1/bots/hr/context", json={"question": "pay?"}, headers=AUTH)
+        body = await resp.json()
+        assert resp.status == 503, body
+        assert "all-MiniLM-L6-v2" in body["error"] and str(tmp_path) in body["error"], body
+    finally:
+        await manager.close()
+
+
+async def test_bot_writes_refuse_a_table_that_is_not_a_collection(
+    make_client: MakeClient, repo: BotRepository
+) -> None:
+    client = await make_client(token=TOKEN)
+    for table in ("bots", "parrot_parents_alembic_version"):
+        resp = await client.patch("/api/v1/bots/hr", json={"collection": table}, headers=AUTH)
+        assert resp.status == 400, await resp.json()
+    assert (await repo.get_row("hr"))["collection"] == "handbook"
+
+
+async def test_every_id_the_store_takes_can_be_deleted_over_http(
+    make_client: MakeClient, bots_dsn: str, embeddings: Any
+) -> None:
+    # Ids up to the store's 1024 bytes of UTF-8; the routes stopped at 1000 characters.
+    from urllib.parse import quote
+
+    from langchain_core.documents import Document
+
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    long_id = "p" * 1009
+    store = PgVectorStore(dsn=bots_dsn, table="handbook", embedding=embeddings)
+    try:
+        await store.add_documents(
+            [
+                Document("Long ids are kept.", metadata={"document_id": d})
+                for d in (long_id, "q" * 1020)
+            ]
+        )
+    finally:
+        await store.close()
+    client = await make_client(token=TOKEN)
+    base = "/api/v1/collections/handbook/documents"
+    resp = await client.delete(f"{base}/{quote(long_id, safe='')}", headers=AUTH)
+    assert resp.status == 204, await resp.json()
+    resp = await client.post(f"{base}/delete", json={"document_ids": ["q" * 1020]}, headers=AUTH)
+    assert resp.status == 200, await resp.json()
+    resp = await client.post(f"{base}/delete", json={"document_ids": ["é" * 513]}, headers=AUTH)
+    assert resp.status == 400  # 1026 bytes

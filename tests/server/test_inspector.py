@@ -72,5 +72,5 @@ async def test_document_route_errors(make_client: MakeClient) -> None:
     assert resp.status == 404
     resp = await client.get("/api/v1/bots/broken/documents/pay", headers=AUTH)
     assert resp.status == 503
-    resp = await client.get("/api/v1/bots/hr/documents/" + "x" * 1001, headers=AUTH)
+    resp = await client.get("/api/v1/bots/hr/documents/" + "x" * 1025, headers=AUTH)
     assert resp.status == 400

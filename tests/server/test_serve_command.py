@@ -70,7 +70,7 @@ async def test_serve_with_a_token_from_the_environment(repo: BotRepository, bots
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.to_thread(proc.communicate, timeout=30)
     assert proc.returncode == 0, err
-    assert "bot 'broken' not loaded: collection: table 'public.no_such_table'" in err
+    assert "bot 'broken' not loaded: collection: no collection named 'no_such_table'" in err
 
 
 async def _start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:

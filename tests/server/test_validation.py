@@ -89,3 +89,17 @@ async def test_errors_carry_no_internals(make_client: MakeClient) -> None:
         text = await (await client.post(URL, data=body)).text()
         for leak in ("Traceback", 'File "', "SELECT", "pydantic", "sqlalchemy"):
             assert leak not in text
+
+
+@pytest.mark.parametrize("question", ["", "   ", "x" * 5000, "pay \ud800", "pay\x00day"])
+async def test_a_bad_question_has_the_same_words_as_in_python(
+    make_client: MakeClient, question: str
+) -> None:
+    # Word for word: HTTP added ", got '<the question>'" after the shared words once.
+    from parrot_parents.stores.questions import question_problem
+
+    client = await make_client()
+    resp = await client.post(URL, json={"question": question})
+    assert resp.status == 400
+    detail = next(d for d in (await resp.json())["details"] if d["key"] == "question")
+    assert detail["message"] == question_problem(question)

@@ -381,3 +381,12 @@ def test_a_data_directory_left_by_a_killed_initdb_is_set_aside(data_dir: Path) -
         assert list(data_dir.parent.glob("data.incomplete-*"))
     finally:
         embedded.release(data_dir)
+
+
+def test_the_last_user_stops_the_server_quietly(data_dir: Path) -> None:
+    # One stop, said nowhere: a second stop of the stopped server printed pgserver's
+    # failed pg_ctl and "killing it instead" on every CLI command's exit.
+    left = _start_and_leave(data_dir)
+    assert left.returncode == 0, left.stderr
+    assert "Failed" not in left.stderr and "killing" not in left.stderr, left.stderr
+    _wait_stopped(data_dir)

@@ -63,8 +63,8 @@ def test_errors_are_one_line_without_traceback(pg_dsn: str) -> None:
     proc = _cli("ask", "q", "--collection", "bad-name", "--dsn", pg_dsn)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "parrot-parents: error: invalid table name 'bad-name' (use 1-63 characters: letters, "
-        "digits and '_', not starting with a digit)"
+        "parrot-parents: error: invalid table name 'bad-name' (use 1-63 characters: ASCII "
+        "letters (a-z, A-Z), digits and '_', not starting with a digit)"
     ]
     assert "Traceback" not in proc.stderr
 

@@ -37,11 +37,12 @@ def test_the_default_strategy_is_one_indexer_everywhere(tmp_path: Path) -> None:
     postgres = PgVectorStore(dsn="postgresql://nowhere/x", table="t")
     assert strategy_for(None, postgres) == spec
     assert loader.indexer_for(postgres) is loader.indexer
-    # Where indexed rows cannot be searched (Milvus), the default is plain everywhere.
+    # Milvus searches the default strategy's rows too (folded into each child's
+    # search text), so its default is the same indexer.
     other = MilvusStore(str(tmp_path / "milvus.db"), "t")
-    assert str(strategy_for(None, other)) == "plain"
-    assert loader.indexer_for(other) is None
-    assert loader.policy(vector_store=other).strategy == "plain"
+    assert strategy_for(None, other) == spec
+    assert loader.indexer_for(other) is loader.indexer
+    assert loader.policy(vector_store=other).strategy == EXTRACTIVE_STRATEGY
     assert TextLoader(indexer=None).indexer is None
 
 

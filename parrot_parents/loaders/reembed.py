@@ -31,7 +31,7 @@ from parrot_parents.loaders.defaults import (
     DEFAULT_PARENT_SIZE,
     DEFAULT_THRESHOLD,
 )
-from parrot_parents.loaders.reindex import stored_document
+from parrot_parents.loaders.reindex import rebuild
 from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.model_contract import fingerprint
 from parrot_parents.stores.postgres import PgVectorStore
@@ -100,16 +100,14 @@ async def reembed(
             contract.reembedding = False
             report.finished = True
             break
-        failed_before = set(loader.report.failed)
-        await loader.chunk_documents(
-            [stored_document(r) for r in records],
-            vector_store=store,
+        failed = await rebuild(
+            loader,
+            store,
+            records,
             parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
             parent_chunk_size_tokens=parent_chunk_size_tokens,
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-            skip_unchanged=False,
         )
-        failed = {k: v for k, v in loader.report.failed.items() if k not in failed_before}
         report.batches += 1
         for r in records:
             # A failed document is reported under its source, else its id (the loader's name).

@@ -29,7 +29,7 @@ from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.documents import DocumentRecord
 from parrot_parents.stores.protocols import DocumentTable
 
-__all__ = ["READERS", "ReindexReport", "reindex_stale", "stored_document"]
+__all__ = ["READERS", "ReindexReport", "rebuild", "reindex_stale", "stored_document"]
 
 READERS = ("text", "markdown", "html", "pdf")
 
@@ -59,6 +59,34 @@ def stored_document(record: DocumentRecord) -> Document:
     elif reader == "markdown":
         meta[STRUCTURE_KEY] = structure_of(record.source_text, "markdown")
     return Document(page_content=record.source_text, metadata=meta)
+
+
+async def rebuild(
+    loader: AbstractLoader,
+    store: AbstractStore,
+    records: list[DocumentRecord],
+    *,
+    parent_chunk_threshold_tokens: int,
+    parent_chunk_size_tokens: int,
+    parent_chunk_overlap_tokens: int,
+) -> dict[str, str]:
+    """Rebuild stored documents from their text with ``loader`` (even when unchanged),
+    replacing their rows.
+
+    Returns:
+        ``{name: reason}`` of the documents of ``records`` that failed (the loader's
+        report names a document by its source, else its id).
+    """
+    failed_before = set(loader.report.failed)
+    await loader.chunk_documents(
+        [stored_document(r) for r in records],
+        vector_store=store,
+        parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
+        parent_chunk_size_tokens=parent_chunk_size_tokens,
+        parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
+        skip_unchanged=False,
+    )
+    return {k: v for k, v in loader.report.failed.items() if k not in failed_before}
 
 
 async def reindex_stale(
@@ -99,16 +127,14 @@ async def reindex_stale(
         if not records:
             report.finished = True
             break
-        failed_before = set(loader.report.failed)
-        await loader.chunk_documents(
-            [stored_document(r) for r in records],
-            vector_store=store,
+        failed = await rebuild(
+            loader,
+            store,
+            records,
             parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
             parent_chunk_size_tokens=parent_chunk_size_tokens,
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-            skip_unchanged=False,
         )
-        failed = {k: v for k, v in loader.report.failed.items() if k not in failed_before}
         report.failed.update(failed)
         report.reindexed += len(records) - len(failed)
         report.batches += 1

@@ -280,7 +280,7 @@ def pack(
         for h in hits
         if h.start_index is not None and h.end_index is not None
     }
-    result.passages = _emit(sel, loose, source, hit_spans)
+    result.passages = _emit(sel, loose, source, hit_spans, {h.id: h for h in hits})
     result.used = sum(len(p.text) for p in result.passages)
     kept = {p.id for p in result.passages} | {c for p in result.passages for c in p.child_ids}
     for p in passages:
@@ -345,8 +345,12 @@ def _emit(
     loose: list[Passage],
     source: SourceIndex,
     hit_spans: dict[str, Span],
+    hits: dict[str, Hit],
 ) -> list[Passage]:
     """Merge overlapping or touching pieces per document; order by best rank.
+
+    A passage's score and branch scores are those of the best hit it holds (a window cut
+    from a parent holds only some of the parent's hits), else its best part's.
 
     A passage's ``child_ids`` lists only the hits it holds: those cut from one of its
     pieces, and those whose span lies inside it. A hit of the same parent that fell outside
@@ -387,13 +391,15 @@ def _emit(
                 or (c in hit_spans and _inside(hit_spans[c], (start, end)))
                 or (c not in hit_spans and c not in own)
             ]
+            held = [hits[c] for c in children if c in hits]
+            top: Hit | Passage = min(held, key=lambda h: h.rank) if held else best
             scores = [o.score for o in owners if o.score is not None]
             out.append(
                 Passage(
                     pid,
                     text,
                     kind,
-                    max(scores) if scores else None,
+                    top.score if held else (max(scores) if scores else None),
                     best.rank,
                     doc or None,
                     start,
@@ -403,7 +409,7 @@ def _emit(
                     # The best part's section and branch scores. Pages: those of the
                     # passages it was cut from (wider than the cut when a piece is short).
                     section=best.section.spanning(o.section for o in owners),
-                    **branch_scores(best),
+                    **branch_scores(top),
                 )
             )
     out.extend(loose)

@@ -73,3 +73,17 @@ def test_ask_shows_sections_and_the_scores_behind_the_hybrid_order(
     dense = _ask(capsys, common, "--no-expand", "--search-mode", "dense")["passages"]
     assert all(p["score"] == p["dense_score"] and p["lexical_rank"] is None for p in dense)
     assert [p["dense_rank"] for p in dense] == list(range(1, len(dense) + 1))
+
+    # With a budget, a window cut from a parent holds only some of its hits: it shows the
+    # score and ranks of the best hit it holds, never those of a hit elsewhere.
+    packed = _ask(capsys, common, "--expand", "--budget", "1000")
+    by_id = {c["id"]: c for c in packed["meta"]["children"]}
+    for p in packed["passages"]:
+        held = [by_id[c] for c in p["child_ids"] if c in by_id]
+        if held:
+            top = max(held, key=lambda c: c["score"])
+            assert (p["score"], p["dense_rank"], p["lexical_rank"]) == (
+                top["score"],
+                top["dense_rank"],
+                top["lexical_rank"],
+            ), (p["id"], p["child_ids"])

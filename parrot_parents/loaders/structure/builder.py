@@ -244,6 +244,7 @@ def build_rows(
 
     tables = sorted(structure.tables, key=lambda t: t.start)
     holes = [(t.start, t.end) for t in tables]
+    table_starts = {t.start for t in tables}
     spans: dict[tuple[int, int], tuple[str, dict[str, Any]]] = {}
     # Caption and column headers of each table_row child, for the ingestion strategies.
     headers: dict[tuple[int, int], tuple[str | None, tuple[str, ...]]] = {}
@@ -257,7 +258,11 @@ def build_rows(
                 for c_start, c_end in cells
                 if max(a, c_start) < min(b, c_end)
             ]
-            kept, dropped = runs.cut(stretch, sizes.child, sizes.child_overlap)
+            # Headings right above a table belong to it (its rows name them), not to
+            # the text before them.
+            kept, dropped = runs.cut(
+                stretch, sizes.child, sizes.child_overlap, glue_trailing=b not in table_starts
+            )
             alone.extend((s, e, parent_id) for s, e in dropped)
             for start, end in kept:
                 if (start, end) in spans:  # overlapping parent_chunks cut it twice
@@ -387,6 +392,7 @@ class _HeadingRuns:
         *,
         separators: list[str] | None = None,
         bounded: bool = True,
+        glue_trailing: bool = True,
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """``(kept, dropped)``: the pieces of consecutive ``cells`` of one stretch of text
         (cells are never crossed by the splitter), at most ``size`` characters each.
@@ -395,9 +401,10 @@ class _HeadingRuns:
         piece is cut again so that headings and text together stay within ``size`` (unless
         the headings leave less than a quarter of it, then it exceeds ``size`` by their
         length); the rest of its cell is cut afresh after it. Headings with no text after
-        them in the stretch (an empty last section, a heading right above a table) stay
-        with the text before them; when there is none they are ``dropped``: they remain in
-        the parent, and a table below them names them in its rows' section path.
+        them in the stretch (an empty last section) stay with the text before them when
+        ``glue_trailing``; otherwise (a heading right above a table), or when there is no
+        text before them, they are ``dropped``: they remain in the parent, and a table
+        below them names them in its rows' section path.
         """
         seps = list(separators or CHILD_SEPARATORS)
         kept: list[tuple[int, int]] = []
@@ -420,7 +427,7 @@ class _HeadingRuns:
                     kept.append((start, body))
         if carry is None:
             return kept, []
-        if kept:
+        if kept and glue_trailing:
             kept[-1] = (kept[-1][0], end)
             return kept, []
         return kept, [(carry, end)]

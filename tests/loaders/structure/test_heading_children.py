@@ -77,6 +77,16 @@ def check_rows(
     if prose:  # a document of headings alone keeps them as children (else unfindable)
         for c in h.children:
             assert not heading_only(text, structure, c.start_index, c.end_index), c.text
+    # A heading right above a table belongs to the table (its rows' section path), never
+    # to the end of the child before it.
+    above_table = [
+        x
+        for x in structure.headings
+        if any(not text[x.end : t.start].strip() for t in structure.tables if t.start >= x.end)
+    ]
+    for c in h.children:
+        for x in above_table:
+            assert not (c.start_index < x.start and x.end <= c.end_index), c.text
     if child_size is not None:
         # Headings (and the blanks around them) are what a child may hold beyond its size.
         for c in h.children:
@@ -176,3 +186,19 @@ def test_run_corpus_has_no_heading_alone() -> None:
             assert leave.text.startswith("### Parental Leave\n\n")
             assert len(leave.text) > len("### Parental Leave\n\n") + 100
     assert children == 147  # 162 before, 21 of them a heading alone
+
+
+def test_a_heading_right_above_a_table_ends_no_child() -> None:
+    markdown = (
+        "# A\n\n## B\n\nText of section b is here.\n\n## T\n\n| h1 | h2 |\n|---|---|\n| x | y |\n"
+    )
+    html = (
+        "<h1>A</h1><h2>B</h2><p>Text of section b is here.</p><h2>T</h2>"
+        "<table><tr><th>h1</th><th>h2</th></tr><tr><td>x</td><td>y</td></tr></table>"
+    )
+    cases = [(markdown, read_markdown(markdown)), read_html("<body>" + html + "</body>")]
+    for text, structure in cases:
+        h = _build(text, structure, 2000, 400, 0)
+        check_rows(text, structure, h, 400)
+        prose = [c.text for c in h.children if "Text of section b" in c.text]
+        assert prose and all(not c.rstrip().endswith("T") for c in prose), prose

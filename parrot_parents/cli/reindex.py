@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
 from parrot_parents.cli.ingest import add_chunking_options, loader_options, parent_sizes
 
 __all__ = ["register"]
+
+R = TypeVar("R")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,36 +51,14 @@ async def run(args: argparse.Namespace) -> int:
     if not args.stale:
         return await _reembed(args)
     from parrot_parents.loaders.reindex import ReindexReport, reindex_stale
-    from parrot_parents.loaders.text import TextLoader
-    from parrot_parents.strategies.build import indexer_for
-    from parrot_parents.strategies.spec import strategy_for
 
     # An existing collection only: a typo must not create an empty one.
     store = make_store(args, create=False)  # not connected: nothing is loaded yet
-    spec = strategy_for(args.strategy, store)  # a bad spec fails before any work
-    indexer = indexer_for(spec)
-    loader = TextLoader(
-        embedding=store.embedding,
-        indexer=indexer,
-        **loader_options(args),
-    )
 
     def progress(r: ReindexReport) -> None:
         print(f"batch {r.batches}: {r.reindexed} document(s) re-chunked", file=sys.stderr)
 
-    try:
-        report = await reindex_stale(
-            loader,
-            store,
-            batch_size=args.batch_size,
-            max_batches=args.max_batches,
-            on_batch=progress,
-            **parent_sizes(args, spec),
-        )
-    finally:
-        await store.close()
-        if indexer is not None:
-            await indexer.close()
+    report = await _rebuild(args, store, reindex_stale, progress)
     state = "finished" if report.finished else "stopped; run again to resume"
     print(
         f"reindex of {args.collection!r} to policy {report.policy}: "
@@ -89,35 +71,17 @@ async def run(args: argparse.Namespace) -> int:
 
 async def _reembed(args: argparse.Namespace) -> int:
     from parrot_parents.loaders.reembed import ReembedReport, reembed
-    from parrot_parents.loaders.text import TextLoader
     from parrot_parents.stores.postgres import PgVectorStore
-    from parrot_parents.strategies.build import indexer_for
-    from parrot_parents.strategies.spec import strategy_for
 
     store = make_store(args, create=False)
     if not isinstance(store, PgVectorStore):
         print("error: reindex --model needs the postgres store", file=sys.stderr)
         return 2
-    spec = strategy_for(args.strategy, store)
-    indexer = indexer_for(spec)
-    loader = TextLoader(embedding=store.embedding, indexer=indexer, **loader_options(args))
 
     def progress(r: ReembedReport) -> None:
         print(f"batch {r.batches}: {r.reembedded} document(s) re-embedded", file=sys.stderr)
 
-    try:
-        report = await reembed(
-            loader,
-            store,
-            batch_size=args.batch_size,
-            max_batches=args.max_batches,
-            on_batch=progress,
-            **parent_sizes(args, spec),
-        )
-    finally:
-        await store.close()
-        if indexer is not None:
-            await indexer.close()
+    report = await _rebuild(args, store, reembed, progress)
     if report.previous is None:
         print(f"{args.collection!r} is embedded with {report.model} already; nothing to do")
         return 0
@@ -133,3 +97,33 @@ async def _reembed(args: argparse.Namespace) -> int:
     for name, reason in report.failed.items():
         print(f"error: {name}: {reason}", file=sys.stderr)
     return 1 if report.failed else 0
+
+
+async def _rebuild(
+    args: argparse.Namespace,
+    store: Any,
+    run_pass: Callable[..., Awaitable[R]],
+    progress: Callable[[R], None],
+) -> R:
+    """One batched rebuild of ``store`` (``reindex_stale`` or ``reembed``) with the loader
+    the arguments describe; the store and the strategy's model are closed after it."""
+    from parrot_parents.loaders.text import TextLoader
+    from parrot_parents.strategies.build import indexer_for
+    from parrot_parents.strategies.spec import strategy_for
+
+    spec = strategy_for(args.strategy, store)  # a bad spec fails before any work
+    indexer = indexer_for(spec)
+    loader = TextLoader(embedding=store.embedding, indexer=indexer, **loader_options(args))
+    try:
+        return await run_pass(
+            loader,
+            store,
+            batch_size=args.batch_size,
+            max_batches=args.max_batches,
+            on_batch=progress,
+            **parent_sizes(args, spec),
+        )
+    finally:
+        await store.close()
+        if indexer is not None:
+            await indexer.close()

@@ -124,6 +124,13 @@ RETRIEVAL_FLAGS: tuple[tuple[str, str, type, str, str], ...] = (
         "hybrid: weight of the lexical ranks, 0..10",
         "1.0",
     ),
+    (
+        "trim",
+        "--trim",
+        bool,
+        "with a budget, hand over the hits that do not fit whole as their best sentences",
+        "on",
+    ),
 )
 
 

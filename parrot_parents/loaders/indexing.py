@@ -32,6 +32,7 @@ from parrot_parents.stores.markers import (
     SEARCHABLE,
 )
 from parrot_parents.stores.resolve import INDEXED_KIND
+from parrot_parents.stores.sentences import SENTENCES
 
 if TYPE_CHECKING:
     from parrot_parents.loaders.chunk_info import ChunkInfo
@@ -68,6 +69,8 @@ _NOT_COPIED = frozenset(
         INGESTION_KEY,
         # Its own text already carries the heading path: a preamble would count it twice.
         "retrieval_preamble",
+        # The child's sentences stay on the child, the row the packer trims.
+        SENTENCES,
     }
 )
 # The structure keys (``layer``, ``section_path``, ``ordinal``, ``section_ordinal``) are

@@ -27,6 +27,8 @@ option                 default       meaning (unit)
 ``rrf_k``              60            the RRF constant, 1..1000
 ``dense_weight``       1.0           weight of the dense ranks in the fusion, 0..10
 ``lexical_weight``     1.0           weight of the lexical ranks in the fusion, 0..10
+``trim``               ``True``      with a budget, hand over the hits that do not fit
+                                     whole as their best sentences (:mod:`.trimming`)
 =====================  ============  =================================================
 """
 
@@ -143,6 +145,7 @@ class RetrievalOverrides(TypedDict, total=False):
     rrf_k: int | None
     dense_weight: float | None
     lexical_weight: float | None
+    trim: bool | None
 
 
 class RetrievalOptions(BaseModel):
@@ -169,6 +172,11 @@ class RetrievalOptions(BaseModel):
     rrf_k: RrfK | None = None
     dense_weight: Weight | None = None
     lexical_weight: Weight | None = None
+    trim: bool | None = Field(
+        None,
+        description="with a budget, hand over the hits that do not fit whole as their best "
+        "sentences",
+    )
 
     @classmethod
     def from_overrides(
@@ -236,6 +244,7 @@ class ResolvedOptions:
     rrf_k: int
     dense_weight: float
     lexical_weight: float
+    trim: bool
 
     def candidates(self, reranking: bool) -> int:
         """Children to search: ``limit``, or the rerank candidates (at least ``limit``)."""
@@ -256,6 +265,9 @@ DEFAULTS = RetrievalOptions(
     rrf_k=60,
     dense_weight=1.0,
     lexical_weight=1.0,
+    # Sentences of late-chunked children beat whole children at every budget of the dev
+    # set, most where the budget is small (docs/benchmarks.md).
+    trim=True,
 )
 
 _INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}

@@ -30,8 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.passages import Hit, Passage, PassageKind, branch_scores
+from parrot_parents.retrieval.trimming import Candidate, choose_sentences
+from parrot_parents.stores.sentences import SENTENCE_BREAK
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 
@@ -76,6 +80,13 @@ class PackResult:
     ``truncated``: passages cut to fit; ``cut``: passages left out entirely, and every
     hit that is in no returned passage (a hit of a parent whose window could not reach
     it). Each hit is either in some passage's ``child_ids`` or in ``cut``.
+
+    ``trim``: ``"off"``, ``"sentences"`` (the hits were trimmed to sentences), or
+    ``"skipped: <why>"``; ``trimmed``: per hit handed over in part, its ``id``, the
+    ``kept`` spans, the ``dropped`` sentences' spans (characters in the document), their
+    ``dropped_chars`` and ``dropped_text``; ``mid_sentence``: windows
+    (``document:start-end``) that begin or end inside a sentence, because the sentence
+    around their hits is longer than the room the budget left.
     """
 
     passages: list[Passage]
@@ -84,15 +95,24 @@ class PackResult:
     substituted: list[str] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)
     cut: list[str] = field(default_factory=list)
+    trim: str = "off"
+    trimmed: list[dict[str, Any]] = field(default_factory=list)
+    mid_sentence: list[str] = field(default_factory=list)
 
     def meta(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "budget": self.budget,
             "used": self.used,
             "substituted": self.substituted,
             "truncated": self.truncated,
             "cut": self.cut,
+            "trim": self.trim,
         }
+        if self.trimmed:
+            out["trimmed"] = self.trimmed
+        if self.mid_sentence:
+            out["mid_sentence"] = self.mid_sentence
+        return out
 
 
 def union_length(spans: Sequence[Span]) -> int:
@@ -236,6 +256,8 @@ def pack(
     *,
     context_share: float = 0.25,
     min_piece: int = 40,
+    trim: bool = False,
+    query: np.ndarray | None = None,
 ) -> PackResult:
     """Pack the hits and their passages into ``budget`` characters (module docstring).
 
@@ -246,6 +268,11 @@ def pack(
         source: known source text; built from ``passages`` when None.
         context_share: fraction of the budget kept for text around the hits, in [0, 1).
         min_piece: the smallest cut worth handing over, in characters (default 40).
+        trim: hand over the hits that do not fit whole as their best sentences
+            (:mod:`parrot_parents.retrieval.trimming`); needs ``query`` and the hits'
+            stored sentences, and applies when the passages are the hits themselves (no
+            expansion). Otherwise packing is as without it, and ``meta["trim"]`` says why.
+        query: the question's unit vector (trimming scores sentences against it).
 
     Returns:
         :class:`PackResult`; its passages are exact slices of the sources, in rank order,
@@ -263,9 +290,20 @@ def pack(
         source.add(p.document_id, p.start_index, p.text)
     owner = {c: p for p in passages for c in p.child_ids}
     can_grow = any(p.kind != "child" for p in passages)
+    result = PackResult([], budget, 0)
+    if trim:
+        blocker = _trim_blocker(owner, hits, query, can_grow)
+        if blocker is None:
+            assert query is not None
+            packer = _trimmed(owner, hits, budget, query, result)
+            if packer.sel.pieces:
+                result.trim = "sentences"
+                return _finish(result, packer, passages, hits, owner, source)
+            blocker = "no sentence fits the budget"
+            result.trimmed.clear()
+        result.trim = f"skipped: {blocker}"
     hit_budget = int(budget * (1.0 - context_share)) if can_grow else budget
     packer = _Packer(owner, min_piece)
-    result = PackResult([], budget, 0)
     # Phase 1: hits in rank order into the hit share of the budget.
     nxt = packer.take(hits, 0, hit_budget, cut=not can_grow, result=result)
     if can_grow and packer.sel.pieces:
@@ -274,13 +312,92 @@ def pack(
     if nxt < len(hits):
         # Fill: whatever growth could not use (pieces at their bounds) goes to more hits.
         packer.take(hits, nxt, budget, cut=True, result=result)
+    return _finish(result, packer, passages, hits, owner, source)
+
+
+def _trim_blocker(
+    owner: dict[str, Passage], hits: Sequence[Hit], query: np.ndarray | None, can_grow: bool
+) -> str | None:
+    """Why the hits cannot be trimmed to sentences; None when they can."""
+    if query is None:
+        return "no question vector"
+    if can_grow:
+        return "the passages are wider than their hits (trimming works on children)"
+    missing = [
+        h.id
+        for h in hits
+        if h.id in owner and (h.sentences is None or h.start_index is None or h.end_index is None)
+    ]
+    if missing:
+        return (
+            f"{len(missing)} hit(s) have no stored sentences (ingested without late "
+            "chunking, or before sentences were stored: reindex to add them)"
+        )
+    return None
+
+
+def _trimmed(
+    owner: dict[str, Passage],
+    hits: Sequence[Hit],
+    budget: int,
+    query: np.ndarray,
+    result: PackResult,
+) -> _Packer:
+    """The pieces of :func:`~parrot_parents.retrieval.trimming.choose_sentences`."""
+    usable = [h for h in hits if h.id in owner]
+    candidates = []
+    for h in usable:
+        assert h.sentences is not None and h.start_index is not None and h.end_index is not None
+        candidates.append(
+            Candidate(
+                (h.start_index, h.end_index),
+                h.sentences.spans,
+                h.sentences.similarities(query),
+            )
+        )
+    packer = _Packer(owner, 0)
+    for h, choice in zip(usable, choose_sentences(candidates, budget), strict=True):
+        if not choice.spans:
+            continue
+        p = owner[h.id]
+        span = (h.start_index or 0, h.end_index or 0)
+        for piece in choice.spans:
+            whole = choice.whole and piece == _span(p)
+            packer.sel.pieces.append(
+                _Piece(p.document_id or "", piece, span, p, whole=whole, hit=h.id)
+            )
+        packer.taken.add(p.id)
+        if not choice.whole:
+            result.trimmed.append(
+                {
+                    "id": h.id,
+                    "kept": [list(x) for x in choice.spans],
+                    "dropped": [list(x) for x in choice.dropped],
+                    "dropped_chars": sum(e - s for s, e in choice.dropped),
+                    "dropped_text": [h.text[s - span[0] : e - span[0]] for s, e in choice.dropped],
+                }
+            )
+    return packer
+
+
+def _finish(
+    result: PackResult,
+    packer: _Packer,
+    passages: Sequence[Passage],
+    hits: Sequence[Hit],
+    owner: dict[str, Passage],
+    source: SourceIndex,
+) -> PackResult:
+    """The passages of the packer's selection, and what was cut or substituted."""
     sel, loose, taken = packer.sel, packer.loose, packer.taken
     hit_spans = {
         h.id: (h.start_index, h.end_index)
         for h in hits
         if h.start_index is not None and h.end_index is not None
     }
-    result.passages = _emit(sel, loose, source, hit_spans, {h.id: h for h in hits})
+    result.passages = _emit(
+        sel, loose, source, hit_spans, {h.id: h for h in hits}, result.mid_sentence
+    )
     result.used = sum(len(p.text) for p in result.passages)
     kept = {p.id for p in result.passages} | {c for p in result.passages for c in p.child_ids}
     for p in passages:
@@ -340,14 +457,75 @@ def _snap_to_words(source: SourceIndex, doc: str, start: int, end: int, reach: i
     return start, end
 
 
+def _core(group: Sequence[_Piece], hit_spans: dict[str, Span]) -> Span | None:
+    """The extent of the hits a group of grown pieces holds; None when a piece is whole
+    or is no more than its hit (a child, or a cut of one: nothing to snap)."""
+    spans = []
+    for x in group:
+        if x.whole or x.hit is None or x.hit not in hit_spans:
+            return None
+        hs, he = hit_spans[x.hit]
+        if not (x.span[0] <= hs and he <= x.span[1]):
+            return None
+        spans.append((hs, he))
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+
+
+def _at_sentence_start(source: SourceIndex, doc: str, pos: int) -> bool:
+    before = source.slice(doc, max(pos - 2, 0), pos) if pos > 0 else ""
+    if not before:  # the document's start, or text not known before it
+        return before == ""
+    return before[-1] == "\n" or (len(before) == 2 and before[0] in ".!?" and before[1].isspace())
+
+
+def _at_sentence_end(source: SourceIndex, doc: str, pos: int) -> bool:
+    last = source.slice(doc, pos - 1, pos) if pos > 0 else None
+    after = source.slice(doc, pos, pos + 1)
+    return after in (None, "", "\n") or (last in (".", "!", "?") and after.isspace())
+
+
+def _snap_to_sentences(
+    source: SourceIndex, doc: str, start: int, end: int, core: Span
+) -> tuple[int, int, bool]:
+    """Shrink a window around its hits (``core``) to whole sentences: its start to the
+    first sentence start before the hits, its end to the last sentence end after them
+    (the boundaries of :func:`~parrot_parents.stores.sentences.sentence_spans`).
+
+    Returns ``(start, end, whole)``; ``whole`` is False when a side could not be moved to
+    a boundary without cutting into the hits (a sentence longer than the room around
+    them): that side is left where it was.
+    """
+    whole = True
+    if start < core[0] and not _at_sentence_start(source, doc, start):
+        head = source.slice(doc, start, core[0]) or ""
+        m = SENTENCE_BREAK.search(head)
+        if m is not None:
+            start += m.end()
+        else:
+            whole = False
+    if core[1] < end and not _at_sentence_end(source, doc, end):
+        tail = source.slice(doc, core[1], end) or ""
+        breaks = list(SENTENCE_BREAK.finditer(tail))
+        if breaks:
+            last = breaks[-1]
+            end = core[1] + last.start()
+        else:
+            whole = False
+    return start, end, whole
+
+
 def _emit(
     sel: _Selection,
     loose: list[Passage],
     source: SourceIndex,
     hit_spans: dict[str, Span],
     hits: dict[str, Hit],
+    mid_sentence: list[str] | None = None,
 ) -> list[Passage]:
     """Merge overlapping or touching pieces per document; order by best rank.
+
+    A window grown around hits is shrunk to whole sentences (:func:`_snap_to_sentences`);
+    where a side cannot be, its ``document:start-end`` is added to ``mid_sentence``.
 
     A passage's score and branch scores are those of the best hit it holds (a window cut
     from a parent holds only some of the parent's hits), else its best part's.
@@ -357,6 +535,7 @@ def _emit(
     the window is not listed (:func:`pack` reports it as cut).
     """
     out: list[Passage] = []
+    seen: set[str] = set()
     for doc in dict.fromkeys(p.doc for p in sel.pieces):
         pieces = sorted((p for p in sel.pieces if p.doc == doc), key=lambda p: p.span)
         groups: list[list[_Piece]] = []
@@ -368,6 +547,11 @@ def _emit(
         for group in groups:
             start = min(x.span[0] for x in group)
             end = max(x.span[1] for x in group)
+            core = _core(group, hit_spans)
+            if core is not None and (start < core[0] or core[1] < end):
+                start, end, whole = _snap_to_sentences(source, doc, start, end, core)
+                if not whole and mid_sentence is not None:
+                    mid_sentence.append(f"{doc}:{start}-{end}")
             start, end = _snap_to_words(source, doc, start, end)
             text = source.slice(doc, start, end)
             if text is None:  # pragma: no cover - every span comes from known text
@@ -383,6 +567,9 @@ def _emit(
                 kind, pid = "child", best.id  # a child cut to fit
             else:
                 kind, pid = "window", f"{doc}#window:{start}-{end}"
+            if pid in seen:  # a second run of sentences of one child
+                pid = f"{pid}#{start}-{end}"
+            seen.add(pid)
             own = {x.hit for x in group if x.hit is not None}
             children = [
                 c

@@ -27,6 +27,7 @@ from parrot_parents.stores.markers import (
     row_kind,
 )
 from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.sentences import SentenceVectors
 
 __all__ = [
     "ContextStyle",
@@ -58,6 +59,9 @@ class Hit:
         lexical_score: BM25 score from the lexical branch (None when absent from it).
         via, via_kind: the indexed row (an ingestion strategy's text) through which the
             search reached this row, and its kind; None for a direct hit.
+        sentences: the child's sentences and their vectors, stored at ingest with late
+            chunking (:mod:`parrot_parents.stores.sentences`), for the packer's sentence
+            trimming (not in ``metadata``). None when the row has none.
     """
 
     id: str
@@ -72,6 +76,7 @@ class Hit:
     via_kind: str | None = None
     dense_score: float | None = None
     lexical_score: float | None = None
+    sentences: SentenceVectors | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_result(cls, result: SearchResult, rank: int) -> Hit:
@@ -89,6 +94,7 @@ class Hit:
             via_kind=result.via_kind,
             dense_score=result.dense_score,
             lexical_score=result.lexical_score,
+            sentences=result.sentences,
         )
 
     def to_document(self) -> Document:

@@ -18,8 +18,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
+
+import numpy as np
 
 from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.retrieval.expanders import expander_for, plan_for
@@ -30,7 +33,7 @@ from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
-from parrot_parents.stores.protocols import ContextSearch
+from parrot_parents.stores.protocols import ContextSearch, Embedded
 from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.search_options import Fusion
 
@@ -127,7 +130,8 @@ class Retriever:
         passages = expanded or [Passage.from_hit(h) for h in hits]
         if opts.budget is not None:
             t = time.perf_counter()
-            packed = pack(passages, hits, opts.budget)
+            query = await self._query_vector(question, hits) if opts.trim else None
+            packed = pack(passages, hits, opts.budget, trim=opts.trim, query=query)
             passages = packed.passages
             meta.packing = packed.meta()
             meta.timings_ms["pack"] = _ms(t)
@@ -135,6 +139,17 @@ class Retriever:
         meta.context_chars = sum(len(p.text) for p in passages)
         meta.timings_ms["total"] = _ms(started)
         return Retrieval(passages, meta)
+
+    async def _query_vector(self, question: str, hits: Sequence[Hit]) -> np.ndarray | None:
+        """The question's unit vector for sentence trimming, from the store's model (the
+        vector the search just used: the default embedding keeps its last questions');
+        None when no hit has stored sentences, or the store has no model to ask."""
+        store = self.store
+        if not any(h.sentences is not None for h in hits) or not isinstance(store, Embedded):
+            return None
+        vector = np.asarray(await store.embedding.aembed_query(question), dtype=np.float32)
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0 else None
 
     def _joined(self, opts: ResolvedOptions) -> tuple[ContextSearch, ContextPlan] | None:
         """The store and the reads to join to its search, when the parent searcher reads

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
     from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
 
     from parrot_parents.stores.context import Context, ContextPlan
     from parrot_parents.stores.documents import DocumentRecord, DocumentState
@@ -60,6 +61,7 @@ __all__ = [
     "DocumentRows",
     "DocumentTable",
     "DocumentWriteItem",
+    "Embedded",
     "IndexedRows",
     "ModelChecked",
     "ReplaceDocument",
@@ -254,3 +256,12 @@ class ModelChecked(Protocol):
         Raises:
             ModelMismatchError: another model, or an unfinished re-embed.
         """
+
+
+@runtime_checkable
+class Embedded(Protocol):
+    """A store that embeds its questions with a model of its own (``embedding``)."""
+
+    @property
+    def embedding(self) -> Embeddings:
+        """The model that embeds the store's questions and rows."""

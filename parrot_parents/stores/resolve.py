@@ -59,6 +59,7 @@ def resolve_indexed(
                 id=target.id,
                 content=target.content,
                 metadata=dict(target.metadata),
+                sentences=target.sentences,
                 via=r.id,
                 via_kind=str(r.metadata.get(INDEXED_KIND) or "indexed"),
             )

@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.stores.markers import RowKind, row_kind
+from parrot_parents.stores.sentences import SENTENCES, SentenceVectors
 
 __all__ = ["DocumentRow", "SearchResult"]
 
@@ -33,6 +34,9 @@ class SearchResult:
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
+        sentences: the row's sentences and their vectors
+            (:mod:`parrot_parents.stores.sentences`), taken out of the stored metadata,
+            which keeps only what a caller reads; None when the row has none.
     """
 
     id: str
@@ -46,6 +50,15 @@ class SearchResult:
     fused_score: float | None = None
     via: str | None = None
     via_kind: str | None = None
+    sentences: SentenceVectors | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if SENTENCES in self.metadata:
+            metadata = dict(self.metadata)
+            stored = SentenceVectors.decode(metadata.pop(SENTENCES))
+            object.__setattr__(self, "metadata", metadata)
+            if self.sentences is None:
+                object.__setattr__(self, "sentences", stored)
 
     @property
     def dense_score(self) -> float | None:

@@ -56,9 +56,35 @@ def test_a_parent_that_does_not_fit_becomes_a_window_around_its_hits(budget: int
     assert any(s <= 2000 and e >= 2100 for s, e in spans)
     if budget >= 400:
         assert any(s <= 2300 and e >= 2400 for s, e in spans)  # the second hit too
-        assert result.used >= budget - 80  # windows end on word boundaries (<= 40 per side)
+        # Windows end on sentence boundaries: less than a sentence (33 characters) per
+        # side of each of the two windows.
+        assert result.used >= budget - 4 * 33
     if budget == 999:
         assert len(spans) == 1  # the two windows grew into each other
+
+
+@pytest.mark.parametrize("budget", [150, 400, 999])
+def test_windows_around_hits_start_and_end_on_sentence_boundaries(budget: int) -> None:
+    hits = [child(1, 2000, 2100, 0), child(2, 2300, 2400, 1)]
+    result = pack([parent_passage(0, 4000, hits)], hits, budget)
+    assert result.passages and "mid_sentence" not in result.meta()
+    for p in result.passages:
+        assert p.start_index is not None and p.end_index is not None
+        # Every window reaches past its hits here, so each side is a sentence boundary.
+        assert p.text.startswith("Sentence ") and p.text.endswith("text."), p.text
+
+
+def test_a_window_inside_one_long_sentence_says_it_cuts_the_sentence() -> None:
+    text = "word " * 400  # one sentence of 2000 characters
+    hit = Hit(
+        "c", text[900:1000], {"document_id": "d", "start_index": 900, "end_index": 1000}, 0.9, 0
+    )
+    parent = Passage("P", text, "parent", 0.9, 0, "d", 0, len(text), None, ["c"])
+    result = pack([parent], [hit], 300)
+    assert result.used <= 300
+    assert result.meta()["mid_sentence"] == [
+        f"d:{p.start_index}-{p.end_index}" for p in result.passages
+    ]
 
 
 def test_overlapping_and_touching_spans_are_merged_never_repeated() -> None:

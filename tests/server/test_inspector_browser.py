@@ -214,6 +214,7 @@ async def test_the_page_shows_what_context_returns(
     assert int(shown["budget"]) == BUDGET
     assert int(shown["context_chars"]) == meta["context_chars"]
     packing = [(k, i) for k in ("substituted", "truncated", "cut") for i in meta["packing"][k]]
+    packing += [("trimmed", t["id"]) for t in meta["packing"].get("trimmed", [])]
     assert shown["packing"] == packing
     assert shown["stages"] == list(meta["timings_ms"])
 

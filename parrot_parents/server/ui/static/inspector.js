@@ -13,6 +13,7 @@
     substituted: "wider than the budget allowed: handed over as a window around its hits",
     truncated: "cut to fit the budget",
     cut: "left out: the budget was spent",
+    trimmed: "handed over as the sentences closest to the question",
   };
 
   function el(tag, attrs, ...children) {
@@ -242,6 +243,18 @@
         list.append(el("li", { "data-packing": kind },
           el("strong", {}, kind), " ", el("code", {}, id), ": " + PACKING_WHY[kind]));
       }
+    }
+    for (const t of packing.trimmed || []) {
+      any = true;
+      const dropped = el("ul", { class: "dropped" });
+      for (const text of t.dropped_text || []) dropped.append(el("li", {}, el("del", {}, text)));
+      list.append(el("li", { "data-packing": "trimmed" },
+        el("strong", {}, "trimmed"), " ", el("code", {}, t.id),
+        ": " + PACKING_WHY.trimmed + "; dropped " + t.dropped.length + " sentence(s), " +
+          t.dropped_chars + " characters:", dropped));
+    }
+    if (packing.trim && packing.trim.startsWith("skipped")) {
+      list.append(el("li", {}, "Sentence trimming " + packing.trim));
     }
     if (!any) list.append(el("li", {}, "Everything fitted: nothing substituted, truncated or cut."));
   }

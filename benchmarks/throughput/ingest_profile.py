@@ -23,7 +23,8 @@ Tokens are the corpus's own tokens (the model's tokenizer, no special tokens), c
 once, the same for both; tokens/s = tokens / ingest wall time (the model's load excluded).
 Inside each ingest the child times, without changing the product code's behaviour:
 
-* ``forward``: the transformer's forward passes (a forward hook on the model);
+* ``forward``: the transformer's forward passes (forward hooks on the model), summed over
+  the threads that run them (the writer's and the model's stage can overlap);
 * ``tokenizer``: calls of the fast tokenizer (its class's ``__call__``, wrapped);
 * ``database``: the store's writes (``replace_documents`` / ``replace_document``), less
   the embedding the store does inside them (``_embed_missing``), and the index build;
@@ -51,6 +52,7 @@ import re
 import statistics
 import subprocess
 import sysconfig
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -168,18 +170,20 @@ async def _ingest(files: list[str]) -> dict[str, Any]:
     timers = {"forward": 0.0, "tokenizer": 0.0, "write": 0.0, "store_embed": 0.0}
     calls = {"forward": 0}
 
-    depth = [0, 0.0]  # nesting, start: the module around the transformer may call it
+    # Per thread: the model's stage and the store's writer may run the model at once.
+    local = threading.local()
 
     def pre(module: Any, args: Any) -> None:
-        if depth[0] == 0:
-            depth[1] = time.perf_counter()
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            local.start = time.perf_counter()
             calls["forward"] += 1
-        depth[0] += 1
+        local.depth = depth + 1
 
     def post(module: Any, args: Any, output: Any) -> None:
-        depth[0] -= 1
-        if depth[0] == 0:
-            timers["forward"] += time.perf_counter() - depth[1]
+        local.depth -= 1
+        if local.depth == 0:
+            timers["forward"] += time.perf_counter() - local.start
 
     # The late pass runs the transformer itself; encode() runs it through its module.
     for module in (model[0], model[0].auto_model):

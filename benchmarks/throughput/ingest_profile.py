@@ -32,7 +32,8 @@ Inside each ingest the child times, without changing the product code's behaviou
   The model's stage and the database's run concurrently (a bounded queue), so a share
   can overlap another; ``rest`` is then an underestimate.
 
-The model alone: the same text cut into ~1000-character pieces, embedded with
+A third run ingests with this tree and ``late_chunking=False`` (the row alone: one reading
+of each text). The model alone: the same text cut into ~1000-character pieces, embedded with
 ``embed_documents`` (batches of 32), in tokens/s.
 
     python -m benchmarks run ingest_profile --src /path/to/old/checkout [--fraction 0.1]
@@ -157,14 +158,14 @@ def _heads(files: list[Path], fraction: float) -> list[Path]:
 # -- one ingest (child process) --------------------------------------------------------------
 
 
-async def _ingest(files: list[str]) -> dict[str, Any]:
+async def _ingest(files: list[str], late_chunking: bool = True) -> dict[str, Any]:
     import torch
 
     from parrot_parents.loaders.text import TextLoader
     from parrot_parents.stores.postgres import PgVectorStore
 
     store = PgVectorStore(table=f"ingest_profile_{uuid.uuid4().hex[:8]}")
-    loader = TextLoader(files, embedding=store.embedding)
+    loader = TextLoader(files, embedding=store.embedding, late_chunking=late_chunking)
     loader.processor.warm_up()  # the model's load is not ingest time
     model = store.embedding.model
     timers = {"forward": 0.0, "tokenizer": 0.0, "write": 0.0, "store_embed": 0.0}
@@ -264,8 +265,8 @@ async def _ingest(files: list[str]) -> dict[str, Any]:
     }
 
 
-def _spawn(src: Path | None, files: list[Path]) -> dict[str, Any]:
-    argv = ["--worker", *map(str, files)]
+def _spawn(src: Path | None, files: list[Path], late: bool = True) -> dict[str, Any]:
+    argv = ["--worker", *([] if late else ["--no-late-chunking"]), *map(str, files)]
     cmd, env = child(__name__, argv, src)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -302,7 +303,11 @@ def report(
         "| checkout | ingest wall s | tokens/s | forward s (calls) | tokenizer s | database s | rest (Python) s | model alone tokens/s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for key, label in (("old", f"old (`{args.src}`)"), ("new", "new (this tree)")):
+    for key, label in (
+        ("old", f"old (`{args.src}`)"),
+        ("new", "new (this tree)"),
+        ("new_off", "new, `late_chunking=False`"),
+    ):
         runs = res[key]
         wall = _median(runs, "wall_s")
 
@@ -317,7 +322,8 @@ def report(
         )
     lines += [
         "",
-        f"- New / old: **{tps['new'] / tps['old']:.2f}×** tokens/s.",
+        f"- New / old: **{tps['new'] / tps['old']:.2f}×** tokens/s; new with late chunking "
+        f"off / old: **{tps['new_off'] / tps['old']:.2f}×**.",
         f"- The model's forward passes: {_median(old, 'forward_s') / _median(old, 'wall_s'):.0%} "
         f"of the old ingest's wall time, {_median(new, 'forward_s') / _median(new, 'wall_s'):.0%} "
         "of the new one's. Of the old one's, "
@@ -339,19 +345,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--fraction", type=float, default=1.0)
     p.add_argument("--report", default=str(REPORTS / "ingest_profile.md"))
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-late-chunking", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        print(json.dumps(asyncio.run(_ingest(args.paths))), flush=True)
+        print(json.dumps(asyncio.run(_ingest(args.paths, not args.no_late_chunking))), flush=True)
         return
     files = build_corpus(CORPUS, args.chars, args.files)
     if args.fraction < 1:
         files = _heads(files, args.fraction)
-    res: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
-    order = [("old", Path(args.src)), ("new", None)]
+    res: dict[str, list[dict[str, Any]]] = {"old": [], "new": [], "new_off": []}
+    order = [("old", Path(args.src), True), ("new", None, True), ("new_off", None, False)]
     for i in range(args.rounds):
-        for key, src in order if i % 2 == 0 else order[::-1]:
-            res[key].append(_spawn(src, files))
+        for key, src, late in order if i % 2 == 0 else order[::-1]:
+            res[key].append(_spawn(src, files, late))
             print(key, json.dumps(res[key][-1]), flush=True)
     body = report(args, res, files)
     Path(args.report).write_text(

@@ -135,6 +135,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the bulk writer at 100k children against raw COPY and the baseline's writer",
     ),
     Benchmark(
+        "ingest_profile",
+        "throughput",
+        "ingest tokens/s with the defaults against an older checkout, and where the time goes",
+    ),
+    Benchmark(
         "late_chunking_throughput",
         "throughput",
         "tokens/s of late chunking against embedding each child on its own (CPU)",

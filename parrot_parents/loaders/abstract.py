@@ -33,7 +33,7 @@ from parrot_parents.loaders.hierarchy import (
     LateChunkingProcessor,
     validate_parent_sizes,
 )
-from parrot_parents.loaders.indexing import RowIndexer
+from parrot_parents.loaders.indexing import RowIndexer, mark_row_prefixes, row_vectors
 from parrot_parents.loaders.pipeline import DEFAULT_QUEUE_SIZE, pipelined
 from parrot_parents.loaders.policy import ChunkPolicy
 from parrot_parents.loaders.progress import (
@@ -341,8 +341,13 @@ class AbstractLoader(ABC):
                 extra: Mapping[str, Sequence[Document]] = {}
                 if vector_store is not None:
                     await self._warn_on_replaced_sources(vector_store, batch, documents)
-                    batch = await self._embed_isolated(batch, names, events)
+                    # Rows first: a row built from its child (header + child) gets its
+                    # vector in the child's embedding step, so the store embeds nothing
+                    # and each text is read once alone (see embed_hierarchies).
                     extra = await indexer.index_rows(batch) if indexer else {}
+                    for h in batch:
+                        mark_row_prefixes(h, extra.get(h.document_id, ()))
+                    batch = await self._embed_isolated(batch, names, events)
                 elif events is not None:
                     events.advance(done)  # nothing to embed without a store
                 yield batch, done, extra
@@ -597,12 +602,13 @@ def _record(
 def _item(
     h: DocumentHierarchy, indexed: Sequence[Document], record: DocumentRecord | None
 ) -> tuple[str, list[Document], list[np.ndarray | None], DocumentRecord | None]:
-    """``(document_id, rows, vectors, record)`` of one document: parents and indexed rows
-    without a vector (the store embeds indexed rows), children with their float32 one."""
+    """``(document_id, rows, vectors, record)`` of one document: parents without a vector,
+    children with their float32 one, indexed rows with their child's when it is theirs
+    (:func:`~.indexing.row_vectors`), else none (the store embeds them)."""
     docs = [*h.documents(), *indexed]
     vectors: list[np.ndarray | None] = [None] * len(h.parents)
     vectors += [c.embedding for c in h.children]
-    vectors += [None] * len(indexed)
+    vectors += row_vectors(h, indexed)
     return h.document_id, docs, vectors, record
 
 

@@ -30,6 +30,11 @@ class ChunkInfo:
         table_columns: of a ``table_row`` child, its table's column headers (empty when
             the table has no header row). With the caption, every ingestion strategy
             searches a table row under them (:func:`~.indexing.table_lines`); not stored.
+        row_prefix: the text an indexed row puts before this child's text (its header,
+            with the blank line), set from the ingestion strategy's rows before the child
+            is embedded; then :attr:`embedding` is that row's vector (the header read with
+            the child, in the same pass), and the row is stored with it. None: the child's
+            own vector. Not stored.
     """
 
     chunk_id: str
@@ -43,3 +48,4 @@ class ChunkInfo:
     embedding: np.ndarray | None = None
     table_caption: str | None = None
     table_columns: tuple[str, ...] = ()
+    row_prefix: str | None = None

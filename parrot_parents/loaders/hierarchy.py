@@ -297,7 +297,8 @@ class LateChunkingProcessor:
         hierarchies: Sequence[DocumentHierarchy],
         on_progress: Callable[[float], object] | None = None,
     ) -> None:
-        """Fill ``ChunkInfo.embedding`` of every child.
+        """Fill ``ChunkInfo.embedding`` of every child (for a child with a
+        ``row_prefix``, its indexed row's vector; see :class:`ChunkInfo`).
 
         The model runs per document, and a document whose children hold more than
         :data:`~parrot_parents.loaders.progress.PROGRESS_CHARACTERS` characters in steps
@@ -306,12 +307,27 @@ class LateChunkingProcessor:
         ``on_progress`` (default none) is told the fraction of its document done, so the
         fractions of a call add up to ``len(hierarchies)``.
         """
+        # A child indexed through a row (header + child, ChunkInfo.row_prefix) gets that
+        # row's vector: the row read alone (one call for the whole batch), plus, with late
+        # chunking, the child read in its parent. Each view alone loses to the two on the
+        # shared dev set (docs/benchmarks.md, "Late chunking under the indexed rows").
+        rows = [c for h in hierarchies for c in h.children if c.row_prefix is not None]
+        texts = [f"{c.row_prefix}{c.text}" for c in rows]
+        alone = await asyncio.to_thread(self.embedding.encode, texts) if rows else None
         for h in hierarchies:
             for step, fraction in _steps(h, self.late_chunking):
                 if step:
                     await self._embed_step(step)
                 if on_progress is not None:
                     on_progress(fraction)
+        if alone is None:
+            return
+        for child, vector in zip(rows, np.asarray(alone, dtype=np.float32), strict=True):
+            if not self.late_chunking or child.embedding is None:
+                child.embedding = vector
+                continue
+            both = np.asarray(child.embedding, dtype=np.float32) + vector
+            child.embedding = both / max(float(np.linalg.norm(both)), 1e-12)
 
     async def _embed_step(self, groups: list[tuple[Document | None, list[ChunkInfo]]]) -> None:
         """Embed one step: ``(parent, its children)`` groups with late chunking, else
@@ -358,6 +374,10 @@ class LateChunkingProcessor:
             ConfigurationError: a child is too long and the model cannot be run in windows
                 (see :func:`~parrot_parents.embeddings.late_chunking.check_late_chunking_model`).
         """
+        # A child indexed through a row has that row's vector already (embed_hierarchies).
+        children = [c for c in children if c.row_prefix is None]
+        if not children:
+            return
         texts = [_preamble_prefix(c.metadata) + c.text for c in children]
         long = set(await asyncio.to_thread(self._too_long, texts))
         short = [i for i in range(len(children)) if i not in long]

@@ -43,6 +43,8 @@ __all__ = [
     "ChunkIndexer",
     "IndexedKind",
     "RowIndexer",
+    "mark_row_prefixes",
+    "row_vectors",
     "table_lines",
     "with_table",
 ]
@@ -106,6 +108,42 @@ def with_table(child: ChunkInfo, text: str) -> str:
     ``text`` unchanged for a child that is no table row."""
     lines = table_lines(child)
     return "\n".join(lines) + "\n\n" + text if lines else text
+
+
+def mark_row_prefixes(h: DocumentHierarchy, rows: Sequence[Document]) -> None:
+    """Set :attr:`ChunkInfo.row_prefix` on each child of ``h`` that an indexed row of
+    ``rows`` holds whole after a header (``header + child text``: the contextual strategies'
+    rows), so that the child's embedding step gives that row's vector
+    (:meth:`~.hierarchy.LateChunkingProcessor.embed_hierarchies`). Other rows (questions,
+    propositions, summaries) say something else: the store embeds them alone."""
+    by_id = {c.chunk_id: c for c in h.children}
+    for row in rows:
+        child = by_id.get(str(row.metadata.get(INDEXES)))
+        text = row.page_content
+        if (
+            child is not None
+            and child.row_prefix is None
+            and len(text) > len(child.text)
+            and text.endswith(child.text)
+        ):
+            child.row_prefix = text[: len(text) - len(child.text)]
+
+
+def row_vectors(h: DocumentHierarchy, rows: Sequence[Document]) -> list[Any]:
+    """The vector of each row of ``rows`` that its child was embedded as (see
+    :func:`mark_row_prefixes`), else None (the store embeds that row alone)."""
+    by_id = {c.chunk_id: c for c in h.children}
+    out: list[Any] = []
+    for row in rows:
+        child = by_id.get(str(row.metadata.get(INDEXES)))
+        same = (
+            child is not None
+            and child.row_prefix is not None
+            and child.embedding is not None
+            and row.page_content == child.row_prefix + child.text
+        )
+        out.append(child.embedding if same and child is not None else None)
+    return out
 
 
 class RowIndexer(Protocol):

@@ -90,11 +90,13 @@ async def test_contextual_rows_resolve_to_the_child_with_exact_offsets(
         "termination notice under the services agreement",
         RetrievalOptions(expand_to_parent=False, limit=3),
     )
-    top = got.passages[0]
-    assert "notice period is thirty days" in top.text
+    # The heading child above it may rank first: its row's vector reads its section.
+    rank = next(i for i, p in enumerate(got.passages) if "notice period is thirty days" in p.text)
+    assert rank <= 1
+    top = got.passages[rank]
     assert top.kind == "child"
     assert top.text == AGREEMENT[top.start_index : top.end_index]
-    child = got.meta.to_dict()["children"][0]
+    child = got.meta.to_dict()["children"][rank]
     assert child["via"] == f"{top.id}~ctx0" and child["via_kind"] == "context"
     assert len({p.id for p in got.passages}) == len(got.passages)
 

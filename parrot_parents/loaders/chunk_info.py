@@ -32,9 +32,10 @@ class ChunkInfo:
             searches a table row under them (:func:`~.indexing.table_lines`); not stored.
         row_prefix: the text an indexed row puts before this child's text (its header,
             with the blank line), set from the ingestion strategy's rows before the child
-            is embedded; then :attr:`embedding` is that row's vector (the header read with
-            the child, in the same pass), and the row is stored with it. None: the child's
-            own vector. Not stored.
+            is embedded; then :attr:`embedding` is that row's vector (with late chunking,
+            the child read in its parent plus the header read alone, normalised; without,
+            the row read alone), and the row is stored with it. None: the child's own
+            vector. Not stored.
     """
 
     chunk_id: str

@@ -42,6 +42,8 @@ class AbstractBot:
         expansion_mode: ``parent`` (default), ``auto_merge:T`` or ``window:N``.
         search_mode, rrf_k, dense_weight, lexical_weight: how children are searched
             (``dense``, ``lexical`` or ``hybrid``) and fused; None: the package default.
+        prf: pseudo-relevance feedback (RM3) in the lexical branch; None: the package
+            default (off). PostgreSQL stores only.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
         settings: the validated ``bots`` row the bot was built from (its retrieval
             settings are also given one by one above); None (default) for a bot made in
@@ -68,6 +70,7 @@ class AbstractBot:
         rrf_k: int | None = None,
         dense_weight: float | None = None,
         lexical_weight: float | None = None,
+        prf: bool | None = None,
         owns_store: bool = True,
         settings: BotSettings | None = None,
     ) -> None:
@@ -89,6 +92,7 @@ class AbstractBot:
         self.rrf_k = rrf_k
         self.dense_weight = dense_weight
         self.lexical_weight = lexical_weight
+        self.prf = prf
         # (settings, their validated options): see :attr:`options`.
         self._validated: tuple[tuple[Any, ...], RetrievalOptions] | None = None
         options = self.options  # validates every setting, naming it

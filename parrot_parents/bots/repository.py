@@ -61,6 +61,7 @@ def bots_table(name: str = "bots", schema: str = "public") -> Table:
         Column("rrf_k", Integer),
         Column("dense_weight", Float),
         Column("lexical_weight", Float),
+        Column("prf", Boolean),
         Column("reranker_config", JSONB(none_as_null=True)),
         Column("parent_searcher_config", JSONB(none_as_null=True)),
         Column("enabled", Boolean, nullable=False),

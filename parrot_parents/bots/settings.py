@@ -24,6 +24,8 @@ A row, with defaults::
     rrf_k                   None        RRF constant 1..1000; None: the default (60)
     dense_weight            None        fusion weight 0..10; None: the default (1.0)
     lexical_weight          None        fusion weight 0..10; None: the default (1.0)
+    prf                     None        pseudo-relevance feedback (RM3) in the lexical
+                                        branch; None: the default (off)
     reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
     parent_searcher_config  {"type": "in_table"}
     enabled                 True
@@ -120,6 +122,7 @@ class BotSettings(BaseModel):
     rrf_k: RrfK | None = None
     dense_weight: Weight | None = None
     lexical_weight: Weight | None = None
+    prf: bool | None = None
     reranker_config: dict[str, Any] | None = None
     parent_searcher_config: dict[str, Any] | None = Field(
         default_factory=lambda: {"type": "in_table"}

@@ -124,6 +124,14 @@ RETRIEVAL_FLAGS: tuple[tuple[str, str, type, str, str], ...] = (
         "hybrid: weight of the lexical ranks, 0..10",
         "1.0",
     ),
+    (
+        "prf",
+        "--prf",
+        bool,
+        "lexical/hybrid: pseudo-relevance feedback (RM3), a second BM25 pass with the "
+        "strongest terms of the top 10 lexical hits; PostgreSQL only",
+        "off",
+    ),
 )
 
 

@@ -27,6 +27,9 @@ option                 default       meaning (unit)
 ``rrf_k``              60            the RRF constant, 1..1000
 ``dense_weight``       1.0           weight of the dense ranks in the fusion, 0..10
 ``lexical_weight``     1.0           weight of the lexical ranks in the fusion, 0..10
+``prf``                ``False``     pseudo-relevance feedback (RM3) in the lexical
+                                     branch (``lexical``/``hybrid``; PostgreSQL stores
+                                     only: a Milvus store refuses it)
 =====================  ============  =================================================
 """
 
@@ -143,6 +146,7 @@ class RetrievalOverrides(TypedDict, total=False):
     rrf_k: int | None
     dense_weight: float | None
     lexical_weight: float | None
+    prf: bool | None
 
 
 class RetrievalOptions(BaseModel):
@@ -169,6 +173,11 @@ class RetrievalOptions(BaseModel):
     rrf_k: RrfK | None = None
     dense_weight: Weight | None = None
     lexical_weight: Weight | None = None
+    prf: bool | None = Field(
+        None,
+        description="pseudo-relevance feedback (RM3) in the lexical branch: a second BM25 "
+        "pass with the strongest terms of the first pass's top 10 children; PostgreSQL only",
+    )
 
     @classmethod
     def from_overrides(
@@ -236,6 +245,7 @@ class ResolvedOptions:
     rrf_k: int
     dense_weight: float
     lexical_weight: float
+    prf: bool
 
     def candidates(self, reranking: bool) -> int:
         """Children to search: ``limit``, or the rerank candidates (at least ``limit``)."""
@@ -256,6 +266,8 @@ DEFAULTS = RetrievalOptions(
     rrf_k=60,
     dense_weight=1.0,
     lexical_weight=1.0,
+    # Measured on the dev set (docs/benchmarks.md, "Pseudo-relevance feedback").
+    prf=False,
 )
 
 _INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}

@@ -44,6 +44,8 @@ class AbstractBot:
             (``dense``, ``lexical`` or ``hybrid``) and fused; None: the package default.
         trim: with a budget, hand over the hits that do not fit whole as their best
             sentences; None: the package default (on).
+        prf: pseudo-relevance feedback (RM3) in the lexical branch; None: the package
+            default (off). PostgreSQL stores only.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
         settings: the validated ``bots`` row the bot was built from (its retrieval
             settings are also given one by one above); None (default) for a bot made in
@@ -71,6 +73,7 @@ class AbstractBot:
         dense_weight: float | None = None,
         lexical_weight: float | None = None,
         trim: bool | None = None,
+        prf: bool | None = None,
         owns_store: bool = True,
         settings: BotSettings | None = None,
     ) -> None:
@@ -93,6 +96,7 @@ class AbstractBot:
         self.dense_weight = dense_weight
         self.lexical_weight = lexical_weight
         self.trim = trim
+        self.prf = prf
         # (settings, their validated options): see :attr:`options`.
         self._validated: tuple[tuple[Any, ...], RetrievalOptions] | None = None
         options = self.options  # validates every setting, naming it

@@ -62,6 +62,7 @@ def bots_table(name: str = "bots", schema: str = "public") -> Table:
         Column("dense_weight", Float),
         Column("lexical_weight", Float),
         Column("trim", Boolean),
+        Column("prf", Boolean),
         Column("reranker_config", JSONB(none_as_null=True)),
         Column("parent_searcher_config", JSONB(none_as_null=True)),
         Column("enabled", Boolean, nullable=False),

@@ -26,6 +26,8 @@ A row, with defaults::
     lexical_weight          None        fusion weight 0..10; None: the default (1.0)
     trim                    None        sentence trimming under a budget; None: the
                                         default (on)
+    prf                     None        pseudo-relevance feedback (RM3) in the lexical
+                                        branch; None: the default (off)
     reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
     parent_searcher_config  {"type": "in_table"}
     enabled                 True
@@ -123,6 +125,7 @@ class BotSettings(BaseModel):
     dense_weight: Weight | None = None
     lexical_weight: Weight | None = None
     trim: bool | None = None
+    prf: bool | None = None
     reranker_config: dict[str, Any] | None = None
     parent_searcher_config: dict[str, Any] | None = Field(
         default_factory=lambda: {"type": "in_table"}

@@ -131,6 +131,14 @@ RETRIEVAL_FLAGS: tuple[tuple[str, str, type, str, str], ...] = (
         "with a budget, hand over the hits that do not fit whole as their best sentences",
         "on",
     ),
+    (
+        "prf",
+        "--prf",
+        bool,
+        "lexical/hybrid: pseudo-relevance feedback (RM3), a second BM25 pass with the "
+        "strongest terms of the top 10 lexical hits; PostgreSQL only",
+        "off",
+    ),
 )
 
 

@@ -82,7 +82,8 @@ class EvalConfig:
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
         late_chunking: embed children with late chunking; None keeps the loader default.
         expand_to_parent, limit, filter, rerank_candidates, budget, mode, search_mode,
-            rrf_k, dense_weight, lexical_weight, trim: the per-call retrieval options of every
+            rrf_k, dense_weight, lexical_weight, trim, prf: the per-call retrieval options of
+            every
             question, one field per field of
             :class:`~parrot_parents.retrieval.options.RetrievalOptions` (a test holds
             them to it); None (default) keeps the package default, so that an evaluation
@@ -119,6 +120,7 @@ class EvalConfig:
     dense_weight: float | None = None
     lexical_weight: float | None = None
     trim: bool | None = None
+    prf: bool | None = None
     reranker: str | None = None
     model: str | None = None
     dsn: str | None = None

@@ -127,6 +127,9 @@ class RetrievalMeta:
         parents, folded, missing_parents, auto_merge, windows: what expansion did
             (see :class:`~parrot_parents.retrieval.expanders.Expansion`); None when the
             mode does not report it.
+        prf: pseudo-relevance feedback, when it ran: ``{"terms": [...]}``, the lexemes
+            (stemmed, as the text-search configuration writes them) it added to the
+            lexical query, heaviest first; None when it did not run.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.
@@ -154,6 +157,7 @@ class RetrievalMeta:
     auto_merge: dict[str, dict[str, Any]] | None = None
     windows: dict[str, list[str]] | None = None
     packing: dict[str, Any] | None = None
+    prf: dict[str, Any] | None = None
     fallbacks: list[Fallback] = field(default_factory=list)
     passages: int = 0
     context_chars: int = 0
@@ -167,6 +171,7 @@ class RetrievalMeta:
         "auto_merge",
         "windows",
         "packing",
+        "prf",
     )
 
     def to_dict(self) -> dict[str, Any]:

@@ -29,6 +29,9 @@ option                 default       meaning (unit)
 ``lexical_weight``     1.0           weight of the lexical ranks in the fusion, 0..10
 ``trim``               ``True``      with a budget, hand over the hits that do not fit
                                      whole as their best sentences (:mod:`.trimming`)
+``prf``                ``False``     pseudo-relevance feedback (RM3) in the lexical
+                                     branch (``lexical``/``hybrid``; PostgreSQL stores
+                                     only: a Milvus store refuses it)
 =====================  ============  =================================================
 """
 
@@ -146,6 +149,7 @@ class RetrievalOverrides(TypedDict, total=False):
     dense_weight: float | None
     lexical_weight: float | None
     trim: bool | None
+    prf: bool | None
 
 
 class RetrievalOptions(BaseModel):
@@ -176,6 +180,11 @@ class RetrievalOptions(BaseModel):
         None,
         description="with a budget, hand over the hits that do not fit whole as their best "
         "sentences",
+    )
+    prf: bool | None = Field(
+        None,
+        description="pseudo-relevance feedback (RM3) in the lexical branch: a second BM25 "
+        "pass with the strongest terms of the first pass's top 10 children; PostgreSQL only",
     )
 
     @classmethod
@@ -245,6 +254,7 @@ class ResolvedOptions:
     dense_weight: float
     lexical_weight: float
     trim: bool
+    prf: bool
 
     def candidates(self, reranking: bool) -> int:
         """Children to search: ``limit``, or the rerank candidates (at least ``limit``)."""
@@ -268,6 +278,8 @@ DEFAULTS = RetrievalOptions(
     # Sentences of late-chunked children beat whole children at every budget of the dev
     # set, most where the budget is small (docs/benchmarks.md).
     trim=True,
+    # Measured on the dev set (docs/benchmarks.md, "Pseudo-relevance feedback").
+    prf=False,
 )
 
 _INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}

@@ -35,7 +35,7 @@ from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
 from parrot_parents.stores.protocols import ContextSearch, Embedded
 from parrot_parents.stores.questions import check_question
-from parrot_parents.stores.search_options import Fusion
+from parrot_parents.stores.search_options import PRF, Fusion
 
 if TYPE_CHECKING:
     from parrot_parents.rerankers.abstract import AbstractReranker
@@ -119,6 +119,10 @@ class Retriever:
         t = time.perf_counter()
         results, context = await self._search(question, opts, meta)
         meta.timings_ms["search"] = _ms(t)
+        if results and results[0].lexical_expansion is not None:
+            meta.prf = {"terms": list(results[0].lexical_expansion)}
+        elif opts.prf and meta.search_mode != "dense":
+            meta.prf = {"terms": []}  # it ran and found nothing to feed back
         hits = [Hit.from_result(r, i) for i, r in enumerate(results)]
         meta.candidates = len(hits)
         hits = await self._rerank(question, hits, opts.limit, meta)
@@ -171,7 +175,8 @@ class Retriever:
         """Search the children (with the expansion's reads joined when possible); a
         collection without a lexical index degrades to dense."""
         limit = opts.candidates(self.reranker is not None)
-        fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight)
+        prf = PRF() if opts.prf and opts.search_mode != "dense" else None
+        fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight, prf=prf)
         # After a reranker the context is read for the kept hits (see _expand).
         joined = None if self.reranker is not None else self._joined(opts)
         try:
@@ -226,6 +231,8 @@ class Retriever:
         ]
         if fusion_set and opts.search_mode != "hybrid":
             notes.append(f"{', '.join(fusion_set)} ignored: search_mode is {opts.search_mode!r}")
+        if call.prf and opts.search_mode == "dense":
+            notes.append("prf ignored: search_mode is 'dense'")
         return notes
 
     async def _rerank(

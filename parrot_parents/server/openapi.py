@@ -120,7 +120,11 @@ _CONTEXT_RESPONSE = {
         "bot": {"type": "string"},
         "context": {"type": "string", "description": "passages joined under source headers"},
         "passages": {"type": "array", "items": _ref("Passage")},
-        "meta": {"type": "object", "description": "children, parents, fallbacks, timings_ms"},
+        "meta": {
+            "type": "object",
+            "description": "children, parents, fallbacks, timings_ms; prf.terms when "
+            "pseudo-relevance feedback ran",
+        },
     },
 }
 _ASK_RESPONSE = {

@@ -67,6 +67,7 @@ HIT_COLUMNS = (
     "lexical_rank",
     "lexical_score",
     "fused_score",
+    "lexical_expansion",
     "ord",
 )
 
@@ -89,6 +90,7 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         cast(null(), Integer).label("lexical_rank"),
         cast(null(), Float).label("lexical_score"),
         cast(null(), Float).label("fused_score"),
+        cast(null(), ARRAY(Text)).label("lexical_expansion"),
     )
 
 
@@ -177,6 +179,7 @@ def search_with_context(table: Table, ranked: Select[Any], plan: ContextPlan | N
         hits.c.lexical_rank,
         hits.c.lexical_score,
         hits.c.fused_score,
+        hits.c.lexical_expansion,
     )
     parts: list[Select[Any]] = [first, _rows("t", targets)]
     if plan is not None:
@@ -221,6 +224,7 @@ def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
         lexical_rank=None if mode_dense else _int(r["lexical_rank"]),
         lexical_score=None if mode_dense else _float(r["lexical_score"]),
         fused_score=None if mode_dense else _float(r["fused_score"]),
+        lexical_expansion=_terms(r["lexical_expansion"]),
     )
 
 
@@ -230,6 +234,10 @@ def _int(value: Any) -> int | None:
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _terms(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def _plain(r: Mapping[str, Any]) -> SearchResult:

@@ -41,21 +41,24 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
+    all_,
     any_,
     bindparam,
     cast,
     func,
     literal,
     literal_column,
+    null,
     or_,
     select,
     true,
+    union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, aggregate_order_by
 from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
-from parrot_parents.stores.search_options import Fusion, SearchMode
+from parrot_parents.stores.search_options import PRF, Fusion, SearchMode
 from parrot_parents.stores.vector_codec import QueryVector
 
 __all__ = [
@@ -116,6 +119,175 @@ def _dense(table: Table, where: list[Any], depth: int) -> Any:
     return select(knn.c.id, rank.label("dense_rank")).cte("dense")
 
 
+def _qlex(lx: Table, terms: Any, keep_from: Any | None) -> Any:
+    """The lexicon rows of ``terms``, with their rank by df (among ``keep_from``'s
+    lexemes only, when given: the query's own rarest lexemes stay candidates)."""
+    if keep_from is None:
+        rank = func.row_number().over(order_by=(lx.c.df, lx.c.lexeme))
+        return (
+            select(lx.c.lexeme, lx.c.df, rank.label("df_rank"))
+            .where(lx.c.lexeme == any_(terms))
+            .subquery("qlex")
+        )
+    own = lx.c.lexeme == any_(keep_from)
+    rank = func.row_number().over(partition_by=own, order_by=(lx.c.df, lx.c.lexeme))
+    return (
+        select(lx.c.lexeme, lx.c.df, own.label("own"), rank.label("df_rank"))
+        .where(lx.c.lexeme == any_(terms))
+        .subquery("qlex_prf")
+    )
+
+
+def _candidates(
+    lx: Table, stats: Any, terms: Any, rule: CandidateRule, keep_from: Any | None = None
+) -> Any:
+    """The tsquery of the lexemes of ``terms`` that generate candidates (module docstring,
+    "Candidates"). A lexeme absent from the lexicon is in no child, so leaving it out of
+    the tsquery changes nothing."""
+    qlex = _qlex(lx, terms, keep_from)
+    kept = qlex.c.df_rank <= rule.keep
+    if keep_from is not None:
+        kept = kept & qlex.c.own
+    return (
+        select(cast(func.string_agg(func.quote_literal(qlex.c.lexeme), literal(" | ")), TSQUERY))
+        .select_from(qlex)
+        .join(stats, true())
+        .where(
+            or_(
+                qlex.c.df <= func.greatest(stats.c.n * float(rule.df_fraction), rule.df_floor),
+                kept,
+            )
+        )
+        .scalar_subquery()
+    )
+
+
+def _idf(lx: Table, stats: Any) -> Any:
+    """Lucene's BM25 idf of a lexicon row."""
+    return func.ln(1.0 + (stats.c.n - lx.c.df + 0.5) / (lx.c.df + 0.5))
+
+
+def _bm25(
+    table: Table,
+    stats: Any,
+    terms: Any,
+    tsquery: Any,
+    weights: Any,
+    where: list[Any],
+    depth: int,
+    name: str,
+) -> Any:
+    """The top ``depth`` children by BM25 over ``terms``: rows ``id, lexical_score``.
+
+    ``weights`` has a row ``(lexeme, idf)`` per scoring lexeme; its ``idf`` is the
+    lexeme's idf, times its query weight under feedback."""
+    # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
+    # row otherwise, unnested then filtered: twice the time at 100k children):
+    # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
+    # positions of a kept lexeme are all its positions, so tf is unchanged.
+    only_query = func.ts_filter(
+        func.setweight(
+            func.setweight(table.c.lexical, literal_column("'D'::\"char\"")),
+            literal_column("'A'::\"char\""),
+            terms,
+        ),
+        literal_column("'{a}'::\"char\"[]"),
+    )
+    u = func.unnest(only_query).table_valued("lexeme", "positions", "weights", name="u")
+    # tf: the positions of the lexeme in the row; the length is ``length(tsvector)``, the
+    # number of distinct lexemes (see :mod:`parrot_parents.stores.lexical`).
+    tf = cast(func.array_length(u.c.positions, 1), Float)
+    norm = 1.0 - BM25_B + BM25_B * cast(func.length(table.c.lexical), Float) / stats.c.avgdl
+    score = func.sum(weights.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm))
+    return (
+        select(table.c.id, score.label("lexical_score"))
+        .select_from(table)
+        .join(u, true())
+        .join(weights, weights.c.lexeme == u.c.lexeme)
+        .join(stats, true())
+        .where(table.c.lexical.op("@@")(tsquery), *where)
+        .group_by(table.c.id)
+        .order_by(score.desc(), table.c.id)
+        .limit(depth)
+        .subquery(name)
+    )
+
+
+#: Feedback lexemes are 2 to 20 characters long (Anserini's RM3 term filter, without its
+#: ASCII rule, so that accented words stay).
+_FEEDBACK_LEXEME_LENGTH = (2, 20)
+
+
+def _feedback(
+    table: Table, lx: Table, stats: Any, terms: Any, first: Any, prf: PRF
+) -> tuple[Any, Any]:
+    """RM3 over the first pass's top children (:class:`PRF`): the CTE of weighted
+    lexemes ``(lexeme, idf)`` (idf times the mixed weight) and the array of the lexemes
+    added to the query, heaviest first."""
+    fb = first
+    row = table.alias("fb_row")
+    u = func.unnest(row.c.lexical).table_valued("lexeme", "positions", "weights", name="fu")
+    # Stripped positions read as one occurrence.
+    tf = cast(func.coalesce(func.array_length(u.c.positions, 1), 1), Float)
+    occ = (
+        select(
+            fb.c.lexical_score.label("s"),
+            u.c.lexeme,
+            # P(w|D): the lexeme's share of the child's lexeme occurrences.
+            (tf / func.sum(tf).over(partition_by=fb.c.id)).label("p"),
+        )
+        .select_from(fb.join(row, row.c.id == fb.c.id).join(u, true()))
+        .subquery("fb_occ")
+    )
+    # P(Q|D): the child's BM25 score over the feedback children's total.
+    total = select(func.sum(fb.c.lexical_score)).scalar_subquery()
+    rm_w = func.sum(occ.c.p * occ.c.s) / func.nullif(total, 0.0)
+    lo, hi = _FEEDBACK_LEXEME_LENGTH
+    rm = (
+        select(occ.c.lexeme, rm_w.label("w"))
+        .where(func.length(occ.c.lexeme).between(lo, hi))
+        .group_by(occ.c.lexeme)
+        .order_by(rm_w.desc(), occ.c.lexeme)
+        .limit(prf.fb_terms)
+        .cte("prf_rm")
+    )
+    lam = float(prf.original_weight)
+    q = func.unnest(terms).column_valued("qu")
+    qn = func.greatest(func.cardinality(terms), 1)
+    mixed = union_all(
+        select(q.label("lexeme"), (literal(lam, Float) / qn).label("w")),
+        select(
+            rm.c.lexeme,
+            (literal(1.0 - lam, Float) * rm.c.w / func.sum(rm.c.w).over()).label("w"),
+        ),
+    ).subquery("prf_mixed")
+    mix = (
+        select(mixed.c.lexeme, func.sum(mixed.c.w).label("w"))
+        .group_by(mixed.c.lexeme)
+        .cte("prf_terms")
+    )
+    weights = (
+        select(lx.c.lexeme, (_idf(lx, stats) * mix.c.w).label("idf"))
+        .select_from(lx)
+        .join(mix, mix.c.lexeme == lx.c.lexeme)
+        .join(stats, true())
+        .where(mix.c.w > 0.0)
+        .cte("prf_idf")
+    )
+    # Empty, not NULL, when feedback ran and added nothing (every heavy lexeme was the
+    # query's own, or the first pass found nothing).
+    added = func.coalesce(
+        cast(
+            select(func.array_agg(aggregate_order_by(rm.c.lexeme, rm.c.w.desc(), rm.c.lexeme)))
+            .where(rm.c.lexeme != all_(terms))
+            .scalar_subquery(),
+            ARRAY(Text),
+        ),
+        cast(literal_column("'{}'"), ARRAY(Text)),
+    )
+    return weights, added
+
+
 def _lexical(
     table: Table,
     lex: LexicalTables,
@@ -123,7 +295,10 @@ def _lexical(
     where: list[Any],
     depth: int,
     rule: CandidateRule,
-) -> Any:
+    prf: PRF | None = None,
+) -> tuple[Any, Any]:
+    """The lexical branch as a CTE ``(id, lexical_score, lexical_rank)``, and the array of
+    lexemes feedback added to the query (a NULL ``text[]`` without ``prf``)."""
     # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
     # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
     # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
@@ -140,72 +315,27 @@ def _lexical(
         (cast(st.c.total_len, Float) / func.greatest(st.c.n, 1)).label("avgdl"),
     ).cte("lexstats")
     lx = lex.lexicon
-    # Candidates: the children holding a query lexeme of the candidate set (module
-    # docstring, "Candidates"); every query lexeme scores them. A lexeme absent from the
-    # lexicon is in no child, so leaving it out of the tsquery changes nothing.
-    qlex = (
-        select(
-            lx.c.lexeme,
-            lx.c.df,
-            func.row_number().over(order_by=(lx.c.df, lx.c.lexeme)).label("df_rank"),
-        )
-        .where(lx.c.lexeme == any_(terms_once))
-        .subquery("qlex")
-    )
-    tsquery = (
-        select(cast(func.string_agg(func.quote_literal(qlex.c.lexeme), literal(" | ")), TSQUERY))
-        .select_from(qlex)
-        .join(stats, true())
-        .where(
-            or_(
-                qlex.c.df <= func.greatest(stats.c.n * float(rule.df_fraction), rule.df_floor),
-                qlex.c.df_rank <= rule.keep,
-            )
-        )
-        .scalar_subquery()
-    )
     idf = (
-        select(
-            lx.c.lexeme,
-            func.ln(1.0 + (stats.c.n - lx.c.df + 0.5) / (lx.c.df + 0.5)).label("idf"),
-        )
+        select(lx.c.lexeme, _idf(lx, stats).label("idf"))
         .select_from(lx)
         .join(stats, true())
         .where(lx.c.lexeme == any_(terms_once))
         .cte("idf")
     )
-    # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
-    # row otherwise, unnested then filtered: twice the time at 100k children):
-    # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
-    # positions of a kept lexeme are all its positions, so tf is unchanged.
-    only_query = func.ts_filter(
-        func.setweight(
-            func.setweight(table.c.lexical, literal_column("'D'::\"char\"")),
-            literal_column("'A'::\"char\""),
-            terms_once,
-        ),
-        literal_column("'{a}'::\"char\"[]"),
-    )
-    u = func.unnest(only_query).table_valued("lexeme", "positions", "weights", name="u")
-    # tf: the positions of the lexeme in the row; the length is ``length(tsvector)``, the
-    # number of distinct lexemes (see :mod:`parrot_parents.stores.lexical`).
-    tf = cast(func.array_length(u.c.positions, 1), Float)
-    norm = 1.0 - BM25_B + BM25_B * cast(func.length(table.c.lexical), Float) / stats.c.avgdl
-    score = func.sum(idf.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm))
-    top = (
-        select(table.c.id, score.label("lexical_score"))
-        .select_from(table)
-        .join(u, true())
-        .join(idf, idf.c.lexeme == u.c.lexeme)
-        .join(stats, true())
-        .where(table.c.lexical.op("@@")(tsquery), *where)
-        .group_by(table.c.id)
-        .order_by(score.desc(), table.c.id)
-        .limit(depth)
-        .subquery("lexical_top")
-    )
+    tsquery = _candidates(lx, stats, terms_once, rule)
+    added: Any = cast(null(), ARRAY(Text))
+    if prf is None:
+        top = _bm25(table, stats, terms_once, tsquery, idf, where, depth, "lexical_top")
+    else:
+        first = _bm25(table, stats, terms_once, tsquery, idf, where, prf.fb_docs, "fb_top")
+        first_cte = select(first.c.id, first.c.lexical_score).cte("prf_docs")
+        weights, added = _feedback(table, lx, stats, terms_once, first_cte, prf)
+        # The expanded query's lexemes, once per statement, as the query's are.
+        expanded = cast(select(func.array_agg(weights.c.lexeme)).scalar_subquery(), ARRAY(Text))
+        tsquery2 = _candidates(lx, stats, expanded, rule, keep_from=terms_once)
+        top = _bm25(table, stats, expanded, tsquery2, weights, where, depth, "lexical_top")
     rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
-    return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical")
+    return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical"), added
 
 
 def search_statement(
@@ -226,9 +356,11 @@ def search_statement(
     Dense-only search stays the store's plain kNN statement.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
-    fused_score, ord`` (the 1-based rank), best first. ``distance`` is the cosine distance
-    when ``with_vector``; ``fused_score`` is the weighted RRF value the rows are ordered by
-    (``hybrid``; None in ``lexical`` mode).
+    fused_score, lexical_expansion, ord`` (the 1-based rank), best first.
+    ``lexical_expansion`` is the array of lexemes pseudo-relevance feedback added to the
+    query, heaviest first (``fusion.prf``), the same on every row; NULL without it.
+    ``distance`` is the cosine distance when ``with_vector``; ``fused_score`` is the
+    weighted RRF value the rows are ordered by (``hybrid``; None in ``lexical`` mode).
 
     Args:
         table: the collection table.
@@ -237,7 +369,9 @@ def search_statement(
         where: filters applied to both branches (child predicate, metadata filter).
         with_vector: whether ``query_vector`` is bound (``hybrid`` needs it).
         lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
-        fusion: RRF settings; defaults of :class:`Fusion`.
+        fusion: RRF settings and the lexical branch's feedback (``fusion.prf``, see
+            :class:`~parrot_parents.stores.search_options.PRF`); defaults of
+            :class:`Fusion`.
         candidates: which query lexemes generate lexical candidates (module docstring).
     """
     fusion = fusion or Fusion()
@@ -247,7 +381,9 @@ def search_statement(
         distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
-    lex = _lexical(table, lexical, text_search_config, where, lex_depth, candidates)
+    lex, added = _lexical(
+        table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf
+    )
     if mode == "lexical":
         return (
             select(
@@ -259,6 +395,7 @@ def search_statement(
                 lex.c.lexical_rank,
                 lex.c.lexical_score,
                 literal(None, Float).label("fused_score"),
+                added.label("lexical_expansion"),
                 func.row_number().over(order_by=lex.c.lexical_rank).label("ord"),
             )
             .join(lex, lex.c.id == table.c.id)
@@ -295,6 +432,7 @@ def search_statement(
             top.c.lexical_rank,
             top.c.lexical_score,
             top.c.fused.label("fused_score"),
+            added.label("lexical_expansion"),
             func.row_number()
             .over(order_by=(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id))
             .label("ord"),

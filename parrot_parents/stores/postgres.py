@@ -955,6 +955,7 @@ class PgVectorStore(
                 cast(null(), Integer).label("lexical_rank"),
                 cast(null(), Float).label("lexical_score"),
                 cast(null(), Float).label("fused_score"),
+                cast(null(), ARRAY(Text)).label("lexical_expansion"),
                 func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
             )
         assert self.text_search_config is not None

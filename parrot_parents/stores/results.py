@@ -31,6 +31,10 @@ class SearchResult:
             are ordered by (higher is better; :mod:`parrot_parents.stores.hybrid`); None in
             the other modes, and from a store whose engine fuses without reporting ranks
             (Milvus, whose ``score`` is then the fused value).
+        lexical_expansion: the lexemes pseudo-relevance feedback added to the query of
+            the search that found the row, heaviest first (the same on every row of one
+            search); None when it did not run (:class:`~parrot_parents.stores.
+            search_options.PRF`).
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
@@ -48,6 +52,7 @@ class SearchResult:
     lexical_rank: int | None = None
     lexical_score: float | None = None
     fused_score: float | None = None
+    lexical_expansion: tuple[str, ...] | None = None
     via: str | None = None
     via_kind: str | None = None
     sentences: SentenceVectors | None = field(default=None, repr=False, compare=False)

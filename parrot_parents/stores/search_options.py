@@ -7,7 +7,14 @@ from typing import Literal
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["SEARCH_MODES", "Fusion", "HNSWQueryOptions", "SearchMode", "check_search_mode"]
+__all__ = [
+    "PRF",
+    "SEARCH_MODES",
+    "Fusion",
+    "HNSWQueryOptions",
+    "SearchMode",
+    "check_search_mode",
+]
 
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 #: ``dense`` (pgvector kNN), ``lexical`` (BM25 in SQL) or ``hybrid`` (both, fused by RRF).
@@ -28,6 +35,39 @@ def check_search_mode(mode: object) -> SearchMode:
 
 
 @dataclass(frozen=True)
+class PRF:
+    """Pseudo-relevance feedback (RM3) for the lexical branch.
+
+    A first BM25 pass takes the top ``fb_docs`` children; each lexeme ``w`` of them is
+    weighed by ``sum_D P(w|D) * P(Q|D)`` (``P(w|D)``: its share of the child's lexeme
+    occurrences; ``P(Q|D)``: the child's BM25 score over the sum of the ``fb_docs``
+    scores), the ``fb_terms`` heaviest are kept and normalised to sum 1, and mixed with
+    the query (each query lexeme ``1 / |Q|``) as ``original_weight * query + (1 -
+    original_weight) * feedback``. A second BM25 pass then scores every child with each
+    lexeme's contribution multiplied by its weight (Lavrenko and Croft, "Relevance-Based
+    Language Models", SIGIR 2001; RM3 as in Anserini, whose defaults these are).
+
+    Attributes:
+        fb_docs: children of the first pass read for feedback, 1..100 (default 10).
+        fb_terms: feedback lexemes kept, 1..100 (default 10).
+        original_weight: the query's share of the mixed weights, 0..1 (default 0.5).
+    """
+
+    fb_docs: int = 10
+    fb_terms: int = 10
+    original_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("fb_docs", "fb_terms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+                raise ConfigurationError(f"prf {name} must be an int in [1, 100], got {value!r}")
+        w = self.original_weight
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= float(w) <= 1.0:
+            raise ConfigurationError(f"prf original_weight must be in [0, 1], got {w!r}")
+
+
+@dataclass(frozen=True)
 class Fusion:
     """Weighted reciprocal rank fusion of the dense and lexical branches.
 
@@ -37,6 +77,8 @@ class Fusion:
         depth: candidates taken from each branch before fusing; default the ``limit``.
         lexical_depth: candidates of the lexical branch when it should see fewer than
             the dense one (BM25 ranks far down a list add noise); default ``depth``.
+        prf: pseudo-relevance feedback for the lexical branch (``lexical`` and
+            ``hybrid``), or None (default) for plain BM25. PostgreSQL stores only.
     """
 
     rrf_k: int = 60
@@ -44,8 +86,11 @@ class Fusion:
     lexical_weight: float = 1.0
     depth: int | None = None
     lexical_depth: int | None = None
+    prf: PRF | None = None
 
     def __post_init__(self) -> None:
+        if self.prf is not None and not isinstance(self.prf, PRF):
+            raise ConfigurationError(f"prf must be a PRF or None, got {self.prf!r}")
         if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int):
             raise ConfigurationError(f"rrf_k must be an int, got {self.rrf_k!r}")
         if not 1 <= self.rrf_k <= 1000:

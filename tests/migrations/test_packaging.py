@@ -56,6 +56,7 @@ def test_migrations_run_from_an_installed_wheel(tmp_path: Path, empty_dsn: str) 
         "parrot_parents/migrations/versions/0006_documents.py",
         "parrot_parents/migrations/versions/0007_rerank_candidates.py",
         "parrot_parents/migrations/versions/0008_trim.py",
+        "parrot_parents/migrations/versions/0009_prf.py",
         "parrot_parents/server/openapi.yaml",
         "parrot_parents/server/openapi.json",
         "parrot_parents/server/ui/static/index.html",

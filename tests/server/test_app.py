@@ -267,6 +267,7 @@ def test_openapi_request_schemas_come_from_the_validation_models() -> None:
         "dense_weight",
         "lexical_weight",
         "trim",
+        "prf",
     }
     assert _schema_keys(spec, "AskRequest") == _schema_keys(spec, "ContextRequest") | {"max_tokens"}
 

@@ -43,6 +43,7 @@ async def test_not_a_json_object(make_client: MakeClient, body: bytes, message: 
         ({"question": "q", "limit": 0}, "limit", "Input should be greater than or equal to 1"),
         ({"question": "q", "limit": 101}, "limit", "Input should be less than or equal to 100"),
         ({"question": "q", "expand_to_parent": "yes"}, "expand_to_parent", "valid boolean"),
+        ({"question": "q", "prf": "yes"}, "prf", "valid boolean"),
         ({"question": "q", "budget": -3}, "budget", "greater than or equal to 1"),
         ({"question": "q", "mode": "window:0"}, "mode", "the window size N must be >= 1"),
         ({"question": "q", "mode": "sideways"}, "mode", "must be 'parent', 'auto_merge:T'"),

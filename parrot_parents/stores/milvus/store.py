@@ -473,7 +473,9 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
                 ``"hybrid"`` (both, fused by the engine with reciprocal rank fusion,
                 k=60, Cormack et al. 2009).
             fusion: the RRF constant of ``hybrid`` (``fusion.rrf_k``); the engine's RRF
-                weighs both branches equally, so other weights are refused.
+                weighs both branches equally, so other weights are refused, and the
+                engine's BM25 takes no weighted query terms, so pseudo-relevance feedback
+                (``fusion.prf``) is refused in ``lexical`` and ``hybrid`` mode.
 
         Returns:
             :class:`SearchResult` rows. ``score``: cosine similarity (dense), BM25 score
@@ -482,13 +484,20 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
 
         Raises:
             ConfigurationError: a bad ``query`` (:mod:`parrot_parents.stores.questions`),
-                ``limit``, ``filter`` or ``search_mode``; before the model loads.
+                ``limit``, ``filter`` or ``search_mode``, or ``fusion.prf`` outside
+                ``dense`` mode; before the model loads.
             StoreError: Milvus refused the search.
         """
         check_question(query)
         search_mode = check_search_mode(search_mode)
         _check_limit(limit)
         expr = translate_filter(filter)
+        if fusion is not None and fusion.prf is not None and search_mode != "dense":
+            raise ConfigurationError(
+                "pseudo-relevance feedback (prf) runs in PostgreSQL's lexical branch; "
+                "Milvus's BM25 takes no weighted query terms",
+                hint="leave prf off on a Milvus store",
+            )
         vector = None
         if search_mode != "lexical":
             vector = await self.embedding.aembed_query(query)

@@ -203,3 +203,14 @@ def test_cli_ingest_and_ask_on_milvus_lite(tmp_path: Path) -> None:
         assert source[p["start_index"] : p["end_index"]] == p["text"]
     bad = cli("ask", "x", "--dsn", "postgresql://nobody@nowhere/db")
     assert bad.returncode != 0 and "--dsn is for PostgreSQL" in bad.stderr
+
+
+async def test_pseudo_relevance_feedback_is_refused_before_the_model_loads(
+    uri: str, embeddings: Any
+) -> None:
+    from parrot_parents.stores.search_options import PRF, Fusion
+
+    s = MilvusStore(uri, unique_table("mv"), embedding=embeddings)
+    for mode in ("lexical", "hybrid"):
+        with pytest.raises(ConfigurationError, match=r"pseudo-relevance feedback \(prf\)"):
+            await s.similarity_search("notice", search_mode=mode, fusion=Fusion(prf=PRF()))

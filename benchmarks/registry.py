@@ -63,6 +63,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "lexical rankers, the search-mode and expansion grid, and the defaults, with peers",
     ),
     Benchmark(
+        "default_levers",
+        "quality",
+        "what trimming, late chunking and the indexed rows add, and the old defaults, one run",
+    ),
+    Benchmark(
         "strategy_table",
         "quality",
         "ingestion strategies side by side, one parrot-parents eval --strategy run each",

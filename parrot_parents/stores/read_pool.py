@@ -24,6 +24,7 @@ COPY, filtered searches and alembic. So a caller's engine shared with the store
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
@@ -193,7 +194,23 @@ class ReadPool:
                         await pool.expire_connections()
                         raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
 
-        return await through_outages(attempt)
+        return await through_outages(attempt, self._server_ready)
+
+    async def _server_ready(self) -> bool:
+        """Whether a new session can run a statement now (a probe after a cut
+        connection; see :func:`~parrot_parents.stores.reads.through_outages`)."""
+        try:
+            conn = await asyncpg.connect(**{"timeout": 5, **self._connect_kwargs})
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False
+        try:
+            await conn.fetchval("SELECT 1")
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=5)
+        return True
 
     async def run(self, work: Callable[[ReadConnection], Awaitable[T]]) -> T:
         """``work(conn)`` on a pooled connection: the most recently used one when it is idle

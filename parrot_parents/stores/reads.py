@@ -83,14 +83,19 @@ def is_recovering(exc: BaseException) -> bool:
     return isinstance(exc, StoreError) and exc.sqlstate in _RECOVERING
 
 
-async def through_outages(attempt: Callable[[], Awaitable[T]]) -> T:
+async def through_outages(
+    attempt: Callable[[], Awaitable[T]], ready: Callable[[], Awaitable[bool]] | None = None
+) -> T:
     """``attempt()``, run once more at once when its pooled connection was dead, and again
     with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
     most :data:`RECOVERY_WAIT_S` seconds; then the last error is raised.
 
     A statement whose connection is cut is sent at most :data:`_CUT_RETRIES` more times:
     it may be the one that crashes the server. Only the server's own "recovering" answers
-    are waited for beyond that.
+    are waited for beyond that. Before the second such retry, ``ready()`` (when given) is
+    awaited: a probe that returns True once a new session can run a statement, so that a
+    retry is not spent on a server still ending its sessions after a crash (how long that
+    takes depends on the machine's load, not on a fixed pause).
     """
     deadline: float | None = None
     delay = 0.05
@@ -104,7 +109,7 @@ async def through_outages(attempt: Callable[[], Awaitable[T]]) -> T:
                 # after a pause, since a connection opened just as a backend crashed is
                 # ended with the others before the server starts refusing new ones.
                 if cuts:
-                    await asyncio.sleep(_CUT_PAUSE_S)
+                    await _wait_ready(ready)
                 cuts += 1
                 continue
             if not is_recovering(exc):
@@ -115,6 +120,20 @@ async def through_outages(attempt: Callable[[], Awaitable[T]]) -> T:
                 raise
             await asyncio.sleep(min(delay, deadline - now))
             delay = min(delay * 2, 1.0)
+
+
+async def _wait_ready(ready: Callable[[], Awaitable[bool]] | None) -> None:
+    """A pause after a cut: until ``ready()`` says the server takes sessions again (with
+    backoff, at most :data:`RECOVERY_WAIT_S` seconds), or :data:`_CUT_PAUSE_S` without a
+    probe."""
+    await asyncio.sleep(_CUT_PAUSE_S)
+    if ready is None:
+        return
+    deadline = time.monotonic() + RECOVERY_WAIT_S
+    delay = 0.05
+    while not await ready() and time.monotonic() < deadline:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
 
 
 async def _set_local(conn: AsyncConnection, settings: Settings) -> None:

@@ -68,6 +68,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "what trimming, late chunking and the indexed rows add, and the old defaults, one run",
     ),
     Benchmark(
+        "trim_grid",
+        "quality",
+        "sentence trimming's whole-child share and rank decay, the same hits packed each way",
+    ),
+    Benchmark(
         "strategy_table",
         "quality",
         "ingestion strategies side by side, one parrot-parents eval --strategy run each",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import shlex
@@ -66,6 +67,11 @@ logger = logging.getLogger(__name__)
 #: (:data:`~parrot_parents.loaders.defaults.DEFAULT_STRATEGY`) on a store that can search
 #: indexed rows, none on one that cannot; what ``parrot-parents ingest`` does.
 DEFAULT_INDEXER: Literal["default"] = "default"
+
+#: Batches embedded at once during an ingest. One forward pass at a time leaves the cores
+#: idle between its operations: on 2 CPU cores, two late-chunking passes in two threads
+#: ran 1.3-1.4x the tokens per second of one (docs/performance.md, "Ingest").
+EMBED_WORKERS = 2
 
 
 @dataclass
@@ -335,8 +341,10 @@ class AbstractLoader(ABC):
                 # After every input is checked, before any vector is made: the collection
                 # must hold this model's vectors (or none yet).
                 await vector_store.check_model(self.processor.embedding, writing=True)
-            for start in range(0, len(hierarchies), batch_documents):
-                batch = hierarchies[start : start + batch_documents]
+
+            async def prepare(
+                batch: list[DocumentHierarchy],
+            ) -> tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]:
                 done = len(batch)
                 extra: Mapping[str, Sequence[Document]] = {}
                 if vector_store is not None:
@@ -350,7 +358,27 @@ class AbstractLoader(ABC):
                     batch = await self._embed_isolated(batch, names, events)
                 elif events is not None:
                     events.advance(done)  # nothing to embed without a store
-                yield batch, done, extra
+                return batch, done, extra
+
+            # EMBED_WORKERS batches are embedded at once, yielded in order: one forward
+            # pass at a time leaves CPU cores idle between its operations.
+            running: collections.deque[
+                asyncio.Task[tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]]
+            ] = collections.deque()
+            try:
+                for start in range(0, len(hierarchies), batch_documents):
+                    batch = hierarchies[start : start + batch_documents]
+                    running.append(asyncio.create_task(prepare(batch)))
+                    if len(running) >= EMBED_WORKERS:
+                        yield await running.popleft()
+                while running:
+                    yield await running.popleft()
+            finally:
+                for task in running:
+                    task.cancel()
+                for task in running:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
 
         async def store(
             item: tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]],

@@ -227,3 +227,56 @@ async def test_the_page_shows_what_context_returns(
     )
     hit_ids = {c["id"] for c in meta["children"] if c["document_id"] == doc}
     assert set(shown["doc_hits"]) == hit_ids and hit_ids
+
+
+def drive_trimmed(base_url: str, budget: int) -> list[tuple[str, list[str]]]:
+    """Ask with expansion off and a small budget; read back each trimmed hit the page
+    lists and the sentences it shows as dropped."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    profile = tempfile.mkdtemp(prefix="pp-chromium-")
+    driver = make_driver(profile)
+    try:
+        wait = WebDriverWait(driver, 30)
+        driver.get(base_url + "/ui")
+        driver.find_element(By.ID, "token").send_keys(TOKEN, Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "bot(s) loaded"))
+        Select(driver.find_element(By.ID, "bot")).select_by_value("example")
+        Select(driver.find_element(By.ID, "expand")).select_by_value("false")
+        driver.find_element(By.ID, "budget").send_keys(str(budget))
+        driver.find_element(By.ID, "question").send_keys(QUESTION, Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "passage(s)"))
+        return [
+            (
+                li.find_element(By.TAG_NAME, "code").text,
+                [
+                    driver.execute_script("return arguments[0].textContent", d)
+                    for d in li.find_elements(By.CSS_SELECTOR, "ul.dropped del")
+                ],
+            )
+            for li in driver.find_elements(By.CSS_SELECTOR, '#packing li[data-packing="trimmed"]')
+        ]
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+async def test_the_page_shows_what_trimming_dropped(
+    aiohttp_client: Any, example_manager: BotManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("selenium")
+    monkeypatch.setenv("SE_OFFLINE", "true")
+    client = await aiohttp_client(create_app(example_manager, token=TOKEN))
+    base_url = str(client.make_url("")).rstrip("/")
+    shown = await asyncio.to_thread(drive_trimmed, base_url, 600)
+    resp = await client.post(
+        "/api/v1/bots/example/context",
+        json={"question": QUESTION, "budget": 600, "expand_to_parent": False},
+        headers=AUTH,
+    )
+    packing = (await resp.json())["meta"]["packing"]
+    assert packing["trim"] == "sentences" and packing["trimmed"], packing
+    assert shown == [(t["id"], t["dropped_text"]) for t in packing["trimmed"]]

@@ -10,6 +10,7 @@ so the context a bot hands over is unchanged unless asked for.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,9 +60,10 @@ class Hit:
         lexical_score: BM25 score from the lexical branch (None when absent from it).
         via, via_kind: the indexed row (an ingestion strategy's text) through which the
             search reached this row, and its kind; None for a direct hit.
-        sentences: the child's sentences and their vectors, stored at ingest with late
-            chunking (:mod:`parrot_parents.stores.sentences`), for the packer's sentence
-            trimming (not in ``metadata``). None when the row has none.
+        stored_sentences: the child's sentences and their vectors as stored at ingest with
+            late chunking (:mod:`parrot_parents.stores.sentences`), for the packer's
+            sentence trimming (not in ``metadata``), decoded on first use
+            (:attr:`sentences`). None when the row has none.
     """
 
     id: str
@@ -76,7 +78,7 @@ class Hit:
     via_kind: str | None = None
     dense_score: float | None = None
     lexical_score: float | None = None
-    sentences: SentenceVectors | None = field(default=None, repr=False, compare=False)
+    stored_sentences: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_result(cls, result: SearchResult, rank: int) -> Hit:
@@ -94,8 +96,13 @@ class Hit:
             via_kind=result.via_kind,
             dense_score=result.dense_score,
             lexical_score=result.lexical_score,
-            sentences=result.sentences,
+            stored_sentences=result.stored_sentences,
         )
+
+    @functools.cached_property
+    def sentences(self) -> SentenceVectors | None:
+        """The child's sentences and their vectors (decoded once); None without them."""
+        return SentenceVectors.decode(self.stored_sentences)
 
     def to_document(self) -> Document:
         """The child as a LangChain ``Document`` (what a reranker scores)."""

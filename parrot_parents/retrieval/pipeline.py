@@ -149,7 +149,7 @@ class Retriever:
         vector the search just used: the default embedding keeps its last questions');
         None when no hit has stored sentences, or the store has no model to ask."""
         store = self.store
-        if not any(h.sentences is not None for h in hits) or not isinstance(store, Embedded):
+        if not any(h.stored_sentences is not None for h in hits) or not isinstance(store, Embedded):
             return None
         vector = np.asarray(await store.embedding.aembed_query(question), dtype=np.float32)
         norm = float(np.linalg.norm(vector))

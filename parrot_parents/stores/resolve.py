@@ -59,7 +59,7 @@ def resolve_indexed(
                 id=target.id,
                 content=target.content,
                 metadata=dict(target.metadata),
-                sentences=target.sentences,
+                stored_sentences=target.stored_sentences,
                 via=r.id,
                 via_kind=str(r.metadata.get(INDEXED_KIND) or "indexed"),
             )

@@ -38,9 +38,9 @@ class SearchResult:
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
-        sentences: the row's sentences and their vectors
-            (:mod:`parrot_parents.stores.sentences`), taken out of the stored metadata,
-            which keeps only what a caller reads; None when the row has none.
+        stored_sentences: the row's stored sentences and their vectors, as stored
+            (:mod:`parrot_parents.stores.sentences`), taken out of the metadata, which keeps
+            only what a caller reads; decoded only when asked for (:attr:`sentences`).
     """
 
     id: str
@@ -55,15 +55,20 @@ class SearchResult:
     lexical_expansion: tuple[str, ...] | None = None
     via: str | None = None
     via_kind: str | None = None
-    sentences: SentenceVectors | None = field(default=None, repr=False, compare=False)
+    stored_sentences: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if SENTENCES in self.metadata:
             metadata = dict(self.metadata)
-            stored = SentenceVectors.decode(metadata.pop(SENTENCES))
+            stored = metadata.pop(SENTENCES)
             object.__setattr__(self, "metadata", metadata)
-            if self.sentences is None:
-                object.__setattr__(self, "sentences", stored)
+            if self.stored_sentences is None:
+                object.__setattr__(self, "stored_sentences", stored)
+
+    @property
+    def sentences(self) -> SentenceVectors | None:
+        """The row's sentences and their vectors, decoded (None when it has none)."""
+        return SentenceVectors.decode(self.stored_sentences)
 
     @property
     def dense_score(self) -> float | None:

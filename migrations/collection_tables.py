@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
+from parrot_parents.stores.bm25_index import bm25_unavailable, ensure_bm25
 from parrot_parents.stores.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import drop_lexical, ensure_lexical
@@ -51,7 +52,10 @@ def ensure_collections(
     Existing tables keep their content; every named collection gets its lexical index and
     BM25 statistics when it lacks them (:func:`~parrot_parents.stores.lexical.ensure_lexical`),
     and its documents table, backfilled from its parents
-    (:func:`~parrot_parents.stores.documents.backfill_documents`).
+    (:func:`~parrot_parents.stores.documents.backfill_documents`). A collection created
+    here gets the lexical backend a store would give it: pg_textsearch's ``bm25`` index
+    where the server has it (:mod:`parrot_parents.stores.bm25_index`); an existing one
+    keeps its own.
     """
     validate_identifier(schema, "schema")
     conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
@@ -62,7 +66,9 @@ def ensure_collections(
             table = collection_table(name, dimension, schema=schema, metadata=MetaData())
             table.metadata.create_all(conn, checkfirst=True)
             created.append(name)
-        ensure_lexical(conn, name, schema)
+        config = ensure_lexical(conn, name, schema)
+        if name in created and bm25_unavailable(conn) is None:
+            ensure_bm25(conn, name, schema, config)
         backfill_documents(conn, name, schema)
     return created
 

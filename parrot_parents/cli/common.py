@@ -53,6 +53,18 @@ def add_backend_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_lexical_backend_option(parser: argparse.ArgumentParser) -> None:
+    """``--lexical-backend``: what ranks the lexical branch of a new collection."""
+    parser.add_argument(
+        "--lexical-backend",
+        choices=["auto", "pg_textsearch", "sql"],
+        default="auto",
+        help="what ranks BM25 in a new PostgreSQL collection: pg_textsearch (its bm25 index), "
+        "sql (BM25 computed in SQL, any PostgreSQL) or auto (default: pg_textsearch where the "
+        "server has it); an existing collection keeps its own (reindex --lexical moves it)",
+    )
+
+
 def add_store_options(parser: argparse.ArgumentParser) -> None:
     """``--store``, ``--dsn``, ``--collection`` and ``--model``."""
     add_backend_option(parser)
@@ -273,6 +285,7 @@ def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
         collection=args.collection,
         embedding=SentenceTransformerEmbeddings(args.model),
         create=create,
+        lexical_backend=getattr(args, "lexical_backend", "auto"),
     )
 
 

@@ -51,6 +51,8 @@ def format_report(report: dict[str, Any]) -> str:
         created = ext["in_this_database"] or "not created"
         extra = f", preloaded: {_yes(ext['preloaded'])}" if "preloaded" in ext else ""
         lines.append(f"  {name}: library {library}, in this database {created}{extra}")
+    if "lexical_backend" in server:
+        lines.append(f"  lexical backend of new collections: {server['lexical_backend']}")
     embedded = report["embedded"]
     if embedded is not None:
         lines.append(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from parrot_parents.cli.common import (
     add_backend_option,
     add_dsn_option,
+    add_lexical_backend_option,
     add_model_option,
     add_retrieval_options,
     add_strategy_option,
@@ -110,6 +111,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="cross-encoder model name or directory to rerank the children",
     )
     add_backend_option(p)
+    add_lexical_backend_option(p)
     add_dsn_option(p)
     add_model_option(p)
     p.add_argument(
@@ -159,6 +161,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         model=args.model,
         dsn=args.dsn,
         store=args.store,
+        lexical_backend=args.lexical_backend,
         collection=args.collection,
         keep=args.keep,
         ks=tuple(args.ks),

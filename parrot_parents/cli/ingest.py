@@ -7,7 +7,12 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from parrot_parents.cli.common import add_store_options, add_strategy_option, make_store
+from parrot_parents.cli.common import (
+    add_lexical_backend_option,
+    add_store_options,
+    add_strategy_option,
+    make_store,
+)
 from parrot_parents.loaders.defaults import (
     DEFAULT_CHILD_OVERLAP,
     DEFAULT_CHILD_SIZE,
@@ -26,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("ingest", help="ingest .txt/.md/.html/.pdf files or directories")
     p.add_argument("paths", nargs="+", help="files or directories")
     add_store_options(p)
+    add_lexical_backend_option(p)
     add_chunking_options(p)
     p.add_argument(
         "--on-bad-bytes",

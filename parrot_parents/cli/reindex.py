@@ -1,5 +1,6 @@
 """``parrot-parents reindex --stale``: re-chunk documents stored under another chunk policy;
-``parrot-parents reindex --model NAME``: re-embed the whole collection with another model."""
+``parrot-parents reindex --model NAME``: re-embed the whole collection with another model;
+``parrot-parents reindex --lexical BACKEND``: move the collection to another lexical backend."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "reindex",
         help="re-chunk the documents whose chunk policy version differs (--stale), or every "
-        "document with another embedding model (--model NAME), from the stored text",
+        "document with another embedding model (--model NAME), from the stored text; or "
+        "move the collection to another lexical backend (--lexical pg_textsearch|sql)",
         description="Takes the chunking options of `ingest`; every document stored with "
         "another policy version is rebuilt from the text kept in the collection's documents "
         "table (the files are not read), batch by batch; each document is replaced in one "
@@ -29,9 +31,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the same default as `ingest`). With `--model NAME` and no `--stale`, every "
         "document is rebuilt with that model, the one way to change a collection's model: "
         "searches are refused until the pass finishes, and running the same command again "
-        "resumes an interrupted pass.",
+        "resumes an interrupted pass. With `--lexical BACKEND` alone, the collection's BM25 "
+        "moves to pg_textsearch's bm25 index or to BM25 computed in SQL (sql): the index is "
+        "built or dropped in one transaction, nothing is re-embedded.",
     )
     p.add_argument("--stale", action="store_true", help="only documents of another policy")
+    p.add_argument(
+        "--lexical",
+        choices=["pg_textsearch", "sql"],
+        default=None,
+        help="move the collection's lexical (BM25) ranking to pg_textsearch's bm25 index, "
+        "or to BM25 computed in SQL (sql)",
+    )
     add_store_options(p)
     add_chunking_options(p)
     add_strategy_option(p)
@@ -41,10 +52,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 async def run(args: argparse.Namespace) -> int:
+    if args.lexical is not None:
+        if args.stale or args.model is not None:
+            print("error: --lexical goes alone, not with --stale or --model", file=sys.stderr)
+            return 2
+        return await _move_lexical(args)
     if not args.stale and args.model is None:
         print(
-            "error: give --stale (re-chunk documents of another chunk policy) or --model NAME "
-            "(re-embed every document with that model)",
+            "error: give --stale (re-chunk documents of another chunk policy), --model NAME "
+            "(re-embed every document with that model) or --lexical BACKEND",
             file=sys.stderr,
         )
         return 2
@@ -67,6 +83,28 @@ async def run(args: argparse.Namespace) -> int:
     for name, reason in report.failed.items():
         print(f"error: {name}: {reason}", file=sys.stderr)
     return 1 if report.failed else 0
+
+
+async def _move_lexical(args: argparse.Namespace) -> int:
+    import time
+
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    store = make_store(args, create=False)
+    if not isinstance(store, PgVectorStore):
+        print("error: reindex --lexical needs the postgres store", file=sys.stderr)
+        return 2
+    try:
+        started = time.perf_counter()
+        before = await store.set_lexical_backend(args.lexical)
+        took = time.perf_counter() - started
+    finally:
+        await store.close()
+    if before == args.lexical:
+        print(f"{args.collection!r} uses the {before} lexical backend already; nothing to do")
+    else:
+        print(f"{args.collection!r}: lexical backend {before} -> {args.lexical} in {took:.1f} s")
+    return 0
 
 
 async def _reembed(args: argparse.Namespace) -> int:

@@ -93,6 +93,8 @@ class EvalConfig:
         dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.
         store: backend spec, ``"postgres"`` (default, None) or ``"milvus:URI"``
             (:mod:`parrot_parents.stores.backends`).
+        lexical_backend: what ranks BM25 in the PostgreSQL collection: ``auto``
+            (default), ``pg_textsearch`` or ``sql`` (:mod:`parrot_parents.stores.bm25_index`).
         collection: table name; None for a fresh ``eval_<random>`` name.
         keep: keep the collection after the run instead of dropping it.
         ks: passage cut-offs of the @k metrics.
@@ -125,6 +127,7 @@ class EvalConfig:
     model: str | None = None
     dsn: str | None = None
     store: str | None = None
+    lexical_backend: str = "auto"
     collection: str | None = None
     keep: bool = False
     ks: tuple[int, ...] = DEFAULT_KS
@@ -155,6 +158,9 @@ class EvalConfig:
         from parrot_parents.stores.backends import parse_store_spec
 
         parse_store_spec(self.store)
+        from parrot_parents.stores.bm25_index import validate_lexical_choice
+
+        validate_lexical_choice(self.lexical_backend)
 
     @property
     def spec(self) -> StrategySpec:
@@ -406,7 +412,11 @@ class _Session:
         self.collection = config.collection or fresh_collection_name()
         self.embedding = SentenceTransformerEmbeddings(config.model)
         self.store: Any = open_store(
-            config.store, dsn=config.dsn, collection=self.collection, embedding=self.embedding
+            config.store,
+            dsn=config.dsn,
+            collection=self.collection,
+            embedding=self.embedding,
+            lexical_backend=config.lexical_backend,
         )
         late: _LateChunking = {}
         if config.late_chunking is not None:

@@ -130,6 +130,11 @@ class RetrievalMeta:
         prf: pseudo-relevance feedback, when it ran: ``{"terms": [...]}``, the lexemes
             (stemmed, as the text-search configuration writes them) it added to the
             lexical query, heaviest first; None when it did not run.
+        lexical: what ranked the lexical branch, for a lexical or hybrid search on a store
+            that says so: ``{"backend": "pg_textsearch"}`` (pg_textsearch's index) or
+            ``{"backend": "sql"}`` (BM25 in SQL), with ``"why"`` when it is not the
+            collection's own backend (:mod:`parrot_parents.stores.bm25_index`); None
+            otherwise.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.
@@ -158,6 +163,7 @@ class RetrievalMeta:
     windows: dict[str, list[str]] | None = None
     packing: dict[str, Any] | None = None
     prf: dict[str, Any] | None = None
+    lexical: dict[str, str] | None = None
     fallbacks: list[Fallback] = field(default_factory=list)
     passages: int = 0
     context_chars: int = 0
@@ -172,6 +178,7 @@ class RetrievalMeta:
         "windows",
         "packing",
         "prf",
+        "lexical",
     )
 
     def to_dict(self) -> dict[str, Any]:

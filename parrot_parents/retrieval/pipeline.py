@@ -33,7 +33,7 @@ from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
-from parrot_parents.stores.protocols import ContextSearch, Embedded
+from parrot_parents.stores.protocols import ContextSearch, Embedded, LexicalRanking
 from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.search_options import PRF, Fusion
 
@@ -119,6 +119,7 @@ class Retriever:
         t = time.perf_counter()
         results, context = await self._search(question, opts, meta)
         meta.timings_ms["search"] = _ms(t)
+        meta.lexical = self._lexical_ranking(opts, meta)
         if results and results[0].lexical_expansion is not None:
             meta.prf = {"terms": list(results[0].lexical_expansion)}
         elif opts.prf and meta.search_mode != "dense":
@@ -155,6 +156,19 @@ class Retriever:
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else None
 
+    def _lexical_ranking(self, opts: ResolvedOptions, meta: RetrievalMeta) -> dict[str, str] | None:
+        """``meta.lexical``: what ranked the lexical branch, when one ran and the store says."""
+        store = self.store
+        if meta.search_mode == "dense" or not issubclass(type(store), LexicalRanking):
+            return None
+        backend, why = cast(LexicalRanking, store).lexical_ranking(opts.filter, self._fusion(opts))
+        return {"backend": backend} if why is None else {"backend": backend, "why": why}
+
+    @staticmethod
+    def _fusion(opts: ResolvedOptions) -> Fusion:
+        prf = PRF() if opts.prf and opts.search_mode != "dense" else None
+        return Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight, prf=prf)
+
     def _joined(self, opts: ResolvedOptions) -> tuple[ContextSearch, ContextPlan] | None:
         """The store and the reads to join to its search, when the parent searcher reads
         this store's own table and the store can join them (one round trip for search
@@ -175,8 +189,7 @@ class Retriever:
         """Search the children (with the expansion's reads joined when possible); a
         collection without a lexical index degrades to dense."""
         limit = opts.candidates(self.reranker is not None)
-        prf = PRF() if opts.prf and opts.search_mode != "dense" else None
-        fusion = Fusion(opts.rrf_k, opts.dense_weight, opts.lexical_weight, prf=prf)
+        fusion = self._fusion(opts)
         # After a reranker the context is read for the kept hits (see _expand).
         joined = None if self.reranker is not None else self._joined(opts)
         try:

@@ -123,7 +123,8 @@ _CONTEXT_RESPONSE = {
         "meta": {
             "type": "object",
             "description": "children, parents, fallbacks, timings_ms; prf.terms when "
-            "pseudo-relevance feedback ran",
+            "pseudo-relevance feedback ran; lexical.backend (pg_textsearch or sql, with "
+            "lexical.why when not the collection's own) when a lexical branch ran",
         },
     },
 }
@@ -226,7 +227,11 @@ _COLLECTION = {
             "description": "a `reindex --model` pass is unfinished",
         },
         "strategies": {"type": "array", "items": {"type": "string"}},
-        "lexical_backend": {"type": ["string", "null"], "description": "sql-bm25, or null"},
+        "lexical_backend": {
+            "type": ["string", "null"],
+            "description": "what ranks BM25: pg_textsearch (its bm25 index) or sql; null "
+            "without a lexical index",
+        },
         "text_search_config": {"type": ["string", "null"]},
     },
 }

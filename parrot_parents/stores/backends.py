@@ -48,19 +48,29 @@ def open_store(
     collection: str = "documents",
     embedding: Any = None,
     create: bool = True,
+    lexical_backend: str = "auto",
 ) -> AbstractStore:
     """The store named by ``spec`` (see :func:`parse_store_spec`); nothing connects yet.
 
-    ``dsn`` is used for PostgreSQL; a Milvus cluster's token is read from
-    ``$PARROT_PARENTS_MILVUS_TOKEN``.
+    ``dsn`` and ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
+    lexical branch of a new collection, :mod:`parrot_parents.stores.bm25_index`) are for
+    PostgreSQL; a Milvus cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
 
     Raises:
-        ConfigurationError: a bad spec, collection name, or ``--dsn`` given with Milvus.
+        ConfigurationError: a bad spec, collection name or lexical backend, or ``--dsn``
+            or a lexical backend given with Milvus.
     """
+    from parrot_parents.stores.bm25_index import validate_lexical_choice
+
+    choice = validate_lexical_choice(lexical_backend)
     kind, uri = parse_store_spec(spec)
     if kind == "milvus":
         if dsn is not None:
             raise ConfigurationError("--dsn is for PostgreSQL; a Milvus store takes its URI")
+        if choice != "auto":
+            raise ConfigurationError(
+                "a lexical backend is for PostgreSQL; Milvus ranks text with its own BM25"
+            )
         from parrot_parents.stores.milvus.store import MilvusStore
 
         return MilvusStore(
@@ -72,7 +82,9 @@ def open_store(
         )
     from parrot_parents.stores.postgres import PgVectorStore
 
-    return PgVectorStore(dsn=dsn, table=collection, embedding=embedding, create=create)
+    return PgVectorStore(
+        dsn=dsn, table=collection, embedding=embedding, create=create, lexical_backend=choice
+    )
 
 
 def parent_searcher_for(store: AbstractStore) -> AbstractParentSearcher:

@@ -22,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import StoreError
+from parrot_parents.stores.bm25_index import read_lexical_backend
 from parrot_parents.stores.documents import DocumentsTable
 from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.identifiers import validate_identifier
@@ -30,7 +31,6 @@ from parrot_parents.stores.markers import CHILD_PREDICATE, INDEXED_PREDICATE, PA
 from parrot_parents.stores.model_contract import ModelContract
 
 __all__ = [
-    "LEXICAL_BACKEND",
     "CollectionInfo",
     "DeleteReport",
     "DocumentInfo",
@@ -40,10 +40,6 @@ __all__ = [
     "list_collections",
     "list_documents",
 ]
-
-#: The lexical backend of a PostgreSQL collection: BM25 computed in SQL over its
-#: ``tsvector`` column and exact statistics tables (:mod:`parrot_parents.stores.lexical`).
-LEXICAL_BACKEND = "sql-bm25"
 
 _COLLECTIONS = text(
     "SELECT c.relname FROM pg_class c"
@@ -78,7 +74,8 @@ class CollectionInfo:
             two models; embedding searches are refused until it has).
         strategies: the ingestion strategies its documents were indexed with
             (``plain`` for documents ingested without one), sorted.
-        lexical_backend: :data:`LEXICAL_BACKEND`, or None without a lexical column.
+        lexical_backend: what ranks its BM25, ``pg_textsearch`` or ``sql``
+            (:mod:`parrot_parents.stores.bm25_index`); None without a lexical column.
         text_search_config: the lexical column's configuration (``english``...), or None.
     """
 
@@ -205,7 +202,9 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
         model_fingerprint=None if record is None else record.model.digest,
         reembedding=record is not None and record.reembedding,
         strategies=sorted(row.strategies),
-        lexical_backend=LEXICAL_BACKEND if config is not None else None,
+        lexical_backend=(
+            None if config is None else await conn.run_sync(read_lexical_backend, name, schema)
+        ),
         text_search_config=config,
     )
 

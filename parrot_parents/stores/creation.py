@@ -19,11 +19,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from sqlalchemy import Connection, Table, text
 
-from parrot_parents.errors import CollectionNotFoundError, SchemaMismatchError
+from parrot_parents.errors import CollectionNotFoundError, ConfigurationError, SchemaMismatchError
+from parrot_parents.stores.bm25_index import (
+    LexicalBackend,
+    LexicalChoice,
+    bm25_unavailable,
+    check_lexical_choice,
+    ensure_bm25,
+    read_lexical_backend,
+)
 from parrot_parents.stores.documents import DocumentsTable
 from parrot_parents.stores.identifiers import SHORT_NAME_BYTES, derived_name
 from parrot_parents.stores.lexical import LexicalTables, drop_lexical, ensure_lexical
@@ -32,6 +40,7 @@ __all__ = [
     "COLLECTION_COLUMNS",
     "DERIVED_RELATIONS",
     "DROP_LOCK_TIMEOUT",
+    "CollectionSetup",
     "CollectionState",
     "adopt_legacy_names",
     "check_names_free",
@@ -40,6 +49,7 @@ __all__ = [
     "drop_collection",
     "lock_creation",
     "missing_collection",
+    "move_lexical_backend",
     "not_a_collection",
     "prepare_collection",
     "taken_names",
@@ -60,6 +70,7 @@ DERIVED_RELATIONS = (
     "document_id_idx",
     "cmetadata_gin",
     "lexical_gin",
+    "bm25",
 )
 
 _HELPER_TABLES = frozenset({"documents", "lexicon", "lexstats"})
@@ -76,15 +87,24 @@ _CREATE_LOCK = "parrot_parents.create_collection"
 CollectionState = Literal["missing", "collection", "other"]
 
 
+class CollectionSetup(NamedTuple):
+    """What a prepared collection's lexical index is."""
+
+    text_search_config: str
+    lexical_backend: LexicalBackend
+
+
 def prepare_collection(
     conn: Connection,
     table: Table,
     config: str | None,
     documents: DocumentsTable,
     must_exist: bool = False,
-) -> str:
+    lexical: LexicalChoice = "auto",
+) -> CollectionSetup:
     """Create the collection ``table`` when missing, or complete an existing one: schema,
-    table and indexes, lexical column, BM25 statistics and triggers, documents table.
+    table and indexes, lexical column, BM25 statistics and triggers, the ``bm25`` index
+    of a new collection (:mod:`parrot_parents.stores.bm25_index`), documents table.
     Sync (``run_sync``), inside the caller's transaction, which holds the creation lock
     from here to its end.
 
@@ -97,15 +117,21 @@ def prepare_collection(
         documents: the collection's documents table.
         must_exist: only complete an existing collection (for a read): a missing one is
             :func:`missing_collection`.
+        lexical: the lexical backend of a new collection: ``auto`` (``pg_textsearch`` where the
+            server has pg_textsearch, else ``sql``), ``pg_textsearch`` or ``sql``. An
+            existing collection keeps its own; asking ``pg_textsearch`` of one without its
+            index is an error.
 
     Returns:
-        The collection's text-search configuration.
+        The collection's text-search configuration and lexical backend.
 
     Raises:
         CollectionNotFoundError: ``must_exist`` and the collection is missing.
         SchemaMismatchError: the name is a table that is not a collection, or the names
             of a new collection's objects are taken.
-        ConfigurationError: ``config`` differs from the existing collection's.
+        ConfigurationError: ``config`` differs from the existing collection's, or
+            ``lexical="pg_textsearch"`` on a server without pg_textsearch or on an existing
+            collection without its index.
     """
     schema, name = str(table.schema), table.name
     if conn.execute(text("SELECT to_regnamespace(:s) IS NULL"), {"s": f'"{schema}"'}).scalar_one():
@@ -127,8 +153,49 @@ def prepare_collection(
     else:
         adopt_legacy_names(conn, schema, name)
     found = ensure_lexical(conn, name, schema, config)
+    if state == "missing" and (
+        lexical == "pg_textsearch" or (lexical == "auto" and bm25_unavailable(conn) is None)
+    ):
+        ensure_bm25(conn, name, schema, found)
+    backend = read_lexical_backend(conn, name, schema)
+    check_lexical_choice(name, backend, lexical)
     documents.create(conn)
-    return found
+    return CollectionSetup(found, backend)
+
+
+def move_lexical_backend(
+    conn: Connection, schema: str, table: str, backend: LexicalBackend
+) -> LexicalBackend:
+    """Give an existing collection the lexical ``backend`` (building or dropping its
+    ``bm25`` index) under its creation lock, in the caller's transaction; returns the
+    backend it had.
+
+    Raises:
+        CollectionNotFoundError: no such collection.
+        SchemaMismatchError: the name is a table that is not a collection.
+        ConfigurationError: ``pg_textsearch`` on a server without pg_textsearch.
+    """
+    from parrot_parents.stores.bm25_index import drop_bm25
+    from parrot_parents.stores.lexical import read_text_search_config
+
+    lock_creation(conn, schema, table)
+    state = collection_state(conn, schema, table)
+    if state == "other":
+        raise not_a_collection(schema, table)
+    if state == "missing":
+        raise missing_collection(schema, table)
+    before = read_lexical_backend(conn, table, schema)
+    if backend == "pg_textsearch":
+        config = read_text_search_config(conn, table, schema)
+        if config is None:
+            raise ConfigurationError(
+                f"collection {table!r} has no lexical index",
+                hint=f"run `parrot-parents migrate --collection {table}` first",
+            )
+        ensure_bm25(conn, table, schema, config)
+    else:
+        drop_bm25(conn, table, schema)
+    return before
 
 
 def lock_creation(conn: Connection, schema: str, table: str) -> None:

@@ -154,6 +154,14 @@ async def _server_facts(dsn: str | None, report: Report) -> None:
                 {"names": list(EXTENSIONS)},
             )
             found = {r[0]: (r[1], r[2]) for r in rows}
+            from parrot_parents.stores.bm25_index import bm25_unavailable
+
+            why = await conn.run_sync(lambda c: bm25_unavailable(c))
+            report.server["lexical_backend"] = "sql" if why else "pg_textsearch"
+            if why:
+                report.notes.append(
+                    f"new collections rank BM25 in SQL, not with pg_textsearch: {why}"
+                )
     finally:
         await engine.dispose()
     preload = {p.strip() for p in str(report.server.get("preload") or "").split(",")}

@@ -7,6 +7,10 @@
     statistics (:mod:`parrot_parents.stores.lexical`): candidates are the children that
     hold a candidate query lexeme (GIN index, "Candidates" below), scored with every
     query lexeme: ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
+    Or, given a collection's pg_textsearch ``bm25`` index
+    (:mod:`parrot_parents.stores.bm25_index`), the index's own top-k by BM25
+    (``ORDER BY lexical_text <@> to_bm25query(...) LIMIT k``: block-max WAND, no scan of
+    the matching children).
 ``hybrid``
     both branches, fused with weighted reciprocal rank fusion (Cormack, Clarke and
     Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
@@ -57,6 +61,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, aggregate_order_by
 from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
+from parrot_parents.stores.bm25_index import BM25_COLUMN
 from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
 from parrot_parents.stores.search_options import PRF, Fusion, SearchMode
 from parrot_parents.stores.vector_codec import QueryVector
@@ -338,6 +343,31 @@ def _lexical(
     return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical"), added
 
 
+def _bm25_index(table: Table, index: str, where: list[Any], depth: int) -> Any:
+    """The lexical branch from a pg_textsearch ``bm25`` index: its top ``depth`` children
+    as a CTE ``(id, lexical_score, lexical_rank)``. ``index`` is the schema-qualified
+    index name (a validated derived name, written into the statement)."""
+    column: ColumnClause[Any] = literal_column(f'"{table.name}"."{BM25_COLUMN}"')
+    query = func.to_bm25query(bindparam("lexical_query"), literal(index))
+    # ``<@>`` is the negated BM25 score, ascending, as an index can order by it. The ORDER
+    # BY must be exactly that expression for the index to serve it: no tie-break here.
+    distance = column.op("<@>", return_type=Float)(query)
+    top = (
+        select(table.c.id, (-distance).label("lexical_score"))
+        .where(column.is_not(None), *where)
+        .order_by(distance)
+        .limit(depth)
+        .subquery("lexical_top")
+    )
+    rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
+    # A plan that scans instead (a tiny table) also yields rows matching no query term.
+    return (
+        select(top.c.id, top.c.lexical_score, rank.label("lexical_rank"))
+        .where(top.c.lexical_score > 0.0)
+        .cte("lexical")
+    )
+
+
 def search_statement(
     table: Table,
     *,
@@ -349,6 +379,7 @@ def search_statement(
     text_search_config: str | None = None,
     fusion: Fusion | None = None,
     candidates: CandidateRule = CANDIDATES,
+    bm25_index: str | None = None,
 ) -> Select[Any]:
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
@@ -373,6 +404,9 @@ def search_statement(
             :class:`~parrot_parents.stores.search_options.PRF`); defaults of
             :class:`Fusion`.
         candidates: which query lexemes generate lexical candidates (module docstring).
+        bm25_index: the schema-qualified name of the collection's pg_textsearch index:
+            the lexical branch is its top-k instead of BM25 in SQL (not with
+            ``fusion.prf``, which reads the SQL statistics).
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
@@ -381,9 +415,13 @@ def search_statement(
         distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
-    lex, added = _lexical(
-        table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf
-    )
+    if bm25_index is not None:
+        assert fusion.prf is None, "feedback reads the SQL statistics"
+        lex, added = _bm25_index(table, bm25_index, where, lex_depth), cast(null(), ARRAY(Text))
+    else:
+        lex, added = _lexical(
+            table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf
+        )
     if mode == "lexical":
         return (
             select(

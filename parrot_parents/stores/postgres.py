@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -37,6 +37,14 @@ from parrot_parents.errors import (
     StoreError,
 )
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.bm25_index import (
+    LexicalBackend,
+    LexicalChoice,
+    bm25_index_name,
+    check_lexical_choice,
+    read_lexical_backend,
+    validate_lexical_choice,
+)
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.context_sql import (
     Split,
@@ -48,6 +56,7 @@ from parrot_parents.stores.creation import (
     collection_state,
     drop_collection,
     missing_collection,
+    move_lexical_backend,
     not_a_collection,
     prepare_collection,
 )
@@ -86,6 +95,7 @@ from parrot_parents.stores.protocols import (
     DocumentRows,
     DocumentTable,
     IndexedRows,
+    LexicalRanking,
     ModelChecked,
     SourceLookup,
 )
@@ -142,6 +152,7 @@ class PgVectorStore(
     ContentLookup,
     DocumentRows,
     ModelChecked,
+    LexicalRanking,
 ):
     """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
 
@@ -169,6 +180,13 @@ class PgVectorStore(
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.
+        lexical_backend: what ranks the lexical branch of a new collection
+            (:mod:`parrot_parents.stores.bm25_index`): ``auto`` (default; pg_textsearch's
+            ``bm25`` index where the server has it, else ``sql``, BM25 in SQL),
+            ``pg_textsearch`` or ``sql``. An existing collection keeps its own (move it with
+            ``parrot-parents reindex --lexical``); ``sql`` ranks any collection in SQL (each
+            keeps the SQL statistics), ``pg_textsearch`` fails at connect on a collection
+            without its index.
 
     Nothing connects at construction; the first call (or ``await store.connect()``,
     or ``async with store``) creates the extension, the table and its indexes when
@@ -206,6 +224,7 @@ class PgVectorStore(
         create: bool = True,
         text_search_config: str | None = None,
         engine: AsyncEngine | None = None,
+        lexical_backend: LexicalChoice = "auto",
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -228,6 +247,9 @@ class PgVectorStore(
         #: The collection's text-search configuration; None until connected, or when the
         #: collection has no lexical index (a read-only store on an old collection).
         self.text_search_config: str | None = None
+        self._wanted_backend = validate_lexical_choice(lexical_backend)
+        #: The collection's lexical backend (``pg_textsearch`` or ``sql``); None until connected.
+        self.lexical_backend: LexicalBackend | None = None
         self.lexical = LexicalTables(self.table, self.schema)
         #: Which query lexemes generate lexical candidates
         #: (:class:`~parrot_parents.stores.hybrid.CandidateRule`; exact below 5,000 children
@@ -366,6 +388,9 @@ class PgVectorStore(
                     self.text_search_config = await c.run_sync(
                         read_text_search_config, self.table, self.schema
                     )
+                    backend = await c.run_sync(read_lexical_backend, self.table, self.schema)
+                    check_lexical_choice(self.table, backend, self._wanted_backend)
+                    self.lexical_backend = backend
                     await check_dimension(c, self.schema, self.table, dimension)
                     await self.model_contract.read(c)
         except BaseException:
@@ -389,9 +414,15 @@ class PgVectorStore(
         await create_extension(engine, create=not must_exist)
         table = self.sa_table
         async with store_errors(f"preparing {self.qualified_name}"), engine.begin() as conn:
-            self.text_search_config = await conn.run_sync(
-                prepare_collection, table, self._wanted_config, self.documents, must_exist
+            setup = await conn.run_sync(
+                prepare_collection,
+                table,
+                self._wanted_config,
+                self.documents,
+                must_exist,
+                self._wanted_backend,
             )
+            self.text_search_config, self.lexical_backend = setup
             await check_dimension(conn, self.schema, self.table, self.dimension)
             await self.model_contract.read(conn)
         self._writable = True
@@ -711,6 +742,32 @@ class PgVectorStore(
         self.model_contract.forget()
         await self.close()
 
+    async def set_lexical_backend(self, backend: LexicalBackend) -> LexicalBackend:
+        """Move the collection to the lexical ``backend`` (:mod:`~parrot_parents.stores.
+        bm25_index`): build its ``bm25`` index over the rows there (``pg_textsearch``), or drop it
+        (``sql``), in one transaction; searches of other sessions wait for it.
+        Returns the backend the collection had.
+
+        Raises:
+            ConfigurationError: an unknown backend, or ``pg_textsearch`` on a server without
+                pg_textsearch.
+            CollectionNotFoundError: the collection does not exist (nothing is created).
+        """
+        if validate_lexical_choice(backend) == "auto":
+            raise ConfigurationError("give a backend to move to: pg_textsearch or sql")
+        engine, _ = await self.ready()
+
+        async def work(conn: Any) -> LexicalBackend:
+            before: LexicalBackend = await conn.run_sync(
+                move_lexical_backend, self.schema, self.table, backend
+            )
+            return before
+
+        before = await write(engine, f"move {self.qualified_name} to {backend}", work)
+        self.lexical_backend = backend
+        self._statements.clear()
+        return before
+
     # -- reads -------------------------------------------------------------------------
 
     async def similarity_search(
@@ -883,7 +940,7 @@ class PgVectorStore(
         the plan's reads; one round trip."""
         # The text-search configuration and candidate rule are written into a lexical
         # statement, so they are part of its shape.
-        key = request.shape(self.lexical_candidates, self.text_search_config)
+        key = request.shape(self.lexical_candidates, self.text_search_config, self.lexical_backend)
         params: dict[str, Any] = {}
         if request.vector is not None:
             params["query_vector"] = request.vector
@@ -970,7 +1027,31 @@ class PgVectorStore(
             fusion=request.fusion,
             # A metadata filter may leave only children holding common query lexemes: exact.
             candidates=EXACT_CANDIDATES if request.filter else self.lexical_candidates,
+            bm25_index=self._bm25_index(request),
         )
+
+    def _bm25_index(self, request: SearchRequest) -> str | None:
+        """The qualified name of the ``bm25`` index that ranks this search's lexical
+        branch; None when BM25 in SQL ranks it."""
+        if self.lexical_ranking(request.filter, request.fusion)[0] != "pg_textsearch":
+            return None
+        return f'"{self.schema}"."{bm25_index_name(self.table)}"'
+
+    def lexical_ranking(
+        self, filter: Mapping[str, Any] | None, fusion: Fusion | None
+    ) -> tuple[str, str | None]:
+        """What ranks the lexical branch of a search with ``filter`` and ``fusion``:
+        ``(backend, why)``, ``why`` None when it is the collection's own backend
+        (:mod:`parrot_parents.stores.bm25_index`), else the reason it is not."""
+        backend = self.lexical_backend or "sql"
+        if backend == "pg_textsearch" and self._wanted_backend == "sql":
+            return "sql", "the store was opened with lexical_backend='sql'"
+        if backend == "pg_textsearch" and filter:
+            # The index ranks first and filters after: a selective filter would walk it.
+            return "sql", "a metadata filter is ranked exactly in SQL"
+        if backend == "pg_textsearch" and fusion is not None and fusion.prf is not None:
+            return "sql", "prf reads the SQL statistics"
+        return backend, None
 
     async def search_with_context(
         self,

@@ -29,7 +29,9 @@ walks its members on every call, tens of microseconds). Who has what, and who as
   into the child's searched text): the loaders and the default ingestion strategy;
 * :class:`DocumentRows` (PostgreSQL): the HTTP document view;
 * :class:`ModelChecked` (PostgreSQL): the loaders, to refuse writing vectors of another
-  model than the collection's (:mod:`parrot_parents.stores.model_contract`).
+  model than the collection's (:mod:`parrot_parents.stores.model_contract`);
+* :class:`LexicalRanking` (PostgreSQL): the query pipeline, to say in ``meta`` what
+  ranked the lexical branch (:mod:`parrot_parents.stores.bm25_index`).
 
 A store without a capability still works everywhere: the caller takes the plain path
 (one write per document, no warning, a separate read for expansion), except where the
@@ -40,7 +42,7 @@ strategy needs indexed rows), which refuses with a ``ConfigurationError`` naming
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ __all__ = [
     "DocumentWriteItem",
     "Embedded",
     "IndexedRows",
+    "LexicalRanking",
     "ModelChecked",
     "ReplaceDocument",
     "RowCount",
@@ -101,6 +104,20 @@ class ReplaceDocument(Protocol):
             ConfigurationError: a row of another document, or a bad value.
             StoreError: the backend refused the write.
         """
+
+
+@runtime_checkable
+class LexicalRanking(Protocol):
+    """Says which lexical backend ranks a search (the collection's own, or another for
+    this search's options)."""
+
+    @abstractmethod
+    def lexical_ranking(
+        self, filter: Mapping[str, Any] | None, fusion: Fusion | None
+    ) -> tuple[str, str | None]:
+        """``(backend, why)`` for a search with ``filter`` and ``fusion``: ``why`` is None
+        when the backend is the collection's own, else the reason it is not. No I/O
+        (only after the store is connected)."""
 
 
 @runtime_checkable

@@ -26,6 +26,9 @@ def test_doctor_on_a_server_given_by_dsn(pg_dsn: str, capsys: pytest.CaptureFixt
     assert main(["doctor", "--dsn", pg_dsn]) == 0
     text = capsys.readouterr().out
     assert "vector: library" in text and text.rstrip().endswith("healthy")
+    # What a new collection would rank BM25 with on this server.
+    assert report["server"]["lexical_backend"] in ("pg_textsearch", "sql")
+    assert f"lexical backend of new collections: {report['server']['lexical_backend']}" in text
 
 
 def test_doctor_on_the_embedded_server_reports_extensions_and_dead_pids(tmp_path: Path) -> None:

@@ -133,8 +133,9 @@ async def _reference(
 
 @pytest.mark.parametrize("rule", [CANDIDATES, EXACT_CANDIDATES], ids=["default", "exact"])
 async def test_bm25_scores_match_a_python_reference(
-    store: PgVectorStore, embeddings, rule: CandidateRule
+    sql_store: PgVectorStore, embeddings, rule: CandidateRule
 ) -> None:
+    store = sql_store
     # The default candidate rule is exact below 5,000 children.
     store.lexical_candidates = rule
     await _ingest(store, embeddings)
@@ -145,8 +146,9 @@ async def test_bm25_scores_match_a_python_reference(
 
 
 async def test_common_query_lexemes_score_but_do_not_generate_candidates(
-    store: PgVectorStore, embeddings
+    sql_store: PgVectorStore, embeddings
 ) -> None:
+    store = sql_store
     await _ingest(store, embeddings)
     query = "paid leave days"
     expected, docs, terms = await _reference(store, query)
@@ -204,7 +206,7 @@ async def test_hybrid_fuses_both_ranks_and_filters_both_branches(
     assert len(only_cars) == 2  # exactly limit under a selective filter
     assert {r.metadata["document_id"] for r in only_cars} == {"cars"}
     with pytest.raises(ConfigurationError, match="search_mode must be one of"):
-        await store.similarity_search("x", search_mode="bm25")  # type: ignore[arg-type]
+        await store.similarity_search("x", search_mode="pg_textsearch")  # type: ignore[arg-type]
 
 
 async def test_fusion_weights_decide(store: PgVectorStore, embeddings) -> None:

@@ -49,8 +49,10 @@ async def test_preamble_words_are_indexed_and_statistics_stay_exact(
 
 
 async def test_an_older_collection_gets_the_preamble_column_on_open(
-    pg_dsn: str, store: PgVectorStore, embeddings: Any
+    pg_dsn: str, sql_store: PgVectorStore, embeddings: Any
 ) -> None:
+    # Collections from before retrieval preambles rank BM25 in SQL.
+    store = sql_store
     engine, _ = await store.ready()
     async with engine.begin() as conn:  # the column as it was before retrieval preambles
         await conn.execute(text(f"ALTER TABLE {store.qualified_name} DROP COLUMN lexical"))

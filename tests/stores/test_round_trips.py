@@ -24,6 +24,7 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
 from parrot_parents.rerankers import AbstractReranker
+from parrot_parents.stores.bm25_index import bm25_index_name
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.prepared import Prepared
@@ -216,6 +217,10 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
             settings = store._settings(request)
             plan = await read(engine, "explain", explain, settings)
             assert index in _index_names(plan), (search_mode, ef_search, json.dumps(plan)[:1500])
+            if search_mode == "hybrid":
+                # The lexical branch is the bm25 index's own top-k, not a scan.
+                assert store.lexical_backend == "pg_textsearch"
+                assert bm25_index_name(store.table) in _index_names(plan), json.dumps(plan)[:1500]
 
 
 async def _plans(store: PgVectorStore) -> tuple[int, int]:

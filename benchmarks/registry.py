@@ -68,6 +68,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "what trimming, late chunking and the indexed rows add, and the old defaults, one run",
     ),
     Benchmark(
+        "lexical_backends",
+        "quality",
+        "the dev set with pg_textsearch's bm25 index and with BM25 in SQL, one run",
+    ),
+    Benchmark(
         "trim_grid",
         "quality",
         "sentence trimming's whole-child share and rank decay, the same hits packed each way",

@@ -246,8 +246,14 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     lookup = LookupEmbedding(vectors, DIM, as_numpy=ctx["model_returns_numpy"])
     store = store_factory(table, embedding=lookup, create=False)
     await store.connect()
+    result["lexical_build"] = await _lexical_index(store)
     searcher = InTableParentSearcher(store=store)
     bot = Chatbot(parent_searcher=searcher, expand_to_parent=True)
+    # The same collection ranked by BM25 in SQL (every collection keeps its statistics).
+    store_sql = store_factory(table, embedding=lookup, create=False, lexical_backend="sql")
+    await store_sql.connect()
+    bot_sql = Chatbot(parent_searcher=InTableParentSearcher(store=store_sql), expand_to_parent=True)
+    backend = store.lexical_backend
     raw = await connect_raw(dsn)
     await raw.execute(f"SET hnsw.ef_search = {int(defaults.ef_search)}")
     await raw.execute(
@@ -275,6 +281,11 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
         hits = await store.similarity_search_by_vector(v, limit=10)
         parents_of.append([h.metadata["parent_document_id"] for h in hits])
     tenant = [f"t{(7 + 37 * i) % 100:02d}" for i in range(total)]
+    # Ten tenants: 10 % of the children.
+    tenants10 = [
+        {"tenant": {"$in": [f"t{(7 + 37 * i + 10 * k) % 100:02d}" for k in range(10)]}}
+        for i in range(total)
+    ]
 
     def q(i: int) -> str:
         return texts[i]
@@ -343,8 +354,49 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "gvc_default",
             "`get_vector_context`, parent expansion, package defaults",
             lambda i: bot.get_vector_context(q(i)),
-            "hybrid search",
+            f"hybrid search; the collection's lexical backend: {backend}",
             limit=hyb,
+        ),
+        Variant(
+            "gvc_default_sql",
+            "`get_vector_context`, parent expansion, package defaults, BM25 in SQL",
+            lambda i: bot_sql.get_vector_context(q(i)),
+            "hybrid search, the `sql` lexical backend on the same collection",
+            limit=hyb,
+        ),
+        Variant(
+            "search_lexical",
+            f"`similarity_search`, lexical alone ({backend} backend)",
+            lambda i: store.similarity_search(q(i), limit=10, search_mode="lexical"),
+            "BM25 top 10",
+            limit=hyb,
+        ),
+        Variant(
+            "search_lexical_sql",
+            "`similarity_search`, lexical alone (sql backend)",
+            lambda i: store_sql.similarity_search(q(i), limit=10, search_mode="lexical"),
+            "BM25 top 10",
+            limit=hyb,
+        ),
+        Variant(
+            "gvc_hybrid_filter1",
+            "`get_vector_context`, package defaults, 1 % metadata filter",
+            lambda i: bot.get_vector_context(q(i), filter={"tenant": tenant[i]}),
+            "hybrid; the lexical branch ranks the filtered children in SQL",
+            limit=hyb,
+        ),
+        Variant(
+            "gvc_hybrid_filter10",
+            "`get_vector_context`, package defaults, 10 % metadata filter",
+            lambda i: bot.get_vector_context(q(i), filter=tenants10[i]),
+            "hybrid; ten tenants (`$in`)",
+            limit=hyb,
+        ),
+        Variant(
+            "gvc_filter10",
+            "`get_vector_context`, 10 % metadata filter, dense",
+            lambda i: bot.get_vector_context(q(i), search_mode="dense", filter=tenants10[i]),
+            "ten tenants (`$in`)",
         ),
         Variant(
             "gvc_window",
@@ -404,6 +456,8 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     result["overlap"] = await _overlap(
         raw, table, store, lc_vs, bot, pdr, qs.vectors[:30], texts[:30]
     )
+    result["overlap"].update(await _lexical_agreement(store, store_sql, texts[:hyb]))
+    await store_sql.close()
 
     if ctx.get("model") is not None and args.embed_queries > 0:
         result.update(await _embedded(args, ctx, store_factory, table, lc))
@@ -426,6 +480,45 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     await lc.close()
     await store.close()
     return result
+
+
+async def _lexical_index(store: Any) -> str:
+    """Give the collection pg_textsearch's index when the server has it (tables built
+    before the backend existed have none); what was done, for the report."""
+    from parrot_parents.errors import ConfigurationError
+
+    if store.lexical_backend == "pg_textsearch":
+        return "pg_textsearch index present"
+    t = time.perf_counter()
+    try:
+        await store.set_lexical_backend("pg_textsearch")
+    except ConfigurationError as exc:
+        return f"no pg_textsearch index: {exc}"
+    return f"pg_textsearch index built in {time.perf_counter() - t:.1f} s"
+
+
+async def _lexical_agreement(store: Any, store_sql: Any, texts: list[str]) -> dict[str, str]:
+    """Share of queries whose lexical top 10 (as a set) equals exact BM25's (the SQL
+    backend with every query lexeme generating candidates), per backend."""
+    from parrot_parents.stores.hybrid import CANDIDATES, EXACT_CANDIDATES
+
+    same: dict[str, int] = {"sql": 0, store.lexical_backend: 0}
+    for text in texts:
+        store_sql.lexical_candidates = EXACT_CANDIDATES
+        exact = await store_sql.similarity_search(text, limit=10, search_mode="lexical")
+        store_sql.lexical_candidates = CANDIDATES
+        want = {r.id for r in exact}
+        sql = await store_sql.similarity_search(text, limit=10, search_mode="lexical")
+        same["sql"] += {r.id for r in sql} == want
+        if store.lexical_backend != "sql":
+            own = await store.similarity_search(text, limit=10, search_mode="lexical")
+            same[store.lexical_backend] += {r.id for r in own} == want
+    return {
+        f"lexical top 10 equal to exact BM25's (SQL, every lexeme a candidate), {k} backend": (
+            f"{v}/{len(texts)}"
+        )
+        for k, v in same.items()
+    }
 
 
 async def _product_statements(

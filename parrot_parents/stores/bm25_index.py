@@ -10,7 +10,7 @@ Backends (:data:`LexicalBackend`):
     index ranks with block-max WAND, so a top-k reads a few posting blocks instead of
     every matching child. Its ``text_config`` is the collection's text-search
     configuration, and ``k1``/``b`` are the SQL backend's
-    (:data:`~parrot_parents.stores.hybrid.BM25_K1`, ``BM25_B``). Its BM25 is not the SQL
+    (:data:`~parrot_parents.stores.lexical.BM25_K1`, ``BM25_B``). Its BM25 is not the SQL
     backend's to the last digit: pg_textsearch measures a row's length in tokens, the SQL
     backend in distinct lexemes; and after deletes and replaces its corpus statistics
     follow its own upkeep (VACUUM) rather than the exact counts the SQL backend keeps. So
@@ -40,6 +40,7 @@ from sqlalchemy import Connection, text
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import derived_name, validate_identifier
+from parrot_parents.stores.lexical import BM25_B, BM25_K1, validate_text_search_config
 
 __all__ = [
     "BM25_COLUMN",
@@ -157,10 +158,6 @@ def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
             f"collection {table!r} cannot use the bm25 lexical backend: {reason}",
             hint="use the tsvector backend (it needs nothing but PostgreSQL)",
         )
-    # Local import: hybrid imports this module for the backend names.
-    from parrot_parents.stores.hybrid import BM25_B, BM25_K1
-    from parrot_parents.stores.lexical import validate_text_search_config
-
     config = validate_text_search_config(config)
     qt = _qualified(schema, validate_identifier(table, "table"))
     conn.execute(text(f"CREATE EXTENSION IF NOT EXISTS {_EXTENSION}"))

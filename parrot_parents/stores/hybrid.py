@@ -62,7 +62,12 @@ from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, aggregate_order_by
 from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
 from parrot_parents.stores.bm25_index import BM25_COLUMN
-from parrot_parents.stores.lexical import LexicalTables, validate_text_search_config
+from parrot_parents.stores.lexical import (
+    BM25_B,
+    BM25_K1,
+    LexicalTables,
+    validate_text_search_config,
+)
 from parrot_parents.stores.search_options import PRF, Fusion, SearchMode
 from parrot_parents.stores.vector_codec import QueryVector
 
@@ -75,10 +80,6 @@ __all__ = [
     "query_vector",
     "search_statement",
 ]
-
-#: BM25 parameters (bm25s's and Lucene's defaults).
-BM25_K1 = 1.5
-BM25_B = 0.75
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import derived_name, validate_identifier
 
 __all__ = [
+    "BM25_B",
+    "BM25_K1",
     "DEFAULT_TEXT_SEARCH_CONFIG",
     "LexicalTables",
     "ensure_lexical",
@@ -42,6 +44,9 @@ __all__ = [
 ]
 
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
+#: BM25 parameters (bm25s's and Lucene's defaults), of every lexical backend.
+BM25_K1 = 1.5
+BM25_B = 0.75
 _PREAMBLE = "retrieval_preamble"  # parrot_parents.stores.structure_markers.RETRIEVAL_PREAMBLE
 _CONFIG = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _TRIGGER_EVENTS = ("insert", "delete", "update")

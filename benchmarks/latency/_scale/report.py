@@ -183,6 +183,41 @@ def _targets(r: dict[str, Any]) -> list[str]:
             f"{gvc.p50 / floor_g.p50:.2f}× its joined statement "
             f"({floor_g.p50 / bare.p50:.2f}× the bare kNN).",
         ]
+    return [*lines, "", *_default_targets(st, r.get("lexical_build"))]
+
+
+def _default_targets(st: dict[str, Stat], built: str | None) -> list[str]:
+    """The defaults at scale: hybrid search on each lexical backend, and filtered search,
+    against dense search and LangChain's retriever (when this run measured them)."""
+    dense, lc = st["gvc_parent"], st["lc_pdr"]
+    rows: list[tuple[str, str, str]] = []
+    for key, name in (("gvc_default", "the collection's"), ("gvc_default_sql", "sql")):
+        d = st.get(key)
+        if d is None:
+            continue
+        rows += [
+            (f"defaults ({name} backend) p50 / dense p50", "≤ 2× (at 1M)", _x(d.p50, dense.p50)),
+            (f"defaults ({name} backend) p95", "≤ 25 ms (at 1M)", f"{_f(d.p95)} ms"),
+            (f"defaults ({name} backend) / LangChain PDR p50", "≤ 1×", _x(d.p50, lc.p50)),
+        ]
+    f1, f10, d0 = st.get("gvc_filter"), st.get("gvc_filter10"), dense
+    if f1 is not None:
+        rows.append(("1 % filter, dense: p50 / unfiltered p50", "≤ 2× (at 1M)", _x(f1.p50, d0.p50)))
+    if f10 is not None:
+        rows.append(("10 % filter, dense: p50 / unfiltered p50", "", _x(f10.p50, d0.p50)))
+    h0, h1, h10 = st.get("gvc_default"), st.get("gvc_hybrid_filter1"), st.get("gvc_hybrid_filter10")
+    if h0 is not None and h1 is not None:
+        rows.append(
+            ("1 % filter, hybrid: p50 / unfiltered p50", "≤ 2× (at 1M)", _x(h1.p50, h0.p50))
+        )
+    if h0 is not None and h10 is not None:
+        rows.append(("10 % filter, hybrid: p50 / unfiltered p50", "", _x(h10.p50, h0.p50)))
+    if not rows:
+        return []
+    lines = ["| the defaults at scale | target | measured here |", "|---|---|---:|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    if built:
+        lines += ["", f"Lexical index of this collection: {built}."]
     return [*lines, ""]
 
 

@@ -1,0 +1,69 @@
+# ruff: noqa: E501 - the Markdown tables are written as they appear
+"""The shared dev set with each lexical backend, in one run.
+
+Every cell is ``parrot-parents eval --budget B`` (B = 1000, 2000, 4000 characters) in its
+own process, scored at its own budget, the rows interleaved budget by budget:
+
+* **defaults**: no flags; on a server with pg_textsearch (the embedded one) the collection
+  ranks BM25 with pg_textsearch's ``bm25`` index;
+* **BM25 in SQL**: ``--lexical-backend sql``, what a server without pg_textsearch (most
+  managed PostgreSQL) gives.
+
+Query p50/p95 include the query embedding. Writes the section
+``<!-- lexical-backends:start -->`` of ``docs/benchmarks.md``::
+
+    python -m benchmarks run lexical_backends      # ~7 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import REPO_ROOT, machine, replace_section
+from benchmarks.quality.default_levers import _run
+
+DOC = REPO_ROOT / "docs" / "benchmarks.md"
+MARKER = "lexical-backends"
+BUDGETS = (1000, 2000, 4000)
+ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("**defaults** (pg_textsearch's `bm25` index)", ()),
+    ("BM25 in SQL (`--lexical-backend sql`)", ("--lexical-backend", "sql")),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    results: dict[tuple[int, int], dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for budget in BUDGETS:
+            for i, (name, flags) in enumerate(ROWS):
+                out = Path(tmp) / f"{i}-{budget}.jsonl"
+                results[(i, budget)] = r = _run(flags, budget, None, out)
+                print(f"{name} @{budget}: {r['recall']:.4f} p50 {r['p50']:.1f} ms", flush=True)
+    head = "| lexical backend | " + " | ".join(f"recall@{b}c" for b in BUDGETS)
+    head += " | " + " | ".join(f"query p50 / p95 ms @{b}" for b in BUDGETS) + " |"
+    lines = [head, "|---|" + "---:|" * (2 * len(BUDGETS))]
+    for i, (name, _) in enumerate(ROWS):
+        cells = [f"{results[(i, b)]['recall']:.3f}" for b in BUDGETS]
+        cells += [f"{results[(i, b)]['p50']:.1f} / {results[(i, b)]['p95']:.1f}" for b in BUDGETS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    body = "\n".join(
+        [
+            *lines,
+            "",
+            f"Each cell is one `parrot-parents eval --budget B` run on the 276 dev questions (all three corpora in one collection), query embedding included. {machine()}. Generated {started}.",
+            "",
+            "Regenerate with `python -m benchmarks run lexical_backends`.",
+        ]
+    )
+    replace_section(DOC, MARKER, body, heading="## Lexical backends")
+    print(body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -269,6 +269,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     lc = LangChainSide(dsn, lc_table)
     await lc.open(coll)
     pdr, lc_vs = await lc.retriever(LangChainLookup(vectors))
+    lc_hybrid = await lc.hybrid_store(LangChainLookup(vectors))
 
     # The product's own statements, run bare on the kNN's connection: the floor under
     # each call (what is left is the product's Python around the statement).
@@ -423,6 +424,15 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "LangChain `PGVectorStore.asimilarity_search_by_vector`",
             lambda i: lc_vs.asimilarity_search_by_vector(qs.vectors[i].tolist(), k=10),
             "its vector search alone",
+        ),
+        Variant(
+            "lc_hybrid",
+            "LangChain `PGVectorStore` hybrid search (`HybridSearchConfig`, RRF)",
+            lambda i: lc_hybrid.asimilarity_search_by_vector(
+                qs.vectors[i].tolist(), k=10, fts_query=q(i)
+            ),
+            "its dense top 10 + its `ts_rank_cd` top 10 on a GIN index, fused",
+            limit=hyb,
         ),
         Variant(
             "lc_pdr",

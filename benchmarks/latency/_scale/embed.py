@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from parrot_parents.stores.model_contract import PROBE_TEXT
+
 __all__ = ["LangChainLookup", "LangChainModel", "LookupEmbedding"]
 
 
@@ -44,6 +46,11 @@ class LookupEmbedding:
         """Nothing to load."""
 
     def _one(self, text: str) -> Any:
+        if text == PROBE_TEXT:
+            # The store's model check asks for the fingerprint probe: a fixed vector (the
+            # benchmark's collections record no model, so reads accept any with a warning).
+            v = np.random.default_rng(0).standard_normal(self.dimension).astype(np.float32)
+            return v if self.as_numpy else v.tolist()
         try:
             v = self._vectors[text]
         except KeyError:

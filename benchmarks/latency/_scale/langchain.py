@@ -66,6 +66,38 @@ class LangChainSide:
         )
         return pdr, vs
 
+    async def hybrid_store(self, embedding: Embeddings, k: int = 10) -> Any:
+        """``PGVectorStore`` with langchain-postgres's own hybrid search: its dense top k
+        and its full-text top k (``ts_rank_cd`` over ``plainto_tsquery``, on the GIN index
+        its ``aapply_hybrid_search_index`` builds once), fused by its reciprocal rank
+        fusion. Query with ``asimilarity_search_by_vector(v, k=k, fts_query=text)``."""
+        from langchain_postgres import PGEngine, PGVectorStore
+        from langchain_postgres.v2.hybrid_search_config import (
+            HybridSearchConfig,
+            reciprocal_rank_fusion,
+        )
+        from sqlalchemy import text
+
+        config = HybridSearchConfig(
+            fusion_function=reciprocal_rank_fusion,
+            primary_top_k=k,
+            secondary_top_k=k,
+            index_name=f"{self.table}_tsv_idx",
+        )
+        vs = await PGVectorStore.create(
+            PGEngine.from_engine(self._engine),
+            table_name=self.table,
+            embedding_service=embedding,
+            hybrid_search_config=config,
+        )
+        async with self._engine.connect() as conn:
+            exists = (
+                await conn.execute(text("SELECT to_regclass(:n)"), {"n": config.index_name})
+            ).scalar()
+        if exists is None:
+            await vs.aapply_hybrid_search_index()
+        return vs
+
     async def close(self) -> None:
         if self._engine is not None:
             await self._engine.dispose()

@@ -200,6 +200,11 @@ def _default_targets(st: dict[str, Stat], built: str | None) -> list[str]:
             (f"defaults ({name} backend) p95", "≤ 25 ms (at 1M)", f"{_f(d.p95)} ms"),
             (f"defaults ({name} backend) / LangChain PDR p50", "≤ 1×", _x(d.p50, lc.p50)),
         ]
+        lch = st.get("lc_hybrid")
+        if lch is not None:
+            rows.append(
+                (f"defaults ({name} backend) / LangChain hybrid search p50", "", _x(d.p50, lch.p50))
+            )
     f1, f10, d0 = st.get("gvc_filter"), st.get("gvc_filter10"), dense
     if f1 is not None:
         rows.append(("1 % filter, dense: p50 / unfiltered p50", "≤ 2× (at 1M)", _x(f1.p50, d0.p50)))

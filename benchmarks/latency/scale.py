@@ -615,13 +615,21 @@ async def _embedded(
 
     model = ctx["model"]
     questions = _questions(args.embed_queries + 5)
-    store = store_factory(table, embedding=model, create=False)
-    await store.connect()
-    bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), expand_to_parent=True)
+    # One embeddings object per variant (they share the loaded model): each keeps its
+    # last questions' vectors, and every variant must pay for its own forward pass, as a
+    # service answering new questions does.
+    alone, dense_model, default_model = (type(model)() for _ in range(3))
+    stores = [store_factory(table, embedding=m, create=False) for m in (dense_model, default_model)]
+    for s in stores:
+        await s.connect()
+    bot, bot_default = (
+        Chatbot(parent_searcher=InTableParentSearcher(store=s), expand_to_parent=True)
+        for s in stores
+    )
     pdr, _ = await lc.retriever(LangChainModel(model))
     variants = [
         Variant(
-            "model", "the model alone (`aembed_query`)", lambda i: model.aembed_query(questions[i])
+            "model", "the model alone (`aembed_query`)", lambda i: alone.aembed_query(questions[i])
         ),
         Variant(
             "gvc_embed",
@@ -631,7 +639,7 @@ async def _embedded(
         Variant(
             "gvc_default_embed",
             "ours: `get_vector_context`, package defaults (hybrid)",
-            lambda i: bot.get_vector_context(questions[i]),
+            lambda i: bot_default.get_vector_context(questions[i]),
             limit=args.hybrid_queries,
         ),
         Variant(
@@ -642,7 +650,8 @@ async def _embedded(
     ]
     n = min(args.embed_queries, len(questions) - 5)
     stats = await interleave(variants, n, 5, seed=1)
-    await store.close()
+    for s in stores:
+        await s.close()
     return {"embed_stats": stats, "embed_queries": n}
 
 

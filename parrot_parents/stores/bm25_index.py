@@ -160,6 +160,9 @@ def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
         )
     config = validate_text_search_config(config)
     qt = _qualified(schema, validate_identifier(table, "table"))
+    # Two first creators in one database would race on the extension's catalog rows:
+    # the lock the pgvector extension is created under serialises them.
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('parrot_parents.extension'))"))
     conn.execute(text(f"CREATE EXTENSION IF NOT EXISTS {_EXTENSION}"))
     # NULL || text is NULL: a row without a preamble indexes exactly its text, as the
     # tsvector does; parents (no embedding) are NULL and stay out of the index.

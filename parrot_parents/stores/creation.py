@@ -29,12 +29,18 @@ from parrot_parents.stores.bm25_index import (
     LexicalChoice,
     bm25_unavailable,
     check_lexical_choice,
+    drop_bm25,
     ensure_bm25,
     read_lexical_backend,
 )
 from parrot_parents.stores.documents import DocumentsTable
 from parrot_parents.stores.identifiers import SHORT_NAME_BYTES, derived_name
-from parrot_parents.stores.lexical import LexicalTables, drop_lexical, ensure_lexical
+from parrot_parents.stores.lexical import (
+    LexicalTables,
+    drop_lexical,
+    ensure_lexical,
+    read_text_search_config,
+)
 
 __all__ = [
     "COLLECTION_COLUMNS",
@@ -175,9 +181,6 @@ def move_lexical_backend(
         SchemaMismatchError: the name is a table that is not a collection.
         ConfigurationError: ``pg_textsearch`` on a server without pg_textsearch.
     """
-    from parrot_parents.stores.bm25_index import drop_bm25
-    from parrot_parents.stores.lexical import read_text_search_config
-
     lock_creation(conn, schema, table)
     state = collection_state(conn, schema, table)
     if state == "other":

@@ -124,6 +124,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "median get_vector_context time over the 20 example questions, expansion off and on",
     ),
     Benchmark(
+        "filtered_plans",
+        "latency",
+        "filtered search: planner estimates, capped counts, exact ranking, bounded HNSW scans",
+    ),
+    Benchmark(
         "hybrid_cost",
         "latency",
         "what hybrid search costs against dense: query latency and ingest throughput",

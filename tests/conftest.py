@@ -8,11 +8,13 @@ Every test that needs a collection gets its own uniquely named table.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,12 +61,13 @@ def unique_table(prefix: str = "t") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture
-async def store(
-    pg_dsn: str, embeddings: SentenceTransformerEmbeddings
+@contextlib.asynccontextmanager
+async def fresh_store(
+    pg_dsn: str, embeddings: SentenceTransformerEmbeddings, **kwargs: Any
 ) -> AsyncIterator[PgVectorStore]:
-    """A connected store on a fresh table, dropped after the test."""
-    s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings)
+    """A connected store on a fresh table (``kwargs`` to :class:`PgVectorStore`), dropped
+    after."""
+    s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings, **kwargs)
     await s.connect()
     try:
         yield s
@@ -73,3 +76,12 @@ async def store(
             await s.drop()
         finally:
             await s.close()
+
+
+@pytest.fixture
+async def store(
+    pg_dsn: str, embeddings: SentenceTransformerEmbeddings
+) -> AsyncIterator[PgVectorStore]:
+    """A connected store on a fresh table, dropped after the test."""
+    async with fresh_store(pg_dsn, embeddings) as s:
+        yield s

@@ -8,19 +8,12 @@ from typing import Any
 import pytest
 
 from parrot_parents.stores.postgres import PgVectorStore
-from tests.conftest import unique_table
+from tests.conftest import fresh_store
 
 
 @pytest.fixture
 async def sql_store(pg_dsn: str, embeddings: Any) -> AsyncIterator[PgVectorStore]:
-    """A connected store on a fresh collection whose BM25 is computed in SQL (the
-    ``sql`` backend, which every PostgreSQL has), dropped after the test."""
-    s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings, lexical_backend="sql")
-    await s.connect()
-    try:
+    """A connected store on a fresh collection whose BM25 is computed in SQL (the ``sql``
+    backend, which every PostgreSQL has), dropped after the test."""
+    async with fresh_store(pg_dsn, embeddings, lexical_backend="sql") as s:
         yield s
-    finally:
-        try:
-            await s.drop()
-        finally:
-            await s.close()

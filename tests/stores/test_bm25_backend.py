@@ -4,7 +4,6 @@ collection, reported in ``meta``, moved by ``reindex --lexical``."""
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from typing import Any
@@ -20,11 +19,11 @@ from parrot_parents.cli.main import main as cli_main
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.bm25_index import bm25_index_name
 from parrot_parents.stores.engine import make_engine
-from parrot_parents.stores.hybrid import BM25_B, BM25_K1
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.search_options import PRF, Fusion
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table
+from tests.stores.test_hybrid import _reference as bm25_reference
 
 TEXTS = {
     "a": "leave leave leave days paid",
@@ -54,43 +53,7 @@ async def _write(store: PgVectorStore, texts: dict[str, str]) -> None:
 async def _reference(store: PgVectorStore, query: str) -> dict[str, float]:
     """BM25 of every child in Python, a row's length counted in tokens (positions), as
     pg_textsearch counts it; k1 and b the collection's."""
-    engine, _ = await store.ready()
-    async with engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text(
-                    f"SELECT id, lexical::text FROM {store.qualified_name}"
-                    " WHERE lexical IS NOT NULL"
-                )
-            )
-        ).all()
-        terms = set(
-            re.findall(
-                r"'([^']+)'",
-                (
-                    await conn.execute(
-                        text("SELECT to_tsvector('english', :q)::text"), {"q": query}
-                    )
-                ).scalar_one(),
-            )
-        )
-    docs = {
-        rid: {m[0]: len(m[1].split(",")) for m in re.findall(r"'([^']+)':([\d,A-D]+)", tsv)}
-        for rid, tsv in rows
-    }
-    n = len(docs)
-    avgdl = sum(sum(d.values()) for d in docs.values()) / n
-    out = {}
-    for rid, tf in docs.items():
-        score = 0.0
-        for term in terms & tf.keys():
-            df = sum(1 for d in docs.values() if term in d)
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = 1 - BM25_B + BM25_B * sum(tf.values()) / avgdl
-            score += idf * tf[term] * (BM25_K1 + 1) / (tf[term] + BM25_K1 * norm)
-        if score > 0:
-            out[rid] = score
-    return out
+    return (await bm25_reference(store, query, length="tokens"))[0]
 
 
 async def _has_index(store: PgVectorStore) -> bool:

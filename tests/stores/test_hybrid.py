@@ -95,10 +95,11 @@ async def test_lexical_search_finds_the_rare_terms_first(store: PgVectorStore, e
 
 
 async def _reference(
-    store: PgVectorStore, query: str
+    store: PgVectorStore, query: str, length: str = "lexemes"
 ) -> tuple[dict[str, float], dict[str, dict[str, int]], set[str]]:
     """BM25 of every child for ``query`` in Python (scores > 0), the children's tf and the
-    query's lexemes."""
+    query's lexemes. ``length``: a row's length in distinct ``lexemes`` (the SQL
+    backend's) or in ``tokens``, its positions (pg_textsearch's)."""
     engine, _ = await store.ready()
     async with engine.connect() as conn:
         rows = (
@@ -117,14 +118,18 @@ async def _reference(
         docs[rid] = {m[0]: len(m[1].split(",")) for m in re.findall(r"'([^']+)':([\d,A-D]+)", tsv)}
     terms = set(re.findall(r"'([^']+)'", tsquery))
     n = len(docs)
-    avgdl = sum(len(d) for d in docs.values()) / n
+
+    def dl(tf: dict[str, int]) -> int:
+        return len(tf) if length == "lexemes" else sum(tf.values())
+
+    avgdl = sum(dl(d) for d in docs.values()) / n
     expected = {}
     for rid, tf in docs.items():
         score = 0.0
         for term in terms & tf.keys():
             df = sum(1 for d in docs.values() if term in d)
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            norm = 1 - BM25_B + BM25_B * len(tf) / avgdl
+            norm = 1 - BM25_B + BM25_B * dl(tf) / avgdl
             score += idf * tf[term] * (BM25_K1 + 1) / (tf[term] + BM25_K1 * norm)
         if score > 0:
             expected[rid] = score

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
-from parrot_parents.stores.bm25_index import bm25_unavailable, ensure_bm25
+from parrot_parents.stores.bm25_index import auto_bm25, ensure_bm25
 from parrot_parents.stores.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import drop_lexical, ensure_lexical
@@ -67,7 +67,7 @@ def ensure_collections(
             table.metadata.create_all(conn, checkfirst=True)
             created.append(name)
         config = ensure_lexical(conn, name, schema)
-        if name in created and bm25_unavailable(conn) is None:
+        if name in created and auto_bm25(conn):
             ensure_bm25(conn, name, schema, config)
         backfill_documents(conn, name, schema)
     return created

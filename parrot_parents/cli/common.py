@@ -61,7 +61,8 @@ def add_lexical_backend_option(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="what ranks BM25 in a new PostgreSQL collection: pg_textsearch (its bm25 index), "
         "sql (BM25 computed in SQL, any PostgreSQL) or auto (default: pg_textsearch where the "
-        "server has it); an existing collection keeps its own (reindex --lexical moves it)",
+        "server has 1.1.0 or newer, else sql); an existing collection keeps its own "
+        "(reindex --lexical moves it)",
     )
 
 

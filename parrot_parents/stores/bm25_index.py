@@ -26,14 +26,20 @@ Backends (:data:`LexicalBackend`):
     statistics).
 
 The collection records its backend in the catalog itself: it is ``pg_textsearch``
-exactly when its ``bm25`` index exists. A new collection takes ``pg_textsearch`` when the
-server can give it (the extension is installed and preloaded, and exists in the database
-or the role may create it); ``parrot-parents reindex --lexical BACKEND`` moves a
+exactly when its ``bm25`` index exists. ``auto`` (the default) gives a new collection
+``pg_textsearch`` when the server can (the extension is installed and preloaded, and
+exists in the database or the role may create it) and its version is at least
+:data:`SAFE_VERSION`: pg_textsearch 1.0.0 can hang concurrent writers forever, unkillable
+(timescale/pg_textsearch#370, fixed in 1.1.0; seen here too, five concurrent upserts stuck
+on its LWLocks), and the embedded server ships 1.0.0. Asked for by name, ``pg_textsearch``
+is given on 1.0.0 too, with a warning. ``parrot-parents reindex --lexical BACKEND`` moves a
 collection from one to the other.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Literal, get_args
 
 from sqlalchemy import Connection, text
@@ -45,10 +51,13 @@ from parrot_parents.stores.lexical import BM25_B, BM25_K1, validate_text_search_
 __all__ = [
     "BM25_COLUMN",
     "LEXICAL_BACKENDS",
+    "SAFE_VERSION",
     "LexicalBackend",
     "LexicalChoice",
+    "auto_bm25",
     "bm25_index_name",
     "bm25_unavailable",
+    "bm25_unsafe",
     "check_lexical_choice",
     "drop_bm25",
     "ensure_bm25",
@@ -61,9 +70,13 @@ LexicalBackend = Literal["pg_textsearch", "sql"]
 LexicalChoice = Literal["auto", "pg_textsearch", "sql"]
 LEXICAL_BACKENDS: tuple[LexicalBackend, ...] = get_args(LexicalBackend)
 
+#: The first pg_textsearch release whose index does not hang concurrent writers.
+SAFE_VERSION = (1, 1, 0)
+
 #: The stored generated column the ``bm25`` index is built on.
 BM25_COLUMN = "lexical_text"
 _EXTENSION = "pg_textsearch"
+logger = logging.getLogger(__name__)
 _PREAMBLE = "retrieval_preamble"  # parrot_parents.stores.structure_markers.RETRIEVAL_PREAMBLE
 
 
@@ -143,6 +156,34 @@ def bm25_unavailable(conn: Connection) -> str | None:
     return None
 
 
+def bm25_unsafe(conn: Connection) -> str | None:
+    """Why ``auto`` should not choose pg_textsearch on this server though it can (a
+    release older than :data:`SAFE_VERSION`), or None."""
+    version = conn.execute(
+        text(
+            "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = :ext),"
+            " (SELECT default_version FROM pg_available_extensions WHERE name = :ext))"
+        ),
+        {"ext": _EXTENSION},
+    ).scalar_one_or_none()
+    if version is None:
+        return None
+    found = tuple(int(p) for p in re.findall(r"\d+", str(version))[:3])
+    if found >= SAFE_VERSION:
+        return None
+    safe = ".".join(map(str, SAFE_VERSION))
+    return (
+        f"pg_textsearch {version} can hang concurrent writers (timescale/pg_textsearch#370); "
+        f"{safe} or newer is needed"
+    )
+
+
+def auto_bm25(conn: Connection) -> bool:
+    """Whether ``auto`` gives a new collection pg_textsearch here: the server can
+    (:func:`bm25_unavailable`) and its release is safe (:func:`bm25_unsafe`)."""
+    return bm25_unavailable(conn) is None and bm25_unsafe(conn) is None
+
+
 def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
     """Give a collection its ``lexical_text`` column and ``bm25`` index (idempotent).
 
@@ -155,9 +196,12 @@ def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
     reason = bm25_unavailable(conn)
     if reason is not None:
         raise ConfigurationError(
-            f"collection {table!r} cannot use the bm25 lexical backend: {reason}",
-            hint="use the tsvector backend (it needs nothing but PostgreSQL)",
+            f"collection {table!r} cannot use the pg_textsearch lexical backend: {reason}",
+            hint="use the sql backend (it needs nothing but PostgreSQL)",
         )
+    risk = bm25_unsafe(conn)
+    if risk is not None:
+        logger.warning("collection %r ranks BM25 with pg_textsearch, but %s", table, risk)
     config = validate_text_search_config(config)
     qt = _qualified(schema, validate_identifier(table, "table"))
     # Two first creators in one database would race on the extension's catalog rows:

@@ -27,7 +27,7 @@ from parrot_parents.errors import CollectionNotFoundError, ConfigurationError, S
 from parrot_parents.stores.bm25_index import (
     LexicalBackend,
     LexicalChoice,
-    bm25_unavailable,
+    auto_bm25,
     check_lexical_choice,
     drop_bm25,
     ensure_bm25,
@@ -123,8 +123,9 @@ def prepare_collection(
         documents: the collection's documents table.
         must_exist: only complete an existing collection (for a read): a missing one is
             :func:`missing_collection`.
-        lexical: the lexical backend of a new collection: ``auto`` (``pg_textsearch`` where the
-            server has pg_textsearch, else ``sql``), ``pg_textsearch`` or ``sql``. An
+        lexical: the lexical backend of a new collection: ``auto`` (``pg_textsearch``
+            where the server has a safe release of it, else ``sql``:
+            :func:`~parrot_parents.stores.bm25_index.auto_bm25`), ``pg_textsearch`` or ``sql``. An
             existing collection keeps its own; asking ``pg_textsearch`` of one without its
             index is an error.
 
@@ -160,7 +161,7 @@ def prepare_collection(
         adopt_legacy_names(conn, schema, name)
     found = ensure_lexical(conn, name, schema, config)
     if state == "missing" and (
-        lexical == "pg_textsearch" or (lexical == "auto" and bm25_unavailable(conn) is None)
+        lexical == "pg_textsearch" or (lexical == "auto" and auto_bm25(conn))
     ):
         ensure_bm25(conn, name, schema, found)
     backend = read_lexical_backend(conn, name, schema)

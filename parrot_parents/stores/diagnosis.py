@@ -154,9 +154,9 @@ async def _server_facts(dsn: str | None, report: Report) -> None:
                 {"names": list(EXTENSIONS)},
             )
             found = {r[0]: (r[1], r[2]) for r in rows}
-            from parrot_parents.stores.bm25_index import bm25_unavailable
+            from parrot_parents.stores.bm25_index import bm25_unavailable, bm25_unsafe
 
-            why = await conn.run_sync(lambda c: bm25_unavailable(c))
+            why = await conn.run_sync(lambda c: bm25_unavailable(c) or bm25_unsafe(c))
             report.server["lexical_backend"] = "sql" if why else "pg_textsearch"
             if why:
                 report.notes.append(

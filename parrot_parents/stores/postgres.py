@@ -182,7 +182,8 @@ class PgVectorStore(
             language; an existing collection keeps the one it was created with.
         lexical_backend: what ranks the lexical branch of a new collection
             (:mod:`parrot_parents.stores.bm25_index`): ``auto`` (default; pg_textsearch's
-            ``bm25`` index where the server has it, else ``sql``, BM25 in SQL),
+            ``bm25`` index where the server has a release of it that does not hang
+            concurrent writers, 1.1.0 or newer, else ``sql``, BM25 in SQL),
             ``pg_textsearch`` or ``sql``. An existing collection keeps its own (move it with
             ``parrot-parents reindex --lexical``); ``sql`` ranks any collection in SQL (each
             keeps the SQL statistics), ``pg_textsearch`` fails at connect on a collection

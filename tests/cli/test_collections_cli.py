@@ -72,7 +72,7 @@ def test_collections_lists_only_collections_with_counts(
     # The model the collection records (parrot_parents.stores.model_contract).
     assert found["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert found["reembedding"] is False
-    assert (found["lexical_backend"], found["text_search_config"]) == ("pg_textsearch", "english")
+    assert (found["lexical_backend"], found["text_search_config"]) == ("sql", "english")
 
     code, out, _ = run(capsys, "collections", "--dsn", kb)
     header, row = out.splitlines()
@@ -94,7 +94,7 @@ def test_collections_lists_only_collections_with_counts(
         "384",
         f"sentence-transformers/all-MiniLM-L6-v2@{found['model_fingerprint']}",
     ]
-    assert row.endswith("contextual:context=extractive  pg_textsearch (english)")
+    assert row.endswith("contextual:context=extractive  sql (english)")
 
 
 def test_documents_delete_and_drop(kb: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,7 +50,7 @@ async def test_collections_and_documents_are_listed(make_client: MakeClient) -> 
                 "embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
                 "reembedding": False,
                 "strategies": ["plain"],
-                "lexical_backend": "pg_textsearch",
+                "lexical_backend": "sql",
                 "text_search_config": "english",
             }
         ]

@@ -118,6 +118,8 @@ async def _reference(
         docs[rid] = {m[0]: len(m[1].split(",")) for m in re.findall(r"'([^']+)':([\d,A-D]+)", tsv)}
     terms = set(re.findall(r"'([^']+)'", tsquery))
     n = len(docs)
+    if not n:
+        return {}, docs, terms
 
     def dl(tf: dict[str, int]) -> int:
         return len(tf) if length == "lexemes" else sum(tf.values())

@@ -170,7 +170,10 @@ async def random_rows(pg_dsn: str) -> AsyncIterator[PgVectorStore]:
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((3000, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store = PgVectorStore(dsn=pg_dsn, table=unique_table("plan"), dimension=384)
+    # pg_textsearch asked for by name: the hybrid plan below must use its index.
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("plan"), dimension=384, lexical_backend="pg_textsearch"
+    )
     docs = [
         Document(
             page_content=f"row {i}",

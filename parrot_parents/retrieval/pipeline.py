@@ -117,9 +117,10 @@ class Retriever:
             search_mode=opts.search_mode,
         )
         t = time.perf_counter()
-        results, context = await self._search(question, opts, meta)
+        fusion = self._fusion(opts)
+        results, context = await self._search(question, opts, fusion, meta)
         meta.timings_ms["search"] = _ms(t)
-        meta.lexical = self._lexical_ranking(opts, meta)
+        meta.lexical = self._lexical_ranking(opts, fusion, meta)
         if results and results[0].lexical_expansion is not None:
             meta.prf = {"terms": list(results[0].lexical_expansion)}
         elif opts.prf and meta.search_mode != "dense":
@@ -156,12 +157,14 @@ class Retriever:
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else None
 
-    def _lexical_ranking(self, opts: ResolvedOptions, meta: RetrievalMeta) -> dict[str, str] | None:
+    def _lexical_ranking(
+        self, opts: ResolvedOptions, fusion: Fusion, meta: RetrievalMeta
+    ) -> dict[str, str] | None:
         """``meta.lexical``: what ranked the lexical branch, when one ran and the store says."""
         store = self.store
         if meta.search_mode == "dense" or not issubclass(type(store), LexicalRanking):
             return None
-        backend, why = cast(LexicalRanking, store).lexical_ranking(opts.filter, self._fusion(opts))
+        backend, why = cast(LexicalRanking, store).lexical_ranking(opts.filter, fusion)
         return {"backend": backend} if why is None else {"backend": backend, "why": why}
 
     @staticmethod
@@ -184,12 +187,11 @@ class Retriever:
         return cast(ContextSearch, store), plan_for(opts.mode)
 
     async def _search(
-        self, question: str, opts: ResolvedOptions, meta: RetrievalMeta
+        self, question: str, opts: ResolvedOptions, fusion: Fusion, meta: RetrievalMeta
     ) -> tuple[list[SearchResult], Context | None]:
         """Search the children (with the expansion's reads joined when possible); a
         collection without a lexical index degrades to dense."""
         limit = opts.candidates(self.reranker is not None)
-        fusion = self._fusion(opts)
         # After a reranker the context is read for the kept hits (see _expand).
         joined = None if self.reranker is not None else self._joined(opts)
         try:

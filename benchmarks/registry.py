@@ -124,6 +124,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "median get_vector_context time over the 20 example questions, expansion off and on",
     ),
     Benchmark(
+        "row_layout",
+        "latency",
+        "vectors out of line (TOAST) against kept in the row: exact filtered ranking, BM25 reads",
+    ),
+    Benchmark(
         "filtered_plans",
         "latency",
         "filtered search: planner estimates, capped counts, exact ranking, bounded HNSW scans",

@@ -14,6 +14,7 @@ from sqlalchemy import Connection, MetaData, inspect, text
 from parrot_parents.stores.bm25_index import auto_bm25, ensure_bm25
 from parrot_parents.stores.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.layout import apply_layout
 from parrot_parents.stores.lexical import drop_lexical, ensure_lexical
 from parrot_parents.stores.schema import collection_table
 
@@ -55,7 +56,9 @@ def ensure_collections(
     (:func:`~parrot_parents.stores.documents.backfill_documents`). A collection created
     here gets the lexical backend a store would give it: pg_textsearch's ``bm25`` index
     where the server has it (:mod:`parrot_parents.stores.bm25_index`); an existing one
-    keeps its own.
+    keeps its own. Every named collection gets the row layout of
+    :mod:`parrot_parents.stores.layout` (existing rows keep theirs until the table is
+    rewritten, e.g. by ``VACUUM FULL``).
     """
     validate_identifier(schema, "schema")
     conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
@@ -67,6 +70,7 @@ def ensure_collections(
             table.metadata.create_all(conn, checkfirst=True)
             created.append(name)
         config = ensure_lexical(conn, name, schema)
+        apply_layout(conn, schema, name)
         if name in created and auto_bm25(conn):
             ensure_bm25(conn, name, schema, config)
         backfill_documents(conn, name, schema)

@@ -35,6 +35,7 @@ from parrot_parents.stores.bm25_index import (
 )
 from parrot_parents.stores.documents import DocumentsTable
 from parrot_parents.stores.identifiers import SHORT_NAME_BYTES, derived_name
+from parrot_parents.stores.layout import apply_layout
 from parrot_parents.stores.lexical import (
     LexicalTables,
     drop_lexical,
@@ -109,8 +110,9 @@ def prepare_collection(
     lexical: LexicalChoice = "auto",
 ) -> CollectionSetup:
     """Create the collection ``table`` when missing, or complete an existing one: schema,
-    table and indexes, lexical column, BM25 statistics and triggers, the ``bm25`` index
-    of a new collection (:mod:`parrot_parents.stores.bm25_index`), documents table.
+    table and indexes, lexical column, BM25 statistics and triggers, the row layout
+    (:mod:`parrot_parents.stores.layout`) and ``bm25`` index
+    (:mod:`parrot_parents.stores.bm25_index`) of a new collection, documents table.
     Sync (``run_sync``), inside the caller's transaction, which holds the creation lock
     from here to its end.
 
@@ -160,6 +162,10 @@ def prepare_collection(
     else:
         adopt_legacy_names(conn, schema, name)
     found = ensure_lexical(conn, name, schema, config)
+    if state == "missing":
+        # An existing collection is left as it is: the ALTER would lock its table against
+        # every open writer (``parrot-parents migrate`` applies it on purpose).
+        apply_layout(conn, schema, name)
     if state == "missing" and (
         lexical == "pg_textsearch" or (lexical == "auto" and auto_bm25(conn))
     ):

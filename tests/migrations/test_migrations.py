@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from langchain_core.documents import Document
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -39,12 +40,21 @@ def _describe(name: str) -> Any:
     def read(conn: sa.Connection) -> dict[str, Any]:
         insp = sa.inspect(conn)
         cols = {c["name"]: (str(c["type"]), c["nullable"]) for c in insp.get_columns(name)}
+        storage = dict(
+            conn.execute(
+                sa.text(
+                    "SELECT attname, attstorage::text FROM pg_attribute WHERE attrelid ="
+                    " to_regclass(:t) AND attnum > 0 AND NOT attisdropped"
+                ),
+                {"t": name},
+            ).all()
+        )
         rows = conn.execute(
             sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = :t"), {"t": name}
         ).scalars()
         # Index names carry the table name; compare the definitions without it.
         indexes = sorted(r.replace(name, "T") for r in rows)
-        return {"columns": cols, "indexes": indexes}
+        return {"columns": cols, "indexes": indexes, "storage": storage}
 
     return read
 
@@ -77,6 +87,25 @@ async def test_a_store_opens_a_collection_created_by_the_migration(
     async with PgVectorStore(dsn=empty_dsn, table="docs", embedding=embeddings) as store:
         await store.add_documents([])
         assert await store.count() == 0
+
+
+async def test_upgrade_gives_an_existing_collection_the_row_layout(
+    empty_dsn: str, embeddings: Any
+) -> None:
+    async with PgVectorStore(dsn=empty_dsn, table="older", embedding=embeddings) as store:
+        await store.add_documents([Document(page_content="kept")])
+    await _query(
+        empty_dsn,
+        lambda conn: conn.execute(
+            sa.text("ALTER TABLE older ALTER COLUMN embedding SET STORAGE EXTERNAL")
+        ),
+    )
+    assert (await _query(empty_dsn, _describe("older")))["storage"]["embedding"] == "e"
+    await asyncio.to_thread(migrations.upgrade, empty_dsn, collections=["older"])
+    storage = (await _query(empty_dsn, _describe("older")))["storage"]
+    assert [storage[c] for c in ("embedding", "cmetadata", "lexical")] == ["m", "m", "m"]
+    async with PgVectorStore(dsn=empty_dsn, table="older", embedding=embeddings) as store:
+        assert await store.count() == 1
 
 
 async def test_bots_and_progress_tables_match_the_code_that_uses_them(empty_dsn: str) -> None:

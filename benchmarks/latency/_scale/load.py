@@ -39,6 +39,7 @@ __all__ = [
     "build_langchain",
     "build_ours",
     "connect_raw",
+    "maintenance_mem",
     "size_label",
     "unnice_server",
 ]
@@ -149,7 +150,7 @@ async def unnice_server(dsn: str) -> str:
     return f"server reniced to {mine} (pid {postmaster})"
 
 
-def _maintenance_mem(n_vectors: int) -> str:
+def maintenance_mem(n_vectors: int) -> str:
     """Enough for pgvector to build the HNSW graph in memory (~2.3 KB a 384-d vector)."""
     mb = int(n_vectors * 2300 * 1.25 / 2**20)
     return f"{min(4096, max(64, mb))}MB"
@@ -158,7 +159,7 @@ def _maintenance_mem(n_vectors: int) -> str:
 async def _create_indexes(
     conn: asyncpg.Connection, defs: list[tuple[str, str]], report: BuildReport, n: int
 ) -> None:
-    report.maintenance_work_mem = _maintenance_mem(n)
+    report.maintenance_work_mem = maintenance_mem(n)
     await conn.execute(f"SET maintenance_work_mem = '{report.maintenance_work_mem}'")
     for name, definition in defs:
         t = time.perf_counter()
@@ -308,7 +309,7 @@ async def build_langchain(
             report.rows += len(records)
         report.copy_s = round(time.perf_counter() - t, 2)
         print(f"  {table}: COPY of {report.rows} rows {report.copy_s} s", flush=True)
-        report.maintenance_work_mem = _maintenance_mem(coll.n_children)
+        report.maintenance_work_mem = maintenance_mem(coll.n_children)
         t = time.perf_counter()
         await _lc_index(dsn, table, report.maintenance_work_mem)
         report.index_s["langchain HNSWIndex()"] = round(time.perf_counter() - t, 2)

@@ -183,10 +183,10 @@ def _targets(r: dict[str, Any]) -> list[str]:
             f"{gvc.p50 / floor_g.p50:.2f}× its joined statement "
             f"({floor_g.p50 / bare.p50:.2f}× the bare kNN).",
         ]
-    return [*lines, "", *_default_targets(st, r.get("lexical_build"))]
+    return [*lines, "", *_default_targets(st, r.get("lexical_build"), r.get("layout_build"))]
 
 
-def _default_targets(st: dict[str, Stat], built: str | None) -> list[str]:
+def _default_targets(st: dict[str, Stat], built: str | None, layout: str | None) -> list[str]:
     """The defaults at scale: hybrid search on each lexical backend, and filtered search,
     against dense search and LangChain's retriever (when this run measured them)."""
     dense, lc = st["gvc_parent"], st["lc_pdr"]
@@ -223,6 +223,8 @@ def _default_targets(st: dict[str, Stat], built: str | None) -> list[str]:
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     if built:
         lines += ["", f"Lexical index of this collection: {built}."]
+    if layout:
+        lines += ["", f"Row layout of this collection: {layout}."]
     return [*lines, ""]
 
 

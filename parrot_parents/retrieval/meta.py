@@ -135,6 +135,12 @@ class RetrievalMeta:
             ``{"backend": "sql"}`` (BM25 in SQL), with ``"why"`` when it is not the
             collection's own backend (:mod:`parrot_parents.stores.bm25_index`); None
             otherwise.
+        filter_plan: how a dense or hybrid search with a metadata filter ranked its
+            dense branch, on a store that plans it: ``{"estimate": children the planner
+            expected the filter to keep, "search": "exact" | "index" | "index, then
+            exact", "exact_below": the threshold}``
+            (:mod:`parrot_parents.stores.filter_plan`); None otherwise, and when the
+            search found nothing.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.
@@ -164,6 +170,7 @@ class RetrievalMeta:
     packing: dict[str, Any] | None = None
     prf: dict[str, Any] | None = None
     lexical: dict[str, str] | None = None
+    filter_plan: dict[str, Any] | None = None
     fallbacks: list[Fallback] = field(default_factory=list)
     passages: int = 0
     context_chars: int = 0
@@ -179,6 +186,7 @@ class RetrievalMeta:
         "packing",
         "prf",
         "lexical",
+        "filter_plan",
     )
 
     def to_dict(self) -> dict[str, Any]:

@@ -121,6 +121,8 @@ class Retriever:
         results, context = await self._search(question, opts, fusion, meta)
         meta.timings_ms["search"] = _ms(t)
         meta.lexical = self._lexical_ranking(opts, fusion, meta)
+        if results and results[0].filter_plan is not None:
+            meta.filter_plan = results[0].filter_plan.to_dict()
         if results and results[0].lexical_expansion is not None:
             meta.prf = {"terms": list(results[0].lexical_expansion)}
         elif opts.prf and meta.search_mode != "dense":

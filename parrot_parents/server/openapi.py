@@ -124,7 +124,9 @@ _CONTEXT_RESPONSE = {
             "type": "object",
             "description": "children, parents, fallbacks, timings_ms; prf.terms when "
             "pseudo-relevance feedback ran; lexical.backend (pg_textsearch or sql, with "
-            "lexical.why when not the collection's own) when a lexical branch ran",
+            "lexical.why when not the collection's own) when a lexical branch ran; "
+            "filter_plan (estimate, search: exact, index or 'index, then exact', "
+            "exact_below) when a metadata filter was planned",
         },
     },
 }

@@ -79,6 +79,7 @@ __all__ = [
     "CandidateRule",
     "query_vector",
     "search_statement",
+    "unindexed",
 ]
 
 
@@ -112,12 +113,19 @@ def query_vector(table: Table) -> Any:
     return bindparam("query_vector", type_=QueryVector(column_type.dim))
 
 
-def _dense(table: Table, where: list[Any], depth: int) -> Any:
-    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
+def unindexed(distance: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``distance + 0``: a form no index can order by, so the planner compares every row
+    the other predicates keep (an exact ranking)."""
+    return distance + literal(0.0, Float)
+
+
+def _dense(table: Table, where: list[Any], depth: int, exact: bool = False) -> Any:
+    raw = table.c.embedding.cosine_distance(query_vector(table))
+    distance = raw.label("distance")
     knn = (
         select(table.c.id, distance)
         .where(table.c.embedding.is_not(None), *where)
-        .order_by(distance)
+        .order_by(unindexed(raw) if exact else distance)
         .limit(depth)
         .subquery("knn")
     )
@@ -381,6 +389,7 @@ def search_statement(
     fusion: Fusion | None = None,
     candidates: CandidateRule = CANDIDATES,
     bm25_index: str | None = None,
+    exact_dense: bool = False,
 ) -> Select[Any]:
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
@@ -408,6 +417,8 @@ def search_statement(
         bm25_index: the schema-qualified name of the collection's pg_textsearch index:
             the lexical branch is its top-k instead of BM25 in SQL (not with
             ``fusion.prf``, which reads the SQL statistics).
+        exact_dense: rank the dense branch over every row ``where`` keeps, never
+            through the HNSW index (:mod:`~parrot_parents.stores.filter_plan`).
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
@@ -442,7 +453,7 @@ def search_statement(
             .limit(limit)
         )
     assert with_vector
-    dense = _dense(table, where, depth)
+    dense = _dense(table, where, depth, exact_dense)
     fid = func.coalesce(dense.c.id, lex.c.id)
     k = float(fusion.rrf_k)
     fused = fusion.dense_weight * func.coalesce(

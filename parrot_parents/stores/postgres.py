@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -63,6 +64,7 @@ from parrot_parents.stores.creation import (
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import engine_for_url, make_engine, store_errors
+from parrot_parents.stores.filter_plan import FilterPlan, estimated_rows
 from parrot_parents.stores.filters import compile_filter
 from parrot_parents.stores.hybrid import (
     CANDIDATES,
@@ -70,6 +72,7 @@ from parrot_parents.stores.hybrid import (
     CandidateRule,
     query_vector,
     search_statement,
+    unindexed,
 )
 from parrot_parents.stores.identifiers import check_collection_name, validate_identifier
 from parrot_parents.stores.lexical import (
@@ -140,6 +143,13 @@ class _Pools(NamedTuple):
     engine: AsyncEngine
     reads: ReadPool
     owns_engine: bool
+
+
+#: Settings that keep a dense statement on the HNSW index (``off``), and give it back
+#: its other scans (``on``), for the rest of the transaction.
+_INDEX_ONLY = (
+    "SELECT set_config('enable_seqscan', '{0}', true), set_config('enable_bitmapscan', '{0}', true)"
+)
 
 
 class PgVectorStore(
@@ -906,12 +916,15 @@ class PgVectorStore(
         # ``limit``: search deeper, then cut.
         fetch = request
         while True:
-            split = await self._ranked(engine, table, fetch)
+            split, plan = await self._ranked(engine, table, fetch)
             found = split.hits
             resolved = resolve_indexed(found, split.targets)
             exhausted = len(found) < fetch.limit or fetch.limit >= MAX_LIMIT
             if len(resolved) >= request.limit or exhausted:
-                return resolved[: request.limit], split.context
+                results = resolved[: request.limit]
+                if plan is not None:
+                    results = [replace(r, filter_plan=plan) for r in results]
+                return results, split.context
             fetch = fetch.deeper(min(MAX_LIMIT, fetch.limit * 4))
 
     def _settings(self, request: SearchRequest) -> Settings:
@@ -936,9 +949,14 @@ class PgVectorStore(
         )
         return settings if request.filter else (*settings, ("enable_seqscan", "off"))
 
-    async def _ranked(self, engine: AsyncEngine, table: Table, request: SearchRequest) -> Split:
+    async def _ranked(
+        self, engine: AsyncEngine, table: Table, request: SearchRequest
+    ) -> tuple[Split, FilterPlan | None]:
         """The ranked rows of one search statement, with the targets of indexed hits and
-        the plan's reads; one round trip."""
+        the plan's reads; one round trip. With a metadata filter (dense or hybrid), also
+        how the dense ranking was planned (:mod:`~parrot_parents.stores.filter_plan`):
+        an estimate first, and an exact ranking after an index search that came back
+        short, in the same transaction."""
         # The text-search configuration and candidate rule are written into a lexical
         # statement, so they are part of its shape.
         key = request.shape(self.lexical_candidates, self.text_search_config, self.lexical_backend)
@@ -959,15 +977,38 @@ class PgVectorStore(
                 stmt = search_with_context(table, self._statement(table, request), request.plan)
                 prepared = self._prepared(key, stmt, engine)
             rows = await self._read_pool().fetch(action, prepared, params, settings)
-        else:
-            stmt = search_with_context(table, self._statement(table, request), request.plan)
+            return split_rows(rows, request.plan, dense=request.mode == "dense"), None
+        planned = bool(request.filter) and request.mode != "lexical"
+        below = self.search_options.filter_exact_below
 
-            async def work(conn: Any) -> Sequence[Any]:
-                # A filter's values stay bound parameters, through SQLAlchemy.
-                return [row._mapping for row in await conn.execute(stmt, params)]
+        async def run(conn: Any, exact: bool) -> Split:
+            stmt = search_with_context(table, self._statement(table, request, exact), request.plan)
+            # A filter's values stay bound parameters, through SQLAlchemy.
+            rows = [row._mapping for row in await conn.execute(stmt, params)]
+            return split_rows(rows, request.plan, dense=request.mode == "dense")
 
-            rows = await read(engine, action, work, settings)
-        return split_rows(rows, request.plan, dense=request.mode == "dense")
+        async def work(conn: Any) -> tuple[Split, FilterPlan | None]:
+            if not planned:
+                return await run(conn, exact=False), None
+            estimate = await estimated_rows(conn, table, self._where(table, request))
+            plan = FilterPlan.for_estimate(estimate, below)
+            if plan.exact:
+                return await run(conn, exact=True), plan
+            # The index plan is ours, not the planner's: a dense statement is kept off
+            # scans that would rank every child the filter keeps. (In hybrid mode the
+            # lexical branch needs the GIN bitmap scans, so the planner stays free.)
+            dense = request.mode == "dense"
+            if dense:
+                await conn.exec_driver_sql(_INDEX_ONLY.format("off"))
+            split = await run(conn, exact=False)
+            if len(split.hits) < request.limit:
+                plan = plan.then_exact()
+                if dense:
+                    await conn.exec_driver_sql(_INDEX_ONLY.format("on"))
+                split = await run(conn, exact=True)
+            return split, plan
+
+        return await read(engine, action, work, settings)
 
     def _read_pool(self) -> ReadPool:
         return self.read_pool
@@ -985,14 +1026,22 @@ class PgVectorStore(
         prepared = self._statements[key] = Prepared.compile(statement, engine.dialect)
         return prepared
 
-    def _statement(self, table: Table, request: SearchRequest) -> Any:
-        """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
-        ``query_vector`` and ``lexical_query``."""
+    @staticmethod
+    def _where(table: Table, request: SearchRequest) -> list[Any]:
+        """The search's predicates: the child predicate and the compiled filter."""
         where: list[Any] = []
         if not request.include_parents:
             where.append(text(SEARCH_PREDICATE))
         if request.filter:
             where.append(compile_filter(table.c.cmetadata, dict(request.filter)))
+        return where
+
+    def _statement(self, table: Table, request: SearchRequest, exact: bool = False) -> Any:
+        """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
+        ``query_vector`` and ``lexical_query``. ``exact``: the dense ranking compares
+        every child ``where`` keeps, never through the HNSW index
+        (:mod:`~parrot_parents.stores.filter_plan`)."""
+        where = self._where(table, request)
         if request.mode == "dense":
             distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
             # The kNN in a subquery, numbered outside it: a window function beside the
@@ -1000,7 +1049,7 @@ class PgVectorStore(
             knn = (
                 select(table.c.id, table.c.document, table.c.cmetadata, distance)
                 .where(table.c.embedding.is_not(None), *where)
-                .order_by(distance)
+                .order_by(unindexed(distance.element) if exact else distance)
                 .limit(request.limit)
                 .subquery("knn")
             )
@@ -1029,6 +1078,7 @@ class PgVectorStore(
             # A metadata filter may leave only children holding common query lexemes: exact.
             candidates=EXACT_CANDIDATES if request.filter else self.lexical_candidates,
             bm25_index=self._bm25_index(request),
+            exact_dense=exact,
         )
 
     def _bm25_index(self, request: SearchRequest) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from parrot_parents.stores.filter_plan import FilterPlan
 from parrot_parents.stores.markers import RowKind, row_kind
 from parrot_parents.stores.sentences import SENTENCES, SentenceVectors
 
@@ -35,6 +36,10 @@ class SearchResult:
             the search that found the row, heaviest first (the same on every row of one
             search); None when it did not run (:class:`~parrot_parents.stores.
             search_options.PRF`).
+        filter_plan: how the search that found the row planned its metadata filter
+            (:class:`~parrot_parents.stores.filter_plan.FilterPlan`; the same on every row
+            of one search); None without a filter, in ``lexical`` mode, and from a store
+            that does not plan (Milvus).
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
@@ -53,6 +58,7 @@ class SearchResult:
     lexical_score: float | None = None
     fused_score: float | None = None
     lexical_expansion: tuple[str, ...] | None = None
+    filter_plan: FilterPlan | None = field(default=None, compare=False)
     via: str | None = None
     via_kind: str | None = None
     stored_sentences: Any = field(default=None, repr=False, compare=False)

@@ -8,6 +8,7 @@ from typing import Literal
 from parrot_parents.errors import ConfigurationError
 
 __all__ = [
+    "FILTER_EXACT_BELOW",
     "PRF",
     "SEARCH_MODES",
     "Fusion",
@@ -20,6 +21,10 @@ IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 #: ``dense`` (pgvector kNN), ``lexical`` (BM25 in SQL) or ``hybrid`` (both, fused by RRF).
 SearchMode = Literal["dense", "lexical", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
+
+#: A metadata filter expected to keep at most this many children is ranked exactly
+#: (measured crossing: :mod:`parrot_parents.stores.filter_plan`).
+FILTER_EXACT_BELOW = 4000
 
 
 def check_search_mode(mode: object) -> SearchMode:
@@ -118,11 +123,17 @@ class HNSWQueryOptions:
             ``"off"`` restores the classic behaviour (may return fewer rows).
         max_scan_tuples: upper bound of tuples an iterative scan visits (pgvector default
             20000). Raise it for very selective filters on very large tables.
+        filter_exact_below: a metadata filter the planner expects to keep at most this
+            many children is ranked exactly over them, a broader one through the HNSW
+            index (default :data:`FILTER_EXACT_BELOW`, 4,000 children;
+            :mod:`parrot_parents.stores.filter_plan`). 0 sends every filtered search to
+            the index first.
     """
 
     ef_search: int = 40
     iterative_scan: IterativeScan = "strict_order"
     max_scan_tuples: int = 20000
+    filter_exact_below: int = FILTER_EXACT_BELOW
 
     def __post_init__(self) -> None:
         if not 1 <= self.ef_search <= 1000:
@@ -134,3 +145,6 @@ class HNSWQueryOptions:
             )
         if self.max_scan_tuples < 1:
             raise ConfigurationError(f"max_scan_tuples must be >= 1, got {self.max_scan_tuples!r}")
+        below = self.filter_exact_below
+        if isinstance(below, bool) or not isinstance(below, int) or below < 0:
+            raise ConfigurationError(f"filter_exact_below must be an int >= 0, got {below!r}")

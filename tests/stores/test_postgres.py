@@ -101,11 +101,13 @@ async def test_exactly_limit_under_selective_filter_on_10k_children(pg_dsn: str)
         assert len(got) == 20
         assert all(r.metadata["tenant"] == "rare" for r in got)
         assert [r.distance for r in got] == sorted(r.distance for r in got)
-        # Without the child predicate the planner walks the HNSW index with the filter
-        # applied afterwards: there, iterative scans decide the outcome. With them off,
-        # ef_search=40 candidates hold ~1 % "rare" rows; with them on, exactly 20.
+        plan = got[0].filter_plan
+        assert plan is not None and plan.search == "exact"
+        # Sent to the index instead (threshold 0), the scan decides the outcome: with
+        # iterative scans, 20 rows from the index; without them, ef_search=40 candidates
+        # hold ~1 % "rare" rows, and the exact ranking after the short scan gives the 20.
         # The planner's choice between the HNSW index and an exact scan depends on table
-        # statistics; forbid the alternatives so the control always walks the index.
+        # statistics; forbid the alternatives so the index plan always walks the index.
         index_only = {
             "connect_args": {
                 "server_settings": {
@@ -115,30 +117,24 @@ async def test_exactly_limit_under_selective_filter_on_10k_children(pg_dsn: str)
                 }
             }
         }
-        strict = PgVectorStore(
-            dsn=pg_dsn, table=store.table, dimension=dim, engine_kwargs=index_only
-        )
-        try:
-            on = await strict.similarity_search_by_vector(
-                query, limit=20, filter={"tenant": "rare"}, include_parents=True
+        outcomes = {}
+        for scan in ("strict_order", "off"):
+            other = PgVectorStore(
+                dsn=pg_dsn,
+                table=store.table,
+                dimension=dim,
+                search_options=HNSWQueryOptions(iterative_scan=scan, filter_exact_below=0),
+                engine_kwargs=index_only,
             )
-        finally:
-            await strict.close()
-        assert len(on) == 20
-        off = PgVectorStore(
-            dsn=pg_dsn,
-            table=store.table,
-            dimension=dim,
-            search_options=HNSWQueryOptions(iterative_scan="off"),
-            engine_kwargs=index_only,
-        )
-        try:
-            plain = await off.similarity_search_by_vector(
-                query, limit=20, filter={"tenant": "rare"}, include_parents=True
-            )
-        finally:
-            await off.close()
-        assert len(plain) < 20
+            try:
+                found = await other.similarity_search_by_vector(
+                    query, limit=20, filter={"tenant": "rare"}, include_parents=True
+                )
+            finally:
+                await other.close()
+            assert found[0].filter_plan is not None
+            outcomes[scan] = (len(found), found[0].filter_plan.search)
+        assert outcomes == {"strict_order": (20, "index"), "off": (20, "index, then exact")}
     finally:
         await store.drop()
         await store.close()

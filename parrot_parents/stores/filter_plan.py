@@ -1,0 +1,121 @@
+"""Filtered search that plans: the dense ranking is exact over the children a selective
+filter keeps, and goes through the HNSW index for a broad one.
+
+An HNSW scan ranks first and filters after: with a selective filter, pgvector's iterative
+scan visits many tuples to find ``limit`` that pass (up to ``hnsw.max_scan_tuples``, and
+it may stop short of ``limit``), while the few children that pass are read through the
+metadata GIN index and ranked exactly in a few milliseconds (the row layout keeps their
+vectors in the row: :mod:`parrot_parents.stores.layout`). So a filtered search first asks
+PostgreSQL's planner how many children the filter keeps (``EXPLAIN`` of the filtered
+rows: planning only, no row read, on the search's own connection and transaction), then:
+
+* at most ``exact_below`` children (:data:`EXACT_BELOW` unless the store's
+  :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise):
+  **exact**, the distance written so that no index can order it;
+* more: **index**, the statement an unfiltered search runs (the planner may still rank
+  exactly when it costs that lower);
+* an index search that returns fewer rows than asked for is run again exactly
+  (**index, then exact**): the scan stopped short, or the filter keeps fewer children
+  than asked for. Either way the exact ranking reads few rows. In ``hybrid`` mode that
+  is judged on the fused rows: a short dense branch the lexical branch fills is not
+  seen.
+
+Where the threshold comes from: on the scale benchmark's 100k children
+(``python -m benchmarks run filtered_plans``, docs/performance.md), exact ranking took
+2.3 ms for a 1 % filter (1,054 children), 8.0 ms for 3 % and 44 ms for 10 %; the
+iterative scan 60, 36 and 11.5 ms. The two cross near 4,000 children, and the scan's cost
+depends on the filter's share rather than the collection's size, so the threshold is a
+number of children.
+
+The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
+they describe badly can take the slower plan, never a wrong answer, since both plans
+rank the filter's children. The lexical branch under a filter is ranked exactly in SQL
+either way (:mod:`parrot_parents.stores.bm25_index`). Each filtered search's plan rides
+on its results (:attr:`~parrot_parents.stores.results.SearchResult.filter_plan`) into
+``meta["filter_plan"]``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+from sqlalchemy import Select, Table, literal_column, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement, Executable
+
+from parrot_parents.stores.search_options import FILTER_EXACT_BELOW as EXACT_BELOW
+
+__all__ = ["EXACT_BELOW", "FilterPlan", "FilterSearch", "estimated_rows"]
+
+FilterSearch = Literal["exact", "index", "index, then exact"]
+
+
+@dataclass(frozen=True)
+class FilterPlan:
+    """How one filtered search ranked its dense branch.
+
+    Attributes:
+        estimate: children the planner expected the filter to keep.
+        search: ``exact`` (every child the filter keeps compared with the query),
+            ``index`` (the HNSW iterative scan), or ``index, then exact`` (the scan
+            returned fewer rows than asked for, and the exact ranking ran after it).
+        exact_below: the threshold the estimate was compared with.
+    """
+
+    estimate: int
+    search: FilterSearch
+    exact_below: int = EXACT_BELOW
+
+    @classmethod
+    def for_estimate(cls, estimate: int, exact_below: int = EXACT_BELOW) -> FilterPlan:
+        """``exact`` for at most ``exact_below`` children, else ``index``."""
+        return cls(estimate, "exact" if estimate <= exact_below else "index", exact_below)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the dense ranking is (now) exact."""
+        return self.search != "index"
+
+    def then_exact(self) -> FilterPlan:
+        """This plan after an index search came back short."""
+        return replace(self, search="index, then exact")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"estimate", "search", "exact_below"}`` for ``meta``."""
+        return asdict(self)
+
+
+class _Explain(Executable, ClauseElement):
+    """``EXPLAIN (FORMAT JSON) <statement>``, with the statement's parameters bound as
+    they are (SQLAlchemy's recipe for a custom SQL construct)."""
+
+    inherit_cache = False
+
+    def __init__(self, statement: Select[Any]) -> None:
+        self.statement = statement
+
+
+@compiles(_Explain)
+def _compile_explain(element: _Explain, compiler: SQLCompiler, **kw: Any) -> str:
+    return "EXPLAIN (FORMAT JSON) " + compiler.process(element.statement, **kw)
+
+
+async def estimated_rows(conn: Any, table: Table, where: list[Any]) -> int:
+    """The planner's estimate of the children of ``table`` that ``where`` keeps; plans,
+    reads no row.
+
+    Args:
+        conn: an SQLAlchemy ``AsyncConnection``.
+        table: the collection table.
+        where: the search's predicates (the child predicate, the compiled filter).
+    """
+    statement: Select[Any] = (
+        select(literal_column("1")).select_from(table).where(table.c.embedding.is_not(None), *where)
+    )
+    plan = (await conn.execute(_Explain(statement))).scalar_one()
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])

@@ -1,0 +1,166 @@
+"""Filtered search that plans (:mod:`parrot_parents.stores.filter_plan`): exact over the
+children a selective filter keeps, the HNSW index for a broad one, an exact ranking after
+an index scan that came back short; the plan in ``meta``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.search_options import HNSWQueryOptions
+from tests.conftest import unique_table
+
+N = 1200
+RARE, COMMON = "rare", "common"
+
+
+def _tenant(i: int) -> str:
+    return RARE if i % 40 == 0 else COMMON  # 30 rare children, 1,170 common
+
+
+def _id(i: int) -> str:
+    return f"d{i}#c:0-10"
+
+
+@pytest.fixture(scope="module")
+def tenants(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
+    """A collection of random unit vectors, two tenants, analysed: ``(table, vectors)``;
+    built once for the module (on its own event loop), dropped after."""
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((N, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    table = unique_table("fp")
+    docs = [
+        Document(
+            id=_id(i),
+            page_content=f"row {i} about tenant {_tenant(i)}",
+            metadata={
+                "document_id": f"d{i}",
+                "is_chunk": True,
+                "start_index": 0,
+                "end_index": 10,
+                "tenant": _tenant(i),
+            },
+        )
+        for i in range(N)
+    ]
+
+    async def build() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await store.add_documents(docs, embeddings=list(vectors))
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
+
+    async def drop() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await store.drop()
+
+    asyncio.run(build())
+    yield table, vectors
+    asyncio.run(drop())
+
+
+@pytest.fixture
+async def open_store(
+    pg_dsn: str, embeddings: Any, tenants: tuple[str, np.ndarray]
+) -> AsyncIterator[Any]:
+    """``open_store(**search_options)``: the tenants' collection, opened with those HNSW
+    query options; closed after the test."""
+    opened: list[PgVectorStore] = []
+
+    async def make(**options: Any) -> PgVectorStore:
+        store = PgVectorStore(
+            dsn=pg_dsn,
+            table=tenants[0],
+            embedding=embeddings,
+            search_options=HNSWQueryOptions(**options),
+        )
+        opened.append(store)
+        return await store.connect()
+
+    yield make
+    for s in opened:
+        await s.close()
+
+
+def _exact(vectors: np.ndarray, query: np.ndarray, tenant: str, k: int) -> list[str]:
+    keep = [i for i in range(N) if _tenant(i) == tenant]
+    order = sorted(keep, key=lambda i: (-float(vectors[i] @ query), i))
+    return [_id(i) for i in order[:k]]
+
+
+def _query(seed: int) -> np.ndarray:
+    q = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return q / np.linalg.norm(q)
+
+
+async def test_a_selective_filter_is_ranked_exactly_and_meta_says_so(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    store = await open_store()
+    for seed in range(3):
+        q = _query(seed)
+        got = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": RARE})
+        assert [r.id for r in got] == _exact(tenants[1], q, RARE, 10)
+        plans = {r.filter_plan for r in got}
+        assert len(plans) == 1
+        plan = plans.pop()
+        assert plan is not None and plan.search == "exact" and plan.estimate < 4000
+    assert all(r.filter_plan is None for r in await store.similarity_search_by_vector(q, 5))
+    bot = Chatbot(store=store)
+    meta = (await bot.retrieve("row about tenant", filter={"tenant": RARE})).meta
+    assert meta.filter_plan is not None and meta.filter_plan["search"] == "exact"
+    assert meta.to_dict()["filter_plan"] == meta.filter_plan
+    assert (await bot.retrieve("row about tenant")).meta.filter_plan is None
+
+
+async def test_a_broad_filter_takes_the_index_in_dense_and_hybrid_mode(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    # The threshold below this small collection's common tenant: the index plan.
+    store = await open_store(filter_exact_below=100)
+    q = _query(5)
+    exact = _exact(tenants[1], q, COMMON, 10)
+    for mode in ("dense", "hybrid"):
+        got = await store.similarity_search_by_vector(
+            q, limit=10, filter={"tenant": COMMON}, search_mode=mode, query="row tenant"
+        )
+        plan = got[0].filter_plan
+        assert plan is not None and plan.search == "index" and plan.estimate > 100
+        assert len(got) == 10 and all(r.metadata["tenant"] == COMMON for r in got)
+        if mode == "dense":
+            # HNSW is approximate; on 1,200 rows at the default ef_search it finds them.
+            assert len({r.id for r in got} & set(exact)) >= 9
+    lexical = await store.similarity_search(
+        "row tenant", limit=5, filter={"tenant": COMMON}, search_mode="lexical"
+    )
+    assert lexical and all(r.filter_plan is None for r in lexical)
+
+
+async def test_an_index_scan_that_comes_back_short_is_ranked_exactly_after_it(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    # Every filter to the index first, and a scan that stops after its first 40
+    # candidates (about one rare child among them): without the exact ranking after it,
+    # fewer than 10 of the 30 rare children come back.
+    store = await open_store(filter_exact_below=0, iterative_scan="off")
+    for seed in range(3):
+        q = _query(100 + seed)
+        got = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": RARE})
+        assert [r.id for r in got] == _exact(tenants[1], q, RARE, 10)
+        assert got[0].filter_plan is not None
+        assert got[0].filter_plan.search == "index, then exact"
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
+def test_the_threshold_must_be_a_count(bad: Any) -> None:
+    with pytest.raises(ConfigurationError, match="filter_exact_below"):
+        HNSWQueryOptions(filter_exact_below=bad)

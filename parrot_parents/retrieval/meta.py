@@ -135,8 +135,8 @@ class RetrievalMeta:
             ``{"backend": "sql"}`` (BM25 in SQL), with ``"why"`` when it is not the
             collection's own backend (:mod:`parrot_parents.stores.bm25_index`); None
             otherwise.
-        filter_plan: how a dense or hybrid search with a metadata filter ranked its
-            dense branch, on a store that plans it: ``{"estimate": children the planner
+        filter_plan: how a search with a metadata filter ranked, on a store that plans
+            it: ``{"estimate": children the planner
             expected the filter to keep, "search": "exact" | "index" | "index, then
             exact", "exact_below": the threshold}``
             (:mod:`parrot_parents.stores.filter_plan`); None otherwise, and when the

@@ -120,9 +120,9 @@ class Retriever:
         fusion = self._fusion(opts)
         results, context = await self._search(question, opts, fusion, meta)
         meta.timings_ms["search"] = _ms(t)
-        meta.lexical = self._lexical_ranking(opts, fusion, meta)
-        if results and results[0].filter_plan is not None:
-            meta.filter_plan = results[0].filter_plan.to_dict()
+        plan = results[0].filter_plan if results else None
+        meta.filter_plan = None if plan is None else plan.to_dict()
+        meta.lexical = self._lexical_ranking(opts, fusion, meta, plan is None or plan.exact)
         if results and results[0].lexical_expansion is not None:
             meta.prf = {"terms": list(results[0].lexical_expansion)}
         elif opts.prf and meta.search_mode != "dense":
@@ -160,13 +160,14 @@ class Retriever:
         return vector / norm if norm > 0 else None
 
     def _lexical_ranking(
-        self, opts: ResolvedOptions, fusion: Fusion, meta: RetrievalMeta
+        self, opts: ResolvedOptions, fusion: Fusion, meta: RetrievalMeta, exact_filter: bool
     ) -> dict[str, str] | None:
         """``meta.lexical``: what ranked the lexical branch, when one ran and the store says."""
         store = self.store
         if meta.search_mode == "dense" or not issubclass(type(store), LexicalRanking):
             return None
-        backend, why = cast(LexicalRanking, store).lexical_ranking(opts.filter, fusion)
+        ranking = cast(LexicalRanking, store)
+        backend, why = ranking.lexical_ranking(opts.filter, fusion, exact_filter)
         return {"backend": backend} if why is None else {"backend": backend, "why": why}
 
     @staticmethod

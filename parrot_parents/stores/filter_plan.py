@@ -1,5 +1,5 @@
-"""Filtered search that plans: the dense ranking is exact over the children a selective
-filter keeps, and goes through the HNSW index for a broad one.
+"""Filtered search that plans: the ranking is exact over the children a selective filter
+keeps, and goes through the indexes for a broad one.
 
 An HNSW scan ranks first and filters after: with a selective filter, pgvector's iterative
 scan visits many tuples to find ``limit`` that pass (up to ``hnsw.max_scan_tuples``, and
@@ -11,14 +11,19 @@ rows: planning only, no row read, on the search's own connection and transaction
 
 * at most ``exact_below`` children (:data:`EXACT_BELOW` unless the store's
   :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise):
-  **exact**, the distance written so that no index can order it;
-* more: **index**, the statement an unfiltered search runs (the planner may still rank
-  exactly when it costs that lower);
-* an index search that returns fewer rows than asked for is run again exactly
-  (**index, then exact**): the scan stopped short, or the filter keeps fewer children
-  than asked for. Either way the exact ranking reads few rows. In ``hybrid`` mode that
-  is judged on the fused rows: a short dense branch the lexical branch fills is not
-  seen.
+  **exact**. The distance is written so that no index can order it; the lexical branch
+  is BM25 in SQL with every query lexeme bringing candidates (pg_textsearch's index
+  would rank first and filter after, walking most of the collection);
+* more: **index**. A dense search walks the HNSW index (iterative scan; sequential and
+  bitmap scans are turned off for its statement); the lexical branch is the
+  collection's own (pg_textsearch's index, filtering as it scans, or BM25 in SQL with
+  the usual candidate rule); in ``hybrid`` mode the planner stays free, since the
+  lexical branch needs the GIN bitmap scans;
+* a dense or hybrid index search that returns fewer rows than asked for is run again
+  exactly (**index, then exact**): the scan stopped short, or the filter keeps fewer
+  children than asked for. Either way the exact ranking reads few rows. In ``hybrid``
+  mode that is judged on the fused rows: a short dense branch that the lexical branch
+  fills is not seen.
 
 Where the threshold comes from: on the scale benchmark's 100k children
 (``python -m benchmarks run filtered_plans``, docs/performance.md), exact ranking took
@@ -29,9 +34,8 @@ number of children.
 
 The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
 they describe badly can take the slower plan, never a wrong answer, since both plans
-rank the filter's children. The lexical branch under a filter is ranked exactly in SQL
-either way (:mod:`parrot_parents.stores.bm25_index`). Each filtered search's plan rides
-on its results (:attr:`~parrot_parents.stores.results.SearchResult.filter_plan`) into
+rank the filter's children. Each filtered search's plan rides on its results
+(:attr:`~parrot_parents.stores.results.SearchResult.filter_plan`) into
 ``meta["filter_plan"]``.
 """
 
@@ -55,7 +59,7 @@ FilterSearch = Literal["exact", "index", "index, then exact"]
 
 @dataclass(frozen=True)
 class FilterPlan:
-    """How one filtered search ranked its dense branch.
+    """How one filtered search ranked.
 
     Attributes:
         estimate: children the planner expected the filter to keep.

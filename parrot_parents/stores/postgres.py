@@ -978,7 +978,7 @@ class PgVectorStore(
                 prepared = self._prepared(key, stmt, engine)
             rows = await self._read_pool().fetch(action, prepared, params, settings)
             return split_rows(rows, request.plan, dense=request.mode == "dense"), None
-        planned = bool(request.filter) and request.mode != "lexical"
+        planned = bool(request.filter)
         below = self.search_options.filter_exact_below
 
         async def run(conn: Any, exact: bool) -> Split:
@@ -1001,7 +1001,9 @@ class PgVectorStore(
             if dense:
                 await conn.exec_driver_sql(_INDEX_ONLY.format("off"))
             split = await run(conn, exact=False)
-            if len(split.hits) < request.limit:
+            # Only a dense ranking can come back short of what the filter keeps: the
+            # lexical branch's candidates are every child holding a query lexeme.
+            if request.mode != "lexical" and len(split.hits) < request.limit:
                 plan = plan.then_exact()
                 if dense:
                     await conn.exec_driver_sql(_INDEX_ONLY.format("on"))
@@ -1075,31 +1077,37 @@ class PgVectorStore(
             lexical=self.lexical,
             text_search_config=self.text_search_config,
             fusion=request.fusion,
-            # A metadata filter may leave only children holding common query lexemes: exact.
-            candidates=EXACT_CANDIDATES if request.filter else self.lexical_candidates,
-            bm25_index=self._bm25_index(request),
+            # A selective filter may leave only children holding common query lexemes:
+            # every query lexeme then brings candidates (few, as the filter keeps few).
+            candidates=EXACT_CANDIDATES if request.filter and exact else self.lexical_candidates,
+            bm25_index=self._bm25_index(request, exact),
             exact_dense=exact,
         )
 
-    def _bm25_index(self, request: SearchRequest) -> str | None:
+    def _bm25_index(self, request: SearchRequest, exact: bool) -> str | None:
         """The qualified name of the ``bm25`` index that ranks this search's lexical
         branch; None when BM25 in SQL ranks it."""
-        if self.lexical_ranking(request.filter, request.fusion)[0] != "pg_textsearch":
+        if self.lexical_ranking(request.filter, request.fusion, exact)[0] != "pg_textsearch":
             return None
         return f'"{self.schema}"."{bm25_index_name(self.table)}"'
 
     def lexical_ranking(
-        self, filter: Mapping[str, Any] | None, fusion: Fusion | None
+        self,
+        filter: Mapping[str, Any] | None,
+        fusion: Fusion | None,
+        exact_filter: bool = True,
     ) -> tuple[str, str | None]:
         """What ranks the lexical branch of a search with ``filter`` and ``fusion``:
         ``(backend, why)``, ``why`` None when it is the collection's own backend
-        (:mod:`parrot_parents.stores.bm25_index`), else the reason it is not."""
+        (:mod:`parrot_parents.stores.bm25_index`), else the reason it is not.
+        ``exact_filter``: the filter's plan ranks exactly (a filter expected to keep few
+        children, :mod:`~parrot_parents.stores.filter_plan`); False for a broad one."""
         backend = self.lexical_backend or "sql"
         if backend == "pg_textsearch" and self._wanted_backend == "sql":
             return "sql", "the store was opened with lexical_backend='sql'"
-        if backend == "pg_textsearch" and filter:
+        if backend == "pg_textsearch" and filter and exact_filter:
             # The index ranks first and filters after: a selective filter would walk it.
-            return "sql", "a metadata filter is ranked exactly in SQL"
+            return "sql", "a metadata filter keeping few children is ranked exactly in SQL"
         if backend == "pg_textsearch" and fusion is not None and fusion.prf is not None:
             return "sql", "prf reads the SQL statistics"
         return backend, None

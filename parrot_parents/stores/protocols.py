@@ -113,11 +113,16 @@ class LexicalRanking(Protocol):
 
     @abstractmethod
     def lexical_ranking(
-        self, filter: Mapping[str, Any] | None, fusion: Fusion | None
+        self,
+        filter: Mapping[str, Any] | None,
+        fusion: Fusion | None,
+        exact_filter: bool = True,
     ) -> tuple[str, str | None]:
         """``(backend, why)`` for a search with ``filter`` and ``fusion``: ``why`` is None
-        when the backend is the collection's own, else the reason it is not. No I/O
-        (only after the store is connected)."""
+        when the backend is the collection's own, else the reason it is not.
+        ``exact_filter``: whether the search's filter plan ranked exactly
+        (:class:`~parrot_parents.stores.filter_plan.FilterPlan`). No I/O (only after the
+        store is connected)."""
 
 
 @runtime_checkable

@@ -38,8 +38,8 @@ class SearchResult:
             search_options.PRF`).
         filter_plan: how the search that found the row planned its metadata filter
             (:class:`~parrot_parents.stores.filter_plan.FilterPlan`; the same on every row
-            of one search); None without a filter, in ``lexical`` mode, and from a store
-            that does not plan (Milvus).
+            of one search); None without a filter, and from a store that does not plan
+            (Milvus).
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.

@@ -20,9 +20,9 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.bm25_index import bm25_index_name, bm25_unavailable, bm25_unsafe
 from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.search_options import PRF, Fusion
+from parrot_parents.stores.search_options import PRF, Fusion, HNSWQueryOptions
 from parrot_parents.sync import run_sync
-from tests.conftest import unique_table
+from tests.conftest import fresh_store, unique_table
 from tests.stores.test_hybrid import _reference as bm25_reference
 
 TEXTS = {
@@ -181,6 +181,9 @@ async def test_a_filter_or_feedback_is_ranked_in_sql_and_meta_says_why(
     store = textsearch_store
     await _write(store, TEXTS)
     assert store.lexical_ranking({"document_id": "a"}, None)[0] == "sql"
+    assert store.lexical_ranking({"document_id": "a"}, None, exact_filter=False)[0] == (
+        "pg_textsearch"
+    )
     assert store.lexical_ranking(None, Fusion(prf=PRF()))[0] == "sql"
     assert store.lexical_ranking(None, Fusion()) == ("pg_textsearch", None)
     got = await store.similarity_search(
@@ -194,6 +197,38 @@ async def test_a_filter_or_feedback_is_ranked_in_sql_and_meta_says_why(
     meta = (await bot.retrieve("paid leave", prf=True)).meta
     assert meta.lexical == {"backend": "sql", "why": "prf reads the SQL statistics"}
     assert (await bot.retrieve("paid leave", search_mode="dense")).meta.lexical is None
+
+
+async def test_a_broad_filter_is_ranked_by_the_index_as_it_scans(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    # Every filter counts as broad here (threshold 0): the bm25 index ranks, the filter
+    # applied as it scans; what it returns is what the filter keeps.
+    options = HNSWQueryOptions(filter_exact_below=0)
+    async with fresh_store(
+        pg_dsn, embeddings, lexical_backend="pg_textsearch", search_options=options
+    ) as store:
+        await _write(store, TEXTS)
+        want = {"document_id": "c"}
+        got = await store.similarity_search(
+            "paid leave", limit=5, search_mode="lexical", filter=want
+        )
+        assert got and {r.id.split("#")[0] for r in got} == {"c"}
+        assert got[0].filter_plan is not None and got[0].filter_plan.search == "index"
+        bot = Chatbot(store=store)
+        meta = (await bot.retrieve("paid leave", filter=want, search_mode="lexical")).meta
+        assert meta.lexical == {"backend": "pg_textsearch"}
+        assert meta.filter_plan == {
+            "estimate": meta.filter_plan["estimate"],
+            "search": "index",
+            "exact_below": 0,
+        }
+        # Hybrid: the filter keeps fewer children than the search asks for, so the
+        # exact ranking runs after the index, and the lexical branch with it in SQL.
+        meta = (await bot.retrieve("paid leave", filter=want)).meta
+        assert meta.filter_plan is not None
+        assert meta.filter_plan["search"] == "index, then exact"
+        assert meta.lexical is not None and meta.lexical["backend"] == "sql"
 
 
 def test_the_backend_is_the_collections_own_and_reindex_moves_it(

@@ -142,7 +142,8 @@ async def test_a_broad_filter_takes_the_index_in_dense_and_hybrid_mode(
     lexical = await store.similarity_search(
         "row tenant", limit=5, filter={"tenant": COMMON}, search_mode="lexical"
     )
-    assert lexical and all(r.filter_plan is None for r in lexical)
+    assert len(lexical) == 5 and all(r.metadata["tenant"] == COMMON for r in lexical)
+    assert lexical[0].filter_plan is not None and lexical[0].filter_plan.search == "index"
 
 
 async def test_an_index_scan_that_comes_back_short_is_ranked_exactly_after_it(

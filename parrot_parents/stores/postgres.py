@@ -953,10 +953,10 @@ class PgVectorStore(
         self, engine: AsyncEngine, table: Table, request: SearchRequest
     ) -> tuple[Split, FilterPlan | None]:
         """The ranked rows of one search statement, with the targets of indexed hits and
-        the plan's reads; one round trip. With a metadata filter (dense or hybrid), also
-        how the dense ranking was planned (:mod:`~parrot_parents.stores.filter_plan`):
-        an estimate first, and an exact ranking after an index search that came back
-        short, in the same transaction."""
+        the plan's reads; one round trip. With a metadata filter, also how the search was
+        planned (:mod:`~parrot_parents.stores.filter_plan`): the planner's estimate first,
+        and an exact ranking after a dense or hybrid index search that came back short,
+        in the same transaction."""
         # The text-search configuration and candidate rule are written into a lexical
         # statement, so they are part of its shape.
         key = request.shape(self.lexical_candidates, self.text_search_config, self.lexical_backend)

@@ -37,7 +37,9 @@ SELECTIVITY = (1, 3, 10, 30)  # tenants, of 100
 SCAN_BOUNDS = (2000, 20000)
 
 
-def _filter(i: int, k: int) -> str:
+def tenant_filter(i: int, k: int) -> str:
+    """The SQL condition keeping ``k`` of the 100 tenants (about ``k`` % of the children),
+    a different set for each query ``i``: ``k`` indexed containments OR'ed."""
     return " OR ".join(
         f'cmetadata @> \'{{"tenant": "t{(i * 7 + j * 3) % 100:02d}"}}\'' for j in range(k)
     )
@@ -74,7 +76,7 @@ async def measure(dsn: str | None, table: str, queries: int) -> list[str]:
     )
     lines = [head, "|---|---:|---:|---:|---:|" + "---:|" * len(SCAN_BOUNDS)]
     for k in SELECTIVITY:
-        filters = [_filter(i, k) for i in range(queries)]
+        filters = [tenant_filter(i, k) for i in range(queries)]
         plan = json.loads(
             await conn.fetchval(
                 f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE embedding IS NOT NULL AND ({filters[0]})"

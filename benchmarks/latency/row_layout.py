@@ -39,16 +39,11 @@ import numpy as np
 
 from benchmarks.common import REPO_ROOT, machine, replace_section
 from benchmarks.latency._scale.load import connect_raw
+from benchmarks.latency.filtered_plans import tenant_filter
 
 DOC = REPO_ROOT / "docs" / "performance.md"
 LAYOUTS = ("pgvector's storage (vectors out of line)", "the product's layout")
 SELECTIVITY = (1, 3, 10, 30)
-
-
-def _filter(i: int, k: int) -> str:
-    return " OR ".join(
-        f'cmetadata @> \'{{"tenant": "t{(i * 7 + j * 3) % 100:02d}"}}\'' for j in range(k)
-    )
 
 
 async def _copy(conn: Any, dsn: str, source: str, name: str, product: bool) -> dict[str, Any]:
@@ -136,7 +131,7 @@ async def measure(dsn: str | None, source: str, queries: int) -> list[str]:
     for k in SELECTIVITY:
         reads[f"exact ranking, {k} % filter"] = lambda t, i, k=k: (
             f"SELECT id, embedding <=> $1 AS d FROM {t} WHERE embedding IS NOT NULL"
-            f" AND ({_filter(i, k)}) ORDER BY (embedding <=> $1) + 0 LIMIT 10",
+            f" AND ({tenant_filter(i, k)}) ORDER BY (embedding <=> $1) + 0 LIMIT 10",
             (vectors[i],),
         )
     hits = [pick.sample(ids, 10) for _ in range(queries)]

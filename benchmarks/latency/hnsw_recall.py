@@ -257,6 +257,9 @@ def _block(ctx: dict[str, Any], rows: list[dict[str, Any]], options: Any) -> str
         "| p50 ms | p95 ms |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    from parrot_parents.stores.schema import HNSWIndex
+
+    build = HNSWIndex()
     first: dict[str, int] = {}
     for r in rows:
         if r["held_out"] >= 0.95 and r["build"] not in first:
@@ -264,10 +267,12 @@ def _block(ctx: dict[str, Any], rows: list[dict[str, Any]], options: Any) -> str
     for r in rows:
         built = f"{r['index_mb']:.0f} MB" + (f", {r['build_s']:.0f} s" if r["build_s"] else "")
         marks = []
-        if r["ef"] == options.ef_search:
+        if r["ef"] == options.ef_search and r["build"] == str(
+            Build(build.m, build.ef_construction)
+        ):
             marks.append("default")
-        if r["ef"] == PGVECTOR_DEFAULT_EF:
-            marks.append("pgvector's, the default before")
+        if r["ef"] == PGVECTOR_DEFAULT_EF and r["build"] == "m=16, ef_construction=64":
+            marks.append("pgvector's defaults, the product's before")
         label = f"{r['ef']} ({', '.join(marks)})" if marks else str(r["ef"])
         if first.get(r["build"]) == r["ef"]:
             label += " ✅"

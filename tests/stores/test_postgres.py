@@ -129,7 +129,7 @@ async def test_exactly_limit_under_selective_filter_on_10k_children(pg_dsn: str)
             dsn=pg_dsn,
             table=store.table,
             dimension=dim,
-            search_options=HNSWQueryOptions(iterative_scan="off"),
+            search_options=HNSWQueryOptions(ef_search=40, iterative_scan="off"),
             engine_kwargs=index_only,
         )
         try:

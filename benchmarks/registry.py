@@ -109,6 +109,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "query latency, HNSW recall and plans at 10k/100k/1M children, against bare kNN",
     ),
     Benchmark(
+        "hnsw_recall",
+        "latency",
+        "HNSW recall@10 and kNN p50/p95 per ef_search on real HTML ingested by the product",
+    ),
+    Benchmark(
         "checkouts",
         "latency",
         "similarity_search and get_vector_context p50, this tree against another checkout",

@@ -10,7 +10,7 @@ scale --build-only`` built (``bench_scale_100k`` by default; its ``tenant`` meta
 * the planner's row estimate of the filtered children (``EXPLAIN``) against the count;
 * a capped count (``LIMIT 5001``): what bounding the count would cost;
 * exact ranking of the filter's children (the distance written so no index orders it);
-* the HNSW iterative scan (``strict_order``, ``ef_search`` 40) at two
+* the HNSW iterative scan (``strict_order``, the product's default ``ef_search``) at two
   ``hnsw.max_scan_tuples`` bounds, with the fewest rows it returned for a top 10.
 
 Writes the section ``<!-- filtered-plans:start -->`` of ``docs/performance.md``::
@@ -59,7 +59,10 @@ async def measure(dsn: str | None, table: str, queries: int) -> list[str]:
     from parrot_parents.stores.embedded import resolve_dsn
 
     conn = await connect_raw(await asyncio.to_thread(resolve_dsn, dsn))
-    await conn.execute("SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = 40")
+    from parrot_parents.stores.search_options import HNSWQueryOptions
+
+    ef = HNSWQueryOptions().ef_search
+    await conn.execute(f"SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = {ef}")
     rng = np.random.default_rng(0)
     vectors = []
     for _ in range(queries):
@@ -109,7 +112,7 @@ async def measure(dsn: str | None, table: str, queries: int) -> list[str]:
     return [
         *lines,
         "",
-        f"Unfiltered kNN on the same connection: p50 {unfiltered:.1f} ms. `{table}`, {queries} query vectors per cell. {machine()}. Generated {started}.",
+        f"Unfiltered kNN on the same connection: p50 {unfiltered:.1f} ms. `{table}`, {queries} query vectors per cell, `ef_search` {ef}. {machine()}. Generated {started}.",
         "",
         "Regenerate with `python -m benchmarks run filtered_plans`.",
     ]

@@ -495,14 +495,17 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
 
 
 async def _row_layout(dsn: str, table: str) -> str:
-    """Give a table built before the product's row layout
-    (:mod:`parrot_parents.stores.layout`) that layout, and rewrite its rows into it
-    (``VACUUM FULL``: the table and every index built again); what was done, for the
-    report."""
+    """Bring a table built by an earlier release of the product to today's defaults: the
+    row layout (:mod:`parrot_parents.stores.layout`; ``VACUUM FULL`` rewrites the rows)
+    and the HNSW build parameters (:class:`~parrot_parents.stores.schema.HNSWIndex`; the
+    index built again); what was done, for the report."""
+    import re
+
     from sqlalchemy.ext.asyncio import create_async_engine
 
     from parrot_parents.stores.layout import apply_layout
     from parrot_parents.stores.postgres import to_async_dsn
+    from parrot_parents.stores.schema import HNSWIndex
 
     engine = create_async_engine(to_async_dsn(dsn))
     try:
@@ -510,17 +513,35 @@ async def _row_layout(dsn: str, table: str) -> str:
             changed = await conn.run_sync(lambda c: apply_layout(c, "public", table))
     finally:
         await engine.dispose()
-    if not changed:
-        return "the product's (vectors in the row)"
     raw = await connect_raw(dsn)
     n = await raw.fetchval(f"SELECT count(*) FROM public.{table} WHERE embedding IS NOT NULL")
-    # The HNSW graph is built again: in memory, as the table's first build was.
+    # An HNSW graph is built in memory, as the table's first build was.
     await raw.execute(f"SET maintenance_work_mem = '{maintenance_mem(int(n))}'")
-    t = time.perf_counter()
-    await raw.execute(f"VACUUM (FULL, ANALYZE) public.{table}")
-    took = time.perf_counter() - t
+    name, definition = await raw.fetchrow(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
+        " AND tablename = $1 AND indexdef LIKE '%USING hnsw%'",
+        table,
+    )
+    want = HNSWIndex()
+    params = f"WITH (m='{want.m}', ef_construction='{want.ef_construction}')"
+    rebuild = params not in definition
+    if rebuild:  # dropped first: the rewrite below would build the old graph again
+        await raw.execute(f'DROP INDEX public."{name}"')
+    done = []
+    if changed:
+        t = time.perf_counter()
+        await raw.execute(f"VACUUM (FULL, ANALYZE) public.{table}")
+        done.append(
+            f"the row layout given by this run (`VACUUM FULL` {time.perf_counter() - t:.1f} s)"
+        )
+    if rebuild:
+        t = time.perf_counter()
+        await raw.execute(re.sub(r"WITH \(.*\)", params, definition))
+        done.append(
+            f"the HNSW index built again {params} by this run ({time.perf_counter() - t:.1f} s)"
+        )
     await raw.close()
-    return f"the product's, given to this table by this run (`VACUUM FULL` {took:.1f} s)"
+    return "; ".join(done) or "the product's row layout and HNSW build"
 
 
 async def _lexical_index(store: Any) -> str:

@@ -8,6 +8,7 @@ from typing import Literal
 from parrot_parents.errors import ConfigurationError
 
 __all__ = [
+    "DEFAULT_EF_SEARCH",
     "FILTER_EXACT_BELOW",
     "PRF",
     "SEARCH_MODES",
@@ -16,6 +17,14 @@ __all__ = [
     "SearchMode",
     "check_search_mode",
 ]
+
+#: The default ``ef_search`` of :class:`HNSWQueryOptions`: the smallest that kept HNSW
+#: recall@10 at 0.95 or above for held-out children of real text (late-chunked HTML
+#: manuals, 101k children) with the default index build
+#: (:class:`~parrot_parents.stores.schema.HNSWIndex`, ``ef_construction=200``): 0.952, at
+#: 1.45 ms p50 against 0.78 and 1.24 ms for pgvector's 40 on pgvector's build
+#: (``python -m benchmarks run hnsw_recall``, ``docs/performance.md``).
+DEFAULT_EF_SEARCH = 100
 
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 #: ``dense`` (pgvector kNN), ``lexical`` (BM25 in SQL) or ``hybrid`` (both, fused by RRF).
@@ -115,8 +124,14 @@ class HNSWQueryOptions:
     """Settings applied with ``SET LOCAL`` inside each search transaction.
 
     Attributes:
-        ef_search: candidate list size (pgvector default 40); raised to ``limit`` when
-            a search asks for more rows.
+        ef_search: candidate list size, 1..1000 (default :data:`DEFAULT_EF_SEARCH`);
+            raised to ``limit`` when a search asks for more rows. Larger finds more of
+            the exact top ``limit`` and costs latency: the default is the smallest
+            measured to keep recall@10 at 0.95 or above on real text at 100k children
+            with the default index build (pgvector's own default, 40, gave 0.78 there
+            on pgvector's build: ``python -m benchmarks run hnsw_recall``,
+            ``docs/performance.md``). An index built with ``ef_construction=64`` (before
+            that default) needs far more (0.84 at 100, 0.94 at 400): rebuild it.
         iterative_scan: pgvector >= 0.8 iterative index scans. ``"strict_order"`` (default)
             keeps scanning the index until ``limit`` rows pass the WHERE clause, in exact
             distance order, so a selective metadata filter still yields ``limit`` rows.
@@ -130,7 +145,7 @@ class HNSWQueryOptions:
             the index first.
     """
 
-    ef_search: int = 40
+    ef_search: int = DEFAULT_EF_SEARCH
     iterative_scan: IterativeScan = "strict_order"
     max_scan_tuples: int = 20000
     filter_exact_below: int = FILTER_EXACT_BELOW

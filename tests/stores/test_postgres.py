@@ -123,7 +123,9 @@ async def test_exactly_limit_under_selective_filter_on_10k_children(pg_dsn: str)
                 dsn=pg_dsn,
                 table=store.table,
                 dimension=dim,
-                search_options=HNSWQueryOptions(iterative_scan=scan, filter_exact_below=0),
+                search_options=HNSWQueryOptions(
+                    ef_search=40, iterative_scan=scan, filter_exact_below=0
+                ),
                 engine_kwargs=index_only,
             )
             try:

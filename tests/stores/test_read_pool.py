@@ -91,13 +91,15 @@ async def _session_matches(store: PgVectorStore) -> None:
 
 async def test_a_search_cancelled_half_way_leaves_a_true_record(pg_dsn: str) -> None:
     store = PgVectorStore(table=unique_table("cancel"), dsn=pg_dsn, dimension=DIM)
-    docs, vectors = _rows(300)
+    deep = HNSWQueryOptions().ef_search + 50
+    docs, vectors = _rows(deep + 50)
     await store.add_documents(docs, embeddings=list(vectors))
     try:
         for i, delay in enumerate([0, 0.0002, 0.0005, 0.001, 0.002, 0.004, 0.008] * 2):
-            # limit 200 needs ef_search 200, limit 10 the start-up 40: each search changes
-            # the session, and the cancel lands before, during or after that change.
-            limit = 200 if i % 2 else 10
+            # A limit above the default ef_search needs ef_search = limit, limit 10 the
+            # start-up default: each search changes the session, and the cancel lands
+            # before, during or after that change.
+            limit = deep if i % 2 else 10
             task = asyncio.create_task(store.similarity_search_by_vector(vectors[i], limit=limit))
             await asyncio.sleep(delay)
             task.cancel()

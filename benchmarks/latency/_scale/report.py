@@ -224,7 +224,7 @@ def _default_targets(st: dict[str, Stat], built: str | None, layout: str | None)
     if built:
         lines += ["", f"Lexical index of this collection: {built}."]
     if layout:
-        lines += ["", f"Row layout of this collection: {layout}."]
+        lines += ["", f"Row layout and HNSW build of this collection: {layout}."]
     return [*lines, ""]
 
 

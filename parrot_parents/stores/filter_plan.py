@@ -27,10 +27,11 @@ rows: planning only, no row read, on the search's own connection and transaction
 
 Where the threshold comes from: on the scale benchmark's 100k children
 (``python -m benchmarks run filtered_plans``, docs/performance.md), exact ranking took
-2.3 ms for a 1 % filter (1,054 children), 8.0 ms for 3 % and 44 ms for 10 %; the
-iterative scan 60, 36 and 11.5 ms. The two cross near 4,000 children, and the scan's cost
-depends on the filter's share rather than the collection's size, so the threshold is a
-number of children.
+2.0 ms for a 1 % filter (1,054 children), 5.5 ms for 3 % and 31 ms for 10 %; the
+iterative scan at the default ``ef_search`` 56, 41 and 4.2 ms. The two cross between
+3,000 and 10,000 children, and the scan's cost depends on the filter's share rather than
+the collection's size, so the threshold is a number of children, on the exact side of
+the crossing.
 
 The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
 they describe badly can take the slower plan, never a wrong answer, since both plans

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
@@ -20,6 +22,7 @@ from tests.conftest import unique_table
 
 N = 1200
 RARE, COMMON = "rare", "common"
+BUCKETS = 97  # about 12 children each
 
 
 def _tenant(i: int) -> str:
@@ -48,6 +51,7 @@ def tenants(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
                 "start_index": 0,
                 "end_index": 10,
                 "tenant": _tenant(i),
+                "bucket": i % BUCKETS,
             },
         )
         for i in range(N)
@@ -159,6 +163,46 @@ async def test_an_index_scan_that_comes_back_short_is_ranked_exactly_after_it(
         assert [r.id for r in got] == _exact(tenants[1], q, RARE, 10)
         assert got[0].filter_plan is not None
         assert got[0].filter_plan.search == "index, then exact"
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    buckets=st.sets(st.integers(0, BUCKETS - 1), max_size=6),
+    limit=st.integers(1, 40),
+    below=st.sampled_from([0, 4000]),
+    scan=st.sampled_from(["strict_order", "off"]),
+    seed=st.integers(0, 2**16),
+)
+# The index first, a scan that stops after ef_search candidates: the exact ranking after it.
+@example(buckets={3}, limit=10, below=0, scan="off", seed=1)
+@example(buckets={3, 50}, limit=40, below=0, scan="strict_order", seed=2)
+@example(buckets=set(), limit=5, below=4000, scan="strict_order", seed=3)
+async def test_a_filtered_search_loses_nothing_whatever_its_plan(
+    open_store: Any,
+    tenants: tuple[str, np.ndarray],
+    buckets: set[int],
+    limit: int,
+    below: int,
+    scan: str,
+    seed: int,
+) -> None:
+    # Every plan returns min(limit, children the filter keeps) children, all kept by the
+    # filter; an exact ranking returns the exact top ``limit``.
+    store = await open_store(filter_exact_below=below, iterative_scan=scan)
+    q = _query(seed)
+    got = await store.similarity_search_by_vector(
+        q, limit=limit, filter={"bucket": {"$in": sorted(buckets)}}
+    )
+    keep = [i for i in range(N) if i % BUCKETS in buckets]
+    assert len(got) == min(limit, len(keep))
+    assert all(r.metadata["bucket"] in buckets for r in got)
+    if got and got[0].filter_plan is not None and got[0].filter_plan.exact:
+        order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
+        assert [r.id for r in got] == [_id(i) for i in order[:limit]]
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])

@@ -7,6 +7,7 @@ on first use.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, MetaData, inspect, text
@@ -20,6 +21,8 @@ from parrot_parents.stores.schema import collection_table
 
 __all__ = ["drop_collections", "ensure_collections", "migration_options"]
 
+
+log = logging.getLogger(__name__)
 
 #: Embedding length of collections created by a migration run without ``dimension``
 #: (all-MiniLM-L6-v2).
@@ -70,7 +73,14 @@ def ensure_collections(
             table.metadata.create_all(conn, checkfirst=True)
             created.append(name)
         config = ensure_lexical(conn, name, schema)
-        apply_layout(conn, schema, name)
+        if apply_layout(conn, schema, name) and name not in created:
+            log.warning(
+                "collection %s.%s keeps its vectors, metadata and tsvector in the row from "
+                "now on; VACUUM FULL on the table moves the rows already there (it locks "
+                "the table while it rewrites it)",
+                schema,
+                name,
+            )
         if name in created and auto_bm25(conn):
             ensure_bm25(conn, name, schema, config)
         backfill_documents(conn, name, schema)

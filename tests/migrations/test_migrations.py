@@ -90,7 +90,7 @@ async def test_a_store_opens_a_collection_created_by_the_migration(
 
 
 async def test_upgrade_gives_an_existing_collection_the_row_layout(
-    empty_dsn: str, embeddings: Any
+    empty_dsn: str, embeddings: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with PgVectorStore(dsn=empty_dsn, table="older", embedding=embeddings) as store:
         await store.add_documents([Document(page_content="kept")])
@@ -101,7 +101,9 @@ async def test_upgrade_gives_an_existing_collection_the_row_layout(
         ),
     )
     assert (await _query(empty_dsn, _describe("older")))["storage"]["embedding"] == "e"
-    await asyncio.to_thread(migrations.upgrade, empty_dsn, collections=["older"])
+    with caplog.at_level("WARNING"):
+        await asyncio.to_thread(migrations.upgrade, empty_dsn, collections=["older"])
+    assert "VACUUM FULL" in caplog.text and "older" in caplog.text
     storage = (await _query(empty_dsn, _describe("older")))["storage"]
     assert [storage[c] for c in ("embedding", "cmetadata", "lexical")] == ["m", "m", "m"]
     async with PgVectorStore(dsn=empty_dsn, table="older", embedding=embeddings) as store:

@@ -9,7 +9,7 @@ vectors in the row: :mod:`parrot_parents.stores.layout`). So a filtered search f
 PostgreSQL's planner how many children the filter keeps (``EXPLAIN`` of the filtered
 rows: planning only, no row read, on the search's own connection and transaction), then:
 
-* at most ``exact_below`` children (:data:`EXACT_BELOW` unless the store's
+* at most ``exact_below`` children (``FILTER_EXACT_BELOW``, 4,000, unless the store's
   :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise):
   **exact**. The distance is written so that no index can order it; the lexical branch
   is BM25 in SQL with every query lexeme bringing candidates (pg_textsearch's index
@@ -51,9 +51,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
-from parrot_parents.stores.search_options import FILTER_EXACT_BELOW as EXACT_BELOW
+from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
-__all__ = ["EXACT_BELOW", "FilterPlan", "FilterSearch", "estimated_rows"]
+__all__ = ["FilterPlan", "FilterSearch", "estimated_rows"]
 
 FilterSearch = Literal["exact", "index", "index, then exact"]
 
@@ -72,10 +72,10 @@ class FilterPlan:
 
     estimate: int
     search: FilterSearch
-    exact_below: int = EXACT_BELOW
+    exact_below: int = FILTER_EXACT_BELOW
 
     @classmethod
-    def for_estimate(cls, estimate: int, exact_below: int = EXACT_BELOW) -> FilterPlan:
+    def for_estimate(cls, estimate: int, exact_below: int = FILTER_EXACT_BELOW) -> FilterPlan:
         """``exact`` for at most ``exact_below`` children, else ``index``."""
         return cls(estimate, "exact" if estimate <= exact_below else "index", exact_below)
 

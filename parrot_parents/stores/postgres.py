@@ -980,9 +980,12 @@ class PgVectorStore(
             return split_rows(rows, request.plan, dense=request.mode == "dense"), None
         planned = bool(request.filter)
         below = self.search_options.filter_exact_below
+        # Compiled once for the estimate and every statement of this search.
+        where = self._where(table, request)
 
         async def run(conn: Any, exact: bool) -> Split:
-            stmt = search_with_context(table, self._statement(table, request, exact), request.plan)
+            ranked = self._statement(table, request, exact, where)
+            stmt = search_with_context(table, ranked, request.plan)
             # A filter's values stay bound parameters, through SQLAlchemy.
             rows = [row._mapping for row in await conn.execute(stmt, params)]
             return split_rows(rows, request.plan, dense=request.mode == "dense")
@@ -990,7 +993,7 @@ class PgVectorStore(
         async def work(conn: Any) -> tuple[Split, FilterPlan | None]:
             if not planned:
                 return await run(conn, exact=False), None
-            estimate = await estimated_rows(conn, table, self._where(table, request))
+            estimate = await estimated_rows(conn, table, where)
             plan = FilterPlan.for_estimate(estimate, below)
             if plan.exact:
                 return await run(conn, exact=True), plan
@@ -1038,12 +1041,20 @@ class PgVectorStore(
             where.append(compile_filter(table.c.cmetadata, dict(request.filter)))
         return where
 
-    def _statement(self, table: Table, request: SearchRequest, exact: bool = False) -> Any:
+    def _statement(
+        self,
+        table: Table,
+        request: SearchRequest,
+        exact: bool = False,
+        where: list[Any] | None = None,
+    ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``. ``exact``: the dense ranking compares
         every child ``where`` keeps, never through the HNSW index
-        (:mod:`~parrot_parents.stores.filter_plan`)."""
-        where = self._where(table, request)
+        (:mod:`~parrot_parents.stores.filter_plan`). ``where``: the search's predicates
+        (:meth:`_where`), when the caller has them already."""
+        if where is None:
+            where = self._where(table, request)
         if request.mode == "dense":
             distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
             # The kNN in a subquery, numbered outside it: a window function beside the

@@ -48,6 +48,7 @@ __all__ = [
     "bm25_dense_rrf",
     "child",
     "command",
+    "cpu_model",
     "cut_on_whitespace",
     "eval_argv",
     "langchain_parent_document",
@@ -141,20 +142,23 @@ def replace_section(doc: Path, name: str, body: str, heading: str | None = None)
 # -- machine -------------------------------------------------------------------------------
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` knows elsewhere."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
 def machine() -> str:
     """One line: cores, CPU model, torch threads, platform."""
     import torch
 
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return (
-        f"{os.cpu_count()} CPU cores (`os.cpu_count()`), {model}; "
+        f"{os.cpu_count()} CPU cores (`os.cpu_count()`), {cpu_model()}; "
         f"torch {torch.__version__} with {torch.get_num_threads()} threads; "
         f"Python {platform.python_version()}, {platform.system()} {platform.machine()}"
     )

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import REPO_ROOT, REPORTS, command
+from benchmarks.common import REPO_ROOT, REPORTS, command, cpu_model
 from benchmarks.latency._hnsw.corpus import TABLE, dump_cache, ingest_html, load_cache
 from benchmarks.latency._hnsw.measure import Build, SizeResult, measure_size
 from benchmarks.latency._scale.load import connect_raw, size_label, unnice_server
@@ -213,7 +213,7 @@ async def _context(
     sources = sorted({s.split("/html/")[0] for s in corpus.sources if "/html/" in s})
     return {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{os.cpu_count()} cores ({_cpu()}), Python {platform.python_version()}, "
+        "machine": f"{os.cpu_count()} cores ({cpu_model()}), Python {platform.python_version()}, "
         f"PostgreSQL {versions['pg']}, pgvector {versions['pgvector']}",
         "command": command(__name__, sys.argv[1:]),
         "checkout": _checkout(),
@@ -222,16 +222,6 @@ async def _context(
         "held_out": len(held_out),
         "dev": len(queries["dev questions"]),
     }
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="ascii").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _block(ctx: dict[str, Any], rows: list[dict[str, Any]], options: Any) -> str:

@@ -62,7 +62,22 @@ class ReadConnection(asyncpg.Connection):
         self, sql: str, args: Sequence[Any], settings: Settings
     ) -> list[asyncpg.Record]:
         """``sql``'s rows, after setting on the session what ``settings`` names (once per
-        change). A value of None means the start-up value (``reset_val``)."""
+        change). A value of None means the start-up value (``reset_val``).
+
+        Raises:
+            ConnectionDropped: the connection was closed under it (asyncpg then detaches
+                the pool's proxy, so only the connection itself can tell).
+        """
+        try:
+            return await self._fetch_with(sql, args, settings)
+        except Exception as exc:
+            if self.is_closed():
+                raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
+            raise
+
+    async def _fetch_with(
+        self, sql: str, args: Sequence[Any], settings: Settings
+    ) -> list[asyncpg.Record]:
         wanted = dict(settings)
         session = self._session
         if wanted and (session is None or any(session.get(k) != v for k, v in wanted.items())):
@@ -183,16 +198,15 @@ class ReadPool:
         async def attempt() -> Sequence[Any]:
             async with store_errors(action):
                 pool = await self._open()
-                async with pool.acquire() as proxy:
-                    conn = _read_connection(proxy)
-                    try:
-                        return await conn.fetch_with(prepared.sql, args, settings)
-                    except Exception as exc:
-                        if not conn.is_closed():
-                            raise
-                        # A restart closes every connection of the pool, not just this one.
-                        await pool.expire_connections()
-                        raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
+                try:
+                    async with pool.acquire() as proxy:
+                        return await _read_connection(proxy).fetch_with(
+                            prepared.sql, args, settings
+                        )
+                except ConnectionDropped:
+                    # A restart closes every connection of the pool, not just this one.
+                    await pool.expire_connections()
+                    raise
 
         return await through_outages(attempt, self._server_ready)
 

@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import asyncpg
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -59,18 +60,27 @@ RECOVERY_WAIT_S = 30.0
 _CUT_RETRIES = 2
 _CUT_PAUSE_S = 0.5
 
+#: How a new connection fails when the server ends it during its start-up, as a server
+#: ending every session after a backend crashed does for a moment. Nothing ran on it, so
+#: it is retried as a cut. A refused connection (nothing listening) is not among them.
+_CLOSED_AT_START: tuple[type[BaseException], ...] = (
+    asyncpg.ConnectionDoesNotExistError,
+    ConnectionResetError,
+)
+
 #: SQLSTATEs of a server that will be back by itself shortly.
 _RECOVERING = frozenset({"57P02", "57P03"})
 
 
 def was_disconnect(exc: BaseException) -> bool:
-    """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated", or
-    the read pool's :class:`~parrot_parents.stores.prepared.ConnectionDropped`."""
+    """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated", the
+    read pool's :class:`~parrot_parents.stores.prepared.ConnectionDropped`, or a connection
+    the server closed as it opened (:data:`_CLOSED_AT_START`)."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        if isinstance(cur, ConnectionDropped):
+        if isinstance(cur, (ConnectionDropped, *_CLOSED_AT_START)):
             return True
         if isinstance(cur, DBAPIError) and cur.connection_invalidated:
             return True

@@ -16,6 +16,7 @@ from parrot_parents.errors import StoreError
 from parrot_parents.loaders.hierarchy import LateChunkingProcessor
 from parrot_parents.stores.postgres import PgVectorStore
 from tests.conftest import unique_table
+from tests.stores.wire import RoundTripProxy
 
 RACE_RUNS = 20
 
@@ -215,3 +216,31 @@ async def test_a_refused_statement_carries_its_sqlstate_and_no_sql(store: PgVect
     assert info.value.sqlstate == "22012" and not info.value.unavailable
     assert "division by zero" in str(info.value)
     assert "secret_column" not in str(info.value) and "SELECT" not in str(info.value)
+
+
+@pytest.mark.parametrize("refused", [0, 1])
+@pytest.mark.parametrize("path", ["read pool", "engine"])
+async def test_a_search_whose_connections_are_cut_waits_and_succeeds(
+    pg_dsn: str, embeddings, path: str, refused: int
+) -> None:
+    """After a crash, the server ends every session without a word, and for a moment it
+    also ends new ones as they arrive. A search that meets this, its pooled connection
+    cut and then (``refused``) its fresh one closed before it starts, succeeds."""
+    proxy = RoundTripProxy(pg_dsn)
+    store = PgVectorStore(
+        dsn=await proxy.start(), table=unique_table("fault"), embedding=embeddings
+    )
+    try:
+        await store.add_documents(
+            [Document(page_content=f"step {i}", metadata={"kind": "step"}) for i in range(5)]
+        )
+        query = await embeddings.aembed_query("step")
+        # A filtered search reads through the engine; a plain one through the read pool.
+        options: dict[str, Any] = {"filter": {"kind": "step"}} if path == "engine" else {}
+        await store.similarity_search_by_vector(query, limit=2, **options)
+        proxy.cut_all()
+        proxy.refuse_next(refused)
+        assert len(await store.similarity_search_by_vector(query, limit=2, **options)) == 2
+    finally:
+        await store.close()
+        await proxy.stop()

@@ -5,6 +5,10 @@ client goes on: ``Sync`` (``S``, end of an extended-protocol exchange: prepare, 
 execute) or ``Query`` (``Q``, a simple query such as ``BEGIN``). Counting those frontend
 messages counts round trips, whatever the driver does above the wire. Bytes are
 forwarded unchanged in both directions.
+
+It can also play a server that ends sessions: :meth:`cut_all` closes every open connection
+(a restart, as clients see it), and :meth:`refuse_next` closes new connections as soon as
+they arrive (a postmaster still ending its sessions after a backend crashed).
 """
 
 from __future__ import annotations
@@ -32,10 +36,21 @@ class RoundTripProxy:
         self.kinds: list[str] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._clients: set[asyncio.StreamWriter] = set()
+        self._refuse = 0
 
     def reset(self) -> None:
         self.round_trips = 0
         self.kinds = []
+
+    def cut_all(self) -> None:
+        """Close every connection open now, without a word to the client."""
+        for writer in list(self._clients):
+            writer.close()
+
+    def refuse_next(self, count: int) -> None:
+        """Close the next ``count`` connections before the server sees them."""
+        self._refuse = count
 
     async def start(self) -> str:
         """Start listening; returns the DSN that goes through the proxy."""
@@ -66,12 +81,18 @@ class RoundTripProxy:
         return await asyncio.open_connection(host, port)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._refuse > 0:
+            self._refuse -= 1
+            writer.close()
+            return
+        self._clients.add(writer)
         up_reader, up_writer = await self._open_upstream()
         down = asyncio.ensure_future(self._pipe(up_reader, writer))
         self._tasks.add(down)
         try:
             await self._client_to_server(reader, up_writer)
         finally:
+            self._clients.discard(writer)
             up_writer.close()
             await down
 

@@ -7,7 +7,7 @@ it may stop short of ``limit``), while the few children that pass are read throu
 metadata GIN index and ranked exactly in a few milliseconds (the row layout keeps their
 vectors in the row: :mod:`parrot_parents.stores.layout`). So a filtered search first asks
 PostgreSQL's planner how many children the filter keeps (``EXPLAIN`` of the filtered
-rows: planning only, no row read, on the search's own connection and transaction), then:
+rows: planning only, no row read, on the search's own connection), then:
 
 * at most ``exact_below`` children (``FILTER_EXACT_BELOW``, 4,000, unless the store's
   :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise):
@@ -43,17 +43,17 @@ rank the filter's children. Each filtered search's plan rides on its results
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from sqlalchemy import Select, Table, literal_column, select
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import ClauseElement, Executable
+from sqlalchemy.engine import Dialect
 
+from parrot_parents.stores.prepared import Prepared
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
-__all__ = ["FilterPlan", "FilterSearch", "estimated_rows"]
+__all__ = ["FilterPlan", "FilterSearch", "estimate_statement", "estimated_rows"]
 
 FilterSearch = Literal["exact", "index", "index, then exact"]
 
@@ -93,34 +93,27 @@ class FilterPlan:
         return asdict(self)
 
 
-class _Explain(Executable, ClauseElement):
-    """``EXPLAIN (FORMAT JSON) <statement>``, with the statement's parameters bound as
-    they are (SQLAlchemy's recipe for a custom SQL construct)."""
-
-    inherit_cache = False
-
-    def __init__(self, statement: Select[Any]) -> None:
-        self.statement = statement
-
-
-@compiles(_Explain)
-def _compile_explain(element: _Explain, compiler: SQLCompiler, **kw: Any) -> str:
-    return "EXPLAIN (FORMAT JSON) " + compiler.process(element.statement, **kw)
-
-
-async def estimated_rows(conn: Any, table: Table, where: list[Any]) -> int:
-    """The planner's estimate of the children of ``table`` that ``where`` keeps; plans,
-    reads no row.
+def estimate_statement(table: Table, where: list[Any], dialect: Dialect) -> Prepared:
+    """``EXPLAIN (FORMAT JSON)`` of the children of ``table`` that ``where`` keeps, for
+    :func:`estimated_rows`; prepared once per filter structure, the filter's values bound
+    at each run (PostgreSQL plans the explained statement with them).
 
     Args:
-        conn: an SQLAlchemy ``AsyncConnection``.
         table: the collection table.
         where: the search's predicates (the child predicate, the compiled filter).
+        dialect: the engine's dialect (asyncpg).
     """
-    statement: Select[Any] = (
+    rows: Select[Any] = (
         select(literal_column("1")).select_from(table).where(table.c.embedding.is_not(None), *where)
     )
-    plan = (await conn.execute(_Explain(statement))).scalar_one()
+    counted = Prepared.compile(rows, dialect)
+    return Prepared(f"EXPLAIN (FORMAT JSON) {counted.sql}", counted.names)
+
+
+def estimated_rows(explained: Sequence[Any]) -> int:
+    """The planner's estimate of the rows of an :func:`estimate_statement`, from its
+    result (one row: the plan as JSON, decoded or not); it planned, and read no row."""
+    plan = explained[0][0]
     if isinstance(plan, str):
         plan = json.loads(plan)
     return int(plan[0]["Plan"]["Plan Rows"])

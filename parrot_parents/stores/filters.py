@@ -21,7 +21,10 @@ Semantics:
   **strings as text** (the database collation; ISO dates order correctly); a row whose
   value has the other type, or lacks the key, does not match. Booleans and ``null`` only
   support ``$eq``/``$ne``/``$in``/``$nin``.
-* Values are bound as parameters, never spliced into SQL.
+* Values are bound as parameters, never spliced into SQL, under names fixed by the
+  filter's structure (``filter_0``, ``filter_1``... in the order the condition holds
+  them): two filters of one structure give the same SQL text, so a statement holding a
+  filter can be prepared once and run with each filter's values (:func:`filter_params`).
 
 Limits (a :class:`~parrot_parents.errors.ConfigurationError` names the offending key): keys
 are non-empty strings of at most 256 characters; strings hold no NUL character; numbers are
@@ -31,17 +34,29 @@ fit in 64 bits; at most 1000 values per list; nesting at most 16 levels deep.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, false, func, literal, not_, or_, true
+from sqlalchemy import ColumnElement, and_, bindparam, false, func, literal, not_, or_, true
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.sql import column
+from sqlalchemy.sql import column, visitors
+from sqlalchemy.sql.elements import BindParameter
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["COMPARISON_OPERATORS", "LOGICAL_OPERATORS", "compile_filter", "validate_filter"]
+__all__ = [
+    "COMPARISON_OPERATORS",
+    "FILTER_PARAM_PREFIX",
+    "LOGICAL_OPERATORS",
+    "compile_filter",
+    "filter_params",
+    "validate_filter",
+]
+
+#: The names of a compiled filter's parameters: this prefix and their position.
+FILTER_PARAM_PREFIX = "filter_"
 
 COMPARISON_OPERATORS = frozenset(
     {"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$in", "$nin", "$between", "$exists"}
@@ -73,7 +88,8 @@ def compile_filter(cmetadata: Any, filter: Any) -> ColumnElement[bool]:
         filter: a filter dict (module docstring); ``{}`` matches every row.
 
     Returns:
-        A boolean SQLAlchemy expression with every value bound as a parameter.
+        A boolean SQLAlchemy expression with every value bound as a parameter named
+        ``filter_<i>`` (see the module docstring; :func:`filter_params` reads them back).
 
     Raises:
         ConfigurationError: not a dict, an unknown operator (named), a value of the wrong
@@ -81,7 +97,26 @@ def compile_filter(cmetadata: Any, filter: Any) -> ColumnElement[bool]:
     """
     if not isinstance(filter, Mapping):
         raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
-    return _Compiler(cmetadata).where(filter, 0)
+    where = _Compiler(cmetadata).where(filter, 0)
+    position = itertools.count()
+
+    def named(element: Any, **_: Any) -> Any:
+        if not isinstance(element, BindParameter):
+            return None
+        name = f"{FILTER_PARAM_PREFIX}{next(position)}"
+        return bindparam(name, element.value, type_=element.type)
+
+    renamed: ColumnElement[bool] = visitors.replacement_traverse(where, {}, named)
+    return renamed
+
+
+def filter_params(where: ColumnElement[bool]) -> dict[str, Any]:
+    """The values of a condition from :func:`compile_filter`, by parameter name."""
+    return {
+        element.key: element.value
+        for element in visitors.iterate(where)
+        if isinstance(element, BindParameter)
+    }
 
 
 class _Compiler:

@@ -64,8 +64,8 @@ from parrot_parents.stores.creation import (
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import engine_for_url, make_engine, store_errors
-from parrot_parents.stores.filter_plan import FilterPlan, estimated_rows
-from parrot_parents.stores.filters import compile_filter
+from parrot_parents.stores.filter_plan import FilterPlan, estimate_statement, estimated_rows
+from parrot_parents.stores.filters import compile_filter, filter_params
 from parrot_parents.stores.hybrid import (
     CANDIDATES,
     EXACT_CANDIDATES,
@@ -103,7 +103,7 @@ from parrot_parents.stores.protocols import (
     SourceLookup,
 )
 from parrot_parents.stores.questions import check_question
-from parrot_parents.stores.read_pool import ReadPool
+from parrot_parents.stores.read_pool import ReadConnection, ReadPool
 from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import DocumentRow, SearchResult
@@ -143,13 +143,6 @@ class _Pools(NamedTuple):
     engine: AsyncEngine
     reads: ReadPool
     owns_engine: bool
-
-
-#: Settings that keep a dense statement on the HNSW index (``off``), and give it back
-#: its other scans (``on``), for the rest of the transaction.
-_INDEX_ONLY = (
-    "SELECT set_config('enable_seqscan', '{0}', true), set_config('enable_bitmapscan', '{0}', true)"
-)
 
 
 class PgVectorStore(
@@ -927,8 +920,9 @@ class PgVectorStore(
                 return results, split.context
             fetch = fetch.deeper(min(MAX_LIMIT, fetch.limit * 4))
 
-    def _settings(self, request: SearchRequest) -> Settings:
-        """The session settings a search needs (none for a lexical one).
+    def _settings(self, request: SearchRequest, index_only: bool = False) -> Settings:
+        """The session settings a search's statement needs, every one that any search
+        statement changes: they stay on the read pool's connection after it.
 
         Without a filter, sequential scans are disabled: on a small table with a large
         ``ef_search`` the planner costs the HNSW scan above a full scan and sort, and picks
@@ -936,27 +930,38 @@ class PgVectorStore(
         ``ef_search`` 200). It pays at the default ``ef_search`` too: at 100k children the
         store's statements ran at p50 0.94 ms (dense) and 34 ms (hybrid) with it off,
         against 1.39 ms and 54 ms with it on (interleaved, 40 queries). With a filter the
-        planner stays free: a very selective filter is answered exactly by a scan where an
-        index scan could stop short.
+        statement is planned for the filter's values (a custom plan each time: a generic
+        one would not know how many children they keep), and the planner stays free,
+        unless ``index_only``: a dense ranking kept on the HNSW index
+        (:mod:`~parrot_parents.stores.filter_plan`).
         """
-        if request.mode == "lexical":
-            return ()
-        opts = self.search_options
-        settings: Settings = (
-            ("hnsw.ef_search", str(max(opts.ef_search, min(request.depth, 1000)))),
-            ("hnsw.iterative_scan", opts.iterative_scan),
-            ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
+        hnsw: Settings = ()
+        if request.mode != "lexical":
+            opts = self.search_options
+            hnsw = (
+                ("hnsw.ef_search", str(max(opts.ef_search, min(request.depth, 1000)))),
+                ("hnsw.iterative_scan", opts.iterative_scan),
+                ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
+            )
+        if not request.filter:
+            seqscan: Settings = () if request.mode == "lexical" else (("enable_seqscan", "off"),)
+            return (*hnsw, *seqscan, ("enable_bitmapscan", None), ("plan_cache_mode", None))
+        scans = "off" if index_only else None
+        return (
+            *hnsw,
+            ("enable_seqscan", scans),
+            ("enable_bitmapscan", scans),
+            ("plan_cache_mode", "force_custom_plan"),
         )
-        return settings if request.filter else (*settings, ("enable_seqscan", "off"))
 
     async def _ranked(
         self, engine: AsyncEngine, table: Table, request: SearchRequest
     ) -> tuple[Split, FilterPlan | None]:
         """The ranked rows of one search statement, with the targets of indexed hits and
-        the plan's reads; one round trip. With a metadata filter, also how the search was
-        planned (:mod:`~parrot_parents.stores.filter_plan`): the planner's estimate first,
-        and an exact ranking after a dense or hybrid index search that came back short,
-        in the same transaction."""
+        the plan's reads; one round trip on the read pool. With a metadata filter, also
+        how the search was planned (:mod:`~parrot_parents.stores.filter_plan`): the
+        planner's estimate first, and an exact ranking after a dense or hybrid index
+        search that came back short, on the same connection."""
         # The text-search configuration and candidate rule are written into a lexical
         # statement, so they are part of its shape.
         key = request.shape(self.lexical_candidates, self.text_search_config, self.lexical_backend)
@@ -968,52 +973,63 @@ class PgVectorStore(
         if request.plan is not None and request.plan.window is not None:
             params["window_n"] = request.plan.window
         action = f"search in {self.qualified_name}"
-        settings = self._settings(request)
-        if key is not None:
-            # No caller's value in it: built once (building took longer than PostgreSQL
-            # took to plan and run it), constants inline, run on the read pool.
-            prepared = self._statements.get(key)
-            if prepared is None:
-                stmt = search_with_context(table, self._statement(table, request), request.plan)
-                prepared = self._prepared(key, stmt, engine)
-            rows = await self._read_pool().fetch(action, prepared, params, settings)
-            return split_rows(rows, request.plan, dense=request.mode == "dense"), None
-        planned = bool(request.filter)
-        below = self.search_options.filter_exact_below
-        # Compiled once for the estimate and every statement of this search.
+        dense = request.mode == "dense"
+        if not request.filter:
+            # Built once (building took longer than PostgreSQL took to plan and run it),
+            # constants inline, run on the read pool.
+            prepared = self._statements.get(key) or self._prepared(
+                key,
+                search_with_context(table, self._statement(table, request), request.plan),
+                engine,
+            )
+            rows = await self._read_pool().fetch(action, prepared, params, self._settings(request))
+            return split_rows(rows, request.plan, dense=dense), None
+        # A filter's values are parameters under names its structure fixes, so its
+        # statements are prepared once per structure: the filter's SQL is in their key.
         where = self._where(table, request)
+        shape = str(where[-1].compile(dialect=engine.dialect))
+        params.update(filter_params(where[-1]))
+        estimate_key = ("estimate", request.include_parents, shape)
+        estimate = self._statements.get(estimate_key) or self._remember(
+            estimate_key, estimate_statement(table, where, engine.dialect)
+        )
+        below = self.search_options.filter_exact_below
 
-        async def run(conn: Any, exact: bool) -> Split:
-            ranked = self._statement(table, request, exact, where)
-            stmt = search_with_context(table, ranked, request.plan)
-            # A filter's values stay bound parameters, through SQLAlchemy.
-            rows = [row._mapping for row in await conn.execute(stmt, params)]
-            return split_rows(rows, request.plan, dense=request.mode == "dense")
+        def ranking(exact: bool) -> Prepared:
+            ranked_key = (*key, shape, exact)
+            return self._statements.get(ranked_key) or self._prepared(
+                ranked_key,
+                search_with_context(
+                    table, self._statement(table, request, exact, where), request.plan
+                ),
+                engine,
+            )
 
-        async def work(conn: Any) -> tuple[Split, FilterPlan | None]:
-            if not planned:
-                return await run(conn, exact=False), None
-            estimate = await estimated_rows(conn, table, where)
-            plan = FilterPlan.for_estimate(estimate, below)
+        async def rank(conn: ReadConnection, exact: bool, index_only: bool = False) -> Split:
+            statement = ranking(exact)
+            settings = self._settings(request, index_only)
+            rows: Sequence[Any] = await conn.fetch_with(
+                statement.sql, statement.args(params), settings
+            )
+            return split_rows(rows, request.plan, dense=dense)
+
+        async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
+            explained = await conn.fetch_with(estimate.sql, estimate.args(params), ())
+            plan = FilterPlan.for_estimate(estimated_rows(explained), below)
             if plan.exact:
-                return await run(conn, exact=True), plan
+                return await rank(conn, exact=True), plan
             # The index plan is ours, not the planner's: a dense statement is kept off
             # scans that would rank every child the filter keeps. (In hybrid mode the
             # lexical branch needs the GIN bitmap scans, so the planner stays free.)
-            dense = request.mode == "dense"
-            if dense:
-                await conn.exec_driver_sql(_INDEX_ONLY.format("off"))
-            split = await run(conn, exact=False)
+            split = await rank(conn, exact=False, index_only=dense)
             # Only a dense ranking can come back short of what the filter keeps: the
             # lexical branch's candidates are every child holding a query lexeme.
             if request.mode != "lexical" and len(split.hits) < request.limit:
                 plan = plan.then_exact()
-                if dense:
-                    await conn.exec_driver_sql(_INDEX_ONLY.format("on"))
-                split = await run(conn, exact=True)
+                split = await rank(conn, exact=True)
             return split, plan
 
-        return await read(engine, action, work, settings)
+        return await self._read_pool().run(work, action=action)
 
     def _read_pool(self) -> ReadPool:
         return self.read_pool
@@ -1025,10 +1041,14 @@ class PgVectorStore(
         return self._pools().reads
 
     def _prepared(self, key: tuple[Any, ...], statement: Any, engine: AsyncEngine) -> Prepared:
-        """``statement`` compiled once and remembered under ``key`` (at most 256 shapes)."""
+        """``statement`` compiled once and remembered under ``key``."""
+        return self._remember(key, Prepared.compile(statement, engine.dialect))
+
+    def _remember(self, key: tuple[Any, ...], prepared: Prepared) -> Prepared:
+        """``prepared``, remembered under ``key`` (at most 256 statements)."""
         if len(self._statements) >= 256:
             self._statements.clear()
-        prepared = self._statements[key] = Prepared.compile(statement, engine.dialect)
+        self._statements[key] = prepared
         return prepared
 
     @staticmethod

@@ -20,9 +20,10 @@ So :class:`Prepared` compiles a Core statement once, with its constants inline
 (:func:`inline_constants`) and only the runtime values bound (the query vector and
 text, a window's size, seed ids: :data:`RUNTIME_PARAMS`), and it runs on an asyncpg
 connection of the store's read pool (:mod:`~parrot_parents.stores.read_pool`; asyncpg's
-own prepared-statement cache). Values that came from a caller (a metadata filter) are
-never inlined: filtered statements are not :class:`Prepared` and run through
-SQLAlchemy.
+own prepared-statement cache). Values that came from a caller, a metadata filter's, are
+never inlined: they are runtime values too, bound under the names the filter's structure
+gives them (:func:`~parrot_parents.stores.filters.compile_filter`), so a filtered
+statement is prepared once per filter structure.
 """
 
 from __future__ import annotations
@@ -36,11 +37,20 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
-__all__ = ["RUNTIME_PARAMS", "ConnectionDropped", "Prepared", "inline_constants"]
+from parrot_parents.stores.filters import FILTER_PARAM_PREFIX
 
-#: Parameters whose values change from one execution to the next; every other bound
-#: value of a :class:`Prepared` statement is a constant of its shape.
+__all__ = ["RUNTIME_PARAMS", "ConnectionDropped", "Prepared", "inline_constants", "is_runtime"]
+
+#: Parameters whose values change from one execution to the next, besides a filter's
+#: (:func:`is_runtime`); every other bound value of a :class:`Prepared` statement is a
+#: constant of its shape.
 RUNTIME_PARAMS = frozenset({"query_vector", "lexical_query", "window_n", "seed_ids"})
+
+
+def is_runtime(name: str) -> bool:
+    """Whether the parameter ``name`` is bound at each execution: one of
+    :data:`RUNTIME_PARAMS`, or a metadata filter's value."""
+    return name in RUNTIME_PARAMS or name.startswith(FILTER_PARAM_PREFIX)
 
 
 #: Types an inline constant is cast to, as its bind was (others: JSON keys, say, need none).
@@ -53,17 +63,18 @@ class ConnectionDropped(ConnectionError):
 
 
 def inline_constants(statement: Any) -> Any:
-    """A copy of ``statement`` whose bound values, except :data:`RUNTIME_PARAMS`, render
-    as SQL literals (SQLAlchemy's ``literal_execute``, escaped by the dialect).
+    """A copy of ``statement`` whose bound values, except the runtime ones
+    (:func:`is_runtime`), render as SQL literals (SQLAlchemy's ``literal_execute``,
+    escaped by the dialect).
 
-    Only for statements built from the product's own constants: never one holding a
-    caller's values (a metadata filter stays parameterised).
+    Only for statements built from the product's own constants and a compiled filter
+    (whose values stay parameters): never one holding a caller's values otherwise.
     """
 
     def swap(element: Any, **_: Any) -> Any:
         if (
             not isinstance(element, BindParameter)
-            or element.key in RUNTIME_PARAMS
+            or is_runtime(element.key)
             or element.literal_execute
         ):
             return None
@@ -93,8 +104,8 @@ class Prepared:
         """Inline ``statement``'s constants and compile it for ``dialect``.
 
         Raises:
-            ValueError: the statement binds a parameter other than :data:`RUNTIME_PARAMS`
-                that could not be inlined.
+            ValueError: the statement binds a parameter that is not a runtime one
+                (:func:`is_runtime`) and could not be inlined.
         """
         inlined = inline_constants(statement)
         # Placeholder values: rendering the inline constants needs every bind to have one;
@@ -104,7 +115,7 @@ class Prepared:
             dialect=dialect, compile_kwargs={"render_postcompile": True}
         )
         names = tuple(compiled.positiontup or ())
-        unknown = sorted(set(names) - RUNTIME_PARAMS)
+        unknown = sorted(name for name in set(names) if not is_runtime(name))
         if unknown:
             raise ValueError(f"statement binds non-runtime parameters: {unknown}")
         return cls(str(compiled), names)

@@ -194,15 +194,29 @@ class ReadPool:
             StoreError: the database failed or is unavailable (no SQL in the message).
         """
         args = prepared.args(params)
+        return await self.run(
+            lambda conn: conn.fetch_with(prepared.sql, args, settings), action=action
+        )
 
-        async def attempt() -> Sequence[Any]:
+    async def run(
+        self, work: Callable[[ReadConnection], Awaitable[T]], *, action: str = "read"
+    ) -> T:
+        """``work(conn)`` on a pooled connection: the most recently used one when it is idle
+        (asyncpg's pool hands out live connections last in, first out). It must only read,
+        and run its statements with :meth:`ReadConnection.fetch_with`: the whole of it runs
+        again on a fresh connection when its connection is cut, and waits for a recovering
+        server (:func:`~parrot_parents.stores.reads.through_outages`).
+
+        Raises:
+            StoreError: the database failed or is unavailable (no SQL in the message).
+        """
+
+        async def attempt() -> T:
             async with store_errors(action):
                 pool = await self._open()
                 try:
                     async with pool.acquire() as proxy:
-                        return await _read_connection(proxy).fetch_with(
-                            prepared.sql, args, settings
-                        )
+                        return await work(_read_connection(proxy))
                 except ConnectionDropped:
                     # A restart closes every connection of the pool, not just this one.
                     await pool.expire_connections()
@@ -225,13 +239,6 @@ class ReadPool:
             with contextlib.suppress(Exception):
                 await conn.close(timeout=5)
         return True
-
-    async def run(self, work: Callable[[ReadConnection], Awaitable[T]]) -> T:
-        """``work(conn)`` on a pooled connection: the most recently used one when it is idle
-        (asyncpg's pool hands out live connections last in, first out)."""
-        pool = await self._open()
-        async with pool.acquire() as proxy:
-            return await work(_read_connection(proxy))
 
     async def close(self) -> None:
         """Close the pool's connections (waits for reads in flight). Safe to call twice."""

@@ -113,11 +113,9 @@ class SearchRequest:
         """The same search for ``limit`` rows."""
         return dataclasses.replace(self, limit=limit)
 
-    def shape(self, *extra: Any) -> tuple[Any, ...] | None:
+    def shape(self, *extra: Any) -> tuple[Any, ...]:
         """The key of this search's statement, with the store's ``extra`` parts that are
-        written into it; None when a filter's values are in the statement."""
-        if self.filter:
-            return None
+        written into it; a filter's structure is not in it (its statements add it)."""
         return (
             self.mode,
             self.limit,

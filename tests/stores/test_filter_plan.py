@@ -165,6 +165,48 @@ async def test_an_index_scan_that_comes_back_short_is_ranked_exactly_after_it(
         assert got[0].filter_plan.search == "index, then exact"
 
 
+async def test_each_filter_is_planned_and_ranked_with_its_own_values(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    # One statement serves every filter of one structure, its values bound at each run:
+    # the planner's estimate follows the value, and so does the answer.
+    store = await open_store()
+    q = _query(11)
+    estimates = {}
+    for tenant in (RARE, COMMON, RARE):
+        got = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": tenant})
+        assert [r.id for r in got] == _exact(tenants[1], q, tenant, 10)
+        assert got[0].filter_plan is not None
+        estimates[tenant] = got[0].filter_plan.estimate
+    assert estimates[RARE] < estimates[COMMON], estimates
+
+
+async def test_a_filtered_search_leaves_the_session_as_an_unfiltered_one_needs_it(
+    open_store: Any,
+) -> None:
+    # The index plan turns scans off on the read pool's connection; the next search on
+    # that connection, unfiltered and hybrid here, has them back.
+    store = await open_store(filter_exact_below=100)
+    names = ("enable_bitmapscan", "plan_cache_mode")
+
+    async def session() -> dict[str, str]:
+        async def show(conn: Any) -> dict[str, str]:
+            return {n: await conn.fetchval(f"SELECT current_setting('{n}')") for n in names}
+
+        return await store.read_pool.run(show)
+
+    q = _query(12)
+    got = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": COMMON})
+    assert got[0].filter_plan is not None and got[0].filter_plan.search == "index"
+    # The same connection (the pool hands out its most recent one): the plan's settings.
+    assert await session() == {"enable_bitmapscan": "off", "plan_cache_mode": "force_custom_plan"}
+    hybrid = await store.similarity_search_by_vector(
+        q, limit=10, search_mode="hybrid", query="row tenant"
+    )
+    assert len(hybrid) == 10
+    assert await session() == {"enable_bitmapscan": "on", "plan_cache_mode": "auto"}
+
+
 @settings(
     max_examples=10,
     deadline=None,

@@ -131,6 +131,23 @@ async def test_similarity_search_is_one_round_trip(
     assert len(queries) == 1, queries
 
 
+async def test_a_filtered_search_is_its_estimate_and_its_ranking(
+    counted: tuple[PgVectorStore, RoundTripProxy], embeddings
+) -> None:
+    # A filter's values are bound, so its statements are prepared once, whatever the values.
+    store, proxy = counted
+    vector = await embeddings.aembed_query("phone costs")
+    await store.similarity_search_by_vector(vector, limit=3, filter={"document_id": "other"})
+    results, queries = await _count(
+        proxy,
+        lambda: store.similarity_search_by_vector(
+            vector, limit=3, filter={"document_id": "policy"}
+        ),
+    )
+    assert len(results) == 3 and results[0].filter_plan is not None
+    assert queries == ["S", "S"], queries
+
+
 async def test_after_a_reranker_the_parents_are_one_more_statement(
     counted: tuple[PgVectorStore, RoundTripProxy], embeddings
 ) -> None:

@@ -85,8 +85,9 @@ RerankCandidates = Annotated[
 Budget = Annotated[
     int, Field(ge=1, le=BUDGET_MAX, description="context budget in characters of passage text")
 ]
-#: A JSON scalar allowed as a plain (equality) metadata filter value.
-Scalar = str | int | float | bool
+#: A JSON scalar allowed as a plain (equality) metadata filter value; null matches a
+#: stored null, as in the Python API (a store that cannot hold one says so).
+Scalar = str | int | float | bool | None
 
 
 def _operators_or_filter(value: dict[str, Any]) -> dict[str, Any]:

@@ -69,6 +69,10 @@ async def test_filter_operators_over_http(make_client: MakeClient) -> None:
     resp = await client.post(URL, json={**QUESTION, "filter": {"document_id": {"$nin": ["pay"]}}})
     body = await resp.json()
     assert resp.status == 200 and all(p["document_id"] != "pay" for p in body["passages"])
+    # null means a stored null, as in the Python API: no document has one.
+    resp = await client.post(URL, json={**QUESTION, "filter": {"document_id": None}})
+    body = await resp.json()
+    assert resp.status == 200 and body["passages"] == [], body
 
 
 @pytest.mark.parametrize("method", ["get", "delete"])

@@ -14,7 +14,7 @@ into :class:`~parrot_parents.errors.StoreError`.
   concurrent ``get_vector_context`` calls, each a new server process and four set-up
   round trips; without them the same bursts ran 26 % faster (167 against 133 calls/s,
   ``python -m benchmarks run scale_concurrency``). Pass ``pool_size``/``max_overflow`` to change
-  it. The engine serves DDL, writes, COPY and filtered searches; a store's hot reads run
+  it. The engine serves DDL, writes, COPY and the other reads; a store's searches run
   on its own asyncpg pool (:mod:`parrot_parents.stores.read_pool`) of as many
   connections again.
 * :func:`store_errors`: wraps driver and SQLAlchemy errors, and the ``OSError`` raised when

@@ -1,10 +1,11 @@
 """The store's private asyncpg pool, for its hot reads: one statement each.
 
 A search and the expansion after it are one prepared statement
-(:class:`~parrot_parents.stores.prepared.Prepared`). They run here, on connections that
-asyncpg's own pool keeps, and never on the SQLAlchemy engine, which keeps DDL, writes,
-COPY, filtered searches and alembic. So a caller's engine shared with the store
-(``PgVectorStore(engine=...)``) is never touched by a search.
+(:class:`~parrot_parents.stores.prepared.Prepared`); a filtered search is two, the
+planner's estimate and the ranking, on one connection (:meth:`ReadPool.run`). They run
+here, on connections that asyncpg's own pool keeps, and never on the SQLAlchemy engine,
+which keeps DDL, writes, COPY, the other reads and alembic. So a caller's engine shared
+with the store (``PgVectorStore(engine=...)``) is never touched by a search.
 
 * **one round trip**: acquiring and releasing a pooled connection costs none; the
   statement is prepared once per connection (asyncpg's statement cache) and then only

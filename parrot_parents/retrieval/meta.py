@@ -138,8 +138,9 @@ class RetrievalMeta:
         filter_plan: how a search with a metadata filter ranked, on a store that plans
             it: ``{"estimate": children the planner expected the filter to keep,
             "search": "exact" | "index" | "index, then exact", "exact_below": the
-            threshold}`` (:mod:`parrot_parents.stores.filter_plan`); None otherwise, and
-            when the search found nothing.
+            threshold, "children": the planner's estimate of the collection's children,
+            which the threshold grows with}`` (:mod:`parrot_parents.stores.filter_plan`);
+            None otherwise, and when the search found nothing.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.

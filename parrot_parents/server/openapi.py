@@ -126,7 +126,7 @@ _CONTEXT_RESPONSE = {
             "pseudo-relevance feedback ran; lexical.backend (pg_textsearch or sql, with "
             "lexical.why when not the collection's own) when a lexical branch ran; "
             "filter_plan (estimate, search: exact, index or 'index, then exact', "
-            "exact_below) when a metadata filter was planned",
+            "exact_below, children) when a metadata filter was planned",
         },
     },
 }

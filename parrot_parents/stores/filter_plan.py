@@ -6,14 +6,18 @@ scan visits many tuples to find ``limit`` that pass (up to ``hnsw.max_scan_tuple
 it may stop short of ``limit``), while the few children that pass are read through the
 metadata GIN index and ranked exactly in a few milliseconds (the row layout keeps their
 vectors in the row: :mod:`parrot_parents.stores.layout`). So a filtered search first asks
-PostgreSQL's planner how many children the filter keeps (``EXPLAIN`` of the filtered
-rows: planning only, no row read, on the search's own connection), then:
+PostgreSQL's planner how many children the filter keeps, and how many the collection
+has (``EXPLAIN`` of both in one statement: planning only, no row read, on the search's
+own connection), then:
 
-* at most ``exact_below`` children (``FILTER_EXACT_BELOW``, 4,000, unless the store's
-  :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise):
-  **exact**. The distance is written so that no index can order it; the lexical branch
-  is BM25 in SQL with every query lexeme bringing candidates (pg_textsearch's index
-  would rank first and filter after, walking most of the collection);
+* at most :func:`threshold` children: **exact**. The threshold is ``exact_below``
+  (``FILTER_EXACT_BELOW``, 4,000, unless the store's
+  :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise) in a
+  collection of up to 100,000 children, and grows as the collection's size to the power
+  0.6 above that (15,900 at a million). The distance is written so that no index can
+  order it; the lexical branch is BM25 in SQL with every query lexeme bringing
+  candidates (pg_textsearch's index would rank first and filter after, walking most of
+  the collection);
 * more: **index**. A dense search walks the HNSW index (iterative scan; sequential and
   bitmap scans are turned off for its statement); the lexical branch is the
   collection's own (pg_textsearch's index, filtering as it scans, or BM25 in SQL with
@@ -25,13 +29,29 @@ rows: planning only, no row read, on the search's own connection), then:
   mode that is judged on the fused rows: a short dense branch that the lexical branch
   fills is not seen.
 
-Where the threshold comes from: on the scale benchmark's 100k children
-(``python -m benchmarks run filtered_plans``, docs/performance.md), exact ranking took
-2.0 ms for a 1 % filter (1,054 children), 5.5 ms for 3 % and 31 ms for 10 %; the
-iterative scan at the default ``ef_search`` 56, 41 and 4.2 ms. The two cross between
-3,000 and 10,000 children, and the scan's cost depends on the filter's share rather than
-the collection's size, so the threshold is a number of children, on the exact side of
-the crossing.
+Where the threshold comes from (``python -m benchmarks run filtered_plans``, raw SQL on
+the scale benchmark's tables, queries near the data, ``ef_search`` 100; docs/performance.md):
+
+=========  ========  ==============  ====================  ========================
+children   filter    kept            exact p50             HNSW p50 (recall@10)
+=========  ========  ==============  ====================  ========================
+100k       1 %       1,054           3.3 ms                74 ms (0.73)
+100k       3 %       3,018           7.0 ms                8.2 ms (0.80)
+100k       10 %      10,149          38 ms                 2.6 ms (0.91)
+1M         1 %       9,953           26 ms                 67 ms (0.59)
+1M         3 %       29,748          68 ms                 12 ms (0.83)
+1M         10 %      99,851          260 ms                3.7 ms (0.98)
+=========  ========  ==============  ====================  ========================
+
+Exact ranking costs about 3 µs per child kept, whatever the collection's size; the
+iterative scan's cost and recall follow the filter's share of the collection, not its
+size (at both sizes: 60 to 75 ms at 1 %, 8 to 12 ms at 3 %, 3 to 4 ms at 10 %), about
+as the share to the power -1.5. Equal costs then fall at a number of children that
+grows as the collection's size to the power 0.6; anchored at the crossing measured at
+100k (between 3,000 and 10,000 children), that is 4,000 there and 15,900 at a million,
+where a 1 % filter is ranked exactly (26 ms and every true neighbour, against 67 ms and
+0.59 through the index) and a 3 % one through the index. Below 100k children the
+threshold stays 4,000: exact ranking of so few is a few milliseconds.
 
 The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
 they describe badly can take the slower plan, never a wrong answer, since both plans
@@ -53,9 +73,22 @@ from sqlalchemy.engine import Dialect
 from parrot_parents.stores.prepared import Prepared
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
-__all__ = ["FilterPlan", "FilterSearch", "estimate_statement", "estimated_rows"]
+__all__ = [
+    "THRESHOLD_AT",
+    "THRESHOLD_GROWTH",
+    "FilterPlan",
+    "FilterSearch",
+    "estimate_statement",
+    "estimated_rows",
+    "threshold",
+]
 
 FilterSearch = Literal["exact", "index", "index, then exact"]
+
+#: The collection size up to which the threshold is ``exact_below`` itself, and the
+#: power of the size it grows with above that (module docstring).
+THRESHOLD_AT = 100_000
+THRESHOLD_GROWTH = 0.6
 
 
 @dataclass(frozen=True)
@@ -67,17 +100,23 @@ class FilterPlan:
         search: ``exact`` (every child the filter keeps compared with the query),
             ``index`` (the HNSW iterative scan), or ``index, then exact`` (the scan
             returned fewer rows than asked for, and the exact ranking ran after it).
-        exact_below: the threshold the estimate was compared with.
+        exact_below: the threshold the estimate was compared with (:func:`threshold`).
+        children: the planner's estimate of the collection's children, which the
+            threshold grows with.
     """
 
     estimate: int
     search: FilterSearch
     exact_below: int = FILTER_EXACT_BELOW
+    children: int = 0
 
     @classmethod
-    def for_estimate(cls, estimate: int, exact_below: int = FILTER_EXACT_BELOW) -> FilterPlan:
-        """``exact`` for at most ``exact_below`` children, else ``index``."""
-        return cls(estimate, "exact" if estimate <= exact_below else "index", exact_below)
+    def for_estimate(
+        cls, estimate: int, children: int = 0, exact_below: int = FILTER_EXACT_BELOW
+    ) -> FilterPlan:
+        """``exact`` for at most :func:`threshold` children, else ``index``."""
+        below = threshold(exact_below, children)
+        return cls(estimate, "exact" if estimate <= below else "index", below, children)
 
     @property
     def exact(self) -> bool:
@@ -93,27 +132,44 @@ class FilterPlan:
         return asdict(self)
 
 
+def threshold(exact_below: int, children: int) -> int:
+    """The most children a filter may keep and be ranked exactly, in a collection of
+    ``children``: ``exact_below`` up to :data:`THRESHOLD_AT` children, and
+    ``exact_below * (children / THRESHOLD_AT) ** THRESHOLD_GROWTH`` above (see the
+    module docstring for the measurements behind it)."""
+    return int(exact_below * max(1.0, children / THRESHOLD_AT) ** THRESHOLD_GROWTH)
+
+
 def estimate_statement(table: Table, where: list[Any], dialect: Dialect) -> Prepared:
-    """``EXPLAIN (FORMAT JSON)`` of the children of ``table`` that ``where`` keeps, for
-    :func:`estimated_rows`; prepared once per filter structure, the filter's values bound
-    at each run (PostgreSQL plans the explained statement with them).
+    """``EXPLAIN (FORMAT JSON)`` of the children of ``table`` that ``where`` keeps and of
+    all its rows with a vector (the collection's children: the planner knows their count
+    from the column's statistics, where it can only guess the share of the child
+    predicate), in one statement, for :func:`estimated_rows`; prepared once per filter
+    structure, the filter's values bound at each run (PostgreSQL plans the explained
+    statement with them).
 
     Args:
         table: the collection table.
         where: the search's predicates (the child predicate, the compiled filter).
         dialect: the engine's dialect (asyncpg).
     """
-    rows: Select[Any] = (
-        select(literal_column("1")).select_from(table).where(table.c.embedding.is_not(None), *where)
-    )
-    counted = Prepared.compile(rows, dialect)
+    has_vector = table.c.embedding.is_not(None)
+    kept: Select[Any] = select(literal_column("1")).select_from(table).where(has_vector, *where)
+    every: Select[Any] = select(literal_column("1")).select_from(table).where(has_vector)
+    counted = Prepared.compile(kept.union_all(every), dialect)
     return Prepared(f"EXPLAIN (FORMAT JSON) {counted.sql}", counted.names)
 
 
-def estimated_rows(explained: Sequence[Any]) -> int:
-    """The planner's estimate of the rows of an :func:`estimate_statement`, from its
-    result (one row: the plan as JSON, decoded or not); it planned, and read no row."""
+def estimated_rows(explained: Sequence[Any]) -> tuple[int, int]:
+    """The planner's estimates ``(kept, children)`` of an :func:`estimate_statement`,
+    from its result (one row: the plan as JSON, decoded or not); it planned, and read no
+    row. A filter the planner knows keeps nothing (``{"$in": []}``) leaves its branch out
+    of the plan: ``(0, children)``."""
     plan = explained[0][0]
     if isinstance(plan, str):
         plan = json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
+    top = plan[0]["Plan"]
+    branches = top.get("Plans", []) if top.get("Node Type") == "Append" else []
+    if len(branches) == 2:
+        return int(branches[0]["Plan Rows"]), int(branches[1]["Plan Rows"])
+    return 0, int(top["Plan Rows"])

@@ -1015,7 +1015,8 @@ class PgVectorStore(
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             explained = await conn.fetch_with(estimate.sql, estimate.args(params), ())
-            plan = FilterPlan.for_estimate(estimated_rows(explained), below)
+            kept, children = estimated_rows(explained)
+            plan = FilterPlan.for_estimate(kept, children, below)
             if plan.exact:
                 return await rank(conn, exact=True), plan
             # The index plan is ours, not the planner's: a dense statement is kept off

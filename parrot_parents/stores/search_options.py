@@ -31,8 +31,9 @@ IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 SearchMode = Literal["dense", "lexical", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
 
-#: A metadata filter expected to keep at most this many children is ranked exactly
-#: (measured crossing: :mod:`parrot_parents.stores.filter_plan`).
+#: A metadata filter expected to keep at most this many children is ranked exactly, in a
+#: collection of up to 100k children; the threshold grows with a larger collection
+#: (measured crossings: :mod:`parrot_parents.stores.filter_plan`).
 FILTER_EXACT_BELOW = 4000
 
 
@@ -140,9 +141,11 @@ class HNSWQueryOptions:
             20000). Raise it for very selective filters on very large tables.
         filter_exact_below: a metadata filter the planner expects to keep at most this
             many children is ranked exactly over them, a broader one through the HNSW
-            index (default :data:`FILTER_EXACT_BELOW`, 4,000 children;
-            :mod:`parrot_parents.stores.filter_plan`). 0 sends every filtered search to
-            the index first.
+            index (default :data:`FILTER_EXACT_BELOW`, 4,000 children), in a collection
+            of up to 100k children; above that the threshold grows as the collection's
+            size to the power 0.6 (15,900 at a million by default;
+            :func:`~parrot_parents.stores.filter_plan.threshold`). 0 sends every
+            filtered search to the index first.
     """
 
     ef_search: int = DEFAULT_EF_SEARCH

@@ -222,7 +222,9 @@ async def test_a_broad_filter_is_ranked_by_the_index_as_it_scans(
             "estimate": meta.filter_plan["estimate"],
             "search": "index",
             "exact_below": 0,
+            "children": meta.filter_plan["children"],
         }
+        assert meta.filter_plan["children"] >= meta.filter_plan["estimate"]
         # Hybrid: the filter keeps fewer children than the search asks for, so the
         # exact ranking runs after the index, and the lexical branch with it in SQL.
         meta = (await bot.retrieve("paid leave", filter=want)).meta

@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.filter_plan import THRESHOLD_AT, threshold
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
@@ -118,6 +119,7 @@ async def test_a_selective_filter_is_ranked_exactly_and_meta_says_so(
         assert len(plans) == 1
         plan = plans.pop()
         assert plan is not None and plan.search == "exact" and plan.estimate < 4000
+        assert abs(plan.children - N) < N / 10  # the planner's count of the children
     assert all(r.filter_plan is None for r in await store.similarity_search_by_vector(q, 5))
     bot = Chatbot(store=store)
     meta = (await bot.retrieve("row about tenant", filter={"tenant": RARE})).meta
@@ -251,3 +253,20 @@ async def test_a_filtered_search_loses_nothing_whatever_its_plan(
 def test_the_threshold_must_be_a_count(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="filter_exact_below"):
         HNSWQueryOptions(filter_exact_below=bad)
+
+
+@settings(max_examples=50, deadline=None)
+@given(below=st.integers(0, 10**5), children=st.integers(0, 10**9), more=st.integers(0, 10**9))
+def test_the_threshold_grows_with_the_collection_and_never_drops_below_its_setting(
+    below: int, children: int, more: int
+) -> None:
+    assert threshold(below, children) >= below
+    assert threshold(below, children + more) >= threshold(below, children)
+    if children <= THRESHOLD_AT:
+        assert threshold(below, children) == below
+
+
+def test_the_threshold_at_a_million_children_takes_a_one_percent_filter_exactly() -> None:
+    # The measured crossing at 1M (docs/performance.md): 1 % (about 10,000) exact,
+    # 3 % (about 30,000) through the index.
+    assert 10_000 < threshold(4000, 1_000_000) < 30_000

@@ -73,8 +73,10 @@ async def measure(dsn: str | None, table: str, queries: int) -> list[str]:
     # its recall says nothing): a sampled child's vector plus the scale benchmark's query
     # noise (cosine about 0.7 to it).
     rng = np.random.default_rng(0)
+    rows = await conn.fetchval(f"SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass")
+    percent = min(100.0, 1000.0 * queries / max(1.0, float(rows)))  # about 10 per query, spread
     sample = await conn.fetch(
-        f"SELECT embedding FROM {table} TABLESAMPLE BERNOULLI (1) REPEATABLE (7)"
+        f"SELECT embedding FROM {table} TABLESAMPLE BERNOULLI ({percent}) REPEATABLE (7)"
         f" WHERE embedding IS NOT NULL LIMIT {int(queries)}"
     )
     vectors = []
@@ -139,7 +141,9 @@ async def measure(dsn: str | None, table: str, queries: int) -> list[str]:
         "",
         f"Unfiltered kNN on the same connection: p50 {unfiltered:.1f} ms. `{table}`, {queries} query vectors per cell, `ef_search` {ef}. {machine()}. Generated {started}.",
         "",
-        "Regenerate with `python -m benchmarks run filtered_plans`.",
+        "Regenerate with `python -m benchmarks run filtered_plans"
+        + ("" if table == "bench_scale_100k" else f" --table {table}")
+        + "`.",
     ]
 
 

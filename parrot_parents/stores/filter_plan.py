@@ -30,28 +30,31 @@ own connection), then:
   fills is not seen.
 
 Where the threshold comes from (``python -m benchmarks run filtered_plans``, raw SQL on
-the scale benchmark's tables, queries near the data, ``ef_search`` 100; docs/performance.md):
+the scale benchmark's tables, queries near sampled children, ``ef_search`` 100, warm
+cache; docs/performance.md):
 
 =========  ========  ==============  ====================  ========================
 children   filter    kept            exact p50             HNSW p50 (recall@10)
 =========  ========  ==============  ====================  ========================
-100k       1 %       1,054           3.3 ms                74 ms (0.73)
-100k       3 %       3,018           7.0 ms                8.2 ms (0.80)
-100k       10 %      10,149          38 ms                 2.6 ms (0.91)
-1M         1 %       9,953           26 ms                 67 ms (0.59)
-1M         3 %       29,748          68 ms                 12 ms (0.83)
-1M         10 %      99,851          260 ms                3.7 ms (0.98)
+100k       1 %       1,054           2.6 ms                16 ms (0.71)
+100k       3 %       3,018           8.1 ms                7.2 ms (0.73)
+100k       10 %      10,149          31 ms                 3.3 ms (0.95)
+1M         1 %       9,953           31 ms                 75 ms (0.43)
+1M         3 %       29,748          99 ms                 21 ms (0.47)
+1M         10 %      99,851          211 ms                11 ms (0.63)
 =========  ========  ==============  ====================  ========================
 
 Exact ranking costs about 3 µs per child kept, whatever the collection's size; the
-iterative scan's cost and recall follow the filter's share of the collection, not its
-size (at both sizes: 60 to 75 ms at 1 %, 8 to 12 ms at 3 %, 3 to 4 ms at 10 %), about
-as the share to the power -1.5. Equal costs then fall at a number of children that
-grows as the collection's size to the power 0.6; anchored at the crossing measured at
-100k (between 3,000 and 10,000 children), that is 4,000 there and 15,900 at a million,
-where a 1 % filter is ranked exactly (26 ms and every true neighbour, against 67 ms and
-0.59 through the index) and a 3 % one through the index. Below 100k children the
-threshold stays 4,000: exact ranking of so few is a few milliseconds.
+iterative scan gets slower, and finds fewer of the true neighbours, as the filter's
+share of the collection falls. So the crossing is a number of children that grows with
+the collection: between 3,000 and 10,000 at 100k (exact at 3,000 is as fast and finds
+every neighbour), between 10,000 and 30,000 at a million. The threshold is 4,000 up to
+100k children and grows as the size to the power 0.6 above (a cost model of exact
+ranking against a scan whose cost goes as the share to the power -1.5; any power from
+0.4 to 0.87 meets both measured crossings): 15,900 at a million, where a 1 % filter is
+ranked exactly (31 ms and every true neighbour, against 75 ms and 0.43 through the
+index) and a 3 % one through the index. Below 100k children the threshold stays 4,000:
+exact ranking of so few is a few milliseconds.
 
 The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
 they describe badly can take the slower plan, never a wrong answer, since both plans

@@ -752,6 +752,11 @@ class PgVectorStore(
         (``sql``), in one transaction; searches of other sessions wait for it.
         Returns the backend the collection had.
 
+        Moving to ``pg_textsearch`` adds a stored column, which rewrites the table and
+        builds every index again, the HNSW graph with the memory a bulk load's build gets
+        (:func:`~parrot_parents.stores.creation.size_rebuild_memory`): minutes per
+        hundred thousand children, not seconds.
+
         Raises:
             ConfigurationError: an unknown backend, or ``pg_textsearch`` on a server without
                 pg_textsearch.

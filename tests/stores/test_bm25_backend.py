@@ -331,3 +331,35 @@ async def test_a_role_that_may_not_create_the_extension_gets_the_sql_backend(
             await conn.execute(text(f"DROP DATABASE IF EXISTS {role} WITH (FORCE)"))
             await conn.execute(text(f"DROP ROLE IF EXISTS {role}"))
         await admin.dispose()
+
+
+async def test_moving_to_pg_textsearch_builds_the_indexes_again_with_the_memory_hnsw_needs(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    """The ``lexical_text`` column rewrites the table, and the rewrite builds the HNSW
+    graph again: it gets a bulk load's ``maintenance_work_mem``, never a smaller session
+    default (with which a large graph spills to disk and takes hours)."""
+    from parrot_parents.stores.creation import move_lexical_backend
+    from parrot_parents.stores.writer import maintenance_work_mem_kb
+
+    s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings, lexical_backend="sql")
+    try:
+        await _write(s, TEXTS)
+        engine, _ = await s.ready()
+        async with engine.connect() as conn:
+            await conn.execute(text(f'ANALYZE "{s.schema}"."{s.table}"'))
+            await conn.execute(text("SET maintenance_work_mem = '1MB'"))
+            await conn.commit()
+            async with conn.begin():
+                before = await conn.run_sync(
+                    move_lexical_backend, s.schema, s.table, "pg_textsearch"
+                )
+                during = (await conn.execute(text("SHOW maintenance_work_mem"))).scalar_one()
+            after = (await conn.execute(text("SHOW maintenance_work_mem"))).scalar_one()
+        assert before == "sql"
+        assert during == f"{maintenance_work_mem_kb(len(TEXTS), 384, 16) // 1024}MB"
+        assert after == "1MB"  # SET LOCAL: the session's own setting is back
+        assert await _has_index(s)
+    finally:
+        await s.drop()
+        await s.close()

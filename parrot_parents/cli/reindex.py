@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "searches are refused until the pass finishes, and running the same command again "
         "resumes an interrupted pass. With `--lexical BACKEND` alone, the collection's BM25 "
         "moves to pg_textsearch's bm25 index or to BM25 computed in SQL (sql): the index is "
-        "built or dropped in one transaction, nothing is re-embedded.",
+        "built or dropped in one transaction, nothing is re-embedded. Moving to pg_textsearch "
+        "adds a column, so the table is rewritten and its indexes built again, the HNSW "
+        "graph too; searches and writes wait for it (minutes per hundred thousand children).",
     )
     p.add_argument("--stale", action="store_true", help="only documents of another policy")
     p.add_argument(
@@ -94,6 +96,12 @@ async def _move_lexical(args: argparse.Namespace) -> int:
     if not isinstance(store, PgVectorStore):
         print("error: reindex --lexical needs the postgres store", file=sys.stderr)
         return 2
+    if args.lexical == "pg_textsearch":
+        print(
+            f"moving {args.collection!r} to pg_textsearch: a collection on the sql backend "
+            "is rewritten and its indexes built again; searches and writes wait for it",
+            file=sys.stderr,
+        )
     try:
         started = time.perf_counter()
         before = await store.set_lexical_backend(args.lexical)

@@ -16,6 +16,8 @@ The lifecycle, on top of pgserver's:
 * **the last live user stops the server**: the processes using a server are listed in its
   data directory (``.handle_pids.json``). Dead ones (a ``kill -9``) are dropped from the
   list whenever a process starts or stops using the server, so the last live one stops it;
+* **sized for the machine**: the server's ``shared_buffers`` is an eighth of the
+  machine's memory (:mod:`parrot_parents.stores.server_settings`), not initdb's 128 MB;
 * **a recovering server is waited for**: after a crash PostgreSQL replays its WAL before
   it accepts connections. A process that finds it so waits up to :data:`READY_WAIT_S`
   seconds for it to be ready instead of failing.
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parrot_parents.errors import StoreError
+from parrot_parents.stores.server_settings import write_settings
 
 if TYPE_CHECKING:
     from pgserver.postgres_server import PostgresServer
@@ -248,6 +251,11 @@ def _server_class() -> type[PostgresServer]:
                         f"(status {info.status!r})"
                     )
                 time.sleep(0.2)
+
+        def ensure_pgdata_inited(self) -> None:
+            super().ensure_pgdata_inited()
+            # Under the directory's lock (pgserver's __init__ holds it), before any start.
+            write_settings(self.pgdata)
 
         def ensure_postgres_running(self) -> None:
             # A postmaster replaying its WAL after a crash is running but not "ready";

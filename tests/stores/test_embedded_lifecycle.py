@@ -390,3 +390,46 @@ def test_the_last_user_stops_the_server_quietly(data_dir: Path) -> None:
     assert left.returncode == 0, left.stderr
     assert "Failed" not in left.stderr and "killing" not in left.stderr, left.stderr
     _wait_stopped(data_dir)
+
+
+async def _shared_buffers_mb(dsn: str) -> int:
+    conn = await asyncpg.connect(dsn)
+    try:
+        blocks, unit = await conn.fetchrow(
+            "SELECT setting::bigint, unit FROM pg_settings WHERE name = 'shared_buffers'"
+        )
+    finally:
+        await conn.close()
+    assert unit == "8kB"
+    return int(blocks * 8 // 1024)
+
+
+def test_the_server_is_sized_for_the_machine_and_alter_system_still_wins(data_dir: Path) -> None:
+    from parrot_parents.stores.server_settings import (
+        SETTINGS_FILE,
+        machine_memory,
+        shared_buffers_mb,
+    )
+
+    try:
+        dsn = embedded.get_server(data_dir, cleanup_mode="stop").get_uri()
+        # initdb's 128 MB is what the server had before; this machine's is larger.
+        assert asyncio.run(_shared_buffers_mb(dsn)) == shared_buffers_mb(machine_memory())
+        assert (data_dir / SETTINGS_FILE).exists()
+
+        async def alter() -> None:
+            conn = await asyncpg.connect(dsn)
+            try:
+                await conn.execute("ALTER SYSTEM SET shared_buffers = '200MB'")
+            finally:
+                await conn.close()
+
+        asyncio.run(alter())
+        embedded.release(data_dir)
+        _wait_stopped(data_dir)
+        dsn = embedded.get_server(data_dir, cleanup_mode="stop").get_uri()
+        assert asyncio.run(_shared_buffers_mb(dsn)) == 200
+        conf = (data_dir / "postgresql.conf").read_text()
+        assert conf.count(f"include_if_exists '{SETTINGS_FILE}'") == 1
+    finally:
+        embedded.release(data_dir)

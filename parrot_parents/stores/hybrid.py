@@ -119,13 +119,46 @@ def unindexed(distance: ColumnElement[Any]) -> ColumnElement[Any]:
     return distance + literal(0.0, Float)
 
 
-def _dense(table: Table, where: list[Any], depth: int, exact: bool = False) -> Any:
-    raw = table.c.embedding.cosine_distance(query_vector(table))
-    distance = raw.label("distance")
+def _dense(table: Table, where: list[Any], depth: int) -> Any:
+    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
     knn = (
         select(table.c.id, distance)
         .where(table.c.embedding.is_not(None), *where)
-        .order_by(unindexed(raw) if exact else distance)
+        .order_by(distance)
+        .limit(depth)
+        .subquery("knn")
+    )
+    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
+    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
+
+
+def _kept(table: Table, where: list[Any], with_vector: bool) -> Any:
+    """The rows ``where`` keeps, read once for both branches of an exact search: a
+    ``MATERIALIZED`` CTE ``(id, lexical, distance)`` (``distance`` NULL without a vector).
+
+    Under a selective filter the dense branch reads every kept row anyway. Matching the
+    lexical branch against the same rows replaces a bitmap of every child holding a query
+    lexeme (hundreds of thousands for a common word at a million children: 160 ms of GIN
+    reads for a six-word query) by a check of each kept row's tsvector. ``MATERIALIZED``
+    keeps the planner from folding the ``@@`` back into the scan, where it would choose
+    that bitmap again."""
+    distance: Any = literal(None, Float)
+    if with_vector:
+        distance = table.c.embedding.cosine_distance(query_vector(table))
+    return (
+        select(table.c.id, table.c.lexical, distance.label("distance"))
+        .where(*where)
+        .cte("kept")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def _dense_kept(kept: Any, depth: int) -> Any:
+    """The dense branch as :func:`_dense` ranks it exactly, over the :func:`_kept` rows."""
+    knn = (
+        select(kept.c.id, kept.c.distance)
+        .where(kept.c.distance.is_not(None))
+        .order_by(kept.c.distance, kept.c.id)
         .limit(depth)
         .subquery("knn")
     )
@@ -182,7 +215,7 @@ def _idf(lx: Table, stats: Any) -> Any:
 
 
 def _bm25(
-    table: Table,
+    table: Any,
     stats: Any,
     terms: Any,
     tsquery: Any,
@@ -193,8 +226,9 @@ def _bm25(
 ) -> Any:
     """The top ``depth`` children by BM25 over ``terms``: rows ``id, lexical_score``.
 
-    ``weights`` has a row ``(lexeme, idf)`` per scoring lexeme; its ``idf`` is the
-    lexeme's idf, times its query weight under feedback."""
+    ``table``: the collection table, or the :func:`_kept` rows (columns ``id`` and
+    ``lexical``). ``weights`` has a row ``(lexeme, idf)`` per scoring lexeme; its ``idf``
+    is the lexeme's idf, times its query weight under feedback."""
     # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
     # row otherwise, unnested then filtered: twice the time at 100k children):
     # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
@@ -310,9 +344,11 @@ def _lexical(
     depth: int,
     rule: CandidateRule,
     prf: PRF | None = None,
+    kept: Any | None = None,
 ) -> tuple[Any, Any]:
     """The lexical branch as a CTE ``(id, lexical_score, lexical_rank)``, and the array of
-    lexemes feedback added to the query (a NULL ``text[]`` without ``prf``)."""
+    lexemes feedback added to the query (a NULL ``text[]`` without ``prf``). ``kept``:
+    rank the :func:`_kept` rows (``where`` applied there) instead of the table's."""
     # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
     # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
     # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
@@ -338,16 +374,17 @@ def _lexical(
     )
     tsquery = _candidates(lx, stats, terms_once, rule)
     added: Any = cast(null(), ARRAY(Text))
+    source, where = (table, where) if kept is None else (kept, [])
     if prf is None:
-        top = _bm25(table, stats, terms_once, tsquery, idf, where, depth, "lexical_top")
+        top = _bm25(source, stats, terms_once, tsquery, idf, where, depth, "lexical_top")
     else:
-        first = _bm25(table, stats, terms_once, tsquery, idf, where, prf.fb_docs, "fb_top")
+        first = _bm25(source, stats, terms_once, tsquery, idf, where, prf.fb_docs, "fb_top")
         first_cte = select(first.c.id, first.c.lexical_score).cte("prf_docs")
         weights, added = _feedback(table, lx, stats, terms_once, first_cte, prf)
         # The expanded query's lexemes, once per statement, as the query's are.
         expanded = cast(select(func.array_agg(weights.c.lexeme)).scalar_subquery(), ARRAY(Text))
         tsquery2 = _candidates(lx, stats, expanded, rule, keep_from=terms_once)
-        top = _bm25(table, stats, expanded, tsquery2, weights, where, depth, "lexical_top")
+        top = _bm25(source, stats, expanded, tsquery2, weights, where, depth, "lexical_top")
     rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
     return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical"), added
 
@@ -389,7 +426,7 @@ def search_statement(
     fusion: Fusion | None = None,
     candidates: CandidateRule = CANDIDATES,
     bm25_index: str | None = None,
-    exact_dense: bool = False,
+    exact: bool = False,
 ) -> Select[Any]:
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
@@ -417,8 +454,10 @@ def search_statement(
         bm25_index: the schema-qualified name of the collection's pg_textsearch index:
             the lexical branch is its top-k instead of BM25 in SQL (not with
             ``fusion.prf``, which reads the SQL statistics).
-        exact_dense: rank the dense branch over every row ``where`` keeps, never
-            through the HNSW index (:mod:`~parrot_parents.stores.filter_plan`).
+        exact: rank over every row ``where`` keeps (a selective filter,
+            :mod:`~parrot_parents.stores.filter_plan`): those rows are read once
+            (:func:`_kept`), the dense branch compares each (never the HNSW index) and
+            the lexical branch matches each, never through the GIN index.
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
@@ -427,12 +466,14 @@ def search_statement(
         distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
+    kept = _kept(table, where, with_vector) if exact else None
     if bm25_index is not None:
         assert fusion.prf is None, "feedback reads the SQL statistics"
+        assert kept is None, "an exact search ranks the kept rows in SQL"
         lex, added = _bm25_index(table, bm25_index, where, lex_depth), cast(null(), ARRAY(Text))
     else:
         lex, added = _lexical(
-            table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf
+            table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf, kept
         )
     if mode == "lexical":
         return (
@@ -453,7 +494,7 @@ def search_statement(
             .limit(limit)
         )
     assert with_vector
-    dense = _dense(table, where, depth, exact_dense)
+    dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
     fid = func.coalesce(dense.c.id, lex.c.id)
     k = float(fusion.rrf_k)
     fused = fusion.dense_weight * func.coalesce(

@@ -1118,7 +1118,7 @@ class PgVectorStore(
             # every query lexeme then brings candidates (few, as the filter keeps few).
             candidates=EXACT_CANDIDATES if request.filter and exact else self.lexical_candidates,
             bm25_index=self._bm25_index(request, exact),
-            exact_dense=exact,
+            exact=exact,
         )
 
     def _bm25_index(self, request: SearchRequest, exact: bool) -> str | None:

@@ -270,3 +270,90 @@ def test_the_threshold_at_a_million_children_takes_a_one_percent_filter_exactly(
     # The measured crossing at 1M (docs/performance.md): 1 % (about 10,000) exact,
     # 3 % (about 30,000) through the index.
     assert 10_000 < threshold(4000, 1_000_000) < 30_000
+
+
+def _nodes(plan: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "Node Type" in node:
+                found.append(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+async def test_an_exact_hybrid_search_reads_the_kept_children_once_and_fuses_exact_ranks(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    """Both branches rank the children the filter keeps from one read of them: the lexical
+    branch checks their tsvectors instead of a GIN bitmap of every child holding a query
+    lexeme (at a million children, most of them for a common word)."""
+    import json
+
+    from parrot_parents.stores.context_sql import search_with_context
+    from parrot_parents.stores.filters import filter_params
+    from parrot_parents.stores.prepared import Prepared
+    from parrot_parents.stores.search_request import SearchRequest
+
+    store = await open_store()
+    engine, table = await store.ready()
+    question, rare = "row 40 about the rare tenant", {"tenant": RARE}
+    q = _query(11)
+    request = SearchRequest.build(
+        mode="hybrid", limit=10, dimension=384, vector=q, text=question, filter=rare
+    )
+    where = store._where(table, request)
+    ranked = store._statement(table, request, True, where)
+    prepared = Prepared.compile(search_with_context(table, ranked, None), engine.dialect)
+    args = prepared.args({"query_vector": q, "lexical_query": question, **filter_params(where[-1])})
+
+    async def explain(conn: Any) -> Any:
+        sql = f"EXPLAIN (FORMAT JSON) {prepared.sql}"
+        rows = await conn.fetch_with(sql, args, store._settings(request))
+        plan = rows[0][0]
+        return json.loads(plan) if isinstance(plan, str) else plan
+
+    plan = await store._read_pool().run(explain)
+    scans = [
+        n
+        for n in _nodes(plan)
+        if n.get("Relation Name") == table.name
+        and n["Node Type"] in ("Seq Scan", "Bitmap Heap Scan")
+    ]
+    assert len(scans) == 1, json.dumps(plan)[:3000]  # one read of the kept children
+    # The fused ranks are weighted RRF (k 60) of the exact dense and exact lexical ranks.
+    got = await store.similarity_search_by_vector(
+        q, limit=10, filter=rare, search_mode="hybrid", query=question
+    )
+    assert got[0].filter_plan is not None and got[0].filter_plan.exact
+    dense = {rid: i + 1 for i, rid in enumerate(_exact(tenants[1], q, RARE, 10))}
+    lexical_only = await store.similarity_search(
+        question, limit=10, filter=rare, search_mode="lexical"
+    )
+    indexed = await open_store(filter_exact_below=0)  # the lexical branch over the GIN index
+    through_index = await indexed.similarity_search(
+        question, limit=10, filter=rare, search_mode="lexical"
+    )
+    assert through_index[0].filter_plan is not None and not through_index[0].filter_plan.exact
+    assert [(r.id, r.lexical_rank) for r in lexical_only] == [
+        (r.id, r.lexical_rank) for r in through_index
+    ]
+    assert [r.lexical_score for r in lexical_only] == pytest.approx(
+        [r.lexical_score for r in through_index], rel=1e-9
+    )
+    assert lexical_only[0].id == _id(40)  # the one child holding "40"
+    lexical = {r.id: r.lexical_rank for r in lexical_only}
+    fused = {
+        rid: (1 / (60 + dense[rid]) if rid in dense else 0.0)
+        + (1 / (60 + lexical[rid]) if rid in lexical else 0.0)
+        for rid in dense.keys() | lexical.keys()
+    }
+    want = sorted(fused, key=lambda rid: (-fused[rid], dense.get(rid, 10**9), rid))[:10]
+    assert [r.id for r in got] == want
+    assert [(r.dense_rank, r.lexical_rank) for r in got] == [
+        (dense.get(rid), lexical.get(rid)) for rid in want
+    ]

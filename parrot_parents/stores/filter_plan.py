@@ -14,14 +14,14 @@ own connection), then:
   (``FILTER_EXACT_BELOW``, 4,000, unless the store's
   :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise) in a
   collection of up to 100,000 children, and grows as the collection's size to the power
-  0.6 above that (15,900 at a million). The kept children are read once, through the
-  metadata index, for both branches (:func:`~parrot_parents.stores.hybrid.search_statement`,
-  ``exact``): the dense branch compares each one's vector, the lexical branch is BM25 in
-  SQL over those whose tsvector holds a query lexeme. Neither walks an index over the
-  whole collection: pg_textsearch's would rank first and filter after, and the GIN
-  index would list every child holding a common query word (a 1 % filter at a million
-  children, a six-word question: 96 ms for the hybrid statement, against 205 to 330 ms
-  when the lexical branch read that list);
+  0.6 above that (15,900 at a million). The distance is written so that no index can
+  order it; the lexical branch is BM25 in SQL with every query lexeme bringing
+  candidates (pg_textsearch's index would rank first and filter after, walking most of
+  the collection). In ``hybrid`` mode the kept children are read once for both
+  branches (:func:`~parrot_parents.stores.hybrid.search_statement`, ``exact``): the
+  lexical branch checks their tsvectors rather than read the GIN index's list of every
+  child holding a common query word (a 1 % filter at a million children, a six-word
+  question: 96 ms for the hybrid statement, against 205 to 330 ms with that list);
 * more: **index**. A dense search walks the HNSW index (iterative scan; sequential and
   bitmap scans are turned off for its statement); the lexical branch is the
   collection's own (pg_textsearch's index, filtering as it scans, or BM25 in SQL with

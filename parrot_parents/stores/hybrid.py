@@ -132,9 +132,9 @@ def _dense(table: Table, where: list[Any], depth: int) -> Any:
     return select(knn.c.id, rank.label("dense_rank")).cte("dense")
 
 
-def _kept(table: Table, where: list[Any], with_vector: bool) -> Any:
-    """The rows ``where`` keeps, read once for both branches of an exact search: a
-    ``MATERIALIZED`` CTE ``(id, lexical, distance)`` (``distance`` NULL without a vector).
+def _kept(table: Table, where: list[Any]) -> Any:
+    """The rows ``where`` keeps, read once for both branches of an exact hybrid search: a
+    ``MATERIALIZED`` CTE ``(id, lexical, distance)``.
 
     Under a selective filter the dense branch reads every kept row anyway. Matching the
     lexical branch against the same rows replaces a bitmap of every child holding a query
@@ -142,9 +142,7 @@ def _kept(table: Table, where: list[Any], with_vector: bool) -> Any:
     reads for a six-word query) by a check of each kept row's tsvector. ``MATERIALIZED``
     keeps the planner from folding the ``@@`` back into the scan, where it would choose
     that bitmap again."""
-    distance: Any = literal(None, Float)
-    if with_vector:
-        distance = table.c.embedding.cosine_distance(query_vector(table))
+    distance = table.c.embedding.cosine_distance(query_vector(table))
     return (
         select(table.c.id, table.c.lexical, distance.label("distance"))
         .where(*where)
@@ -455,9 +453,9 @@ def search_statement(
             the lexical branch is its top-k instead of BM25 in SQL (not with
             ``fusion.prf``, which reads the SQL statistics).
         exact: rank over every row ``where`` keeps (a selective filter,
-            :mod:`~parrot_parents.stores.filter_plan`): those rows are read once
-            (:func:`_kept`), the dense branch compares each (never the HNSW index) and
-            the lexical branch matches each, never through the GIN index.
+            :mod:`~parrot_parents.stores.filter_plan`). In ``hybrid`` mode those rows are
+            read once (:func:`_kept`): the dense branch compares each (never the HNSW
+            index) and the lexical branch matches each, never through the GIN index.
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
@@ -466,7 +464,9 @@ def search_statement(
         distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
-    kept = _kept(table, where, with_vector) if exact else None
+    # Only where the dense branch reads the kept rows anyway: alone, the lexical branch
+    # is better served by the GIN index when the filter has no index of its own.
+    kept = _kept(table, where) if exact and mode == "hybrid" else None
     if bm25_index is not None:
         assert fusion.prf is None, "feedback reads the SQL statistics"
         assert kept is None, "an exact search ranks the kept rows in SQL"

@@ -255,7 +255,11 @@ def _server_class() -> type[PostgresServer]:
         def ensure_pgdata_inited(self) -> None:
             super().ensure_pgdata_inited()
             # Under the directory's lock (pgserver's __init__ holds it), before any start.
-            write_settings(self.pgdata)
+            # A directory the settings cannot be written to still serves, at initdb's sizes.
+            try:
+                write_settings(self.pgdata)
+            except OSError as exc:
+                logger.warning("%s: server settings not written (%s)", self.pgdata, exc)
 
         def ensure_postgres_running(self) -> None:
             # A postmaster replaying its WAL after a crash is running but not "ready";

@@ -225,11 +225,15 @@ class ReadPool:
 
         return await through_outages(attempt, self._server_ready)
 
-    async def _server_ready(self) -> bool:
+    async def _server_ready(self) -> bool | None:
         """Whether a new session can run a statement now (a probe after a cut
-        connection; see :func:`~parrot_parents.stores.reads.through_outages`)."""
+        connection; see :func:`~parrot_parents.stores.reads.through_outages`); None when
+        nothing listens (the server is down, not restarting: a restarting one keeps its
+        socket and answers that it cannot take sessions yet)."""
         try:
             conn = await asyncpg.connect(**{"timeout": 5, **self._connect_kwargs})
+        except (ConnectionRefusedError, FileNotFoundError):
+            return None
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
             return False
         try:

@@ -94,7 +94,8 @@ def is_recovering(exc: BaseException) -> bool:
 
 
 async def through_outages(
-    attempt: Callable[[], Awaitable[T]], ready: Callable[[], Awaitable[bool]] | None = None
+    attempt: Callable[[], Awaitable[T]],
+    ready: Callable[[], Awaitable[bool | None]] | None = None,
 ) -> T:
     """``attempt()``, run once more at once when its pooled connection was dead, and again
     with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
@@ -105,7 +106,8 @@ async def through_outages(
     are waited for beyond that. Before the second such retry, ``ready()`` (when given) is
     awaited: a probe that returns True once a new session can run a statement, so that a
     retry is not spent on a server still ending its sessions after a crash (how long that
-    takes depends on the machine's load, not on a fixed pause).
+    takes depends on the machine's load, not on a fixed pause), and None when nothing
+    listens at all: a server that is down, not restarting, is not waited for.
     """
     deadline: float | None = None
     delay = 0.05
@@ -132,16 +134,16 @@ async def through_outages(
             delay = min(delay * 2, 1.0)
 
 
-async def _wait_ready(ready: Callable[[], Awaitable[bool]] | None) -> None:
-    """A pause after a cut: until ``ready()`` says the server takes sessions again (with
-    backoff, at most :data:`RECOVERY_WAIT_S` seconds), or :data:`_CUT_PAUSE_S` without a
-    probe."""
+async def _wait_ready(ready: Callable[[], Awaitable[bool | None]] | None) -> None:
+    """A pause after a cut: until ``ready()`` says the server takes sessions again, or
+    that nothing listens (with backoff, at most :data:`RECOVERY_WAIT_S` seconds), or
+    :data:`_CUT_PAUSE_S` without a probe."""
     await asyncio.sleep(_CUT_PAUSE_S)
     if ready is None:
         return
     deadline = time.monotonic() + RECOVERY_WAIT_S
     delay = 0.05
-    while not await ready() and time.monotonic() < deadline:
+    while await ready() is False and time.monotonic() < deadline:
         await asyncio.sleep(delay)
         delay = min(delay * 2, 1.0)
 

@@ -105,7 +105,10 @@ async def test_stop_and_restart_under_a_loop_of_searches(own_server, embeddings)
         await asyncio.sleep(0.5)
         await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "stop")
         down_at = time.monotonic()
-        await asyncio.sleep(0.7)
+        # Longer than a search's longest backoff step (1 s) while the server said it was
+        # shutting down: the searches in it fail, and new ones fail at once, before the
+        # restart.
+        await asyncio.sleep(2.0)
         restart_at = time.monotonic()
         await asyncio.to_thread(server.ensure_postgres_running)
         back_at = time.monotonic()
@@ -244,6 +247,33 @@ async def test_a_read_whose_connections_are_cut_waits_and_succeeds(
         proxy.cut_all()
         proxy.refuse_next(refused)
         assert await read() == expected
+    finally:
+        await store.close()
+        await proxy.stop()
+
+
+async def test_a_cut_read_does_not_wait_for_a_server_that_is_gone(pg_dsn: str, embeddings) -> None:
+    """A read cut twice waits for a server that is restarting (its socket stays, and
+    answers that it cannot take sessions yet), never for one that is gone: once nothing
+    listens, the read fails at once instead of after the recovery wait."""
+    from parrot_parents.stores.reads import RECOVERY_WAIT_S
+
+    proxy = RoundTripProxy(pg_dsn)
+    store = PgVectorStore(
+        dsn=await proxy.start(), table=unique_table("fault"), embedding=embeddings
+    )
+    try:
+        await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
+        query = await embeddings.aembed_query("step")
+        assert len(await store.similarity_search_by_vector(query, limit=2)) == 2
+        proxy.cut_all()
+        proxy.refuse_next(1)  # the read's fresh connection is closed too: it waits
+        search = asyncio.create_task(store.similarity_search_by_vector(query, limit=2))
+        await asyncio.sleep(0.2)
+        await proxy.stop()  # nothing listens any more
+        with pytest.raises(StoreError) as info:
+            await asyncio.wait_for(search, timeout=RECOVERY_WAIT_S / 3)
+        assert info.value.unavailable
     finally:
         await store.close()
         await proxy.stop()

@@ -4,8 +4,10 @@ and restarted under a running loop of searches."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +223,24 @@ async def test_a_refused_statement_carries_its_sqlstate_and_no_sql(store: PgVect
     assert "secret_column" not in str(info.value) and "SELECT" not in str(info.value)
 
 
+@contextlib.asynccontextmanager
+async def _behind_a_proxy(
+    pg_dsn: str, embeddings: Any
+) -> AsyncIterator[tuple[RoundTripProxy, PgVectorStore, list[float]]]:
+    """A store of five children that reaches the server through :class:`RoundTripProxy`,
+    and a query vector; the store closed and the proxy stopped after."""
+    proxy = RoundTripProxy(pg_dsn)
+    store = PgVectorStore(
+        dsn=await proxy.start(), table=unique_table("fault"), embedding=embeddings
+    )
+    try:
+        await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
+        yield proxy, store, await embeddings.aembed_query("step")
+    finally:
+        await store.close()
+        await proxy.stop()
+
+
 @pytest.mark.parametrize("refused", [0, 1])
 @pytest.mark.parametrize("path", ["read pool", "engine"])
 async def test_a_read_whose_connections_are_cut_waits_and_succeeds(
@@ -230,13 +250,7 @@ async def test_a_read_whose_connections_are_cut_waits_and_succeeds(
     also ends new ones as they arrive. A read that meets this, its pooled connection cut
     and then (``refused``) its fresh one closed before it starts, succeeds: a search (on
     the read pool) or a count (on the engine)."""
-    proxy = RoundTripProxy(pg_dsn)
-    store = PgVectorStore(
-        dsn=await proxy.start(), table=unique_table("fault"), embedding=embeddings
-    )
-    try:
-        await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
-        query = await embeddings.aembed_query("step")
+    async with _behind_a_proxy(pg_dsn, embeddings) as (proxy, store, query):
 
         async def read() -> int:
             if path == "engine":
@@ -247,9 +261,6 @@ async def test_a_read_whose_connections_are_cut_waits_and_succeeds(
         proxy.cut_all()
         proxy.refuse_next(refused)
         assert await read() == expected
-    finally:
-        await store.close()
-        await proxy.stop()
 
 
 async def test_a_cut_read_does_not_wait_for_a_server_that_is_gone(pg_dsn: str, embeddings) -> None:
@@ -258,13 +269,7 @@ async def test_a_cut_read_does_not_wait_for_a_server_that_is_gone(pg_dsn: str, e
     listens, the read fails at once instead of after the recovery wait."""
     from parrot_parents.stores.reads import RECOVERY_WAIT_S
 
-    proxy = RoundTripProxy(pg_dsn)
-    store = PgVectorStore(
-        dsn=await proxy.start(), table=unique_table("fault"), embedding=embeddings
-    )
-    try:
-        await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
-        query = await embeddings.aembed_query("step")
+    async with _behind_a_proxy(pg_dsn, embeddings) as (proxy, store, query):
         assert len(await store.similarity_search_by_vector(query, limit=2)) == 2
         proxy.cut_all()
         proxy.refuse_next(1)  # the read's fresh connection is closed too: it waits
@@ -274,6 +279,3 @@ async def test_a_cut_read_does_not_wait_for_a_server_that_is_gone(pg_dsn: str, e
         with pytest.raises(StoreError) as info:
             await asyncio.wait_for(search, timeout=RECOVERY_WAIT_S / 3)
         assert info.value.unavailable
-    finally:
-        await store.close()
-        await proxy.stop()

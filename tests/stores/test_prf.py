@@ -86,6 +86,18 @@ async def test_feedback_is_bounded_and_respects_the_filter(
         fusion=Fusion(prf=PRF()),
     )
     assert filtered == []  # feedback reads only children the filter lets through
+    # Hybrid, ranked exactly over the children the filter keeps: the dense rows alone.
+    both = await store.similarity_search(
+        "dividend payout",
+        limit=5,
+        search_mode="hybrid",
+        filter={"document_id": "answer"},
+        fusion=Fusion(prf=PRF()),
+    )
+    assert both and {r.metadata["document_id"] for r in both} == {"answer"}
+    assert all(r.lexical_rank is None and r.dense_rank is not None for r in both)
+    assert all(r.lexical_expansion == () for r in both)
+    assert both[0].filter_plan is not None and both[0].filter_plan.exact
     nothing = await store.similarity_search(
         "zzzz qqqq", limit=5, search_mode="lexical", fusion=Fusion(prf=PRF())
     )

@@ -56,6 +56,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import ModelMismatchError
 from parrot_parents.stores.engine import store_errors
+from parrot_parents.stores.reads import read, write
 
 __all__ = [
     "PROBE_TEXT",
@@ -258,8 +259,8 @@ class ModelContract:
     async def record(self, engine: AsyncEngine, *, fresh: bool = False) -> ModelRecord | None:
         """The record, read again when older than :data:`RECHECK_S` (or ``fresh``)."""
         if fresh or time.monotonic() - self._read_at > RECHECK_S:
-            async with store_errors(f"reading the model of {self.table}"), engine.connect() as c:
-                await self.read(c)
+            # As every read: a pooled connection a restart left dead is replaced, not failed.
+            await read(engine, f"reading the model of {self.table}", self.read)
         return self._record
 
     async def check(self, engine: AsyncEngine, embedding: Embeds, *, writing: bool) -> None:
@@ -301,13 +302,17 @@ class ModelContract:
     async def _claim(self, engine: AsyncEngine, actual: ModelFingerprint) -> ModelRecord:
         """Record ``actual`` on a collection without a record (under the record's lock,
         so that two first writers agree)."""
-        async with store_errors(f"recording the model of {self.table}"), engine.begin() as conn:
+
+        async def claim(conn: AsyncConnection) -> ModelRecord:
             await self.lock(conn)
             record = await self.read(conn)
             if record is None:
                 record = ModelRecord(actual)
                 await self.write(conn, record)
-        return record
+            return record
+
+        # Idempotent, so a transaction on a connection a restart left dead runs again.
+        return await write(engine, f"recording the model of {self.table}", claim)
 
     async def begin_reembed(
         self, engine: AsyncEngine, target: ModelFingerprint

@@ -279,3 +279,20 @@ async def test_a_cut_read_does_not_wait_for_a_server_that_is_gone(pg_dsn: str, e
         with pytest.raises(StoreError) as info:
             await asyncio.wait_for(search, timeout=RECOVERY_WAIT_S / 3)
         assert info.value.unavailable
+
+
+async def test_the_model_record_is_read_again_after_a_restart(own_server, embeddings) -> None:
+    """A long-running service reads the collection's model record again every few
+    seconds, on the store's engine: a pooled connection the restart left dead is replaced,
+    as every other read's is, not reported as an outage of a server that is back."""
+    server, _ = own_server
+    store = PgVectorStore(dsn=server.get_uri(), table=unique_table("fault"), embedding=embeddings)
+    await store.add_documents([Document(page_content=f"step {i}") for i in range(5)])
+    try:
+        engine, _ = await store.ready()
+        before = await store.model_contract.record(engine, fresh=True)
+        await asyncio.to_thread(_pg_ctl, server, "-m", "fast", "restart")
+        assert await store.model_contract.record(engine, fresh=True) == before
+        assert before is not None
+    finally:
+        await store.close()

@@ -96,13 +96,14 @@ async def _move_lexical(args: argparse.Namespace) -> int:
     if not isinstance(store, PgVectorStore):
         print("error: reindex --lexical needs the postgres store", file=sys.stderr)
         return 2
-    if args.lexical == "pg_textsearch":
-        print(
-            f"moving {args.collection!r} to pg_textsearch: a collection on the sql backend "
-            "is rewritten and its indexes built again; searches and writes wait for it",
-            file=sys.stderr,
-        )
     try:
+        await store.ready()  # a missing collection is reported before anything is said
+        if args.lexical == "pg_textsearch" and store.lexical_backend != "pg_textsearch":
+            print(
+                f"moving {args.collection!r} to pg_textsearch: its table is rewritten and "
+                "its indexes built again; searches and writes wait for it",
+                file=sys.stderr,
+            )
         started = time.perf_counter()
         before = await store.set_lexical_backend(args.lexical)
         took = time.perf_counter() - started

@@ -268,8 +268,12 @@ def test_the_backend_is_the_collections_own_and_reindex_moves_it(
         with pytest.raises(ConfigurationError, match="reindex --lexical pg_textsearch"):
             run_sync(opened(lexical_backend="pg_textsearch"))
         argv = ["reindex", "--lexical", "pg_textsearch", "--collection", table, "--dsn", pg_dsn]
+        typo = [*argv[:3], "--collection", f"{table}x", "--dsn", pg_dsn]
+        assert cli_main(typo) == 2
+        assert "rewritten" not in capsys.readouterr().err  # nothing said of a move
         assert cli_main(argv) == 0
-        assert "sql -> pg_textsearch" in capsys.readouterr().out
+        said = capsys.readouterr()
+        assert "sql -> pg_textsearch" in said.out and "rewritten" in said.err
         backend, indexed, after = run_sync(opened())
         assert (backend, indexed) == ("pg_textsearch", True)
         # The same children match; the index counts a row's length in tokens, not lexemes.
@@ -277,7 +281,8 @@ def test_the_backend_is_the_collections_own_and_reindex_moves_it(
         # A store may still rank such a collection in SQL: its statistics are kept too.
         assert run_sync(opened(lexical_backend="sql")) == ("pg_textsearch", True, before)
         assert cli_main(argv) == 0
-        assert "already" in capsys.readouterr().out
+        said = capsys.readouterr()
+        assert "already" in said.out and "rewritten" not in said.err
         argv[2] = "sql"
         assert cli_main(argv) == 0
         assert "pg_textsearch -> sql" in capsys.readouterr().out

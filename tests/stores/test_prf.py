@@ -78,22 +78,18 @@ async def test_feedback_is_bounded_and_respects_the_filter(
     plain = await store.similarity_search("dividend payout", limit=5, search_mode="lexical")
     assert _docs(rows) == _docs(plain)
     assert rows[0].lexical_expansion == ()  # its one term was the query's own
-    filtered = await store.similarity_search(
-        "dividend payout",
-        limit=5,
-        search_mode="lexical",
-        filter={"document_id": "answer"},
-        fusion=Fusion(prf=PRF()),
-    )
-    assert filtered == []  # feedback reads only children the filter lets through
+    lexical, both = [
+        await store.similarity_search(
+            "dividend payout",
+            limit=5,
+            search_mode=mode,
+            filter={"document_id": "answer"},
+            fusion=Fusion(prf=PRF()),
+        )
+        for mode in ("lexical", "hybrid")
+    ]
+    assert lexical == []  # feedback reads only children the filter lets through
     # Hybrid, ranked exactly over the children the filter keeps: the dense rows alone.
-    both = await store.similarity_search(
-        "dividend payout",
-        limit=5,
-        search_mode="hybrid",
-        filter={"document_id": "answer"},
-        fusion=Fusion(prf=PRF()),
-    )
     assert both and {r.metadata["document_id"] for r in both} == {"answer"}
     assert all(r.lexical_rank is None and r.dense_rank is not None for r in both)
     assert all(r.lexical_expansion == () for r in both)

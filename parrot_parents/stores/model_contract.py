@@ -55,7 +55,6 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import ModelMismatchError
-from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.reads import read, write
 
 __all__ = [
@@ -212,6 +211,11 @@ _READ = text(
 class ModelContract:
     """The model record of one collection, as one store reads, checks and writes it.
 
+    Every read and write of the record goes through the store's outage handling
+    (:func:`~parrot_parents.stores.reads.read`, :func:`~parrot_parents.stores.reads.write`):
+    each is idempotent, so one that meets a pooled connection a restart left dead runs
+    again on a fresh one instead of failing.
+
     Args:
         schema, table: the collection (validated identifiers).
     """
@@ -259,7 +263,6 @@ class ModelContract:
     async def record(self, engine: AsyncEngine, *, fresh: bool = False) -> ModelRecord | None:
         """The record, read again when older than :data:`RECHECK_S` (or ``fresh``)."""
         if fresh or time.monotonic() - self._read_at > RECHECK_S:
-            # As every read: a pooled connection a restart left dead is replaced, not failed.
             await read(engine, f"reading the model of {self.table}", self.read)
         return self._record
 
@@ -311,7 +314,6 @@ class ModelContract:
                 await self.write(conn, record)
             return record
 
-        # Idempotent, so a transaction on a connection a restart left dead runs again.
         return await write(engine, f"recording the model of {self.table}", claim)
 
     async def begin_reembed(
@@ -325,27 +327,30 @@ class ModelContract:
         to ``target`` is resumed at its cursor; one to another model starts again from the
         first document (it keeps the original ``reembed_from``).
         """
-        async with store_errors(f"recording the model of {self.table}"), engine.begin() as conn:
+
+        async def begin(conn: AsyncConnection) -> tuple[ModelRecord | None, bool]:
             await self.lock(conn)
             record = await self.read(conn)
             if record is not None and record.model.same_model(target):
-                if not record.reembedding:
-                    return None
-                self.reembedding = True
-                return record
+                return (record, True) if record.reembedding else (None, False)
             if record is None:
                 origin = ModelFingerprint("(not recorded)", target.dimension, ())
             else:
                 origin = record.reembed_from or record.model
             record = ModelRecord(target, reembed_from=origin, cursor=None)
             await self.write(conn, record)
-        self.reembedding = True
+            return record, True
+
+        record, reembedding = await write(engine, f"recording the model of {self.table}", begin)
+        if reembedding:
+            self.reembedding = True
         return record
 
     async def advance_reembed(self, engine: AsyncEngine, cursor: str | None, *, done: bool) -> None:
         """Record a re-embed's progress: every document up to ``cursor`` (by id) holds the
         new model's vectors; ``done`` records the pass finished (one model again)."""
-        async with store_errors(f"recording the model of {self.table}"), engine.begin() as conn:
+
+        async def advance(conn: AsyncConnection) -> None:
             await self.lock(conn)
             record = await self.read(conn)
             if record is None or not record.reembedding:
@@ -354,6 +359,8 @@ class ModelContract:
                 await self.write(conn, ModelRecord(record.model))
             else:
                 await self.write(conn, ModelRecord(record.model, record.reembed_from, cursor))
+
+        await write(engine, f"recording the model of {self.table}", advance)
 
     def _compare(self, record: ModelRecord, actual: ModelFingerprint, *, writing: bool) -> None:
         finish = f"parrot-parents reindex --model {record.model.name} --collection {self.table}"

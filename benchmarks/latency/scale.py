@@ -494,6 +494,31 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     return result
 
 
+async def _hnsw_definition(raw: Any, table: str) -> tuple[str, str] | None:
+    """``(name, CREATE INDEX statement)`` of the table's HNSW index, or None."""
+    row = await raw.fetchrow(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
+        " AND tablename = $1 AND indexdef LIKE '%USING hnsw%'",
+        table,
+    )
+    return None if row is None else (row[0], row[1])
+
+
+async def _build_memory(raw: Any, table: str) -> None:
+    """Give the session the memory the table's first HNSW build had, so that the graph is
+    built in memory (:func:`maintenance_mem`)."""
+    n = await raw.fetchval(f"SELECT count(*) FROM public.{table} WHERE embedding IS NOT NULL")
+    await raw.execute(f"SET maintenance_work_mem = '{maintenance_mem(int(n))}'")
+
+
+async def _build_hnsw(raw: Any, table: str, definition: str) -> float:
+    """Run ``definition`` with :func:`_build_memory`; returns its seconds."""
+    await _build_memory(raw, table)
+    t = time.perf_counter()
+    await raw.execute(definition)
+    return time.perf_counter() - t
+
+
 async def _row_layout(dsn: str, table: str) -> str:
     """Bring a table built by an earlier release of the product to today's defaults: the
     row layout (:mod:`parrot_parents.stores.layout`; ``VACUUM FULL`` rewrites the rows)
@@ -514,14 +539,10 @@ async def _row_layout(dsn: str, table: str) -> str:
     finally:
         await engine.dispose()
     raw = await connect_raw(dsn)
-    n = await raw.fetchval(f"SELECT count(*) FROM public.{table} WHERE embedding IS NOT NULL")
-    # An HNSW graph is built in memory, as the table's first build was.
-    await raw.execute(f"SET maintenance_work_mem = '{maintenance_mem(int(n))}'")
-    name, definition = await raw.fetchrow(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
-        " AND tablename = $1 AND indexdef LIKE '%USING hnsw%'",
-        table,
-    )
+    await _build_memory(raw, table)  # VACUUM FULL builds the HNSW index again too
+    hnsw = await _hnsw_definition(raw, table)
+    assert hnsw is not None, f"{table} has no HNSW index"
+    name, definition = hnsw
     want = HNSWIndex()
     params = f"WITH (m='{want.m}', ef_construction='{want.ef_construction}')"
     rebuild = params not in definition
@@ -535,11 +556,8 @@ async def _row_layout(dsn: str, table: str) -> str:
             f"the row layout given by this run (`VACUUM FULL` {time.perf_counter() - t:.1f} s)"
         )
     if rebuild:
-        t = time.perf_counter()
-        await raw.execute(re.sub(r"WITH \(.*\)", params, definition))
-        done.append(
-            f"the HNSW index built again {params} by this run ({time.perf_counter() - t:.1f} s)"
-        )
+        took = await _build_hnsw(raw, table, re.sub(r"WITH \(.*\)", params, definition))
+        done.append(f"the HNSW index built again {params} by this run ({took:.1f} s)")
     await raw.close()
     return "; ".join(done) or "the product's row layout and HNSW build"
 
@@ -559,14 +577,11 @@ async def _lexical_index(store: Any, dsn: str, table: str) -> str:
         return "pg_textsearch index present"
     raw = await connect_raw(dsn)
     try:
-        hnsw = await raw.fetchrow(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
-            " AND tablename = $1 AND indexdef LIKE '%USING hnsw%'",
-            table,
-        )
+        hnsw = await _hnsw_definition(raw, table)
         if hnsw is not None:
             await raw.execute(f'DROP INDEX public."{hnsw[0]}"')
         t = time.perf_counter()
+        took = 0.0
         try:
             await store.set_lexical_backend("pg_textsearch")
             done = f"pg_textsearch column and index added in {time.perf_counter() - t:.1f} s"
@@ -574,14 +589,9 @@ async def _lexical_index(store: Any, dsn: str, table: str) -> str:
             done = f"no pg_textsearch index: {exc}"
         finally:
             if hnsw is not None:
-                n = await raw.fetchval(
-                    f"SELECT count(*) FROM public.{table} WHERE embedding IS NOT NULL"
-                )
-                await raw.execute(f"SET maintenance_work_mem = '{maintenance_mem(int(n))}'")
-                t = time.perf_counter()
-                await raw.execute(hnsw[1])
+                took = await _build_hnsw(raw, table, hnsw[1])
         if hnsw is not None:
-            done += f" (table rewritten), HNSW built again in {time.perf_counter() - t:.1f} s"
+            done += f" (table rewritten), HNSW built again in {took:.1f} s"
     finally:
         await raw.close()
     return done

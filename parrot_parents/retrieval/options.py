@@ -90,18 +90,6 @@ Budget = Annotated[
 Scalar = str | int | float | bool | None
 
 
-def _operators_or_filter(value: dict[str, Any]) -> dict[str, Any]:
-    """A nested object must be operators (``{"$gte": 2022}``) or a nested filter."""
-    if any(str(k).startswith("$") for k in value) or any(
-        isinstance(v, dict | list) for v in value.values()
-    ):
-        return value
-    raise ValueError(
-        "a nested object must hold operators such as {'$gte': 2022}; "
-        "write {'$not': [{...}]} to negate a plain filter"
-    )
-
-
 def _checked_filter(value: dict[str, Any]) -> dict[str, Any]:
     try:
         validate_filter(value)
@@ -111,8 +99,9 @@ def _checked_filter(value: dict[str, Any]) -> dict[str, Any]:
 
 
 #: A filter value: a scalar (equality), an operator object, or a list (``$and``/``$or``/
-#: ``$not``). Checked in full by :func:`~parrot_parents.stores.filters.validate_filter`.
-FilterValue = Scalar | Annotated[dict[str, Any], AfterValidator(_operators_or_filter)] | list[Any]
+#: ``$not``). Checked in full by :func:`~parrot_parents.stores.filters.validate_filter`,
+#: whose message is the one every surface gives.
+FilterValue = Scalar | dict[str, Any] | list[Any]
 #: Metadata filter on the children: langchain-postgres operators, e.g.
 #: ``{"source": "handbook.md"}`` or ``{"year": {"$gte": 2022}}``.
 Filter = Annotated[
@@ -302,6 +291,10 @@ def options_error(
                 f"{shown} must be a positive int (at most {_INT_BOUNDS[key]:,}), "
                 f"got {values[key]!r}"
             )
+        elif key == "filter" and len(err["loc"]) == 1 and err["type"] == "value_error":
+            # The store's own words (they name the filter's key or operator), as the
+            # store, the CLI and HTTP say them.
+            problems.append(err["msg"].removeprefix("Value error, "))
         elif key == "mode" and len(err["loc"]) == 1:
             problems.append(f"{shown} {values[key]!r}: {err['msg'].removeprefix('Value error, ')}")
         else:

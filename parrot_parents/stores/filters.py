@@ -6,7 +6,9 @@ A filter is a dict. Each key is a metadata key or a logical operator:
 * ``{"source": "handbook.md"}``: plain equality. Plain values mean JSON containment
   (``cmetadata @> {"source": "handbook.md"}``), which the GIN (``jsonb_path_ops``) index
   serves; all plain keys of one dict form one containment.
-* ``{"year": {"$gte": 2022}}``: a comparison. Operators: ``$eq $ne $lt $lte $gt $gte``,
+* ``{"year": {"$gte": 2022}}``: a comparison; an object under a key holds operators only
+  (as in langchain-postgres: ``{"year": {"gte": 2022}}`` or ``{"year": {}}`` is refused,
+  where containment would silently match nothing). Operators: ``$eq $ne $lt $lte $gt $gte``,
   ``$in $nin`` (a list), ``$between`` (``[low, high]``, both inclusive), ``$exists``
   (bool), ``$like $ilike`` (SQL patterns, ``%`` and ``_``). Several operators on one key
   must all hold.
@@ -132,7 +134,8 @@ class _Compiler:
             _check_key(key)
             if key.startswith("$"):
                 conds.append(self.logical(key, value, depth))
-            elif isinstance(value, Mapping) and any(str(k).startswith("$") for k in value):
+            elif isinstance(value, Mapping):
+                _check_operators(key, value)
                 conds.extend(self.field(key, op, arg) for op, arg in value.items())
             else:
                 _check_value(key, value, nested=True)
@@ -223,6 +226,19 @@ def _kind(key: str, value: Any) -> str:
     raise ConfigurationError(
         f"filter[{key!r}]: ordering needs a number or a string, got {type(value).__name__}"
     )
+
+
+def _check_operators(key: str, value: Mapping[Any, Any]) -> None:
+    """An object under a metadata key is an operator object, as in langchain-postgres: a
+    plain object (a forgotten ``$``, or ``{}``) would silently match no row."""
+    plain = [k for k in value if not (isinstance(k, str) and k.startswith("$"))]
+    if not value or plain:
+        got = f"key {str(plain[0])[:40]!r}" if plain else "an empty object"
+        raise ConfigurationError(
+            f"filter[{key!r}]: an object value must hold operators such as "
+            f"{{'$gte': 2022}}, got {got}",
+            hint="a plain value (a string, number, boolean, null or list) matches by equality",
+        )
 
 
 def _unknown(op: Any, key: str) -> ConfigurationError:

@@ -28,6 +28,8 @@ def test_ask_filter(tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[s
         ('{"year": {"$regex": "x"}}', "unknown filter operator '$regex'"),
         ('{"year": NaN}', "--filter is not valid JSON"),
         ('{"year": 1e400}', "--filter is not valid JSON"),
+        ('{"document_id": {}}', "an object value must hold operators"),
+        ('{"$and": {"a": 1}}', "filter $and needs a list of filters"),
     ]:
         assert main([*base, "--filter", bad]) == 2
         assert needle in capsys.readouterr().err

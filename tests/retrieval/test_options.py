@@ -21,6 +21,7 @@ from parrot_parents.retrieval.options import (
     RetrievalOptions,
 )
 from parrot_parents.server.schemas import ContextRequest
+from parrot_parents.stores.filters import validate_filter
 
 ROW = {"name": "hr", "collection": "docs"}
 # per-call option name -> bot-row column
@@ -192,3 +193,52 @@ def test_resolve_follows_the_order_of_over(
     resolved = options.resolve(base)
     for name in (f.name for f in dataclasses.fields(resolved)):
         assert getattr(resolved, name) == getattr(chained, name), name
+
+
+_FILTER_KEYS = st.sampled_from(["year", "document_id", "$and", "$or", "$not", "$nor", "gte"])
+_FILTER_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(alphabet="ab\x00", max_size=3),
+)
+_FILTERS = st.recursive(
+    _FILTER_SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.one_of(_FILTER_KEYS, st.sampled_from(["$gte", "$in", "$eq", "$exists", "$regex"])),
+            inner,
+            max_size=3,
+        ),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_FILTER_KEYS, _FILTERS, max_size=3))
+def test_filters_are_accepted_and_refused_alike_in_the_same_words(flt: dict[str, Any]) -> None:
+    """The store's validator is the one rule: per call and over HTTP a filter is refused
+    exactly when the store refuses it, with the store's message."""
+    try:
+        validate_filter(flt)
+        store_error = None
+    except ConfigurationError as exc:
+        store_error = exc.message
+    try:
+        RetrievalOptions.from_overrides({"filter": flt})
+        per_call = None
+    except ConfigurationError as exc:
+        per_call = str(exc)
+    try:
+        ContextRequest.model_validate({"question": "q", "filter": flt})
+        http = None
+    except ValidationError as exc:
+        http = str(exc)
+    if store_error is None:
+        assert per_call is None and http is None, (flt, per_call, http)
+    else:
+        assert per_call is not None and store_error in per_call, (flt, store_error, per_call)
+        assert http is not None and store_error in http, (flt, store_error, http)

@@ -83,6 +83,11 @@ async def test_filter_operators(filled: PgVectorStore, flt: dict, expected: set[
         ({"a": {"$gt": True}}, "number or a string"),
         ({"a": 10**30}, "64 bits"),
         ({"a": {"$between": [1, "z"]}}, "between"),
+        # An object under a key holds operators: as containment these match no row.
+        ({"document_id": {}}, "an object value must hold operators.*an empty object"),
+        ({"year": {"gte": 2022}}, "an object value must hold operators.*got key 'gte'"),
+        ({"year": {"$gte": 2022, "lt": 2023}}, "got key 'lt'"),
+        ({"$and": {"a": 1}}, "$and needs a list of filters"),
     ],
 )
 async def test_bad_filters_are_configuration_errors(

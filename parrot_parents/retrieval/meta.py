@@ -140,7 +140,7 @@ class RetrievalMeta:
             "search": "exact" | "index" | "index, then exact", "exact_below": the
             threshold, "children": the planner's estimate of the collection's children,
             which the threshold grows with}`` (:mod:`parrot_parents.stores.filter_plan`);
-            None otherwise, and when the search found nothing.
+            also when the filter kept nothing; None without a filter or such a store.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.

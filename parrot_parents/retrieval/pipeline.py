@@ -35,6 +35,7 @@ from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
 from parrot_parents.stores.protocols import ContextSearch, Embedded, LexicalRanking
 from parrot_parents.stores.questions import check_question
+from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import PRF, Fusion
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class Retriever:
         fusion = self._fusion(opts)
         results, context = await self._search(question, opts, fusion, meta)
         meta.timings_ms["search"] = _ms(t)
-        plan = results[0].filter_plan if results else None
+        plan = results.filter_plan if isinstance(results, SearchResults) else None
         meta.filter_plan = None if plan is None else plan.to_dict()
         meta.lexical = self._lexical_ranking(opts, fusion, meta, plan is None or plan.exact)
         if results and results[0].lexical_expansion is not None:

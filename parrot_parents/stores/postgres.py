@@ -106,7 +106,7 @@ from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.read_pool import ReadConnection, ReadPool
 from parrot_parents.stores.reads import Settings, read, write
 from parrot_parents.stores.resolve import resolve_indexed
-from parrot_parents.stores.results import DocumentRow, SearchResult
+from parrot_parents.stores.results import DocumentRow, SearchResult, SearchResults
 from parrot_parents.stores.rows import check_document_rows, embed_missing, prepare_rows
 from parrot_parents.stores.schema import HNSWIndex, collection_table, meta_field
 from parrot_parents.stores.search_options import (
@@ -922,7 +922,7 @@ class PgVectorStore(
                 results = resolved[: request.limit]
                 if plan is not None:
                     results = [replace(r, filter_plan=plan) for r in results]
-                return results, split.context
+                return SearchResults(results, filter_plan=plan), split.context
             fetch = fetch.deeper(min(MAX_LIMIT, fetch.limit * 4))
 
     def _settings(self, request: SearchRequest, index_only: bool = False) -> Settings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,7 @@ from parrot_parents.stores.filter_plan import FilterPlan
 from parrot_parents.stores.markers import RowKind, row_kind
 from parrot_parents.stores.sentences import SENTENCES, SentenceVectors
 
-__all__ = ["DocumentRow", "SearchResult"]
+__all__ = ["DocumentRow", "SearchResult", "SearchResults"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,22 @@ class SearchResult:
     def to_document(self) -> Document:
         """The row as a LangChain ``Document`` (score and distance are not copied)."""
         return Document(id=self.id, page_content=self.content, metadata=dict(self.metadata))
+
+
+class SearchResults(list[SearchResult]):
+    """The rows of one search, best first (a ``list`` of :class:`SearchResult`), and how
+    the search planned its metadata filter.
+
+    Attributes:
+        filter_plan: as on each row (:attr:`SearchResult.filter_plan`), and here also when
+            no row matched: a filter that keeps nothing is when the plan explains most.
+    """
+
+    def __init__(
+        self, rows: Iterable[SearchResult] = (), filter_plan: FilterPlan | None = None
+    ) -> None:
+        super().__init__(rows)
+        self.filter_plan = filter_plan
 
 
 @dataclass(frozen=True)

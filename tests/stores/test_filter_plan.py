@@ -18,6 +18,7 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.filter_plan import THRESHOLD_AT, threshold
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 
@@ -126,6 +127,17 @@ async def test_a_selective_filter_is_ranked_exactly_and_meta_says_so(
     assert meta.filter_plan is not None and meta.filter_plan["search"] == "exact"
     assert meta.to_dict()["filter_plan"] == meta.filter_plan
     assert (await bot.retrieve("row about tenant")).meta.filter_plan is None
+
+
+async def test_a_filter_that_keeps_nothing_still_reports_its_plan(open_store: Any) -> None:
+    store = await open_store()
+    nobody = {"tenant": "nobody"}
+    for mode in ("dense", "hybrid", "lexical"):
+        got = await store.similarity_search("row about tenant", filter=nobody, search_mode=mode)
+        assert got == [] and isinstance(got, SearchResults)
+        assert got.filter_plan is not None and got.filter_plan.search == "exact", mode
+        meta = (await Chatbot(store=store).retrieve("row", filter=nobody, search_mode=mode)).meta
+        assert meta.passages == 0 and meta.filter_plan == got.filter_plan.to_dict(), mode
 
 
 async def test_a_broad_filter_takes_the_index_in_dense_and_hybrid_mode(

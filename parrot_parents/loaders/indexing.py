@@ -25,6 +25,7 @@ from langchain_core.documents import Document
 from parrot_parents.stores.markers import (
     DOCUMENT_ID,
     DOCUMENT_TYPE,
+    HIERARCHY_KEYS,
     INDEXED,
     INDEXES,
     IS_CHUNK,
@@ -56,25 +57,15 @@ INGESTION_KEY = "ingestion"
 #: document summary.
 IndexedKind = Literal["context", "question", "proposition", "summary"]
 
-# Hierarchy keys an indexed row must not carry: it is no span, no sibling, no neighbour.
-_NOT_COPIED = frozenset(
-    {
-        "is_chunk",
-        "is_full_document",
-        "document_type",
-        "parent_document_id",
-        "chunk_index",
-        "start_index",
-        "end_index",
-        "content_sha256",
-        SEARCHABLE,
-        INGESTION_KEY,
-        # Its own text already carries the heading path: a preamble would count it twice.
-        "retrieval_preamble",
-        # The child's sentences stay on the child, the row the packer trims.
-        SENTENCES,
-    }
-)
+# What an indexed row does not copy from its target: the hierarchy keys, the record of
+# the ingestion, and two keys whose content is the target's alone.
+_NOT_COPIED = HIERARCHY_KEYS | {
+    INGESTION_KEY,
+    # Its own text already carries the heading path: a preamble would count it twice.
+    "retrieval_preamble",
+    # The child's sentences stay on the child, the row the packer trims.
+    SENTENCES,
+}
 # The structure keys (``layer``, ``section_path``, ``ordinal``, ``section_ordinal``) are
 # copied, so that a filter on structure finds a child through its indexed rows.
 _TAGS: dict[IndexedKind, str] = {

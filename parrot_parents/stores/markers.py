@@ -25,12 +25,14 @@ __all__ = [
     "DOCUMENT_ID",
     "DOCUMENT_TYPE",
     "END_INDEX",
+    "HIERARCHY_KEYS",
     "INDEXED",
     "INDEXED_PREDICATE",
     "INDEXES",
     "IS_CHUNK",
     "IS_FULL_DOCUMENT",
     "NOT_INDEXED_PREDICATE",
+    "NOT_SHARED_WITH_INDEXED",
     "OFFSETS_EXACT",
     "PARENT_CHUNK",
     "PARENT_DOCUMENT_ID",
@@ -66,6 +68,26 @@ OFFSETS_EXACT = "offsets_exact"
 #: ingestion strategy replaced its text in the index), so it is stored without a vector
 #: and stays out of the HNSW and lexical indexes; it is still returned, expanded, counted.
 SEARCHABLE = "searchable"
+
+#: The hierarchy keys of a child or a parent, which a row standing for it in the index
+#: must not carry (it is no span, no sibling, no neighbour).
+HIERARCHY_KEYS = frozenset(
+    {
+        IS_CHUNK,
+        IS_FULL_DOCUMENT,
+        DOCUMENT_TYPE,
+        PARENT_DOCUMENT_ID,
+        CHUNK_INDEX,
+        START_INDEX,
+        END_INDEX,
+        "content_sha256",
+        SEARCHABLE,
+    }
+)
+#: The keys whose value on an indexed row is not its target's: the hierarchy keys, and
+#: those that mark it as indexed (``indexed_kind`` and ``strategy`` too). Every other
+#: metadata key of the target is copied to it.
+NOT_SHARED_WITH_INDEXED = HIERARCHY_KEYS | {INDEXES, OFFSETS_EXACT, "indexed_kind", "strategy"}
 
 PARENT_CHUNK = "parent_chunk"
 # Legacy collections used document_type='parent' for whole-document parents.

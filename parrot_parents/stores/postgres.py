@@ -121,6 +121,11 @@ from parrot_parents.stores.search_request import (
     check_limit_and_filter,
 )
 from parrot_parents.stores.setup import check_dimension, create_extension
+from parrot_parents.stores.target_filter import (
+    INDEXED_CONTAINMENT,
+    reads_hierarchy,
+    searched_filter,
+)
 from parrot_parents.stores.writer import (
     DocumentWrite,
     VectorIndexDeferral,
@@ -276,6 +281,7 @@ class PgVectorStore(
         self._writable = False
         # Search statements without a filter, compiled once by their shape; bounded.
         self._statements: dict[tuple[Any, ...], Prepared] = {}
+        self._indexed_rows_seen = False
         # An asyncio lock binds to one loop: each loop that connects has its own.
         self._connect_locks: PerLoop[asyncio.Lock] = PerLoop(asyncio.Lock)
 
@@ -991,48 +997,52 @@ class PgVectorStore(
             return split_rows(rows, request.plan, dense=dense), None
         # A filter's values are parameters under names its structure fixes, so its
         # statements are prepared once per structure: the filter's SQL is in their key.
-        where = self._where(table, request)
-        shape = str(where[-1].compile(dialect=engine.dialect))
-        params.update(filter_params(where[-1]))
-        estimate_key = ("estimate", request.include_parents, shape)
-        estimate = self._statements.get(estimate_key) or self._remember(
-            estimate_key, estimate_statement(table, where, engine.dialect)
-        )
         below = self.search_options.filter_exact_below
-
-        def ranking(exact: bool) -> Prepared:
-            ranked_key = (*key, shape, exact)
-            return self._statements.get(ranked_key) or self._prepared(
-                ranked_key,
-                search_with_context(
-                    table, self._statement(table, request, exact, where), request.plan
-                ),
-                engine,
-            )
-
-        async def rank(conn: ReadConnection, exact: bool, index_only: bool = False) -> Split:
-            statement = ranking(exact)
-            settings = self._settings(request, index_only)
-            rows: Sequence[Any] = await conn.fetch_with(
-                statement.sql, statement.args(params), settings
-            )
-            return split_rows(rows, request.plan, dense=dense)
+        hierarchy = reads_hierarchy(request.filter)
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
+            targets = hierarchy and await self._has_indexed_rows(conn)
+            where = self._where(table, request, targets=targets)
+            shape = str(where[-1].compile(dialect=engine.dialect))
+            params.update(filter_params(where[-1]))
+            estimate_key = ("estimate", request.include_parents, shape)
+            estimate = self._statements.get(estimate_key) or self._remember(
+                estimate_key, estimate_statement(table, where, engine.dialect)
+            )
+
+            def ranking(exact: bool) -> Prepared:
+                ranked_key = (*key, shape, exact)
+                known = self._statements.get(ranked_key)
+                if known is not None:
+                    return known
+                scanned = where if exact else self._where(table, request, targets, few=False)
+                ranked = self._statement(table, request, exact, scanned)
+                return self._prepared(
+                    ranked_key, search_with_context(table, ranked, request.plan), engine
+                )
+
+            async def rank(exact: bool, index_only: bool = False) -> Split:
+                statement = ranking(exact)
+                settings = self._settings(request, index_only)
+                rows: Sequence[Any] = await conn.fetch_with(
+                    statement.sql, statement.args(params), settings
+                )
+                return split_rows(rows, request.plan, dense=dense)
+
             explained = await conn.fetch_with(estimate.sql, estimate.args(params), ())
             kept, children = estimated_rows(explained)
             plan = FilterPlan.for_estimate(kept, children, below)
             if plan.exact:
-                return await rank(conn, exact=True), plan
+                return await rank(exact=True), plan
             # The index plan is ours, not the planner's: a dense statement is kept off
             # scans that would rank every child the filter keeps. (In hybrid mode the
             # lexical branch needs the GIN bitmap scans, so the planner stays free.)
-            split = await rank(conn, exact=False, index_only=dense)
+            split = await rank(exact=False, index_only=dense)
             # Only a dense ranking can come back short of what the filter keeps: the
             # lexical branch's candidates are every child holding a query lexeme.
             if request.mode != "lexical" and len(split.hits) < request.limit:
                 plan = plan.then_exact()
-                split = await rank(conn, exact=True)
+                split = await rank(exact=True)
             return split, plan
 
         return await self._read_pool().run(work, action=action)
@@ -1058,14 +1068,39 @@ class PgVectorStore(
         return prepared
 
     @staticmethod
-    def _where(table: Table, request: SearchRequest) -> list[Any]:
-        """The search's predicates: the child predicate and the compiled filter."""
+    def _where(
+        table: Table, request: SearchRequest, targets: bool = False, few: bool = True
+    ) -> list[Any]:
+        """The search's predicates: the child predicate and the compiled filter.
+
+        ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
+        so an indexed row is judged by its target's metadata, in the form for few kept
+        rows or for an index scan (``few``;
+        :func:`~parrot_parents.stores.target_filter.searched_filter`)."""
         where: list[Any] = []
         if not request.include_parents:
             where.append(text(SEARCH_PREDICATE))
         if request.filter:
-            where.append(compile_filter(table.c.cmetadata, dict(request.filter)))
+            flt = dict(request.filter)
+            if targets:
+                where.append(searched_filter(table, flt, few=few))
+            else:
+                where.append(compile_filter(table.c.cmetadata, flt))
         return where
+
+    async def _has_indexed_rows(self, conn: ReadConnection) -> bool:
+        """Whether the collection holds indexed rows (an ingestion strategy's): asked
+        until the answer is yes (one lookup on the metadata GIN index), which then stays,
+        as indexed rows are written by ingestion and rarely all deleted."""
+        if self._indexed_rows_seen:
+            return True
+        found = await conn.fetch_with(
+            f"SELECT EXISTS (SELECT 1 FROM {self.qualified_name} WHERE {INDEXED_CONTAINMENT})",
+            (),
+            (),
+        )
+        self._indexed_rows_seen = bool(found[0][0])
+        return self._indexed_rows_seen
 
     def _statement(
         self,

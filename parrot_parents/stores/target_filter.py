@@ -1,0 +1,131 @@
+"""A search's metadata filter holds for the rows the search returns.
+
+An ingestion strategy's indexed rows are searched in place of the child (or parent) they
+stand for, and each hit on one returns that row (:mod:`parrot_parents.stores.resolve`). An
+indexed row copies its target's metadata but not the hierarchy keys, and marks itself as
+indexed (:data:`~parrot_parents.stores.markers.NOT_SHARED_WITH_INDEXED`). So a filter on
+any of those keys (``{"is_chunk": true}``, ``{"parent_document_id": ...}``,
+``{"chunk_index": {"$lt": 3}}``) is evaluated on the target row of an indexed row,
+through its primary key; any other filter reads the row itself, where the GIN index on
+``cmetadata`` serves it::
+
+    (row is not indexed AND filter(row))
+    OR (row is indexed AND EXISTS (SELECT 1 FROM t AS target
+                                   WHERE target.id = row.indexes AND filter(target)))
+
+That form suits an index scan, which checks each row it meets. Where the filter keeps
+few rows (its estimate, and an exact ranking: :mod:`parrot_parents.stores.filter_plan`),
+the same rows are named by id, so that the planner starts from the metadata GIN index::
+
+    row.id IN (SELECT id FROM t WHERE not indexed AND filter(t)
+               UNION ALL
+               SELECT standing.id FROM t AS target JOIN t AS standing
+                 ON standing.cmetadata @> {"indexes": target.id}
+               WHERE target is not indexed AND filter(target))
+
+The store uses these forms only for a filter that reads such a key
+(:func:`reads_hierarchy`), on a collection that holds indexed rows; any other filter is
+the plain condition on the row itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Table,
+    and_,
+    exists,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    union_all,
+)
+
+from parrot_parents.stores.filters import compile_filter
+from parrot_parents.stores.markers import DOCUMENT_TYPE, INDEXED, INDEXES, NOT_SHARED_WITH_INDEXED
+
+__all__ = ["INDEXED_CONTAINMENT", "filter_keys", "reads_hierarchy", "searched_filter"]
+
+#: An indexed row, as a condition the metadata GIN index serves (written into statements).
+INDEXED_CONTAINMENT = f"""cmetadata @> '{{"{DOCUMENT_TYPE}": "{INDEXED}"}}'::jsonb"""
+
+
+def filter_keys(filter: Any) -> Iterator[str]:
+    """The metadata keys a filter (:mod:`parrot_parents.stores.filters`) reads, at any
+    depth of ``$and``/``$or``/``$not``."""
+    if isinstance(filter, Mapping):
+        for key, value in filter.items():
+            if str(key).startswith("$"):
+                yield from filter_keys(value)
+            else:
+                yield str(key)
+    elif isinstance(filter, list):
+        for item in filter:
+            yield from filter_keys(item)
+
+
+def reads_hierarchy(filter: Any) -> bool:
+    """Whether ``filter`` reads a key whose value on an indexed row is not its target's."""
+    return bool(filter) and not NOT_SHARED_WITH_INDEXED.isdisjoint(filter_keys(filter))
+
+
+def searched_filter(
+    table: Table, filter: Mapping[str, Any], *, few: bool = True
+) -> ColumnElement[bool]:
+    """``filter`` as the condition on the rows a search ranks (module docstring).
+
+    Args:
+        table: the collection table.
+        filter: a filter (:mod:`parrot_parents.stores.filters`).
+        few: the form for a filter that keeps few rows (its estimate, and an exact
+            ranking): the ids it keeps, a semi-join the planner drives from the metadata
+            GIN index, through the targets to the indexed rows that stand for them. False:
+            the form for an index scan, checked row by row as the scan meets them (one
+            primary-key lookup for an indexed row), where the list of ids could be most of
+            the collection.
+
+    Raises:
+        ConfigurationError: a bad filter (:func:`~parrot_parents.stores.filters.compile_filter`).
+    """
+    own = compile_filter(table.c.cmetadata, filter)
+    if not reads_hierarchy(filter):
+        return own
+    target = table.alias("target")
+    # Compiled again over the target's column: the same parameter names and values.
+    on_target = compile_filter(target.c.cmetadata, filter)
+    if few:
+        row = table.alias("own")
+        standing = table.alias("standing")
+        plain = select(row.c.id).where(
+            not_(_indexed(row.c.cmetadata)), compile_filter(row.c.cmetadata, filter)
+        )
+        # Containment, so that the GIN index finds the rows standing for each target.
+        through = (
+            select(standing.c.id)
+            .select_from(target)
+            .join(
+                standing,
+                standing.c.cmetadata.contains(func.jsonb_build_object(INDEXES, target.c.id)),
+            )
+            .where(not_(_indexed(target.c.cmetadata)), on_target)
+        )
+        return table.c.id.in_(union_all(plain, through))
+    reached = exists(
+        select(target.c.id).where(target.c.id == table.c.cmetadata[INDEXES].astext, on_target)
+    )
+    indexed = _indexed(table.c.cmetadata)
+    return or_(and_(not_(indexed), own), and_(indexed, reached))
+
+
+def _indexed(cmetadata: Any) -> ColumnElement[bool]:
+    """The row is an indexed one (never NULL: a row without the key is not)."""
+    # A constant written into the statement (its parameters are the filter's alone).
+    marker: ColumnElement[Any] = literal_column(f"""'{{"{DOCUMENT_TYPE}": "{INDEXED}"}}'::jsonb""")
+    indexed: ColumnElement[bool] = cmetadata.op("@>", return_type=Boolean)(marker)
+    return indexed

@@ -43,7 +43,7 @@ from parrot_parents.stores.lexical import (
     read_text_search_config,
 )
 from parrot_parents.stores.schema import HNSWIndex
-from parrot_parents.stores.writer import maintenance_work_mem_kb
+from parrot_parents.stores.writer import SERVER_MEMORY_SQL, build_memory_kb
 
 __all__ = [
     "COLLECTION_COLUMNS",
@@ -216,8 +216,8 @@ def move_lexical_backend(
 def size_rebuild_memory(conn: Connection, schema: str, table: str) -> int:
     """Give the rest of the transaction (``SET LOCAL``) the ``maintenance_work_mem`` an
     HNSW build of the collection needs (:func:`~parrot_parents.stores.writer.
-    maintenance_work_mem_kb`, from the planner's row count, the vectors' dimension and
-    the index's ``m``); returns it in kB.
+    build_memory_kb`, from the planner's row count, the vectors' dimension, the index's
+    ``m`` and the server's memory settings); returns it in kB.
 
     Adding ``lexical_text`` rewrites the table and builds each of its indexes again, the
     HNSW graph too. With the server's default (64 MB) that graph stops fitting in memory
@@ -238,7 +238,14 @@ def size_rebuild_memory(conn: Connection, schema: str, table: str) -> int:
         {"name": f'"{schema}"."{table}"'},
     ).one()
     rows, dimension, m = row
-    memory = maintenance_work_mem_kb(int(rows), max(int(dimension), 1), int(m or HNSWIndex.m))
+    server_kb, shared_kb = conn.execute(text(SERVER_MEMORY_SQL)).one()
+    memory = build_memory_kb(
+        int(rows),
+        max(int(dimension), 1),
+        int(m or HNSWIndex.m),
+        server_kb=int(server_kb),
+        shared_buffers_kb=int(shared_kb),
+    )
     conn.execute(
         text("SELECT set_config('maintenance_work_mem', :mem, true)"), {"mem": f"{memory}kB"}
     )

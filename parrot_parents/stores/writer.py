@@ -46,8 +46,10 @@ from parrot_parents.stores.reads import read
 from parrot_parents.stores.vector_codec import ensure_codec
 
 __all__ = [
+    "SERVER_MEMORY_SQL",
     "DocumentWrite",
     "VectorIndexDeferral",
+    "build_memory_kb",
     "copy_rows",
     "maintenance_work_mem_kb",
     "write_records",
@@ -195,23 +197,48 @@ async def write_batch(
 
 # -- deferring the HNSW index for a bulk load -------------------------------------------
 
-#: Bounds of the ``maintenance_work_mem`` set for an index build, in kB.
+#: Bounds of the ``maintenance_work_mem`` set for an index build, in kB: the ceiling is
+#: raised to the server's ``shared_buffers`` where that is larger (:func:`build_memory_kb`).
 MIN_BUILD_MEMORY_KB = 64 * 1024
 MAX_BUILD_MEMORY_KB = 1024 * 1024
 
+#: The server's ``maintenance_work_mem`` and ``shared_buffers``, in kB (one row).
+SERVER_MEMORY_SQL = (
+    "SELECT pg_size_bytes(current_setting('maintenance_work_mem')) / 1024,"
+    " pg_size_bytes(current_setting('shared_buffers')) / 1024"
+)
 
-def maintenance_work_mem_kb(rows: int, dimension: int, m: int) -> int:
+
+def maintenance_work_mem_kb(
+    rows: int, dimension: int, m: int, ceiling_kb: int = MAX_BUILD_MEMORY_KB
+) -> int:
     """``maintenance_work_mem`` (kB) for an HNSW build of ``rows`` vectors.
 
     pgvector keeps the graph in memory while it fits: per element the vector (4 bytes a
     dimension), up to ``2m`` neighbours on layer 0 (about 8 bytes each with their
     distances) and some 200 bytes of tuple and element overhead; a quarter more for the
-    upper layers and slack. Clamped to 64 MB..1 GB, so a large build spills to disk rather
-    than take the server's memory.
+    upper layers and slack. Clamped to 64 MB..``ceiling_kb`` (default 1 GB), so that a
+    build too large for the server spills to disk rather than take its memory.
     """
     per_row = 4 * dimension + 16 * m + 200
     wanted = int(rows * per_row * 1.25) // 1024
-    return max(MIN_BUILD_MEMORY_KB, min(MAX_BUILD_MEMORY_KB, wanted))
+    return max(MIN_BUILD_MEMORY_KB, min(max(ceiling_kb, MIN_BUILD_MEMORY_KB), wanted))
+
+
+def build_memory_kb(
+    rows: int, dimension: int, m: int, *, server_kb: int, shared_buffers_kb: int
+) -> int:
+    """The ``maintenance_work_mem`` (kB) to set for an HNSW build on a server whose own
+    setting is ``server_kb`` and whose ``shared_buffers`` is ``shared_buffers_kb``.
+
+    :func:`maintenance_work_mem_kb`, with the ceiling raised from 1 GB to
+    ``shared_buffers`` where that is larger: a server given that much memory for its
+    buffers can lend as much to one build, and a million 384-dimension vectors need
+    2.7 GB to be built in memory. Never below the server's own setting (an administrator's
+    larger value stands).
+    """
+    ceiling = max(MAX_BUILD_MEMORY_KB, shared_buffers_kb)
+    return max(server_kb, maintenance_work_mem_kb(rows, dimension, m, ceiling))
 
 
 def _hnsw_index(table: Table) -> Index:
@@ -232,7 +259,7 @@ class VectorIndexDeferral:
 
     The index is built again when the block ends, whether it succeeded or failed, with the
     name and parameters of :func:`~parrot_parents.stores.schema.collection_table`, under
-    ``SET LOCAL maintenance_work_mem`` sized by :func:`maintenance_work_mem_kb`. Searches
+    ``SET LOCAL maintenance_work_mem`` sized by :func:`build_memory_kb`. Searches
     during the load still work, by a sequential scan.
 
     Attributes:
@@ -321,7 +348,14 @@ class VectorIndexDeferral:
                     )
                 ).scalar_one()
             )
-            memory = maintenance_work_mem_kb(self.rows, self.dimension, self.m)
+            server_kb, shared_kb = (await conn.execute(text(SERVER_MEMORY_SQL))).one()
+            memory = build_memory_kb(
+                self.rows,
+                self.dimension,
+                self.m,
+                server_kb=int(server_kb),
+                shared_buffers_kb=int(shared_kb),
+            )
             # set_config(..., true) is SET LOCAL: the setting ends with this transaction.
             await conn.execute(
                 text("SELECT set_config('maintenance_work_mem', :mem, true)"),

@@ -22,7 +22,7 @@ from parrot_parents.stores.documents import DocumentRecord
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.rows import prepare_rows
 from parrot_parents.stores.values import check_vector
-from parrot_parents.stores.writer import maintenance_work_mem_kb
+from parrot_parents.stores.writer import build_memory_kb, maintenance_work_mem_kb
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table
 from tests.stores.test_hybrid import _recount, _stats
@@ -263,6 +263,32 @@ def test_maintenance_work_mem_is_sized_and_clamped() -> None:
     assert maintenance_work_mem_kb(10_000_000, 384, 16) == 1024 * 1024
     mid = maintenance_work_mem_kb(100_000, 384, 16)
     assert 100 * 1024 < mid < 400 * 1024  # about 230 MB for 100k 384-d vectors
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.integers(0, 50_000_000),
+    server_kb=st.integers(64, 16 * 1024 * 1024),
+    shared_kb=st.integers(128, 64 * 1024 * 1024),
+)
+def test_the_build_memory_fits_the_graph_up_to_shared_buffers_and_never_lowers_the_server(
+    rows: int, server_kb: int, shared_kb: int
+) -> None:
+    memory = build_memory_kb(rows, 384, 16, server_kb=server_kb, shared_buffers_kb=shared_kb)
+    needed = maintenance_work_mem_kb(rows, 384, 16, ceiling_kb=2**62)
+    ceiling = max(1024 * 1024, shared_kb)
+    assert memory >= server_kb  # an administrator's larger value stands
+    assert memory <= max(server_kb, ceiling, 64 * 1024)
+    assert memory >= min(needed, ceiling)  # the graph fits, up to the ceiling
+    more = build_memory_kb(rows + 1000, 384, 16, server_kb=server_kb, shared_buffers_kb=shared_kb)
+    assert more >= memory
+
+
+def test_a_million_children_are_built_in_memory_on_a_server_with_3_gb_of_buffers() -> None:
+    needed = maintenance_work_mem_kb(1_000_000, 384, 16, ceiling_kb=2**62)
+    assert needed > 1024 * 1024  # more than the old fixed ceiling of 1 GB
+    shared = 3013 * 1024
+    assert build_memory_kb(1_000_000, 384, 16, server_kb=65536, shared_buffers_kb=shared) == needed
 
 
 def test_check_vector_keeps_a_float32_array_and_converts_lists() -> None:

@@ -147,7 +147,9 @@ def threshold(exact_below: int, children: int) -> int:
     return int(exact_below * max(1.0, children / THRESHOLD_AT) ** THRESHOLD_GROWTH)
 
 
-def estimate_statement(table: Table, where: list[Any], dialect: Dialect) -> Prepared:
+def estimate_statement(
+    table: Table, where: list[Any], dialect: Dialect, *, with_vector: bool = True
+) -> Prepared:
     """``EXPLAIN (FORMAT JSON)`` of the children of ``table`` that ``where`` keeps and of
     all its rows with a vector (the collection's children: the planner knows their count
     from the column's statistics, where it can only guess the share of the child
@@ -159,9 +161,14 @@ def estimate_statement(table: Table, where: list[Any], dialect: Dialect) -> Prep
         table: the collection table.
         where: the search's predicates (the child predicate, the compiled filter).
         dialect: the engine's dialect (asyncpg).
+        with_vector: count only the kept rows with a vector (the rows a search ranks).
+            False where ``where`` names the rows that indexed rows stand for, which are
+            stored without one (:mod:`~parrot_parents.stores.target_filter`).
     """
     has_vector = table.c.embedding.is_not(None)
-    kept: Select[Any] = select(literal_column("1")).select_from(table).where(has_vector, *where)
+    kept: Select[Any] = select(literal_column("1")).select_from(table).where(*where)
+    if with_vector:
+        kept = kept.where(has_vector)
     every: Select[Any] = select(literal_column("1")).select_from(table).where(has_vector)
     counted = Prepared.compile(kept.union_all(every), dialect)
     return Prepared(f"EXPLAIN (FORMAT JSON) {counted.sql}", counted.names)

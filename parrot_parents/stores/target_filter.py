@@ -10,8 +10,8 @@ through its primary key; any other filter reads the row itself, where the GIN in
 ``cmetadata`` serves it::
 
     (row is not indexed AND filter(row))
-    OR (row is indexed AND EXISTS (SELECT 1 FROM t AS target
-                                   WHERE target.id = row.indexes AND filter(target)))
+    OR (row is indexed AND coalesce((SELECT filter(target) FROM t AS target
+                                     WHERE target.id = row.indexes), false))
 
 That form suits an index scan, which checks each row it meets. Where the filter keeps
 few rows (its estimate, and an exact ranking: :mod:`parrot_parents.stores.filter_plan`),
@@ -38,7 +38,7 @@ from sqlalchemy import (
     ColumnElement,
     Table,
     and_,
-    exists,
+    false,
     func,
     literal_column,
     not_,
@@ -116,8 +116,12 @@ def searched_filter(
             .where(not_(_indexed(target.c.cmetadata)), on_target)
         )
         return table.c.id.in_(union_all(plain, through))
-    reached = exists(
-        select(target.c.id).where(target.c.id == table.c.cmetadata[INDEXES].astext, on_target)
+    # The filter's value on the target row, read by primary key: a scalar subquery, which
+    # PostgreSQL runs row by row; an EXISTS it may turn into a hash of every target the
+    # filter keeps (most of the collection for a broad filter).
+    reached = func.coalesce(
+        select(on_target).where(target.c.id == table.c.cmetadata[INDEXES].astext).scalar_subquery(),
+        false(),
     )
     indexed = _indexed(table.c.cmetadata)
     return or_(and_(not_(indexed), own), and_(indexed, reached))

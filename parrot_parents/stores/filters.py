@@ -193,6 +193,7 @@ class _Compiler:
             if not isinstance(arg, str):
                 raise ConfigurationError(f"{where} {op} needs a string pattern")
             _check_value(key, arg, nested=False)
+            _check_pattern(where, op, arg)
             text: ColumnElement[str] = self.col[literal(key)].astext
             return text.like(arg) if op == "$like" else text.ilike(arg)
         if op == "$between":
@@ -255,6 +256,29 @@ def _check_key(key: Any) -> None:
         )
     if "\x00" in key:
         raise ConfigurationError(f"filter key {key!r} contains a NUL character")
+    if not _encodable(key):
+        raise ConfigurationError(f"filter key {key!r} contains a lone surrogate")
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: a lone surrogate (U+D800 to U+DFFF) has no UTF-8
+    form, so PostgreSQL's json input refuses it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_pattern(where: str, op: str, pattern: str) -> None:
+    """A LIKE pattern whose last character is a lone escape (``\\``) is an error in
+    PostgreSQL's LIKE; refused here, for ``$ilike`` too."""
+    trailing = len(pattern) - len(pattern.rstrip("\\"))
+    if trailing % 2:
+        raise ConfigurationError(
+            f"{where} {op}: the pattern ends with the escape character \\",
+            hint="write \\\\ for a literal backslash",
+        )
 
 
 def _check_value(key: str, value: Any, *, nested: bool, depth: int = 0) -> None:
@@ -275,6 +299,8 @@ def _check_value(key: str, value: Any, *, nested: bool, depth: int = 0) -> None:
     if isinstance(value, str):
         if "\x00" in value:
             raise ConfigurationError(f"{where} contains a NUL character")
+        if not _encodable(value):
+            raise ConfigurationError(f"{where} contains a lone surrogate (not valid Unicode)")
         return
     if nested and isinstance(value, list) and len(value) <= _MAX_LIST:
         for v in value:

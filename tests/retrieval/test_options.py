@@ -201,14 +201,16 @@ _FILTER_SCALARS = st.one_of(
     st.booleans(),
     st.integers(-(2**64), 2**64),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.text(alphabet="ab\x00", max_size=3),
+    st.text(alphabet="ab\x00\\\ud800", max_size=3),
 )
 _FILTERS = st.recursive(
     _FILTER_SCALARS,
     lambda inner: st.one_of(
         st.lists(inner, max_size=3),
         st.dictionaries(
-            st.one_of(_FILTER_KEYS, st.sampled_from(["$gte", "$in", "$eq", "$exists", "$regex"])),
+            st.one_of(
+                _FILTER_KEYS, st.sampled_from(["$gte", "$in", "$eq", "$exists", "$like", "$regex"])
+            ),
             inner,
             max_size=3,
         ),

@@ -88,6 +88,13 @@ async def test_filter_operators(filled: PgVectorStore, flt: dict, expected: set[
         ({"year": {"gte": 2022}}, "an object value must hold operators.*got key 'gte'"),
         ({"year": {"$gte": 2022, "lt": 2023}}, "got key 'lt'"),
         ({"$and": {"a": 1}}, "$and needs a list of filters"),
+        # Not valid Unicode: PostgreSQL's json input would refuse it, after the model loads.
+        ({"source": "\ud800"}, "lone surrogate"),
+        ({"\udfff": 1}, "lone surrogate"),
+        ({"source": {"$in": ["a", "\ud800"]}}, "lone surrogate"),
+        # A lone escape at the end: an error of PostgreSQL's LIKE.
+        ({"source": {"$like": "%\\"}}, "ends with the escape character"),
+        ({"source": {"$ilike": "x\\\\\\"}}, "ends with the escape character"),
     ],
 )
 async def test_bad_filters_are_configuration_errors(

@@ -25,15 +25,14 @@ from langchain_core.documents import Document
 from parrot_parents.stores.markers import (
     DOCUMENT_ID,
     DOCUMENT_TYPE,
-    HIERARCHY_KEYS,
     INDEXED,
     INDEXES,
     IS_CHUNK,
+    NOT_COPIED_TO_INDEXED,
     OFFSETS_EXACT,
     SEARCHABLE,
 )
 from parrot_parents.stores.resolve import INDEXED_KIND
-from parrot_parents.stores.sentences import SENTENCES
 
 if TYPE_CHECKING:
     from parrot_parents.loaders.chunk_info import ChunkInfo
@@ -57,15 +56,6 @@ INGESTION_KEY = "ingestion"
 #: document summary.
 IndexedKind = Literal["context", "question", "proposition", "summary"]
 
-# What an indexed row does not copy from its target: the hierarchy keys, the record of
-# the ingestion, and two keys whose content is the target's alone.
-_NOT_COPIED = HIERARCHY_KEYS | {
-    INGESTION_KEY,
-    # Its own text already carries the heading path: a preamble would count it twice.
-    "retrieval_preamble",
-    # The child's sentences stay on the child, the row the packer trims.
-    SENTENCES,
-}
 # The structure keys (``layer``, ``section_path``, ``ordinal``, ``section_ordinal``) are
 # copied, so that a filter on structure finds a child through its indexed rows.
 _TAGS: dict[IndexedKind, str] = {
@@ -237,7 +227,7 @@ class ChunkIndexer:
     def row(self, target: str, metadata: dict[str, Any], text: str, index: int) -> Document:
         """The ``index``-th indexed row of ``target`` (a child, or a parent for a summary),
         with ``target``'s metadata but its hierarchy keys."""
-        meta = {k: v for k, v in metadata.items() if k not in _NOT_COPIED}
+        meta = {k: v for k, v in metadata.items() if k not in NOT_COPIED_TO_INDEXED}
         meta.update(
             {
                 DOCUMENT_ID: metadata[DOCUMENT_ID],

@@ -31,6 +31,7 @@ __all__ = [
     "INDEXES",
     "IS_CHUNK",
     "IS_FULL_DOCUMENT",
+    "NOT_COPIED_TO_INDEXED",
     "NOT_INDEXED_PREDICATE",
     "NOT_SHARED_WITH_INDEXED",
     "OFFSETS_EXACT",
@@ -84,10 +85,20 @@ HIERARCHY_KEYS = frozenset(
         SEARCHABLE,
     }
 )
-#: The keys whose value on an indexed row is not its target's: the hierarchy keys, and
-#: those that mark it as indexed (``indexed_kind`` and ``strategy`` too). Every other
+#: The keys of a child (or parent) that a row standing for it does not copy: the hierarchy
+#: keys, the record of the document's ingestion (on parents), the retrieval preamble (the
+#: indexed row's own text carries the heading path) and the stored sentences (they stay
+#: on the child, the row the packer trims).
+NOT_COPIED_TO_INDEXED = HIERARCHY_KEYS | {"ingestion", "retrieval_preamble", "sentences"}
+#: The keys whose value on an indexed row is not its target's: those it does not copy,
+#: and those that mark it as indexed (``indexed_kind`` and ``strategy`` too). Every other
 #: metadata key of the target is copied to it.
-NOT_SHARED_WITH_INDEXED = HIERARCHY_KEYS | {INDEXES, OFFSETS_EXACT, "indexed_kind", "strategy"}
+NOT_SHARED_WITH_INDEXED = NOT_COPIED_TO_INDEXED | {
+    INDEXES,
+    OFFSETS_EXACT,
+    "indexed_kind",
+    "strategy",
+}
 
 PARENT_CHUNK = "parent_chunk"
 # Legacy collections used document_type='parent' for whole-document parents.

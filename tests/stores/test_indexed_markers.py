@@ -36,3 +36,29 @@ def test_a_child_indexed_through_its_rows_gets_no_vector() -> None:
     out = prepare_rows([child, row], [[1.0, 0.0], [0.0, 1.0]], 2)
     assert out[0]["embedding"] is None and out[0]["cmetadata"]["is_chunk"] is True
     assert out[1]["embedding"].tolist() == [0.0, 1.0] and out[1]["cmetadata"]["is_chunk"] is False
+
+
+def test_an_indexed_row_copies_no_key_that_a_filter_reads_on_its_target() -> None:
+    from parrot_parents.loaders.indexing import INGESTION_KEY, ChunkIndexer
+    from parrot_parents.stores.markers import NOT_SHARED_WITH_INDEXED
+    from parrot_parents.stores.sentences import SENTENCES
+    from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
+
+    child = {
+        "document_id": "d",
+        "is_chunk": True,
+        "parent_document_id": "d#p",
+        "chunk_index": 3,
+        "start_index": 0,
+        "end_index": 5,
+        "source": "d.md",
+        "tenant": "t1",
+        INGESTION_KEY: {},
+        RETRIEVAL_PREAMBLE: "D > Pay",
+        SENTENCES: {"spans": []},
+    }
+    row = ChunkIndexer("contextual:extractive", "context").row("d#c:0-5", child, "t", 0).metadata
+    # What the row carries of its own or not at all is judged on the target; the rest is
+    # the target's, and a filter on it reads the row itself.
+    assert {k for k in child if row.get(k) != child[k]} <= NOT_SHARED_WITH_INDEXED
+    assert {"source", "tenant", "document_id"} <= row.keys()

@@ -55,6 +55,18 @@ async def test_hierarchy_keys_filter_the_children_found_through_indexed_rows(
     assert [r.id for r in under] == [
         r.id for r in everything if r.metadata["parent_document_id"] == parent
     ]
+    # Keys an indexed row does not copy from its child: judged on the child as well.
+    tried = 0
+    for key in ("retrieval_preamble", "sentences"):
+        having = {c["id"] for c in children if key in c}
+        if not having:
+            continue
+        tried += 1
+        got = await store.similarity_search(
+            QUESTION, limit=100, filter={key: {"$exists": True}}, search_mode=mode
+        )
+        assert [r.id for r in got] == [r.id for r in everything if r.id in having], key
+    assert tried, "the corpus's children hold neither key: nothing was checked"
     early = await store.similarity_search(
         QUESTION,
         limit=100,

@@ -94,7 +94,7 @@ def _checked_filter(value: dict[str, Any]) -> dict[str, Any]:
     try:
         validate_filter(value)
     except ConfigurationError as exc:
-        raise ValueError(exc.message) from None
+        raise ValueError(str(exc)) from None  # the message and its hint, as the store says them
     return value
 
 

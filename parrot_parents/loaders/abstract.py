@@ -30,6 +30,7 @@ from parrot_parents.loaders.defaults import (
 )
 from parrot_parents.loaders.extractive import ExtractiveIndexer
 from parrot_parents.loaders.hierarchy import (
+    HIERARCHY_OWNED,
     DocumentHierarchy,
     LateChunkingProcessor,
     validate_parent_sizes,
@@ -310,6 +311,13 @@ class AbstractLoader(ABC):
                 continue
             if cleaned:
                 self.report.warnings.setdefault(name, []).extend(cleaned)
+            # document_id names the document; the others are the hierarchy's own.
+            owned = sorted(k for k in metadata if k in HIERARCHY_OWNED and k != "document_id")
+            if owned:
+                self.report.warnings.setdefault(name, []).append(
+                    f"metadata {', '.join(map(repr, owned))}: keys the hierarchy writes "
+                    "itself; the values given were not stored (rename them to keep them)"
+                )
             if named_by_content(doc.metadata or {}, doc.id):
                 self.report.warnings.setdefault(name, []).append(
                     f"no document_id or source: stored as {document_id!r}, named by its "

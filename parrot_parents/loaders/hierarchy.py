@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_PREAMBLE",
     "DEFAULT_SECTION_PARENTS",
     "DEFAULT_THRESHOLD",
+    "HIERARCHY_OWNED",
     "DocumentHierarchy",
     "LateChunkingProcessor",
     "validate_parent_sizes",
@@ -190,7 +191,7 @@ class LateChunkingProcessor:
         )
         if not isinstance(document_id, str) or not document_id:
             raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
-        base = {k: v for k, v in (metadata or {}).items() if k not in _RESERVED}
+        base = {k: v for k, v in (metadata or {}).items() if k not in HIERARCHY_OWNED}
         base["document_id"] = document_id
         three = force_three_level or len(document_text) > parent_chunk_threshold_tokens
         hierarchy = DocumentHierarchy(document_id, document_text, 3 if three else 2)
@@ -481,8 +482,9 @@ def _preamble_prefix(metadata: dict[str, Any]) -> str:
     return f"{preamble}\n\n" if isinstance(preamble, str) and preamble else ""
 
 
-# Keys the hierarchy owns; a caller's metadata cannot override them.
-_RESERVED = frozenset(
+#: Keys the hierarchy writes itself; a caller's values for them are not stored (the
+#: loader says so in its report's warnings).
+HIERARCHY_OWNED = frozenset(
     {
         "is_chunk",
         "is_full_document",

@@ -78,6 +78,21 @@ async def test_bad_characters_are_cleaned_reported_and_stored(
     assert len(hit.content) == e - s and "\x00" not in hit.content  # offsets stay exact
 
 
+async def test_metadata_keys_the_hierarchy_writes_are_reported_not_dropped_silently(
+    store: PgVectorStore, embeddings: object
+) -> None:
+    loader = TextLoader(embedding=embeddings)  # type: ignore[arg-type]
+    doc = _doc("inv", document_type="invoice", chunk_index=7, kind="invoice")
+    await loader.chunk_documents([doc], vector_store=store)
+    assert not loader.report.failed
+    assert any(
+        "'chunk_index', 'document_type'" in w and "not stored" in w
+        for w in loader.report.warnings["inv"]
+    ), loader.report.warnings
+    [hit] = await store.similarity_search("salaries", limit=1, filter={"kind": "invoice"})
+    assert hit.metadata.get("document_type") is None and hit.metadata["chunk_index"] != 7
+
+
 async def test_datetimes_become_iso_8601(store: PgVectorStore, embeddings: object) -> None:
     loader = TextLoader(embedding=embeddings)  # type: ignore[arg-type]
     when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC)

@@ -29,9 +29,11 @@ Semantics:
   filter can be prepared once and run with each filter's values (:func:`filter_params`).
 
 Limits (a :class:`~parrot_parents.errors.ConfigurationError` names the offending key): keys
-are non-empty strings of at most 256 characters; strings hold no NUL character; numbers are
-finite (no NaN, Infinity, or ``1e400``, which JSON readers turn into Infinity) and integers
-fit in 64 bits; at most 1000 values per list; nesting at most 16 levels deep.
+are non-empty strings of at most 256 characters; strings hold no NUL character and no lone
+surrogate (not valid Unicode); a ``$like``/``$ilike`` pattern does not end with a lone
+``\\`` (PostgreSQL's escape character); numbers are finite (no NaN, Infinity, or
+``1e400``, which JSON readers turn into Infinity) and integers fit in 64 bits; at most 1000
+values per list; nesting at most 16 levels deep.
 """
 
 from __future__ import annotations

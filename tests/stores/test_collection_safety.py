@@ -314,10 +314,15 @@ async def test_a_lone_surrogate_is_named_not_echoed_in_a_store_error(pg_dsn: str
     store = _store(pg_dsn, table)
     try:
         await _add(store, "d", [1.0, 0.0, 0.0])
-        calls = (
-            lambda: store.similarity_search_by_vector(
+        # In a filter it is refused before any SQL, in the same words.
+        with pytest.raises(ConfigurationError) as refused:
+            await store.similarity_search_by_vector(
                 [1.0, 0.0, 0.0], filter={"source": {"$like": "pay \ud800"}}
-            ),
+            )
+        said = str(refused.value)
+        said.encode("utf-8")
+        assert "lone surrogate" in said and "pay" not in said, said
+        calls = (
             lambda: store.document_rows("pay \ud800"),
             lambda: store.delete("pay \ud800"),
         )

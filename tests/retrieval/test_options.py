@@ -228,7 +228,7 @@ def test_filters_are_accepted_and_refused_alike_in_the_same_words(flt: dict[str,
         validate_filter(flt)
         store_error = None
     except ConfigurationError as exc:
-        store_error = exc.message
+        store_error = str(exc)  # the message and its hint
     try:
         RetrievalOptions.from_overrides({"filter": flt})
         per_call = None

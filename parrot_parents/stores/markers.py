@@ -27,6 +27,8 @@ __all__ = [
     "END_INDEX",
     "HIERARCHY_KEYS",
     "INDEXED",
+    "INDEXED_CONTAINMENT",
+    "INDEXED_MARKER",
     "INDEXED_PREDICATE",
     "INDEXES",
     "IS_CHUNK",
@@ -122,6 +124,9 @@ PARENT_PREDICATE = (
 
 #: Rows written by an ingestion strategy to be searched in place of a retrievable row.
 INDEXED_PREDICATE = "(cmetadata->>'document_type' = 'indexed')"
+#: The same rows as a jsonb containment, which the metadata GIN index serves.
+INDEXED_MARKER = """'{"document_type": "indexed"}'::jsonb"""
+INDEXED_CONTAINMENT = f"cmetadata @> {INDEXED_MARKER}"
 #: Rows of a document's own hierarchy (parents and children): anything but indexed rows.
 NOT_INDEXED_PREDICATE = f"(NOT coalesce({INDEXED_PREDICATE}, false))"
 

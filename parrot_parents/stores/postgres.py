@@ -83,6 +83,7 @@ from parrot_parents.stores.lexical import (
 )
 from parrot_parents.stores.markers import (
     CHILD_PREDICATE,
+    INDEXED_CONTAINMENT,
     NOT_INDEXED_PREDICATE,
     PARENT_PREDICATE,
     SEARCH_PREDICATE,
@@ -121,11 +122,7 @@ from parrot_parents.stores.search_request import (
     check_limit_and_filter,
 )
 from parrot_parents.stores.setup import check_dimension, create_extension
-from parrot_parents.stores.target_filter import (
-    INDEXED_CONTAINMENT,
-    reads_hierarchy,
-    searched_filter,
-)
+from parrot_parents.stores.target_filter import reads_hierarchy, searched_filter
 from parrot_parents.stores.writer import (
     DocumentWrite,
     VectorIndexDeferral,

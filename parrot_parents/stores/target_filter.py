@@ -48,12 +48,9 @@ from sqlalchemy import (
 )
 
 from parrot_parents.stores.filters import compile_filter
-from parrot_parents.stores.markers import DOCUMENT_TYPE, INDEXED, INDEXES, NOT_SHARED_WITH_INDEXED
+from parrot_parents.stores.markers import INDEXED_MARKER, INDEXES, NOT_SHARED_WITH_INDEXED
 
-__all__ = ["INDEXED_CONTAINMENT", "filter_keys", "reads_hierarchy", "searched_filter"]
-
-#: An indexed row, as a condition the metadata GIN index serves (written into statements).
-INDEXED_CONTAINMENT = f"""cmetadata @> '{{"{DOCUMENT_TYPE}": "{INDEXED}"}}'::jsonb"""
+__all__ = ["filter_keys", "reads_hierarchy", "searched_filter"]
 
 
 def filter_keys(filter: Any) -> Iterator[str]:
@@ -130,6 +127,6 @@ def searched_filter(
 def _indexed(cmetadata: Any) -> ColumnElement[bool]:
     """The row is an indexed one (never NULL: a row without the key is not)."""
     # A constant written into the statement (its parameters are the filter's alone).
-    marker: ColumnElement[Any] = literal_column(f"""'{{"{DOCUMENT_TYPE}": "{INDEXED}"}}'::jsonb""")
+    marker: ColumnElement[Any] = literal_column(INDEXED_MARKER)
     indexed: ColumnElement[bool] = cmetadata.op("@>", return_type=Boolean)(marker)
     return indexed

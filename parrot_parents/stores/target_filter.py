@@ -90,9 +90,8 @@ def searched_filter(
     Raises:
         ConfigurationError: a bad filter (:func:`~parrot_parents.stores.filters.compile_filter`).
     """
-    own = compile_filter(table.c.cmetadata, filter)
     if not reads_hierarchy(filter):
-        return own
+        return compile_filter(table.c.cmetadata, filter)
     target = table.alias("target")
     # Compiled again over the target's column: the same parameter names and values.
     on_target = compile_filter(target.c.cmetadata, filter)
@@ -121,6 +120,7 @@ def searched_filter(
         false(),
     )
     indexed = _indexed(table.c.cmetadata)
+    own = compile_filter(table.c.cmetadata, filter)
     return or_(and_(not_(indexed), own), and_(indexed, reached))
 
 

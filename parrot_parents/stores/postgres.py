@@ -122,7 +122,7 @@ from parrot_parents.stores.search_request import (
     check_limit_and_filter,
 )
 from parrot_parents.stores.setup import check_dimension, create_extension
-from parrot_parents.stores.target_filter import reads_hierarchy, searched_filter
+from parrot_parents.stores.target_filter import reads_hierarchy, searched_filter, targets_kept
 from parrot_parents.stores.writer import (
     DocumentWrite,
     VectorIndexDeferral,
@@ -1004,7 +1004,15 @@ class PgVectorStore(
             params.update(filter_params(where[-1]))
             estimate_key = ("estimate", request.include_parents, shape)
             estimate = self._statements.get(estimate_key) or self._remember(
-                estimate_key, self._estimate(table, request, where, targets, engine)
+                estimate_key,
+                estimate_statement(
+                    table,
+                    targets_kept(table, dict(request.filter or {}), request.include_parents)
+                    if targets
+                    else where,
+                    engine.dialect,
+                    with_vector=not targets,
+                ),
             )
 
             def ranking(exact: bool) -> Prepared:
@@ -1084,23 +1092,6 @@ class PgVectorStore(
             else:
                 where.append(compile_filter(table.c.cmetadata, flt))
         return where
-
-    @staticmethod
-    def _estimate(
-        table: Table, request: SearchRequest, where: list[Any], targets: bool, engine: AsyncEngine
-    ) -> Prepared:
-        """The filter's estimate statement (:func:`~parrot_parents.stores.filter_plan.
-        estimate_statement`). Through targets, the planner cannot estimate the join from
-        the targets to the indexed rows: it counts the targets the filter keeps instead
-        (each stands for about as many searched rows as a child is one)."""
-        if not targets:
-            return estimate_statement(table, where, engine.dialect)
-        assert request.filter
-        own = compile_filter(table.c.cmetadata, dict(request.filter))
-        kept: list[Any] = [text(NOT_INDEXED_PREDICATE), own]
-        if not request.include_parents:
-            kept.insert(0, text(CHILD_PREDICATE))
-        return estimate_statement(table, kept, engine.dialect, with_vector=False)
 
     async def _has_indexed_rows(self, conn: ReadConnection) -> bool:
         """Whether the collection holds indexed rows (an ingestion strategy's): asked

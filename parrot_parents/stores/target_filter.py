@@ -44,13 +44,20 @@ from sqlalchemy import (
     not_,
     or_,
     select,
+    text,
     union_all,
 )
 
 from parrot_parents.stores.filters import compile_filter
-from parrot_parents.stores.markers import INDEXED_MARKER, INDEXES, NOT_SHARED_WITH_INDEXED
+from parrot_parents.stores.markers import (
+    CHILD_PREDICATE,
+    INDEXED_MARKER,
+    INDEXES,
+    NOT_INDEXED_PREDICATE,
+    NOT_SHARED_WITH_INDEXED,
+)
 
-__all__ = ["filter_keys", "reads_hierarchy", "searched_filter"]
+__all__ = ["filter_keys", "reads_hierarchy", "searched_filter", "targets_kept"]
 
 
 def filter_keys(filter: Any) -> Iterator[str]:
@@ -130,3 +137,19 @@ def _indexed(cmetadata: Any) -> ColumnElement[bool]:
     marker: ColumnElement[Any] = literal_column(INDEXED_MARKER)
     indexed: ColumnElement[bool] = cmetadata.op("@>", return_type=Boolean)(marker)
     return indexed
+
+
+def targets_kept(table: Table, filter: Mapping[str, Any], include_parents: bool) -> list[Any]:
+    """The predicates of the rows that ``filter`` keeps among those indexed rows stand for
+    (children, or every row but the indexed ones with ``include_parents``), for the
+    planner's estimate of a filter through targets: it cannot estimate the join from the
+    targets to the rows standing for them, and each target stands for about as many
+    searched rows as a child is one. Count them without the vector condition: such a
+    child is stored without one."""
+    kept: list[Any] = [
+        text(NOT_INDEXED_PREDICATE),
+        compile_filter(table.c.cmetadata, filter),
+    ]
+    if not include_parents:
+        kept.insert(0, text(CHILD_PREDICATE))
+    return kept

@@ -43,7 +43,12 @@ from parrot_parents.loaders.defaults import (
 from parrot_parents.loaders.progress import PROGRESS_CHARACTERS
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
 from parrot_parents.stores.ids import content_sha256, make_row_id
-from parrot_parents.stores.markers import PARENT_CHUNK
+from parrot_parents.stores.markers import (
+    DOCUMENT_ID,
+    HIERARCHY_KEYS,
+    PARENT_CHUNK,
+    SEARCHABLE,
+)
 from parrot_parents.stores.sentences import SENTENCES, SentenceVectors, sentence_spans
 from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
 
@@ -483,21 +488,8 @@ def _preamble_prefix(metadata: dict[str, Any]) -> str:
 
 
 #: Keys the hierarchy writes itself; a caller's values for them are not stored (the
-#: loader says so in its report's warnings).
-HIERARCHY_OWNED = frozenset(
-    {
-        "is_chunk",
-        "is_full_document",
-        "document_type",
-        "parent_document_id",
-        "chunk_index",
-        "start_index",
-        "end_index",
-        "document_id",
-        "content_sha256",
-        RETRIEVAL_PREAMBLE,
-    }
-)
+#: loader says so in its report's warnings). ``searchable`` is a caller's to give.
+HIERARCHY_OWNED = (HIERARCHY_KEYS - {SEARCHABLE}) | {DOCUMENT_ID, RETRIEVAL_PREAMBLE}
 
 
 def _steps(

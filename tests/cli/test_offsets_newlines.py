@@ -81,7 +81,7 @@ def test_readme_offset_formula_holds_for_every_line_break(
 
     rows: dict[str, list[tuple[str, int, int]]] = {}
     for document, meta in asyncio.run(_rows(pg_dsn, table, embeddings)):
-        if meta.get("document_type") == "indexed" or meta.get("offset_exact") is False:
+        if meta.get("document_type") == "indexed" or meta.get("offsets_exact") is False:
             continue  # rows of a strategy's index or an overview: not spans of the text
         span = (document, meta["start_index"], meta["end_index"])
         rows.setdefault(meta["document_id"], []).append(span)

@@ -58,7 +58,7 @@ from parrot_parents.loaders.structure.sections import (
 from parrot_parents.loaders.structure.summary import extractive_summary
 from parrot_parents.loaders.structure.tree import Heading, Structure, Table
 from parrot_parents.stores.ids import content_sha256, make_row_id
-from parrot_parents.stores.markers import PARENT_CHUNK
+from parrot_parents.stores.markers import OFFSETS_EXACT, PARENT_CHUNK
 from parrot_parents.stores.structure_markers import (
     LAYER,
     LAYER_DOCUMENT,
@@ -345,7 +345,7 @@ def _overview_row(
         ORDINAL: 0,
         SECTION_ORDINAL: 0,
         "is_chunk": True,
-        "offset_exact": False,
+        OFFSETS_EXACT: False,
         "summary_sections": list(overview.ordinals),
     }
     row_id = f"{document_id}#document"

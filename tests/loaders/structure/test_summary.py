@@ -4,6 +4,7 @@ from parrot_parents.loaders.hierarchy import LateChunkingProcessor
 from parrot_parents.loaders.structure.markdown import read_markdown
 from parrot_parents.loaders.structure.sections import segments
 from parrot_parents.loaders.structure.summary import MAX_SECTIONS, extractive_summary
+from parrot_parents.stores.markers import OFFSETS_EXACT
 
 REPORT = """# Tide report
 
@@ -64,6 +65,8 @@ def test_document_row_is_a_child_without_span_or_parent() -> None:
     assert doc.chunk_id == "tides.md#document"
     assert doc.metadata["layer"] == "document" and doc.metadata["is_chunk"] is True
     assert "start_index" not in doc.metadata and "parent_document_id" not in doc.metadata
+    # Its text is not a slice of the source, under the key every other such row carries.
+    assert doc.metadata[OFFSETS_EXACT] is False and "offset_exact" not in doc.metadata
     assert doc.text == overview(REPORT).text.replace("Tides\n\n", "tides\n\n", 1)
     without = LateChunkingProcessor(embedding=object())  # type: ignore[arg-type]
     h2 = without.build_hierarchy(REPORT, "tides.md", structure=read_markdown(REPORT))

@@ -137,10 +137,12 @@ class RetrievalMeta:
             otherwise.
         filter_plan: how a search with a metadata filter ranked, on a store that plans
             it: ``{"estimate": children the planner expected the filter to keep,
-            "search": "exact" | "index" | "index, then exact", "exact_below": the
-            threshold, "children": the planner's estimate of the collection's children,
-            which the threshold grows with}`` (:mod:`parrot_parents.stores.filter_plan`);
-            also when the filter kept nothing; None without a filter or such a store.
+            "search": "exact" | "index" | "index, then exact" | "exact, then index" |
+            "exact, then index, then exact" (each search the store ran, in order),
+            "exact_below": the threshold, "children": the planner's estimate of the
+            collection's children, which the threshold grows with}``
+            (:mod:`parrot_parents.stores.filter_plan`); also when the filter kept
+            nothing; None without a filter or such a store.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.

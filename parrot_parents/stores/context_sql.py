@@ -41,9 +41,10 @@ from sqlalchemy import (
     union,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from parrot_parents.stores.context import Context, ContextPlan
+from parrot_parents.stores.kept import over_cap
 from parrot_parents.stores.markers import (
     CHILD_PREDICATE,
     INDEXES,
@@ -92,6 +93,24 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         cast(null(), Float).label("fused_score"),
         cast(null(), ARRAY(Text)).label("lexical_expansion"),
     )
+
+
+def _over(capped: Any) -> Select[Any]:
+    """One row of kind ``x`` in the shape of the union when ``capped`` reached its cap
+    (:func:`~parrot_parents.stores.kept.over_cap`), else none."""
+    return select(
+        literal_column("'x'", Text).label("kind"),
+        cast(null(), Integer).label("ord"),
+        cast(null(), Text).label("id"),
+        cast(null(), Text).label("document"),
+        cast(null(), JSONB).label("cmetadata"),
+        cast(null(), Float).label("distance"),
+        cast(null(), Integer).label("dense_rank"),
+        cast(null(), Integer).label("lexical_rank"),
+        cast(null(), Float).label("lexical_score"),
+        cast(null(), Float).label("fused_score"),
+        cast(null(), ARRAY(Text)).label("lexical_expansion"),
+    ).where(over_cap(capped))
 
 
 def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[Any]]:
@@ -151,10 +170,14 @@ def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[An
     return parts
 
 
-def search_with_context(table: Table, ranked: Select[Any], plan: ContextPlan | None) -> Any:
+def search_with_context(
+    table: Table, ranked: Select[Any], plan: ContextPlan | None, capped: Any | None = None
+) -> Any:
     """``ranked`` (columns :data:`HIT_COLUMNS`) with its targets and ``plan``'s reads.
 
-    Binds what ``ranked`` binds, plus ``window_n`` for a window plan.
+    Binds what ``ranked`` binds, plus ``window_n`` for a window plan. ``capped``: the
+    capped :func:`~parrot_parents.stores.kept.kept_rows` that ``ranked`` ranks; one more
+    row, of kind ``x``, says that they reached their cap (:attr:`Split.over_cap`).
     """
     hits = ranked.cte("hits")
     indexes = _key(hits.c.cmetadata, INDEXES)
@@ -182,6 +205,8 @@ def search_with_context(table: Table, ranked: Select[Any], plan: ContextPlan | N
         hits.c.lexical_expansion,
     )
     parts: list[Select[Any]] = [first, _rows("t", targets)]
+    if capped is not None:
+        parts.append(_over(capped))
     if plan is not None:
         res = (
             select(func.coalesce(targets.c.cmetadata, hits.c.cmetadata).label("meta"))
@@ -210,6 +235,9 @@ class Split:
     hits: list[SearchResult] = field(default_factory=list)
     targets: dict[str, SearchResult] = field(default_factory=dict)
     context: Context | None = None
+    #: The capped rows an exact attempt ranked reached their cap: the filter keeps more
+    #: than the threshold, and these hits are not its exact top.
+    over_cap: bool = False
 
 
 def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
@@ -264,6 +292,7 @@ def split_rows(
     hit_rows = sorted((r for r in rows if r["kind"] == "h"), key=lambda r: r["ord"])
     out.hits = [_result(r, dense) for r in hit_rows]
     out.targets = {r["id"]: _plain(r) for r in rows if r["kind"] == "t"}
+    out.over_cap = any(r["kind"] == "x" for r in rows)
     if plan is None:
         return out
     if seeds is None:

@@ -14,14 +14,20 @@ own connection), then:
   (``FILTER_EXACT_BELOW``, 4,000, unless the store's
   :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise) in a
   collection of up to 100,000 children, and grows as the collection's size to the power
-  0.6 above that (15,900 at a million). The distance is written so that no index can
-  order it; the lexical branch is BM25 in SQL with every query lexeme bringing
-  candidates (pg_textsearch's index would rank first and filter after, walking most of
-  the collection). In ``hybrid`` mode the kept children are read once for both
-  branches (:func:`~parrot_parents.stores.hybrid.search_statement`, ``exact``): the
-  lexical branch checks their tsvectors rather than read the GIN index's list of every
-  child holding a common query word (a 1 % filter at a million children, a six-word
-  question: 96 ms for the hybrid statement, against 205 to 330 ms with that list);
+  0.6 above that (15,900 at a million). The dense and hybrid rankings read the kept
+  children once (:mod:`~parrot_parents.stores.kept`), and compare each with the query
+  (never through the HNSW index); in ``hybrid`` mode the lexical branch checks their
+  tsvectors rather than read the GIN index's list of every child holding a common query
+  word (a 1 % filter at a million children, a six-word question: 96 ms for the hybrid
+  statement, against 205 to 330 ms with that list). The lexical branch is BM25 in SQL
+  with every query lexeme bringing candidates (pg_textsearch's index would rank first
+  and filter after, walking most of the collection); alone, it reads the children
+  holding a query lexeme through the GIN index and checks the filter on them;
+* an exact dense or hybrid ranking reads at most ``threshold + 1`` kept children. If it
+  reads that many, the estimate was wrong (the planner guesses for a range or a pattern
+  on a metadata key) and the search goes through the indexes instead (**exact, then
+  index**): a wrong estimate costs the read of the threshold's rows, not of every child
+  the filter keeps;
 * more: **index**. A dense search walks the HNSW index (iterative scan; sequential and
   bitmap scans are turned off for its statement); the lexical branch is the
   collection's own (pg_textsearch's index, filtering as it scans, or BM25 in SQL with
@@ -31,7 +37,8 @@ own connection), then:
   exactly (**index, then exact**): the scan stopped short, or the filter keeps fewer
   children than asked for. Either way the exact ranking reads few rows. In ``hybrid``
   mode that is judged on the fused rows: a short dense branch that the lexical branch
-  fills is not seen.
+  fills is not seen. After an exact attempt that reached its cap, that is **exact, then
+  index, then exact**, and the last ranking reads every child the filter keeps.
 
 Where the threshold comes from (``python -m benchmarks run filtered_plans``, raw SQL on
 the scale benchmark's tables, queries near sampled children, ``ef_search`` 100, warm
@@ -62,7 +69,8 @@ exact ranking of so few is a few milliseconds.
 
 The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
 they describe badly can take the slower plan, never a wrong answer, since both plans
-rank the filter's children. Each filtered search's plan rides on its results
+rank the filter's children; one they take for selective costs at most the read of the
+threshold's rows before the index plan. Each filtered search's plan rides on its results
 (:attr:`~parrot_parents.stores.results.SearchResult.filter_plan`) into
 ``meta["filter_plan"]``.
 """
@@ -90,7 +98,9 @@ __all__ = [
     "threshold",
 ]
 
-FilterSearch = Literal["exact", "index", "index, then exact"]
+FilterSearch = Literal[
+    "exact", "index", "index, then exact", "exact, then index", "exact, then index, then exact"
+]
 
 #: The collection size up to which the threshold is ``exact_below`` itself, and the
 #: power of the size it grows with above that (module docstring).
@@ -105,8 +115,11 @@ class FilterPlan:
     Attributes:
         estimate: children the planner expected the filter to keep.
         search: ``exact`` (every child the filter keeps compared with the query),
-            ``index`` (the HNSW iterative scan), or ``index, then exact`` (the scan
-            returned fewer rows than asked for, and the exact ranking ran after it).
+            ``index`` (the HNSW iterative scan), ``index, then exact`` (the scan
+            returned fewer rows than asked for, and the exact ranking ran after it), or
+            ``exact, then index`` (the estimate was under the threshold, but the exact
+            attempt read more than the threshold's rows: the indexes ranked; with
+            ``, then exact`` after it when their scan came back short).
         exact_below: the threshold the estimate was compared with (:func:`threshold`).
         children: the planner's estimate of the collection's children, which the
             threshold grows with.
@@ -128,11 +141,20 @@ class FilterPlan:
     @property
     def exact(self) -> bool:
         """Whether the dense ranking is (now) exact."""
-        return self.search != "index"
+        return self.search.endswith("exact")
+
+    def then_index(self) -> FilterPlan:
+        """This plan after its exact attempt read more than the threshold's rows."""
+        return replace(self, search="exact, then index")
 
     def then_exact(self) -> FilterPlan:
         """This plan after an index search came back short."""
-        return replace(self, search="index, then exact")
+        search: FilterSearch = (
+            "exact, then index, then exact"
+            if self.search == "exact, then index"
+            else "index, then exact"
+        )
+        return replace(self, search=search)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"estimate", "search", "exact_below"}`` for ``meta``."""

@@ -79,7 +79,6 @@ __all__ = [
     "CandidateRule",
     "query_vector",
     "search_statement",
-    "unindexed",
 ]
 
 
@@ -113,12 +112,6 @@ def query_vector(table: Table) -> Any:
     return bindparam("query_vector", type_=QueryVector(column_type.dim))
 
 
-def unindexed(distance: ColumnElement[Any]) -> ColumnElement[Any]:
-    """``distance + 0``: a form no index can order by, so the planner compares every row
-    the other predicates keep (an exact ranking)."""
-    return distance + literal(0.0, Float)
-
-
 def _dense(table: Table, where: list[Any], depth: int) -> Any:
     distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
     knn = (
@@ -132,27 +125,9 @@ def _dense(table: Table, where: list[Any], depth: int) -> Any:
     return select(knn.c.id, rank.label("dense_rank")).cte("dense")
 
 
-def _kept(table: Table, where: list[Any]) -> Any:
-    """The rows ``where`` keeps, read once for both branches of an exact hybrid search: a
-    ``MATERIALIZED`` CTE ``(id, lexical, distance)``.
-
-    Under a selective filter the dense branch reads every kept row anyway. Matching the
-    lexical branch against the same rows replaces a bitmap of every child holding a query
-    lexeme (hundreds of thousands for a common word at a million children: 160 ms of GIN
-    reads for a six-word query) by a check of each kept row's tsvector. ``MATERIALIZED``
-    keeps the planner from folding the ``@@`` back into the scan, where it would choose
-    that bitmap again."""
-    distance = table.c.embedding.cosine_distance(query_vector(table))
-    return (
-        select(table.c.id, table.c.lexical, distance.label("distance"))
-        .where(*where)
-        .cte("kept")
-        .prefix_with("MATERIALIZED")
-    )
-
-
 def _dense_kept(kept: Any, depth: int) -> Any:
-    """The dense branch as :func:`_dense` ranks it exactly, over the :func:`_kept` rows."""
+    """The dense branch as :func:`_dense` ranks it exactly, over the
+    :func:`~parrot_parents.stores.kept.kept_rows`."""
     knn = (
         select(kept.c.id, kept.c.distance)
         .where(kept.c.distance.is_not(None))
@@ -224,9 +199,9 @@ def _bm25(
 ) -> Any:
     """The top ``depth`` children by BM25 over ``terms``: rows ``id, lexical_score``.
 
-    ``table``: the collection table, or the :func:`_kept` rows (columns ``id`` and
-    ``lexical``). ``weights`` has a row ``(lexeme, idf)`` per scoring lexeme; its ``idf``
-    is the lexeme's idf, times its query weight under feedback."""
+    ``table``: the collection table, or the :func:`~parrot_parents.stores.kept.kept_rows`
+    (columns ``id`` and ``lexical``). ``weights`` has a row ``(lexeme, idf)`` per scoring
+    lexeme; its ``idf`` is the lexeme's idf, times its query weight under feedback."""
     # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
     # row otherwise, unnested then filtered: twice the time at 100k children):
     # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
@@ -346,7 +321,8 @@ def _lexical(
 ) -> tuple[Any, Any]:
     """The lexical branch as a CTE ``(id, lexical_score, lexical_rank)``, and the array of
     lexemes feedback added to the query (a NULL ``text[]`` without ``prf``). ``kept``:
-    rank the :func:`_kept` rows (``where`` applied there) instead of the table's."""
+    rank the :func:`~parrot_parents.stores.kept.kept_rows` (``where`` applied there)
+    instead of the table's."""
     # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
     # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
     # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
@@ -424,7 +400,7 @@ def search_statement(
     fusion: Fusion | None = None,
     candidates: CandidateRule = CANDIDATES,
     bm25_index: str | None = None,
-    exact: bool = False,
+    kept: Any | None = None,
 ) -> Select[Any]:
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
@@ -452,10 +428,11 @@ def search_statement(
         bm25_index: the schema-qualified name of the collection's pg_textsearch index:
             the lexical branch is its top-k instead of BM25 in SQL (not with
             ``fusion.prf``, which reads the SQL statistics).
-        exact: rank over every row ``where`` keeps (a selective filter,
-            :mod:`~parrot_parents.stores.filter_plan`). In ``hybrid`` mode those rows are
-            read once (:func:`_kept`): the dense branch compares each (never the HNSW
-            index) and the lexical branch matches each, never through the GIN index.
+        kept: rank these rows of ``where`` only, every one of them
+            (:func:`~parrot_parents.stores.kept.kept_rows`, read once; the exact plan of
+            a selective filter, :mod:`~parrot_parents.stores.filter_plan`): the dense
+            branch compares each (never the HNSW index) and the lexical branch matches
+            each, never through the GIN index.
     """
     fusion = fusion or Fusion()
     depth = max(limit, fusion.depth or limit)
@@ -464,9 +441,6 @@ def search_statement(
         distance = table.c.embedding.cosine_distance(query_vector(table))
     assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
-    # Only where the dense branch reads the kept rows anyway: alone, the lexical branch
-    # is better served by the GIN index when the filter has no index of its own.
-    kept = _kept(table, where) if exact and mode == "hybrid" else None
     if bm25_index is not None:
         assert fusion.prf is None, "feedback reads the SQL statistics"
         assert kept is None, "an exact search ranks the kept rows in SQL"

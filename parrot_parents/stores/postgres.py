@@ -72,9 +72,9 @@ from parrot_parents.stores.hybrid import (
     CandidateRule,
     query_vector,
     search_statement,
-    unindexed,
 )
 from parrot_parents.stores.identifiers import check_collection_name, validate_identifier
+from parrot_parents.stores.kept import KEPT_LIMIT, kept_rows
 from parrot_parents.stores.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
     LexicalTables,
@@ -1015,22 +1015,43 @@ class PgVectorStore(
                 ),
             )
 
-            def ranking(exact: bool) -> Prepared:
-                ranked_key = (*key, shape, exact)
+            def ranking(exact: bool, capped: bool = False) -> Prepared:
+                ranked_key = (*key, shape, exact, capped)
                 known = self._statements.get(ranked_key)
                 if known is not None:
                     return known
-                scanned = where if exact else self._where(table, request, targets, few=False)
-                ranked = self._statement(table, request, exact, scanned)
-                return self._prepared(
-                    ranked_key, search_with_context(table, ranked, request.plan), engine
+                if not exact:
+                    scanned = self._where(table, request, targets, few=False)
+                    ranked = self._statement(table, request, scanned)
+                    return self._prepared(
+                        ranked_key, search_with_context(table, ranked, request.plan), engine
+                    )
+                # The lexical branch alone is better served by the GIN index, the filter
+                # checked on the children holding a query lexeme, than by reading every
+                # child the filter keeps (measured: docs/performance.md).
+                kept = (
+                    None
+                    if request.mode == "lexical"
+                    else kept_rows(
+                        table,
+                        where,
+                        lexical=request.mode != "dense",
+                        vector=request.vector is not None,
+                        capped=capped,
+                    )
                 )
+                ranked = self._statement(table, request, where, exact=True, kept=kept)
+                statement = search_with_context(
+                    table, ranked, request.plan, kept if capped else None
+                )
+                return self._prepared(ranked_key, statement, engine)
 
-            async def rank(exact: bool, index_only: bool = False) -> Split:
-                statement = ranking(exact)
+            async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
+                statement = ranking(exact, capped=cap is not None)
                 settings = self._settings(request, index_only)
+                run = params if cap is None else {**params, KEPT_LIMIT: cap + 1}
                 rows: Sequence[Any] = await conn.fetch_with(
-                    statement.sql, statement.args(params), settings
+                    statement.sql, statement.args(run), settings
                 )
                 return split_rows(rows, request.plan, dense=dense)
 
@@ -1038,7 +1059,13 @@ class PgVectorStore(
             kept, children = estimated_rows(explained)
             plan = FilterPlan.for_estimate(kept, children, below)
             if plan.exact:
-                return await rank(exact=True), plan
+                # At most the threshold's rows read: the estimate may be a guess. (The
+                # lexical branch alone reads the children holding a query lexeme.)
+                cap = None if request.mode == "lexical" else plan.exact_below
+                split = await rank(exact=True, cap=cap)
+                if not split.over_cap:
+                    return split, plan
+                plan = plan.then_index()
             # The index plan is ours, not the planner's: a dense statement is kept off
             # scans that would rank every child the filter keeps. (In hybrid mode the
             # lexical branch needs the GIN bitmap scans, so the planner stays free.)
@@ -1111,27 +1138,44 @@ class PgVectorStore(
         self,
         table: Table,
         request: SearchRequest,
-        exact: bool = False,
         where: list[Any] | None = None,
+        exact: bool = False,
+        kept: Any | None = None,
     ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
-        ``query_vector`` and ``lexical_query``. ``exact``: the dense ranking compares
-        every child ``where`` keeps, never through the HNSW index
-        (:mod:`~parrot_parents.stores.filter_plan`). ``where``: the search's predicates
-        (:meth:`_where`), when the caller has them already."""
+        ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
+        (:meth:`_where`), when the caller has them already. ``exact``: the ranking of a
+        selective filter (:mod:`~parrot_parents.stores.filter_plan`), never through an
+        index but the GIN index of the query's lexemes; in dense and hybrid mode over
+        ``kept``, the :func:`~parrot_parents.stores.kept.kept_rows` of ``where``, every
+        one compared with the query."""
         if where is None:
             where = self._where(table, request)
         if request.mode == "dense":
             distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
             # The kNN in a subquery, numbered outside it: a window function beside the
             # ORDER BY ... LIMIT would read every row before the limit.
-            knn = (
-                select(table.c.id, table.c.document, table.c.cmetadata, distance)
-                .where(table.c.embedding.is_not(None), *where)
-                .order_by(unindexed(distance.element) if exact else distance)
-                .limit(request.limit)
-                .subquery("knn")
-            )
+            assert kept is not None or not exact, "an exact dense ranking ranks the kept rows"
+            if kept is None:
+                knn = (
+                    select(table.c.id, table.c.document, table.c.cmetadata, distance)
+                    .where(table.c.embedding.is_not(None), *where)
+                    .order_by(distance)
+                    .limit(request.limit)
+                    .subquery("knn")
+                )
+            else:
+                top = (
+                    select(kept.c.id, kept.c.distance)
+                    .order_by(kept.c.distance, kept.c.id)
+                    .limit(request.limit)
+                    .subquery("kept_top")
+                )
+                knn = (
+                    select(table.c.id, table.c.document, table.c.cmetadata, top.c.distance)
+                    .join(top, top.c.id == table.c.id)
+                    .subquery("knn")
+                )
             return select(
                 knn.c.id,
                 knn.c.document,
@@ -1158,7 +1202,7 @@ class PgVectorStore(
             # every query lexeme then brings candidates (few, as the filter keeps few).
             candidates=EXACT_CANDIDATES if request.filter and exact else self.lexical_candidates,
             bm25_index=self._bm25_index(request, exact),
-            exact=exact,
+            kept=kept,
         )
 
     def _bm25_index(self, request: SearchRequest, exact: bool) -> str | None:

@@ -39,12 +39,23 @@ from sqlalchemy.sql.elements import BindParameter
 
 from parrot_parents.stores.filters import FILTER_PARAM_PREFIX
 
-__all__ = ["RUNTIME_PARAMS", "ConnectionDropped", "Prepared", "inline_constants", "is_runtime"]
+__all__ = [
+    "KEPT_LIMIT",
+    "RUNTIME_PARAMS",
+    "ConnectionDropped",
+    "Prepared",
+    "inline_constants",
+    "is_runtime",
+]
+
+#: The most rows an exact attempt reads (:mod:`~parrot_parents.stores.kept`): bound at
+#: each run, as the threshold follows the collection's size.
+KEPT_LIMIT = "kept_limit"
 
 #: Parameters whose values change from one execution to the next, besides a filter's
 #: (:func:`is_runtime`); every other bound value of a :class:`Prepared` statement is a
 #: constant of its shape.
-RUNTIME_PARAMS = frozenset({"query_vector", "lexical_query", "window_n", "seed_ids"})
+RUNTIME_PARAMS = frozenset({"query_vector", "lexical_query", "window_n", "seed_ids", KEPT_LIMIT})
 
 
 def is_runtime(name: str) -> bool:

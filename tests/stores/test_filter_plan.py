@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.filter_plan import THRESHOLD_AT, threshold
+from parrot_parents.stores.filter_plan import THRESHOLD_AT, FilterPlan, threshold
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import HNSWQueryOptions
@@ -179,6 +179,55 @@ async def test_an_index_scan_that_comes_back_short_is_ranked_exactly_after_it(
         assert got[0].filter_plan.search == "index, then exact"
 
 
+async def test_a_broad_filter_the_planner_takes_for_a_selective_one_is_read_no_further(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    # The planner has no statistics for a range on a metadata key, and takes it to keep a
+    # few rows: a filter that keeps every child is estimated under the threshold. The
+    # exact attempt reads no more than the threshold's rows, finds the filter keeps more,
+    # and the index ranks (before, every child was ranked exactly).
+    store = await open_store(filter_exact_below=50)
+    q = _query(21)
+    everyone = {"bucket": {"$gte": 0}}
+    for mode in ("dense", "hybrid"):
+        got = await store.similarity_search_by_vector(
+            q, limit=10, filter=everyone, search_mode=mode, query="row tenant"
+        )
+        plan = got.filter_plan
+        assert plan is not None and plan.estimate <= 50, plan
+        assert plan.search == "exact, then index", (mode, plan)
+        assert len(got) == 10
+        if mode == "dense":
+            every = sorted(range(N), key=lambda i: (-float(tenants[1][i] @ q), i))
+            assert len({r.id for r in got} & {_id(i) for i in every[:10]}) >= 9
+    # A range that does keep few children is ranked exactly, over every one of them.
+    few = {"bucket": {"$gte": 93}}
+    keep = [i for i in range(N) if i % BUCKETS >= 93]
+    assert len(keep) <= 50
+    got = await store.similarity_search_by_vector(q, limit=10, filter=few)
+    assert got.filter_plan is not None and got.filter_plan.search == "exact"
+    order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
+    assert [r.id for r in got] == [_id(i) for i in order[:10]]
+    # Lexical search alone reads the children holding a query lexeme, not the kept rows:
+    # its exact plan has no cap to reach.
+    lexical = await store.similarity_search(
+        "row tenant", limit=5, filter=everyone, search_mode="lexical"
+    )
+    assert len(lexical) == 5 and lexical.filter_plan is not None
+    assert lexical.filter_plan.search == "exact"
+
+
+def test_a_plan_names_each_search_it_ran_in_order() -> None:
+    plan = FilterPlan.for_estimate(10, 1000, 50)
+    assert plan.search == "exact" and plan.exact
+    assert plan.then_index().search == "exact, then index" and not plan.then_index().exact
+    assert plan.then_index().then_exact().search == "exact, then index, then exact"
+    assert plan.then_index().then_exact().exact
+    broad = FilterPlan.for_estimate(100, 1000, 50)
+    assert broad.search == "index" and not broad.exact
+    assert broad.then_exact().search == "index, then exact" and broad.then_exact().exact
+
+
 async def test_each_filter_is_planned_and_ranked_with_its_own_values(
     open_store: Any, tenants: tuple[str, np.ndarray]
 ) -> None:
@@ -227,9 +276,9 @@ async def test_a_filtered_search_leaves_the_session_as_an_unfiltered_one_needs_i
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    buckets=st.sets(st.integers(0, BUCKETS - 1), max_size=6),
+    buckets=st.sets(st.integers(0, BUCKETS - 1), max_size=6) | st.integers(0, BUCKETS),
     limit=st.integers(1, 40),
-    below=st.sampled_from([0, 4000]),
+    below=st.sampled_from([0, 50, 4000]),
     scan=st.sampled_from(["strict_order", "off"]),
     seed=st.integers(0, 2**16),
 )
@@ -237,25 +286,32 @@ async def test_a_filtered_search_leaves_the_session_as_an_unfiltered_one_needs_i
 @example(buckets={3}, limit=10, below=0, scan="off", seed=1)
 @example(buckets={3, 50}, limit=40, below=0, scan="strict_order", seed=2)
 @example(buckets=set(), limit=5, below=4000, scan="strict_order", seed=3)
+# A range the planner cannot estimate, keeping every child: the exact attempt's cap.
+@example(buckets=0, limit=10, below=50, scan="strict_order", seed=4)
 async def test_a_filtered_search_loses_nothing_whatever_its_plan(
     open_store: Any,
     tenants: tuple[str, np.ndarray],
-    buckets: set[int],
+    buckets: set[int] | int,
     limit: int,
     below: int,
     scan: str,
     seed: int,
 ) -> None:
     # Every plan returns min(limit, children the filter keeps) children, all kept by the
-    # filter; an exact ranking returns the exact top ``limit``.
+    # filter; an exact ranking returns the exact top ``limit``. ``buckets``: a set of
+    # buckets (``$in``, which the planner estimates), or the lowest bucket kept (``$gte``,
+    # which it guesses).
     store = await open_store(filter_exact_below=below, iterative_scan=scan)
     q = _query(seed)
-    got = await store.similarity_search_by_vector(
-        q, limit=limit, filter={"bucket": {"$in": sorted(buckets)}}
-    )
-    keep = [i for i in range(N) if i % BUCKETS in buckets]
+    if isinstance(buckets, int):
+        flt: dict[str, Any] = {"bucket": {"$gte": buckets}}
+        kept = set(range(buckets, BUCKETS))
+    else:
+        flt, kept = {"bucket": {"$in": sorted(buckets)}}, buckets
+    got = await store.similarity_search_by_vector(q, limit=limit, filter=flt)
+    keep = [i for i in range(N) if i % BUCKETS in kept]
     assert len(got) == min(limit, len(keep))
-    assert all(r.metadata["bucket"] in buckets for r in got)
+    assert all(r.metadata["bucket"] in kept for r in got)
     if got and got[0].filter_plan is not None and got[0].filter_plan.exact:
         order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
         assert [r.id for r in got] == [_id(i) for i in order[:limit]]
@@ -308,6 +364,7 @@ async def test_an_exact_hybrid_search_reads_the_kept_children_once_and_fuses_exa
 
     from parrot_parents.stores.context_sql import search_with_context
     from parrot_parents.stores.filters import filter_params
+    from parrot_parents.stores.kept import kept_rows
     from parrot_parents.stores.prepared import Prepared
     from parrot_parents.stores.search_request import SearchRequest
 
@@ -319,7 +376,8 @@ async def test_an_exact_hybrid_search_reads_the_kept_children_once_and_fuses_exa
         mode="hybrid", limit=10, dimension=384, vector=q, text=question, filter=rare
     )
     where = store._where(table, request)
-    ranked = store._statement(table, request, True, where)
+    kept = kept_rows(table, where, lexical=True, vector=True, capped=False)
+    ranked = store._statement(table, request, where, exact=True, kept=kept)
     prepared = Prepared.compile(search_with_context(table, ranked, None), engine.dialect)
     args = prepared.args({"query_vector": q, "lexical_query": question, **filter_params(where[-1])})
 

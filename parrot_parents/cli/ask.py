@@ -1,7 +1,8 @@
 """``parrot-parents ask "question"``: print the context a bot would hand to the LLM.
 
 Locally, the collection is opened (an unknown one fails at once), then the model loads
-(its time is ``meta.timings_ms.model_load``), then the bot retrieves. With ``--server
+(its time is ``meta.timings_ms.model_load``; not for ``--search-mode lexical``, which
+embeds nothing), then the bot retrieves. With ``--server
 URL`` a running ``parrot-parents serve`` answers instead: nothing heavy is imported here
 and no model loads (``meta.timings_ms.request`` is the round trip).
 """
@@ -75,8 +76,9 @@ async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
     options = RetrievalOptions.from_overrides(retrieval_overrides(args))  # before any I/O
     store = make_store(args, create=False)
     try:
-        # Opening checks the collection before the model loads (it needs the dimension),
-        # and before the bot's modules are imported: an unknown one fails at once.
+        # Opening checks the collection before the model loads (the table gives the
+        # dimension), and before the bot's modules are imported: an unknown one fails at
+        # once.
         await store.connect()
     except BaseException:
         await store.close()
@@ -86,7 +88,8 @@ async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
 
     bot = Chatbot(store=store, parent_searcher=parent_searcher_for(store))
     try:
-        await asyncio.to_thread(store.embedding.warm_up)  # loaded by now; a no-op
+        if options.search_mode != "lexical":  # a lexical search embeds nothing
+            await asyncio.to_thread(store.embedding.warm_up)
         retrieval = await bot.retrieve(args.question, options)
     finally:
         await bot.close()

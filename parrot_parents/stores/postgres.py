@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -121,7 +122,12 @@ from parrot_parents.stores.search_request import (
     SearchRequest,
     check_limit_and_filter,
 )
-from parrot_parents.stores.setup import check_dimension, create_extension
+from parrot_parents.stores.setup import (
+    check_dimension,
+    create_extension,
+    dimension_mismatch,
+    stored_dimension,
+)
 from parrot_parents.stores.target_filter import reads_hierarchy, searched_filter, targets_kept
 from parrot_parents.stores.writer import (
     DocumentWrite,
@@ -171,7 +177,10 @@ class PgVectorStore(
         table: collection (table) name, default ``"documents"``; validated identifier.
         schema: PostgreSQL schema, default ``"public"``; validated identifier.
         embedding: the embedding model; default all-MiniLM-L6-v2 (384 dimensions).
-        dimension: embedding length; read from the model when None.
+        dimension: embedding length; when None, an existing collection's (read from its
+            table, so that opening it and searching it lexically load no model; the
+            model's own is compared with it before the model first embeds), else the
+            model's.
         hnsw: index build parameters. search_options: query-time HNSW settings.
         embed_batch_size: children embedded per model call in :meth:`add_documents`.
         collection: alias of ``table``.
@@ -208,7 +217,8 @@ class PgVectorStore(
 
     Raises:
         ConfigurationError: bad identifiers or parameters (at construction).
-        SchemaMismatchError: the table exists with another embedding dimension.
+        SchemaMismatchError: the table exists with another embedding dimension (the
+            ``dimension`` given: at connect; the model's: when it would embed).
         ModelMismatchError: (when it would embed) the collection's vectors are another
             model's (:mod:`parrot_parents.stores.model_contract`).
         StoreError: the server cannot be reached.
@@ -241,6 +251,10 @@ class PgVectorStore(
             raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")
         self.embedding = embedding or SentenceTransformerEmbeddings()
         self._dimension = dimension
+        # The dimension was read from the table, not the model: each model is compared
+        # with it before it embeds (the models compared so far).
+        self._from_table = False
+        self._dimension_checked: weakref.WeakSet[Any] = weakref.WeakSet()
         self.hnsw = hnsw or HNSWIndex()
         self.search_options = search_options or HNSWQueryOptions()
         self.embed_batch_size = embed_batch_size
@@ -291,7 +305,8 @@ class PgVectorStore(
 
     @property
     def dimension(self) -> int:
-        """Embedding length (loads the model when it was not given)."""
+        """Embedding length: as given, else the existing collection's once connected, else
+        the model's (which loads it)."""
         if self._dimension is None:
             self._dimension = self.embedding.dimension
         return self._dimension
@@ -371,6 +386,10 @@ class PgVectorStore(
             # or a table that is not one, is reported in a second, not after the load.
             async with store_errors(f"opening {self.qualified_name}"), engine.begin() as c:
                 state = await c.run_sync(collection_state, self.schema, self.table)
+                if state == "collection" and self._dimension is None:
+                    stored = await stored_dimension(c, self.schema, self.table)
+                    if stored is not None:
+                        self._dimension, self._from_table = stored, True
             if state == "other":
                 raise not_a_collection(self.schema, self.table)
             if state == "missing" and not create:
@@ -536,12 +555,33 @@ class PgVectorStore(
         the vectors it made. Loads the model (once per embeddings object).
 
         Raises:
+            SchemaMismatchError: the model's vectors have another length than the
+                collection's column (when the store took its dimension from the table).
             ModelMismatchError: another model, or a collection in the middle of a re-embed.
             StoreError: the database failed.
         """
         # A write creates the collection it checks against (a first add_documents).
         engine, _ = await (self._ready_to_write() if writing else self.ready())
-        await self.model_contract.check(engine, embedding or self.embedding, writing=writing)
+        model = embedding or self.embedding
+        # Before the record: a first write must not record a model the column refuses.
+        await self._check_model_dimension(model)
+        await self.model_contract.check(engine, model, writing=writing)
+
+    async def _check_model_dimension(self, model: Any) -> None:
+        """Compare ``model``'s dimension with the one read from the table (once per
+        model; loads it).
+
+        Raises:
+            SchemaMismatchError: the model's vectors do not fit the column.
+        """
+        if not self._from_table or model in self._dimension_checked:
+            return
+        given = int(await asyncio.to_thread(lambda: model.dimension))
+        if given != self._dimension:
+            raise dimension_mismatch(
+                self.qualified_name, f"vector({self._dimension})", given, self._dimension
+            )
+        self._dimension_checked.add(model)
 
     async def add_documents(
         self,
@@ -747,6 +787,10 @@ class PgVectorStore(
 
         await write(engine, f"drop {self.qualified_name}", work, retry_lock_conflicts=True)
         self.model_contract.forget()
+        if self._from_table:
+            # The collection made again is the model's.
+            self._dimension, self._from_table = None, False
+            self._dimension_checked = weakref.WeakSet()
         await self.close()
 
     async def set_lexical_backend(self, backend: LexicalBackend) -> LexicalBackend:

@@ -17,6 +17,7 @@ __all__ = [
     "ExtensionVersions",
     "check_dimension",
     "create_extension",
+    "dimension_mismatch",
     "stored_dimension",
     "vector_versions",
 ]
@@ -137,12 +138,20 @@ async def check_dimension(conn: AsyncConnection, schema: str, table: str, expect
         )
     actual = int(found.split("(")[1].rstrip(")")) if "(" in found else None
     if actual != expected:
-        raise SchemaMismatchError(
-            f"table {name} stores {found}, the model gives vector({expected})",
-            expected_dimension=expected,
-            actual_dimension=actual,
-            hint="use another table, or the model the table was built with",
-        )
+        raise dimension_mismatch(name, found, expected, actual)
+
+
+def dimension_mismatch(
+    name: str, stored: str, expected: int, actual: int | None
+) -> SchemaMismatchError:
+    """The error of a model whose vectors have ``expected`` values, for the table ``name``
+    whose column is ``stored`` (``vector(actual)``)."""
+    return SchemaMismatchError(
+        f"table {name} stores {stored}, the model gives vector({expected})",
+        expected_dimension=expected,
+        actual_dimension=actual,
+        hint="use another table, or the model the table was built with",
+    )
 
 
 async def stored_dimension(conn: AsyncConnection, schema: str, table: str) -> int | None:

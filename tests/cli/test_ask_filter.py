@@ -33,3 +33,18 @@ def test_ask_filter(tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[s
     ]:
         assert main([*base, "--filter", bad]) == 2
         assert needle in capsys.readouterr().err
+
+
+def test_a_lexical_ask_loads_no_model(
+    tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.md").write_text("Pay day is the 25th of each month.", encoding="utf-8")
+    table = unique_table("lex")
+    assert main(["ingest", str(tmp_path), "--collection", table, "--dsn", pg_dsn]) == 0
+    capsys.readouterr()
+    base = ["ask", "pay day", "--collection", table, "--dsn", pg_dsn, "--json"]
+    assert main([*base, "--search-mode", "lexical"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passages"] and out["meta"]["timings_ms"]["model_load"] == 0.0
+    assert main([*base, "--search-mode", "dense"]) == 0  # a dense one does
+    assert json.loads(capsys.readouterr().out)["meta"]["timings_ms"]["model_load"] > 0.0

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from parrot_parents.cli.main import main
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ModelMismatchError
+from parrot_parents.errors import ModelMismatchError, SchemaMismatchError
 from parrot_parents.loaders.reembed import reembed
 from parrot_parents.loaders.text import TextLoader
 from parrot_parents.stores.model_contract import ModelFingerprint, ModelRecord
@@ -173,3 +173,64 @@ def test_cli_reindex_model(
         await store.close()
 
     run_sync(drop())
+
+
+@pytest.mark.parametrize("create", [True, False])
+async def test_a_collection_is_opened_and_searched_lexically_without_loading_a_model(
+    store: PgVectorStore, create: bool
+) -> None:
+    await _ingest(store, store.embedding)
+    fresh = SentenceTransformerEmbeddings()
+    reader = PgVectorStore(dsn=store._dsn, table=store.table, embedding=fresh, create=create)
+    try:
+        got = await reader.similarity_search("Falcon price", search_mode="lexical", limit=2)
+        assert got and "Falcon" in got[0].content
+        assert reader.dimension == 384 and fresh.load_ms is None  # the table's
+        # A search that embeds loads the model, compared with the column first.
+        assert await reader.similarity_search("Falcon price", limit=1)
+        assert fresh.load_ms is not None
+    finally:
+        await reader.close()
+
+
+async def test_a_model_of_another_dimension_is_refused_before_it_embeds_or_is_recorded(
+    store: PgVectorStore, tmp_path: Path
+) -> None:
+    await _ingest(store, store.embedding)
+    async with store.engine.begin() as conn:  # no record: only the column can refuse it
+        await conn.execute(text(f'COMMENT ON COLUMN "public"."{store.table}".embedding IS NULL'))
+    small = SentenceTransformerEmbeddings(str(build_tiny_embedder(tmp_path, dimension=16)))
+    other = PgVectorStore(dsn=store._dsn, table=store.table, embedding=small)
+    rows = f'SELECT count(*) FROM "public"."{store.table}"'
+    try:
+        async with store.engine.connect() as conn:
+            before = (await conn.execute(text(rows))).scalar_one()
+        assert await other.similarity_search("Falcon", search_mode="lexical")
+        with pytest.raises(SchemaMismatchError, match=r"vector\(384\).*vector\(16\)") as info:
+            await other.similarity_search("Falcon")
+        assert info.value.expected_dimension == 16 and info.value.actual_dimension == 384
+        with pytest.raises(SchemaMismatchError, match=r"vector\(16\)"):
+            await other.add_documents([Document("Rotors cost 20 euros.", metadata={"source": "r"})])
+        async with store.engine.connect() as conn:
+            assert await store.model_contract.read(conn) is None  # nothing recorded
+            assert (await conn.execute(text(rows))).scalar_one() == before
+    finally:
+        await other.close()
+
+
+async def test_a_dropped_collection_is_made_again_with_the_models_dimension(
+    store: PgVectorStore, tmp_path: Path
+) -> None:
+    await _ingest(store, store.embedding)
+    small = SentenceTransformerEmbeddings(str(build_tiny_embedder(tmp_path, dimension=16)))
+    reopened = PgVectorStore(dsn=store._dsn, table=store.table, embedding=small)
+    try:
+        await reopened.connect()
+        assert reopened.dimension == 384  # the table's, until it is dropped
+        await reopened.drop()
+        await reopened.add_documents([Document("Rotors cost 20 euros.", metadata={"source": "r"})])
+        assert reopened.dimension == 16
+        assert await reopened.similarity_search("rotors", limit=1)
+    finally:
+        await reopened.drop()
+        await reopened.close()

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def build_tiny_embedder(path: Path, *, seed: int = 0) -> Path:
-    """Write a tiny BERT (hidden 32, 1 layer) + mean pooling + Dense(32 -> 384) model."""
+def build_tiny_embedder(path: Path, *, seed: int = 0, dimension: int = 384) -> Path:
+    """Write a tiny BERT (hidden 32, 1 layer) + mean pooling + Dense(32 -> ``dimension``)
+    model."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer import modules as models
@@ -36,7 +37,7 @@ def build_tiny_embedder(path: Path, *, seed: int = 0) -> Path:
         tokenizer.save_pretrained(str(bert_dir))
         word = models.Transformer(str(bert_dir), max_seq_length=256)
         pooling = models.Pooling(32, pooling_mode="mean")
-        dense = models.Dense(32, 384, activation_function=torch.nn.Tanh())
+        dense = models.Dense(32, dimension, activation_function=torch.nn.Tanh())
         model = SentenceTransformer(modules=[word, pooling, dense, models.Normalize()])
     out = path / "model"
     model.save(str(out))

@@ -98,19 +98,12 @@ def _rows(kind: str, source: Any) -> Select[Any]:
 def _over(capped: Any) -> Select[Any]:
     """One row of kind ``x`` in the shape of the union when ``capped`` reached its cap
     (:func:`~parrot_parents.stores.kept.over_cap`), else none."""
-    return select(
-        literal_column("'x'", Text).label("kind"),
-        cast(null(), Integer).label("ord"),
+    row = select(
         cast(null(), Text).label("id"),
         cast(null(), Text).label("document"),
         cast(null(), JSONB).label("cmetadata"),
-        cast(null(), Float).label("distance"),
-        cast(null(), Integer).label("dense_rank"),
-        cast(null(), Integer).label("lexical_rank"),
-        cast(null(), Float).label("lexical_score"),
-        cast(null(), Float).label("fused_score"),
-        cast(null(), ARRAY(Text)).label("lexical_expansion"),
     ).where(over_cap(capped))
+    return _rows("x", row.subquery("over"))
 
 
 def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[Any]]:

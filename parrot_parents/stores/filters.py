@@ -18,7 +18,7 @@ A filter is a dict. Each key is a metadata key or a logical operator:
 Semantics:
 
 * ``$eq``/``$in`` use containment (indexed). ``$ne``/``$nin``/``$not`` follow MongoDB and
-  langchain: a row without the key matches ``$ne``.
+  langchain: a row without the key matches ``$ne``, and ``$not`` of any condition on it.
 * Ordering operators compare **numbers as numbers** (a jsonb number, so ``10 > 9``) and
   **strings as text** (the database collation; ISO dates order correctly); a row whose
   value has the other type, or lacks the key, does not match. Booleans and ``null`` only
@@ -169,7 +169,11 @@ class _Compiler:
         if op == "$or":
             return or_(*parts)
         joined = and_(*parts) if len(parts) > 1 else parts[0]
-        return not_(joined) if op == "$not" else joined
+        if op != "$not":
+            return joined
+        # An ordering or a pattern on a key the row lacks is NULL, not false, and NOT NULL
+        # is NULL: ``IS NOT TRUE`` lets such a row match the negation, as it matches $ne.
+        return joined.is_not(true())
 
     def field(self, key: str, op: Any, arg: Any) -> ColumnElement[bool]:
         where = f"filter[{key!r}]"

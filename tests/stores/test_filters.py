@@ -12,9 +12,9 @@ from parrot_parents.stores.filters import validate_filter
 from parrot_parents.stores.postgres import PgVectorStore
 
 ROWS = [
-    ("A", {"year": 2021, "topic": "pay", "source": "a.md", "tags": ["x"]}),
+    ("A", {"year": 2021, "topic": "pay", "source": "a.md", "tags": ["x"], "pages": 12}),
     ("B", {"year": 2022, "topic": "Pay rises", "source": "b.md"}),
-    ("C", {"year": 2023, "topic": "leave", "source": "c.md", "draft": True}),
+    ("C", {"year": 2023, "topic": "leave", "source": "c.md", "draft": True, "pages": 300}),
     ("D", {"year": "2024", "topic": "travel", "source": "d.md"}),  # a string, not a number
     ("E", {"year": 10, "topic": "misc", "source": "e.md"}),
 ]
@@ -61,6 +61,13 @@ async def _ids(store: PgVectorStore, flt: dict) -> set[str]:
         ({"$or": [{"source": "a.md"}, {"year": {"$gt": 2022}}]}, {"A", "C"}),
         ({"$and": [{"year": {"$gte": 2021}}, {"topic": {"$ilike": "%pay%"}}]}, {"A", "B"}),
         ({"$not": {"year": {"$gte": 2022}}}, {"A", "D", "E"}),
+        # A row without the key matches a negation, as it matches $ne (only A and C have
+        # pages): an ordering or a pattern on a missing key is not true, so its $not is.
+        ({"pages": {"$lt": 100}}, {"A"}),
+        ({"$not": {"pages": {"$lt": 100}}}, {"B", "C", "D", "E"}),
+        ({"$not": {"pages": {"$like": "1%"}}}, {"B", "C", "D", "E"}),
+        ({"$not": [{"pages": {"$gt": 100}}, {"year": {"$gt": 2022}}]}, {"A", "B", "D", "E"}),
+        ({"$not": {"$or": [{"pages": {"$lt": 100}}, {"source": "b.md"}]}}, {"C", "D", "E"}),
         ({"year": {"$gte": 2021, "$lt": 2023}}, {"A", "B"}),
         ({"document_id": {"$in": []}}, set()),
     ],

@@ -1,8 +1,8 @@
 """``parrot-parents ask "question"``: print the context a bot would hand to the LLM.
 
 Locally, the collection is opened (an unknown one fails at once), then the model loads
-(its time is ``meta.timings_ms.model_load``; not for ``--search-mode lexical``, which
-embeds nothing), then the bot retrieves. With ``--server
+(its time is ``meta.timings_ms.model_load``; not for ``--search-mode lexical`` without
+a budget's sentence trimming, which embed nothing), then the bot retrieves. With ``--server
 URL`` a running ``parrot-parents serve`` answers instead: nothing heavy is imported here
 and no model loads (``meta.timings_ms.request`` is the round trip).
 """
@@ -88,7 +88,10 @@ async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
 
     bot = Chatbot(store=store, parent_searcher=parent_searcher_for(store))
     try:
-        if options.search_mode != "lexical":  # a lexical search embeds nothing
+        # Loaded before the search, so that ``search`` leaves it out: for any search that
+        # embeds the question, or a budget whose trimming ranks sentences by it.
+        trims = options.budget is not None and options.trim is not False
+        if options.search_mode != "lexical" or trims:
             await asyncio.to_thread(store.embedding.warm_up)
         retrieval = await bot.retrieve(args.question, options)
     finally:

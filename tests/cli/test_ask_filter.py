@@ -46,5 +46,10 @@ def test_a_lexical_ask_loads_no_model(
     assert main([*base, "--search-mode", "lexical"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passages"] and out["meta"]["timings_ms"]["model_load"] == 0.0
+    assert main([*base, "--search-mode", "lexical", "--budget", "200", "--no-trim"]) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["timings_ms"]["model_load"] == 0.0
+    # Trimming ranks sentences by the question's embedding: loaded before the search.
+    assert main([*base, "--search-mode", "lexical", "--budget", "200"]) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["timings_ms"]["model_load"] > 0.0
     assert main([*base, "--search-mode", "dense"]) == 0  # a dense one does
     assert json.loads(capsys.readouterr().out)["meta"]["timings_ms"]["model_load"] > 0.0

@@ -560,26 +560,38 @@ class PgVectorStore(
             ModelMismatchError: another model, or a collection in the middle of a re-embed.
             StoreError: the database failed.
         """
+        model = embedding or self.embedding
+        # Before the collection is created and before the record: a first write must
+        # neither make a column nor record a model that the other refuses.
+        await self._check_model_dimension(model, writing=writing)
         # A write creates the collection it checks against (a first add_documents).
         engine, _ = await (self._ready_to_write() if writing else self.ready())
-        model = embedding or self.embedding
-        # Before the record: a first write must not record a model the column refuses.
-        await self._check_model_dimension(model)
         await self.model_contract.check(engine, model, writing=writing)
 
-    async def _check_model_dimension(self, model: Any) -> None:
-        """Compare ``model``'s dimension with the one read from the table (once per
-        model; loads it).
+    async def _check_model_dimension(self, model: Any, *, writing: bool) -> None:
+        """Compare ``model``'s dimension with the collection's column: the ``dimension``
+        given, the existing table's, or, for a collection a write is about to create, the
+        store's model's (once per model; loads it).
 
         Raises:
             SchemaMismatchError: the model's vectors do not fit the column.
+            CollectionNotFoundError: (not ``writing``) no such collection.
         """
-        if not self._from_table or model in self._dimension_checked:
+        if model in self._dimension_checked:
             return
+        exists = True
+        if self._dimension is None:
+            try:
+                await self.ready()  # never creates: an existing table gives the dimension
+            except CollectionNotFoundError:
+                if not writing:
+                    raise
+                exists = False
         given = int(await asyncio.to_thread(lambda: model.dimension))
-        if given != self._dimension:
+        column = int(await asyncio.to_thread(lambda: self.dimension))
+        if given != column:
             raise dimension_mismatch(
-                self.qualified_name, f"vector({self._dimension})", given, self._dimension
+                self.qualified_name, f"vector({column})", given, column, exists=exists
             )
         self._dimension_checked.add(model)
 

@@ -142,12 +142,14 @@ async def check_dimension(conn: AsyncConnection, schema: str, table: str, expect
 
 
 def dimension_mismatch(
-    name: str, stored: str, expected: int, actual: int | None
+    name: str, stored: str, expected: int, actual: int | None, *, exists: bool = True
 ) -> SchemaMismatchError:
     """The error of a model whose vectors have ``expected`` values, for the table ``name``
-    whose column is ``stored`` (``vector(actual)``)."""
+    whose column is ``stored`` (``vector(actual)``; one a write would create with the
+    store's model when not ``exists``)."""
+    verb = "stores" if exists else "would store (the store's model)"
     return SchemaMismatchError(
-        f"table {name} stores {stored}, the model gives vector({expected})",
+        f"table {name} {verb} {stored}, the model gives vector({expected})",
         expected_dimension=expected,
         actual_dimension=actual,
         hint="use another table, or the model the table was built with",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import asyncpg
 import pytest
 from langchain_core.documents import Document
 from sqlalchemy import text
@@ -234,3 +235,29 @@ async def test_a_dropped_collection_is_made_again_with_the_models_dimension(
     finally:
         await reopened.drop()
         await reopened.close()
+
+
+async def test_a_model_that_does_not_fit_a_new_collection_is_refused_before_it_embeds(
+    pg_dsn: str, embeddings: SentenceTransformerEmbeddings, tmp_path: Path
+) -> None:
+    # The store's model (16 values) would make the column; the loader's gives 384.
+    small = SentenceTransformerEmbeddings(str(build_tiny_embedder(tmp_path, dimension=16)))
+    table = unique_table("newdim")
+    store = PgVectorStore(dsn=pg_dsn, table=table, embedding=small)
+    try:
+        with pytest.raises(SchemaMismatchError, match=r"would store .*vector\(16\).*vector\(384\)"):
+            await store.check_model(embeddings, writing=True)
+        raw = await asyncpg.connect(pg_dsn)
+        try:  # no column was made for it
+            assert await raw.fetchval("SELECT to_regclass($1)", f"public.{table}") is None
+        finally:
+            await raw.close()
+        loader = TextLoader(embedding=embeddings, late_chunking=False)
+        with pytest.raises(SchemaMismatchError, match=r"vector\(16\).*vector\(384\)"):
+            await loader.chunk_documents(DOCS, vector_store=store)
+        async with store.engine.connect() as conn:  # and nothing was written
+            rows = await conn.execute(text(f'SELECT count(*) FROM "public"."{table}"'))
+            assert rows.scalar_one() == 0
+    finally:
+        await store.drop()
+        await store.close()

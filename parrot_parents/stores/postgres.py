@@ -251,8 +251,8 @@ class PgVectorStore(
             raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")
         self.embedding = embedding or SentenceTransformerEmbeddings()
         self._dimension = dimension
-        # The dimension was read from the table, not the model: each model is compared
-        # with it before it embeds (the models compared so far).
+        # Whether the dimension was read from the table (a collection dropped and made
+        # again takes the model's), and the models already compared with the column.
         self._from_table = False
         self._dimension_checked: weakref.WeakSet[Any] = weakref.WeakSet()
         self.hnsw = hnsw or HNSWIndex()
@@ -556,7 +556,7 @@ class PgVectorStore(
 
         Raises:
             SchemaMismatchError: the model's vectors have another length than the
-                collection's column (when the store took its dimension from the table).
+                collection's column (or the column a write would make).
             ModelMismatchError: another model, or a collection in the middle of a re-embed.
             StoreError: the database failed.
         """

@@ -54,27 +54,19 @@ def format_outline(document_id: str, entries: Sequence[OutlineEntry]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from parrot_parents.errors import StoreError
-    from parrot_parents.stores.engine import make_engine, store_errors
+    from parrot_parents.stores.engine import make_engine
     from parrot_parents.stores.identifiers import validate_identifier
     from parrot_parents.stores.outline import document_outline, document_text
     from parrot_parents.stores.postgres import PgVectorStore
-    from parrot_parents.stores.setup import stored_dimension
 
     collection = validate_identifier(args.collection, "collection")
-    # No model: the store takes its dimension from the table, so neither an unknown
-    # collection nor a known one waits for the model to load.
+    # No model: an existing collection's dimension comes from its table, so neither an
+    # unknown collection nor a known one waits for the model to load.
     engine = await make_engine(args.dsn)
     try:
-        async with store_errors(f"opening public.{collection}"), engine.connect() as conn:
-            dimension = await stored_dimension(conn, "public", collection)
-        if dimension is None:
-            raise StoreError(
-                f"collection {collection!r} does not exist in schema 'public'",
-                hint="ingest into it first; names are case-sensitive",
-            )
-        store = PgVectorStore(engine=engine, table=collection, create=False, dimension=dimension)
+        store = PgVectorStore(engine=engine, table=collection, create=False)
         try:
+            await store.connect()
             if args.text:
                 source = await document_text(store, args.document_id)
             else:

@@ -282,14 +282,10 @@ async def _open(engine: AsyncEngine, collection: str, schema: str) -> Any:
     """The collection's store on ``engine``, without its model (the table gives the
     dimension); a :class:`~parrot_parents.stores.postgres.PgVectorStore`."""
     from parrot_parents.stores.postgres import PgVectorStore
-    from parrot_parents.stores.setup import stored_dimension
 
     async with store_errors(f"opening {schema}.{collection}"), engine.connect() as conn:
         await _require(conn, schema, collection)
-        dimension = await stored_dimension(conn, schema, collection)
-    return PgVectorStore(
-        engine=engine, table=collection, schema=schema, create=False, dimension=dimension or 1
-    )
+    return PgVectorStore(engine=engine, table=collection, schema=schema, create=False)
 
 
 async def _known(

@@ -90,7 +90,7 @@ from parrot_parents.stores.markers import (
     SEARCH_PREDICATE,
     is_searchable,
 )
-from parrot_parents.stores.model_contract import ModelContract
+from parrot_parents.stores.model_contract import ModelContract, fingerprint
 from parrot_parents.stores.per_loop import PerLoop, release_all, running_loop
 from parrot_parents.stores.prepared import Prepared
 from parrot_parents.stores.protocols import (
@@ -587,7 +587,9 @@ class PgVectorStore(
                 if not writing:
                     raise
                 exists = False
-        given = int(await asyncio.to_thread(lambda: model.dimension))
+        # The fingerprint's probe gives any embeddings object's length (only
+        # ``embed_query`` is asked of it), and the record's check reuses it.
+        given = (await asyncio.to_thread(fingerprint, model)).dimension
         column = int(await asyncio.to_thread(lambda: self.dimension))
         if given != column:
             raise dimension_mismatch(

@@ -7,6 +7,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from sqlalchemy import text
 
 from parrot_parents.cli.main import main
@@ -261,3 +262,35 @@ async def test_a_model_that_does_not_fit_a_new_collection_is_refused_before_it_e
     finally:
         await store.drop()
         await store.close()
+
+
+class _LangChainWrapped(Embeddings):
+    """The default model behind LangChain's ``Embeddings`` interface: no ``dimension``."""
+
+    def __init__(self, inner: SentenceTransformerEmbeddings) -> None:
+        self.inner = inner
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.parametrize("dimension", [None, 384])
+async def test_an_embeddings_object_without_a_dimension_searches_an_existing_collection(
+    store: PgVectorStore, dimension: int | None
+) -> None:
+    await _ingest(store, store.embedding)
+    wrapped = _LangChainWrapped(store.embedding)
+    reader = PgVectorStore(
+        dsn=store._dsn,
+        table=store.table,
+        embedding=wrapped,
+        dimension=dimension,  # type: ignore[arg-type]
+    )
+    try:
+        got = await reader.similarity_search("What is the price of the Falcon M?", limit=1)
+        assert got and "Falcon" in got[0].content
+    finally:
+        await reader.close()

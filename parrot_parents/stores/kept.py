@@ -13,8 +13,10 @@ So the first, exact, attempt reads at most ``threshold + 1`` kept rows (the boun
 parameter :data:`KEPT_LIMIT`), and the statement says whether it read that many
 (:func:`over_cap`). If it did, the filter keeps more children than an exact ranking is
 for, its answer is not used, and the search goes through the indexes. A wrong estimate
-then costs the read of ``threshold + 1`` rows, not of every row the filter keeps. When it
-read fewer, they are every row the filter keeps, and the ranking over them is exact.
+then costs the read of ``threshold + 1`` rows, not of every row the filter keeps (rows
+scattered through the table may take a scan of much of it to find, as the exact ranking
+did). When it read fewer, they are every row the filter keeps, and the ranking over them
+is exact. Measured in docs/performance.md ("A filter the planner takes for selective").
 
 The rows are a ``MATERIALIZED`` CTE: each branch of a hybrid search ranks them from one
 read (the lexical branch checks their tsvectors instead of reading the GIN index's list

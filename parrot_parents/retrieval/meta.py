@@ -140,7 +140,8 @@ class RetrievalMeta:
             "search": "exact" | "index" | "index, then exact" | "exact, then index" |
             "exact, then index, then exact" (each search the store ran, in order),
             "exact_below": the threshold, "children": the planner's estimate of the
-            collection's children, which the threshold grows with}``
+            collection's children, which the threshold grows with, "sampled": whether the
+            estimate was counted on a sample of the table}``
             (:mod:`parrot_parents.stores.filter_plan`); also when the filter kept
             nothing; None without a filter or such a store.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,

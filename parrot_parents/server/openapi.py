@@ -126,8 +126,8 @@ _CONTEXT_RESPONSE = {
             "pseudo-relevance feedback ran; lexical.backend (pg_textsearch or sql, with "
             "lexical.why when not the collection's own) when a lexical branch ran; "
             "filter_plan (estimate, search: exact, index, 'index, then exact', 'exact, "
-            "then index' or 'exact, then index, then exact', exact_below, children) when "
-            "a metadata filter was planned",
+            "then index' or 'exact, then index, then exact', exact_below, children, "
+            "sampled) when a metadata filter was planned",
         },
     },
 }

@@ -70,7 +70,18 @@ exact ranking of so few is a few milliseconds.
 The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
 they describe badly can take the slower plan, never a wrong answer, since both plans
 rank the filter's children; one they take for selective costs at most the read of the
-threshold's rows before the index plan. Each filtered search's plan rides on its results
+threshold's rows before the index plan. The planner has no statistics for a range or a
+pattern on a metadata key (:data:`~parrot_parents.stores.filters.UNESTIMATED_OPERATORS`)
+and takes it to keep a constant share of the rows, well under 1 %; when that share would
+choose the exact plan, a sample of about :data:`SAMPLE_ROWS` rows of the table
+(``TABLESAMPLE SYSTEM``, a few hundred blocks at a million children) counts what the
+filter keeps instead (:func:`sample_statement`; ``sampled`` in the plan), unless the
+filter's other conditions, ANDed with them, keep few enough by the planner's estimate
+(:func:`~parrot_parents.stores.filters.estimated_part`: their count bounds the filter's,
+and planning it costs less than reading the sample). A filter through indexed rows'
+targets keeps the planner's estimate.
+
+Each filtered search's plan rides on its results
 (:attr:`~parrot_parents.stores.results.SearchResult.filter_plan`) into
 ``meta["filter_plan"]``.
 """
@@ -82,19 +93,24 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from sqlalchemy import Select, Table, literal_column, select
+from sqlalchemy import Float, Select, Table, and_, bindparam, func, literal_column, select
 from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.util import ClauseAdapter
 
-from parrot_parents.stores.prepared import Prepared
+from parrot_parents.stores.prepared import SAMPLE_PERCENT, Prepared
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
 __all__ = [
+    "SAMPLE_ROWS",
     "THRESHOLD_AT",
     "THRESHOLD_GROWTH",
     "FilterPlan",
     "FilterSearch",
     "estimate_statement",
     "estimated_rows",
+    "sample_percent",
+    "sample_statement",
+    "sampled_rows",
     "threshold",
 ]
 
@@ -106,6 +122,8 @@ FilterSearch = Literal[
 #: power of the size it grows with above that (module docstring).
 THRESHOLD_AT = 100_000
 THRESHOLD_GROWTH = 0.6
+#: About how many rows of the collection a sampled estimate reads.
+SAMPLE_ROWS = 2_000
 
 
 @dataclass(frozen=True)
@@ -123,20 +141,30 @@ class FilterPlan:
         exact_below: the threshold the estimate was compared with (:func:`threshold`).
         children: the planner's estimate of the collection's children, which the
             threshold grows with.
+        sampled: the estimate was counted on a sample of the table
+            (:func:`sample_statement`), the filter holding a condition the planner has no
+            statistics for.
     """
 
     estimate: int
     search: FilterSearch
     exact_below: int = FILTER_EXACT_BELOW
     children: int = 0
+    sampled: bool = False
 
     @classmethod
     def for_estimate(
-        cls, estimate: int, children: int = 0, exact_below: int = FILTER_EXACT_BELOW
+        cls,
+        estimate: int,
+        children: int = 0,
+        exact_below: int = FILTER_EXACT_BELOW,
+        *,
+        sampled: bool = False,
     ) -> FilterPlan:
         """``exact`` for at most :func:`threshold` children, else ``index``."""
         below = threshold(exact_below, children)
-        return cls(estimate, "exact" if estimate <= below else "index", below, children)
+        search: FilterSearch = "exact" if estimate <= below else "index"
+        return cls(estimate, search, below, children, sampled)
 
     @property
     def exact(self) -> bool:
@@ -157,7 +185,8 @@ class FilterPlan:
         return replace(self, search=search)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"estimate", "search", "exact_below"}`` for ``meta``."""
+        """``{"estimate", "search", "exact_below", "children", "sampled"}`` for
+        ``meta``."""
         return asdict(self)
 
 
@@ -209,3 +238,35 @@ def estimated_rows(explained: Sequence[Any]) -> tuple[int, int]:
     if len(branches) == 2:
         return int(branches[0]["Plan Rows"]), int(branches[1]["Plan Rows"])
     return 0, int(top["Plan Rows"])
+
+
+def sample_percent(children: int) -> float:
+    """The share of the table's blocks, in percent, that holds about
+    :data:`SAMPLE_ROWS` of a collection of ``children`` (all of a small one)."""
+    return min(100.0, 100.0 * SAMPLE_ROWS / max(children, 1))
+
+
+def sample_statement(table: Table, where: list[Any], dialect: Dialect) -> Prepared:
+    """The count of the rows with a vector that ``where`` keeps, and of all the rows with
+    a vector, in a ``TABLESAMPLE SYSTEM`` of :data:`SAMPLE_PERCENT` percent of the
+    table's blocks (``REPEATABLE``: the same blocks each time, so one filter gets one
+    plan), for :func:`sampled_rows`. For a filter whose conditions the planner cannot
+    estimate (:func:`~parrot_parents.stores.filters.has_unestimated`); ``where`` must
+    read only the table's own row (no subquery over the table).
+    """
+    percent = bindparam(SAMPLE_PERCENT, type_=Float)
+    sample = table.tablesample(func.system(percent), name="sample", seed=literal_column("0"))
+    adapt = ClauseAdapter(sample)
+    has_vector = sample.c.embedding.is_not(None)
+    kept = and_(has_vector, *(adapt.traverse(w) for w in where))
+    counted = select(func.count().filter(kept), func.count().filter(has_vector)).select_from(sample)
+    return Prepared.compile(counted, dialect)
+
+
+def sampled_rows(counted: Sequence[Any], children: int) -> int | None:
+    """The children a filter keeps, scaled from a :func:`sample_statement`'s counts to
+    ``children`` (the planner's count); None when the sample held no child."""
+    kept, every = int(counted[0][0]), int(counted[0][1])
+    if every == 0:
+        return None
+    return round(kept * children / every)

@@ -54,8 +54,11 @@ __all__ = [
     "COMPARISON_OPERATORS",
     "FILTER_PARAM_PREFIX",
     "LOGICAL_OPERATORS",
+    "UNESTIMATED_OPERATORS",
     "compile_filter",
+    "estimated_part",
     "filter_params",
+    "has_unestimated",
     "validate_filter",
 ]
 
@@ -73,6 +76,38 @@ _MAX_LIST = 1000
 _MAX_KEY = 256
 _INT_LIMIT = 2**63
 _ORDER = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
+#: Operators compiled to a condition on an expression over the ``jsonb`` column (a key's
+#: value, typed or as text), for which PostgreSQL keeps no statistics: the planner takes
+#: such a condition to keep a fixed share of the rows.
+UNESTIMATED_OPERATORS = frozenset({*_ORDER, "$between", "$like", "$ilike"})
+
+
+def has_unestimated(filter: Mapping[str, Any]) -> bool:
+    """Whether a valid ``filter`` holds a condition the planner cannot estimate
+    (:data:`UNESTIMATED_OPERATORS`), at any depth of ``$and``/``$or``/``$not``."""
+    for key, value in filter.items():
+        if key in LOGICAL_OPERATORS:
+            items = value if isinstance(value, list) else [value]
+            if any(isinstance(i, Mapping) and has_unestimated(i) for i in items):
+                return True
+        elif isinstance(value, Mapping) and UNESTIMATED_OPERATORS.intersection(value):
+            return True
+    return False
+
+
+def estimated_part(filter: Mapping[str, Any]) -> dict[str, Any]:
+    """The conditions of a valid ``filter`` that it ANDs at its top level and that hold no
+    condition the planner cannot estimate (:func:`has_unestimated`); ``{}`` when none.
+    Every row ``filter`` keeps, this part keeps: its estimate bounds the filter's."""
+    part: dict[str, Any] = {}
+    for key, value in filter.items():
+        if key == "$and" and isinstance(value, list):
+            items = [i for i in value if isinstance(i, Mapping) and not has_unestimated(i)]
+            if items:
+                part[key] = items
+        elif not has_unestimated({key: value}):
+            part[key] = value
+    return part
 
 
 def validate_filter(filter: Any) -> None:

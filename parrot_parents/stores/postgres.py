@@ -65,8 +65,21 @@ from parrot_parents.stores.creation import (
 from parrot_parents.stores.documents import DocumentRecord, DocumentsTable, DocumentState
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.engine import engine_for_url, make_engine, store_errors
-from parrot_parents.stores.filter_plan import FilterPlan, estimate_statement, estimated_rows
-from parrot_parents.stores.filters import compile_filter, filter_params
+from parrot_parents.stores.filter_plan import (
+    FilterPlan,
+    estimate_statement,
+    estimated_rows,
+    sample_percent,
+    sample_statement,
+    sampled_rows,
+    threshold,
+)
+from parrot_parents.stores.filters import (
+    compile_filter,
+    estimated_part,
+    filter_params,
+    has_unestimated,
+)
 from parrot_parents.stores.hybrid import (
     CANDIDATES,
     EXACT_CANDIDATES,
@@ -92,7 +105,7 @@ from parrot_parents.stores.markers import (
 )
 from parrot_parents.stores.model_contract import ModelContract, fingerprint
 from parrot_parents.stores.per_loop import PerLoop, release_all, running_loop
-from parrot_parents.stores.prepared import Prepared
+from parrot_parents.stores.prepared import SAMPLE_PERCENT, Prepared
 from parrot_parents.stores.protocols import (
     BulkLoad,
     ContentLookup,
@@ -1054,6 +1067,7 @@ class PgVectorStore(
         # statements are prepared once per structure: the filter's SQL is in their key.
         below = self.search_options.filter_exact_below
         hierarchy = reads_hierarchy(request.filter)
+        unestimated = has_unestimated(request.filter)
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             targets = hierarchy and await self._has_indexed_rows(conn)
@@ -1072,6 +1086,27 @@ class PgVectorStore(
                     with_vector=not targets,
                 ),
             )
+
+            async def bounded(conn: ReadConnection, most: int) -> bool:
+                """Whether the filter's estimated part keeps at most ``most`` children
+                by the planner's estimate (a bound of what the whole filter keeps)."""
+                part = estimated_part(dict(request.filter or {}))
+                if not part:
+                    return False
+                compiled = compile_filter(table.c.cmetadata, part)
+                part_where = [*where[:-1], compiled]
+                part_key = (
+                    "estimate",
+                    request.include_parents,
+                    str(compiled.compile(dialect=engine.dialect)),
+                )
+                statement = self._statements.get(part_key) or self._remember(
+                    part_key, estimate_statement(table, part_where, engine.dialect)
+                )
+                explained = await conn.fetch_with(
+                    statement.sql, statement.args(filter_params(compiled)), ()
+                )
+                return estimated_rows(explained)[0] <= most
 
             def ranking(exact: bool, capped: bool = False) -> Prepared:
                 ranked_key = (*key, shape, exact, capped)
@@ -1115,7 +1150,21 @@ class PgVectorStore(
 
             explained = await conn.fetch_with(estimate.sql, estimate.args(params), ())
             kept, children = estimated_rows(explained)
-            plan = FilterPlan.for_estimate(kept, children, below)
+            sampled = None
+            most = threshold(below, children)
+            # The planner's share for a range or a pattern is a constant: count a sample,
+            # unless the conditions it does estimate keep few enough on their own.
+            if not targets and unestimated and kept <= most and not await bounded(conn, most):
+                sample_key = ("sample", request.include_parents, shape)
+                sample = self._statements.get(sample_key) or self._remember(
+                    sample_key, sample_statement(table, where, engine.dialect)
+                )
+                run = {**params, SAMPLE_PERCENT: sample_percent(children)}
+                counted = await conn.fetch_with(sample.sql, sample.args(run), ())
+                sampled = sampled_rows(counted, children)
+            plan = FilterPlan.for_estimate(
+                kept if sampled is None else sampled, children, below, sampled=sampled is not None
+            )
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
                 # lexical branch alone reads the children holding a query lexeme.)

@@ -42,6 +42,7 @@ from parrot_parents.stores.filters import FILTER_PARAM_PREFIX
 __all__ = [
     "KEPT_LIMIT",
     "RUNTIME_PARAMS",
+    "SAMPLE_PERCENT",
     "ConnectionDropped",
     "Prepared",
     "inline_constants",
@@ -51,11 +52,16 @@ __all__ = [
 #: The most rows an exact attempt reads (:mod:`~parrot_parents.stores.kept`): bound at
 #: each run, as the threshold follows the collection's size.
 KEPT_LIMIT = "kept_limit"
+#: The share of the table's blocks a sampled estimate reads, in percent
+#: (:func:`~parrot_parents.stores.filter_plan.sample_statement`).
+SAMPLE_PERCENT = "sample_percent"
 
 #: Parameters whose values change from one execution to the next, besides a filter's
 #: (:func:`is_runtime`); every other bound value of a :class:`Prepared` statement is a
 #: constant of its shape.
-RUNTIME_PARAMS = frozenset({"query_vector", "lexical_query", "window_n", "seed_ids", KEPT_LIMIT})
+RUNTIME_PARAMS = frozenset(
+    {"query_vector", "lexical_query", "window_n", "seed_ids", KEPT_LIMIT, SAMPLE_PERCENT}
+)
 
 
 def is_runtime(name: str) -> bool:

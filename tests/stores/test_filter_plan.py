@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores import filter_plan
 from parrot_parents.stores.filter_plan import THRESHOLD_AT, FilterPlan, threshold
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.results import SearchResults
@@ -179,35 +180,71 @@ async def test_an_index_scan_that_comes_back_short_is_ranked_exactly_after_it(
         assert got[0].filter_plan.search == "index, then exact"
 
 
-async def test_a_broad_filter_the_planner_takes_for_a_selective_one_is_read_no_further(
+async def test_a_range_the_planner_cannot_estimate_is_counted_on_a_sample(
     open_store: Any, tenants: tuple[str, np.ndarray]
 ) -> None:
-    # The planner has no statistics for a range on a metadata key, and takes it to keep a
-    # few rows: a filter that keeps every child is estimated under the threshold. The
-    # exact attempt reads no more than the threshold's rows, finds the filter keeps more,
-    # and the index ranks (before, every child was ranked exactly).
+    # The planner has no statistics for a range on a metadata key and takes it to keep a
+    # few rows; a sample of the table counts it (all of this small one: exact counts).
     store = await open_store(filter_exact_below=50)
     q = _query(21)
+    everyone = {"bucket": {"$gte": 0}}
+    for mode in ("dense", "hybrid", "lexical"):
+        got = await store.similarity_search_by_vector(
+            q, limit=10, filter=everyone, search_mode=mode, query="row tenant"
+        )
+        assert got.filter_plan is not None, mode
+        assert got.filter_plan.sampled and got.filter_plan.estimate == N, got.filter_plan
+        assert got.filter_plan.search == "index" and len(got) == 10, (mode, got.filter_plan)
+    # A range that does keep few children is ranked exactly, over every one of them.
+    few = {"$or": [{"bucket": {"$gte": 93}}, {"tenant": "nobody"}]}
+    keep = [i for i in range(N) if i % BUCKETS >= 93]
+    got = await store.similarity_search_by_vector(q, limit=10, filter=few)
+    plan = got.filter_plan
+    assert plan is not None and plan.sampled and plan.estimate == len(keep) <= 50, plan
+    assert plan.search == "exact"
+    order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
+    assert [r.id for r in got] == [_id(i) for i in order[:10]]
+    # A filter the planner estimates is not sampled, nor a range ANDed with conditions
+    # it estimates to keep few enough on their own (what they keep bounds the filter).
+    rare = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": RARE})
+    assert rare.filter_plan is not None and not rare.filter_plan.sampled
+    assert rare.filter_plan.estimate < N / 2
+    store = await open_store(filter_exact_below=max(50, rare.filter_plan.estimate))
+    bounded = {"tenant": RARE, "bucket": {"$gte": 50}}
+    got = await store.similarity_search_by_vector(q, limit=10, filter=bounded)
+    assert got.filter_plan is not None and not got.filter_plan.sampled
+    assert got.filter_plan.search == "exact"
+    keep = [i for i in range(N) if _tenant(i) == RARE and i % BUCKETS >= 50]
+    order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
+    assert [r.id for r in got] == [_id(i) for i in order[:10]]
+    # The common tenant does not bound the range: counted on the sample.
+    common = {"tenant": COMMON, "bucket": {"$gte": 93}}
+    got = await store.similarity_search_by_vector(q, limit=10, filter=common)
+    assert got.filter_plan is not None and got.filter_plan.sampled
+    assert got.filter_plan.search == "exact"
+
+
+async def test_a_broad_filter_the_estimate_takes_for_a_selective_one_is_read_no_further(
+    open_store: Any, tenants: tuple[str, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sample that holds no child leaves the planner's guess, a few rows, for a filter
+    # that keeps every child. The exact attempt reads no more than the threshold's rows,
+    # finds the filter keeps more, and the index ranks.
+    monkeypatch.setattr(filter_plan, "SAMPLE_ROWS", 0)
+    store = await open_store(filter_exact_below=50)
+    q = _query(22)
     everyone = {"bucket": {"$gte": 0}}
     for mode in ("dense", "hybrid"):
         got = await store.similarity_search_by_vector(
             q, limit=10, filter=everyone, search_mode=mode, query="row tenant"
         )
         plan = got.filter_plan
-        assert plan is not None and plan.estimate <= 50, plan
+        assert plan is not None and plan.estimate <= 50 and not plan.sampled, plan
         assert plan.search == "exact, then index", (mode, plan)
         assert len(got) == 10
         if mode == "dense":
             every = sorted(range(N), key=lambda i: (-float(tenants[1][i] @ q), i))
             assert len({r.id for r in got} & {_id(i) for i in every[:10]}) >= 9
-    # A range that does keep few children is ranked exactly, over every one of them.
-    few = {"bucket": {"$gte": 93}}
-    keep = [i for i in range(N) if i % BUCKETS >= 93]
-    assert len(keep) <= 50
-    got = await store.similarity_search_by_vector(q, limit=10, filter=few)
-    assert got.filter_plan is not None and got.filter_plan.search == "exact"
-    order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
-    assert [r.id for r in got] == [_id(i) for i in order[:10]]
     # Lexical search alone reads the children holding a query lexeme, not the kept rows:
     # its exact plan has no cap to reach.
     lexical = await store.similarity_search(

@@ -111,3 +111,44 @@ async def test_bad_filters_are_configuration_errors(
         validate_filter(flt)
     with pytest.raises(ConfigurationError):
         await filled.similarity_search("document", filter=flt)
+
+
+@pytest.mark.parametrize(
+    ("flt", "unestimated"),
+    [
+        ({"year": 2022}, False),
+        ({"year": {"$in": [2021, 2022]}, "draft": {"$exists": True}}, False),
+        ({"$not": {"source": "a.md"}}, False),
+        ({"year": {"$gte": 2022}}, True),
+        ({"year": {"$between": [2021, 2022]}}, True),
+        ({"topic": {"$ilike": "pay%"}}, True),
+        ({"$or": [{"source": "a.md"}, {"$not": [{"year": {"$lt": 2020}}]}]}, True),
+    ],
+)
+def test_the_conditions_the_planner_cannot_estimate_are_found_at_any_depth(
+    flt: dict, unestimated: bool
+) -> None:
+    from parrot_parents.stores.filters import has_unestimated
+
+    validate_filter(flt)
+    assert has_unestimated(flt) is unestimated
+
+
+def test_the_estimated_part_of_a_filter_is_what_it_ands_without_a_range_or_pattern() -> None:
+    from parrot_parents.stores.filters import estimated_part
+
+    flt = {
+        "tenant": "a",
+        "year": {"$gte": 2020},
+        "source": {"$in": ["a", "b"], "$like": "a%"},
+        "$and": [{"draft": {"$exists": False}}, {"page": {"$lt": 3}}],
+        "$or": [{"x": 1}, {"y": {"$gt": 2}}],
+        "$not": {"z": 1},
+    }
+    validate_filter(flt)
+    assert estimated_part(flt) == {
+        "tenant": "a",
+        "$and": [{"draft": {"$exists": False}}],
+        "$not": {"z": 1},
+    }
+    assert estimated_part({"year": {"$between": [1, 2]}}) == {}

@@ -223,6 +223,7 @@ async def test_a_broad_filter_is_ranked_by_the_index_as_it_scans(
             "search": "index",
             "exact_below": 0,
             "children": meta.filter_plan["children"],
+            "sampled": False,
         }
         assert meta.filter_plan["children"] >= meta.filter_plan["estimate"]
         # Hybrid: the filter keeps fewer children than the search asks for, so the

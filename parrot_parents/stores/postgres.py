@@ -1065,48 +1065,13 @@ class PgVectorStore(
             return split_rows(rows, request.plan, dense=dense), None
         # A filter's values are parameters under names its structure fixes, so its
         # statements are prepared once per structure: the filter's SQL is in their key.
-        below = self.search_options.filter_exact_below
         hierarchy = reads_hierarchy(request.filter)
-        unestimated = has_unestimated(request.filter)
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             targets = hierarchy and await self._has_indexed_rows(conn)
             where = self._where(table, request, targets=targets)
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
-            estimate_key = ("estimate", request.include_parents, shape)
-            estimate = self._statements.get(estimate_key) or self._remember(
-                estimate_key,
-                estimate_statement(
-                    table,
-                    targets_kept(table, dict(request.filter or {}), request.include_parents)
-                    if targets
-                    else where,
-                    engine.dialect,
-                    with_vector=not targets,
-                ),
-            )
-
-            async def bounded(conn: ReadConnection, most: int) -> bool:
-                """Whether the filter's estimated part keeps at most ``most`` children
-                by the planner's estimate (a bound of what the whole filter keeps)."""
-                part = estimated_part(dict(request.filter or {}))
-                if not part:
-                    return False
-                compiled = compile_filter(table.c.cmetadata, part)
-                part_where = [*where[:-1], compiled]
-                part_key = (
-                    "estimate",
-                    request.include_parents,
-                    str(compiled.compile(dialect=engine.dialect)),
-                )
-                statement = self._statements.get(part_key) or self._remember(
-                    part_key, estimate_statement(table, part_where, engine.dialect)
-                )
-                explained = await conn.fetch_with(
-                    statement.sql, statement.args(filter_params(compiled)), ()
-                )
-                return estimated_rows(explained)[0] <= most
 
             def ranking(exact: bool, capped: bool = False) -> Prepared:
                 ranked_key = (*key, shape, exact, capped)
@@ -1148,23 +1113,7 @@ class PgVectorStore(
                 )
                 return split_rows(rows, request.plan, dense=dense)
 
-            explained = await conn.fetch_with(estimate.sql, estimate.args(params), ())
-            kept, children = estimated_rows(explained)
-            sampled = None
-            most = threshold(below, children)
-            # The planner's share for a range or a pattern is a constant: count a sample,
-            # unless the conditions it does estimate keep few enough on their own.
-            if not targets and unestimated and kept <= most and not await bounded(conn, most):
-                sample_key = ("sample", request.include_parents, shape)
-                sample = self._statements.get(sample_key) or self._remember(
-                    sample_key, sample_statement(table, where, engine.dialect)
-                )
-                run = {**params, SAMPLE_PERCENT: sample_percent(children)}
-                counted = await conn.fetch_with(sample.sql, sample.args(run), ())
-                sampled = sampled_rows(counted, children)
-            plan = FilterPlan.for_estimate(
-                kept if sampled is None else sampled, children, below, sampled=sampled is not None
-            )
+            plan = await self._filter_plan(conn, table, request, where, shape, params, targets)
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
                 # lexical branch alone reads the children holding a query lexeme.)
@@ -1185,6 +1134,64 @@ class PgVectorStore(
             return split, plan
 
         return await self._read_pool().run(work, action=action)
+
+    async def _filter_plan(
+        self,
+        conn: ReadConnection,
+        table: Table,
+        request: SearchRequest,
+        where: list[Any],
+        shape: str,
+        params: Mapping[str, Any],
+        targets: bool,
+    ) -> FilterPlan:
+        """How to rank a filtered search (:mod:`~parrot_parents.stores.filter_plan`): the
+        planner's estimate of the children the filter keeps; for a range or a pattern it
+        would rank exactly, a sample's count instead, unless the filter's other ANDed
+        conditions bound it. ``where``: the search's predicates (the compiled filter
+        last, ``shape`` its SQL); ``params``: their values; ``targets``: the filter is
+        judged on indexed rows' targets (never sampled)."""
+        flt = dict(request.filter or {})
+        dialect = self.engine.dialect
+
+        async def estimate(kept: list[Any], shape: str, args: Mapping[str, Any]) -> tuple[int, int]:
+            """The planner's ``(kept, children)`` for the predicates ``kept`` (the last
+            one's SQL ``shape``)."""
+            key = ("estimate", request.include_parents, shape)
+            statement = self._statements.get(key) or self._remember(
+                key,
+                estimate_statement(
+                    table,
+                    targets_kept(table, flt, request.include_parents) if targets else kept,
+                    dialect,
+                    with_vector=not targets,
+                ),
+            )
+            return estimated_rows(await conn.fetch_with(statement.sql, statement.args(args), ()))
+
+        below = self.search_options.filter_exact_below
+        kept, children = await estimate(where, shape, params)
+        most = threshold(below, children)
+        if targets or not has_unestimated(flt) or kept > most:
+            return FilterPlan.for_estimate(kept, children, below)
+        # The planner's share for a range or a pattern is a constant: count a sample,
+        # unless the conditions it does estimate keep few enough on their own.
+        part = estimated_part(flt)
+        if part:
+            bound = compile_filter(table.c.cmetadata, part)
+            bound_shape = str(bound.compile(dialect=dialect))
+            bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
+            if bounded[0] <= most:
+                return FilterPlan.for_estimate(kept, children, below)
+        key = ("sample", request.include_parents, shape)
+        sample = self._statements.get(key) or self._remember(
+            key, sample_statement(table, where, dialect)
+        )
+        run = {**params, SAMPLE_PERCENT: sample_percent(children)}
+        sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
+        if sampled is None:
+            return FilterPlan.for_estimate(kept, children, below)
+        return FilterPlan.for_estimate(sampled, children, below, sampled=True)
 
     def _read_pool(self) -> ReadPool:
         return self.read_pool

@@ -22,6 +22,7 @@ package's loop) awaits the bot there in ``ainvoke``, without blocking the caller
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -50,6 +51,26 @@ def to_documents(retrieval: Retrieval) -> list[Document]:
     ]
 
 
+def _collect_options(fields: Collection[str], data: dict[str, Any]) -> dict[str, Any]:
+    """Keyword options (``budget=2000``) and an ``options`` mapping, validated once into
+    :class:`RetrievalOptions` under ``options``; ``fields``: the retriever's own fields.
+
+    Raises:
+        ConfigurationError: an unknown keyword (pydantic would drop it without a word) or
+            a bad value.
+    """
+    data = dict(data)
+    given = {k: data.pop(k) for k in list(data) if k not in fields}
+    base = data.get("options")
+    if isinstance(base, dict):
+        base = RetrievalOptions.from_overrides(base)
+    if given:
+        base = RetrievalOptions.from_overrides(given).over(base or RetrievalOptions())
+    if base is not None:
+        data["options"] = base
+    return data
+
+
 class ParentChildRetriever(BaseRetriever):
     """LangChain retriever returning parent-child passages as ``Document``s.
 
@@ -66,7 +87,9 @@ class ParentChildRetriever(BaseRetriever):
             ``ainvoke`` then awaits it there.
 
     Raises:
-        ConfigurationError: (at query time) a bad option value, or an empty question.
+        ConfigurationError: an unknown option or a bad value (at construction, naming the
+            option, as :class:`~parrot_parents.retrieval.options.RetrievalOptions` does),
+            or, at query time, a bad override or an empty question.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -75,18 +98,17 @@ class ParentChildRetriever(BaseRetriever):
     options: RetrievalOptions = RetrievalOptions()
     on_package_loop: bool = False
 
+    def __init__(self, **data: Any) -> None:
+        # The options are checked here, outside pydantic's validation: a validator's
+        # ConfigurationError (a ValueError) would reach the caller wrapped in pydantic's
+        # ValidationError, where the other surfaces raise it as it is.
+        super().__init__(**_collect_options(type(self).model_fields, data))
+
     @model_validator(mode="before")
     @classmethod
-    def _collect_options(cls, data: Any) -> Any:
-        """Keyword options (``budget=2000``) into :attr:`options`, validated once."""
-        if not isinstance(data, dict):
-            return data
-        names = RetrievalOptions.model_fields
-        given = {k: data.pop(k) for k in list(data) if k in names}
-        if given:
-            base = data.get("options") or RetrievalOptions()
-            data["options"] = RetrievalOptions.from_overrides(given).over(base)
-        return data
+    def _options_of_validate(cls, data: Any) -> Any:
+        """The same for ``model_validate``, which does not call ``__init__``."""
+        return _collect_options(cls.model_fields, data) if isinstance(data, dict) else data
 
     def _fixed(self) -> dict[str, Any]:
         return self.options.set_fields()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from parrot_parents import Chatbot, InTableParentSearcher, PgVectorStore, TextLo
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.integrations.langchain import ParentChildRetriever
+from parrot_parents.integrations.llamaindex import ParentChildLlamaRetriever
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table
 from tests.integrations.conftest import PAY, handbook
@@ -142,3 +144,37 @@ async def test_from_bot_builds_from_a_bot_row(bots_dsn: str, embeddings) -> None
         assert [d.id for d in await async_retriever.ainvoke(QUESTION)] == want
     finally:
         await async_retriever.aclose()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"budget": -1}, "budget must be a positive int"),
+        ({"budjet": 2000}, "unknown option 'budjet'"),
+        ({"options": {"limit": 0}}, "limit must be a positive int"),
+        ({"options": {"top_k": 3}}, "unknown option 'top_k'"),
+        ({"mode": "windw:1"}, "mode 'windw:1'"),
+    ],
+)
+def test_a_bad_option_is_refused_at_construction_as_by_the_llamaindex_adapter(
+    options: dict[str, Any], message: str
+) -> None:
+    # The same error and words as the other surfaces: not pydantic's ValidationError around
+    # them, and never a misspelt option dropped without a word.
+    flat = options.get("options", options)
+    with pytest.raises(ConfigurationError, match=re.escape(message)) as langchain:
+        ParentChildRetriever(bot=Chatbot(), **options)
+    with pytest.raises(ConfigurationError) as llama:
+        ParentChildLlamaRetriever(Chatbot(), **flat)
+    assert type(langchain.value) is type(llama.value)
+    assert str(langchain.value) == str(llama.value)
+
+
+def test_options_given_both_ways_are_merged_the_keywords_winning() -> None:
+    retriever = ParentChildRetriever(
+        bot=Chatbot(), options={"budget": 1000, "limit": 3}, budget=2000, tags=["kept"]
+    )
+    assert retriever.options.set_fields() == {"budget": 2000, "limit": 3}
+    assert retriever.tags == ["kept"]
+    validated = ParentChildRetriever.model_validate({"bot": Chatbot(), "budget": 500})
+    assert validated.options.set_fields() == {"budget": 500}

@@ -50,8 +50,7 @@ async def test_python_refuses_a_bad_value_naming_the_option(value: Any) -> None:
 
 
 def test_the_adapters_refuse_a_bad_value_at_construction() -> None:
-    # LangChain's pydantic model wraps the message in its ValidationError (a ValueError).
-    with pytest.raises(ValueError, match="prf: Input should be a valid boolean, got 'yes'"):
+    with pytest.raises(ConfigurationError, match="prf: Input should be a valid boolean, got 'yes'"):
         ParentChildRetriever(bot=Chatbot(), prf="yes")
     with pytest.raises(ConfigurationError, match="prf: Input should be a valid boolean"):
         ParentChildLlamaRetriever(Chatbot(), prf="yes")  # type: ignore[arg-type]

@@ -72,6 +72,7 @@ from parrot_parents.stores.filter_plan import (
     sample_percent,
     sample_statement,
     sampled_rows,
+    scan_ceiling,
     threshold,
 )
 from parrot_parents.stores.filters import (
@@ -1191,7 +1192,22 @@ class PgVectorStore(
         sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
         if sampled is None:
             return FilterPlan.for_estimate(kept, children, below)
-        return FilterPlan.for_estimate(sampled, children, below, sampled=True)
+        # Nothing bounds the filter, so its exact ranking would read the whole table: in
+        # a table larger than the threshold, that pays only where the index scan would
+        # come back short. (The lexical branch alone reads the children holding a query
+        # lexeme, and pg_textsearch's filters its own top rows: they keep the threshold.)
+        scanned = children > most and (
+            request.mode == "dense"
+            or (
+                request.mode == "hybrid"
+                and self.lexical_ranking(flt, request.fusion, exact_filter=False)[0] == "sql"
+            )
+        )
+        opts = self.search_options
+        # The scan's bound: the tuples an iterative scan may visit, else the candidate list.
+        bound = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search
+        ceiling = scan_ceiling(children, request.limit, bound) if scanned else None
+        return FilterPlan.for_estimate(sampled, children, below, sampled=True, ceiling=ceiling)
 
     def _read_pool(self) -> ReadPool:
         return self.read_pool

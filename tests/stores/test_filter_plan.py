@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores import filter_plan
-from parrot_parents.stores.filter_plan import THRESHOLD_AT, FilterPlan, threshold
+from parrot_parents.stores.filter_plan import THRESHOLD_AT, FilterPlan, scan_ceiling, threshold
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import HNSWQueryOptions
@@ -185,7 +185,8 @@ async def test_a_range_the_planner_cannot_estimate_is_counted_on_a_sample(
 ) -> None:
     # The planner has no statistics for a range on a metadata key and takes it to keep a
     # few rows; a sample of the table counts it (all of this small one: exact counts).
-    store = await open_store(filter_exact_below=50)
+    # (The scan's bound is set so that its ceiling does not hide the threshold here.)
+    store = await open_store(filter_exact_below=50, max_scan_tuples=400)
     q = _query(21)
     everyone = {"bucket": {"$gte": 0}}
     for mode in ("dense", "hybrid", "lexical"):
@@ -209,7 +210,9 @@ async def test_a_range_the_planner_cannot_estimate_is_counted_on_a_sample(
     rare = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": RARE})
     assert rare.filter_plan is not None and not rare.filter_plan.sampled
     assert rare.filter_plan.estimate < N / 2
-    store = await open_store(filter_exact_below=max(50, rare.filter_plan.estimate))
+    store = await open_store(
+        filter_exact_below=max(50, rare.filter_plan.estimate), max_scan_tuples=400
+    )
     bounded = {"tenant": RARE, "bucket": {"$gte": 50}}
     got = await store.similarity_search_by_vector(q, limit=10, filter=bounded)
     assert got.filter_plan is not None and not got.filter_plan.sampled
@@ -222,6 +225,54 @@ async def test_a_range_the_planner_cannot_estimate_is_counted_on_a_sample(
     got = await store.similarity_search_by_vector(q, limit=10, filter=common)
     assert got.filter_plan is not None and got.filter_plan.sampled
     assert got.filter_plan.search == "exact"
+
+
+async def test_a_range_nothing_bounds_goes_through_the_index_where_its_scan_finds_enough(
+    open_store: Any, tenants: tuple[str, np.ndarray]
+) -> None:
+    # Its exact ranking would read the whole table: where the HNSW scan is expected to
+    # meet enough of its children within its bound, the index ranks it, below the
+    # threshold too (the threshold shown is the ceiling that decided).
+    store = await open_store(filter_exact_below=50)
+    q = _query(23)
+    few = {"bucket": {"$gte": 93}}  # 48 children, under the threshold of 50
+    keep = [i for i in range(N) if i % BUCKETS >= 93]
+    ceiling = scan_ceiling(N, 10, 20000)
+    assert ceiling < len(keep) <= 50
+    got = await store.similarity_search_by_vector(q, limit=10, filter=few)
+    plan = got.filter_plan
+    assert plan is not None and plan.sampled and plan.estimate == len(keep), plan
+    assert plan.search in ("index", "index, then exact") and plan.exact_below == ceiling, plan
+    assert len(got) == 10 and {r.id for r in got} <= {_id(i) for i in keep}
+    hybrid = await store.similarity_search_by_vector(
+        q, limit=10, filter=few, search_mode="hybrid", query="row tenant"
+    )
+    assert hybrid.filter_plan is not None and hybrid.filter_plan.search.startswith("index")
+    # Lexical search alone reads the children holding a query lexeme, never the table:
+    # the threshold stands.
+    lexical = await store.similarity_search_by_vector(
+        None, limit=10, filter=few, search_mode="lexical", query="row tenant"
+    )
+    assert lexical.filter_plan is not None and lexical.filter_plan.search == "exact"
+    assert lexical.filter_plan.exact_below == 50
+    # A collection no larger than the threshold is read whole by any exact ranking: no
+    # ceiling.
+    roomy = await open_store(filter_exact_below=N)
+    got = await roomy.similarity_search_by_vector(q, limit=10, filter=few)
+    assert got.filter_plan is not None and got.filter_plan.search == "exact"
+    order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
+    assert [r.id for r in got] == [_id(i) for i in order[:10]]
+
+
+def test_the_scan_ceiling_grows_with_the_collection_and_the_limit() -> None:
+    assert scan_ceiling(100_000, 10, 20_000) == 200
+    assert scan_ceiling(1_000_000, 10, 20_000) == 2_000
+    assert scan_ceiling(100_000, 20, 20_000) == 400
+    assert scan_ceiling(100_000, 10, 40_000) == 100
+    plan = FilterPlan.for_estimate(1_500, 100_000, 4_000, sampled=True, ceiling=200)
+    assert (plan.search, plan.exact_below) == ("index", 200)
+    plan = FilterPlan.for_estimate(150, 100_000, 4_000, sampled=True, ceiling=200)
+    assert (plan.search, plan.exact_below) == ("exact", 200)
 
 
 async def test_a_broad_filter_the_estimate_takes_for_a_selective_one_is_read_no_further(

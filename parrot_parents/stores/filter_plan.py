@@ -81,8 +81,9 @@ filter's other conditions, ANDed with them, keep few enough by the planner's est
 and planning it costs less than reading the sample). A filter through indexed rows'
 targets keeps the planner's estimate.
 
-Nothing bounds such a sampled filter, so no index reads its children: its exact ranking
-reads the whole table, whatever it keeps (at 100k children, a range keeping 1,433:
+Nothing bounds such a sampled filter, so no index reads just its children: its exact
+ranking reads the whole table (or the rows of the conditions it is ANDed with, which
+keep more than the threshold), whatever it keeps (at 100k children, a range keeping 1,433:
 57 to 79 ms, against 6.6 to 7.0 ms through the HNSW index with the same top 10 over 20
 queries). In a table larger than the threshold, a dense or hybrid search (with BM25 in
 SQL) then ranks it exactly only below :func:`scan_ceiling`, where the index scan would
@@ -150,7 +151,8 @@ class FilterPlan:
             ``exact, then index`` (the estimate was under the threshold, but the exact
             attempt read more than the threshold's rows: the indexes ranked; with
             ``, then exact`` after it when their scan came back short).
-        exact_below: the threshold the estimate was compared with (:func:`threshold`).
+        exact_below: the threshold the estimate was compared with (:func:`threshold`,
+            or the lower :func:`scan_ceiling` of a sampled filter).
         children: the planner's estimate of the collection's children, which the
             threshold grows with.
         sampled: the estimate was counted on a sample of the table

@@ -169,9 +169,16 @@ async def _create_indexes(
 
 
 async def build_ours(
-    dsn: str, store_factory: Any, coll: SyntheticCollection, table: str, rebuild: bool
+    dsn: str,
+    store_factory: Any,
+    coll: SyntheticCollection,
+    table: str,
+    rebuild: bool,
+    lexical_backend: str | None = None,
 ) -> BuildReport:
-    """The product's collection of ``coll``, in ``table``; reused when already built."""
+    """The product's collection of ``coll``, in ``table``; reused when already built.
+    ``lexical_backend``: the one a new table is created with (its index, like the others,
+    built after the COPY); None for the product's default."""
     started = time.perf_counter()
     tag = _tag(coll.n_children, "ours")
     conn = await connect_raw(dsn)
@@ -185,7 +192,9 @@ async def build_ours(
         await store.connect()
         await store.drop()
         await store.close()
-        store = store_factory(table)
+        store = store_factory(
+            table, **({"lexical_backend": lexical_backend} if lexical_backend else {})
+        )
         await store.connect()  # the product's table, indexes, lexical column and triggers
         await store.close()
         defs = [

@@ -1205,8 +1205,8 @@ class PgVectorStore(
         )
         opts = self.search_options
         # The scan's bound: the tuples an iterative scan may visit, else the candidate list.
-        bound = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search
-        ceiling = scan_ceiling(children, request.limit, bound) if scanned else None
+        visits = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search
+        ceiling = scan_ceiling(children, request.limit, visits) if scanned else None
         return FilterPlan.for_estimate(sampled, children, below, sampled=True, ceiling=ceiling)
 
     def _read_pool(self) -> ReadPool:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from parrot_parents.embeddings.protocols import LoadTimed
 from parrot_parents.errors import ConfigurationError, LexicalIndexMissingError, StoreError
 from parrot_parents.retrieval.expanders import expander_for, plan_for
 from parrot_parents.retrieval.meta import ChildScore, Fallback, RetrievalMeta, describe_error
@@ -110,6 +111,8 @@ class Retriever:
                 hint="pass parent_searcher=InTableParentSearcher(store=store) to the bot",
             )
         started = time.perf_counter()
+        model = self.store.embedding if isinstance(self.store, Embedded) else None
+        unloaded = isinstance(model, LoadTimed) and model.load_ms is None
         meta = RetrievalMeta(
             question=question,
             expand_to_parent=opts.expand_to_parent,
@@ -146,6 +149,10 @@ class Retriever:
             meta.timings_ms["pack"] = _ms(t)
         meta.passages = len(passages)
         meta.context_chars = sum(len(p.text) for p in passages)
+        if unloaded and isinstance(model, LoadTimed) and model.load_ms is not None:
+            # The first call that embeds waits for the model: say so, or its stage
+            # (``search``, or ``pack`` trimming sentences) looks seconds slow.
+            meta.timings_ms["model_load"] = model.load_ms
         meta.timings_ms["total"] = _ms(started)
         return Retrieval(passages, meta)
 

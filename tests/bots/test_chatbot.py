@@ -4,6 +4,7 @@ import pytest
 from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
 from parrot_parents.stores.parents import InTableParentSearcher
@@ -161,3 +162,25 @@ def test_a_setting_changed_after_use_is_validated_again(store: PgVectorStore, ba
         bot.options  # noqa: B018 - the property validates
     bot.context_search_limit = 3
     assert bot.options.limit == 3
+
+
+async def test_the_call_that_loads_the_model_says_so_in_its_timings(
+    store: PgVectorStore, embeddings
+) -> None:
+    await _ingest(store, embeddings)
+    # A store opened with a model object not loaded yet, as a new process has it.
+    fresh = SentenceTransformerEmbeddings()
+    assert fresh.load_ms is None
+    reader = PgVectorStore(dsn=store._dsn, table=store.table, embedding=fresh)
+    try:
+        bot = Chatbot(store=reader)
+        lexical = await bot.retrieve("When are staff paid?", search_mode="lexical")
+        assert "model_load" not in lexical.meta.timings_ms  # nothing embedded
+        assert fresh.load_ms is None
+        first = await bot.retrieve("When are staff paid?")
+        assert first.meta.timings_ms["model_load"] == fresh.load_ms is not None
+        assert first.meta.to_dict()["timings_ms"]["model_load"] == fresh.load_ms
+        again = await bot.retrieve("When are staff paid?")
+        assert "model_load" not in again.meta.timings_ms
+    finally:
+        await reader.close()

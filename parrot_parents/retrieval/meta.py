@@ -149,9 +149,9 @@ class RetrievalMeta:
         fallbacks: optional stages that failed, in order.
         passages: passages handed over; context_chars: their characters.
         timings_ms: wall time per stage (``search``, ``rerank``, ``expand``, ``pack``,
-            ``total``) in milliseconds; ``model_load`` too when this call loaded the
-            embedding model (included in the stage that needed it: ``search``, or
-            ``pack`` for trimming).
+            ``total``) in milliseconds; ``model_load`` too when this call waited for the
+            embedding model to load (included in the stage that needed it: ``search``,
+            or ``pack`` for trimming).
 
     It also reads like the dict of :meth:`to_dict` (``meta["expanded"]``), as the
     ``meta`` of ``get_vector_context`` always has.

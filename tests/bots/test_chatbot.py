@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from langchain_core.documents import Document
 
@@ -10,6 +13,7 @@ from parrot_parents.loaders import TextLoader
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 from tests.conftest import unique_table
+from tests.stores.tiny_embedder import build_tiny_embedder
 
 HANDBOOK = (
     "Pay schedule. Staff are paid twice a month, on the 15th and on the last business day.\n\n"
@@ -165,22 +169,35 @@ def test_a_setting_changed_after_use_is_validated_again(store: PgVectorStore, ba
 
 
 async def test_the_call_that_loads_the_model_says_so_in_its_timings(
-    store: PgVectorStore, embeddings
+    pg_dsn: str, tmp_path: Path
 ) -> None:
-    await _ingest(store, embeddings)
-    # A store opened with a model object not loaded yet, as a new process has it.
-    fresh = SentenceTransformerEmbeddings()
-    assert fresh.load_ms is None
-    reader = PgVectorStore(dsn=store._dsn, table=store.table, embedding=fresh)
+    made = build_tiny_embedder(tmp_path / "made")
+    table = unique_table("load")
+    writer = PgVectorStore(
+        dsn=pg_dsn, table=table, embedding=SentenceTransformerEmbeddings(str(made))
+    )
     try:
-        bot = Chatbot(store=reader)
-        lexical = await bot.retrieve("When are staff paid?", search_mode="lexical")
-        assert "model_load" not in lexical.meta.timings_ms  # nothing embedded
-        assert fresh.load_ms is None
-        first = await bot.retrieve("When are staff paid?")
-        assert first.meta.timings_ms["model_load"] == fresh.load_ms is not None
-        assert first.meta.to_dict()["timings_ms"]["model_load"] == fresh.load_ms
-        again = await bot.retrieve("When are staff paid?")
-        assert "model_load" not in again.meta.timings_ms
+        await TextLoader(embedding=writer.embedding, late_chunking=False).chunk_documents(
+            [Document(page_content=HANDBOOK, metadata={"document_id": "handbook.md"})],
+            vector_store=writer,
+        )
+        # The same weights at a path this process has not loaded: a new process's load.
+        fresh = SentenceTransformerEmbeddings(str(shutil.copytree(made, tmp_path / "copy")))
+        reader = PgVectorStore(dsn=pg_dsn, table=table, embedding=fresh)
+        try:
+            bot = Chatbot(store=reader)
+            lexical = await bot.retrieve("When are staff paid?", search_mode="lexical")
+            assert "model_load" not in lexical.meta.timings_ms  # nothing embedded
+            assert fresh.load_ms is None
+            first = await bot.retrieve("When are staff paid?")
+            assert fresh.load_ms is not None and fresh.load_ms > 0
+            assert first.meta.timings_ms["model_load"] == fresh.load_ms
+            assert first.meta.to_dict()["timings_ms"]["model_load"] == fresh.load_ms
+            assert first.meta.timings_ms["search"] >= fresh.load_ms  # the stage that waited
+            again = await bot.retrieve("When are staff paid?")
+            assert "model_load" not in again.meta.timings_ms
+        finally:
+            await reader.close()
     finally:
-        await reader.close()
+        await writer.drop()
+        await writer.close()

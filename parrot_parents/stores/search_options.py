@@ -10,12 +10,14 @@ from parrot_parents.errors import ConfigurationError
 __all__ = [
     "DEFAULT_EF_SEARCH",
     "FILTER_EXACT_BELOW",
+    "MIN_FUSION_DEPTH",
     "PRF",
     "SEARCH_MODES",
     "Fusion",
     "HNSWQueryOptions",
     "SearchMode",
     "check_search_mode",
+    "fusion_depth",
 ]
 
 #: The default ``ef_search`` of :class:`HNSWQueryOptions`: the smallest that kept HNSW
@@ -82,6 +84,13 @@ class PRF:
             raise ConfigurationError(f"prf original_weight must be in [0, 1], got {w!r}")
 
 
+#: The fewest candidates each branch gives a hybrid search to fuse by default: the default
+#: ``limit``. Fusing only ``limit`` from each branch would rank a child differently at
+#: another limit: at ``limit=3`` a child third in one list and fourth in the other would
+#: lose its second rank, and half its score, to a child first in one list alone.
+MIN_FUSION_DEPTH = 10
+
+
 @dataclass(frozen=True)
 class Fusion:
     """Weighted reciprocal rank fusion of the dense and lexical branches.
@@ -89,7 +98,9 @@ class Fusion:
     Attributes:
         rrf_k: the RRF constant (default 60, as in Cormack et al. 2009), 1..1000.
         dense_weight, lexical_weight: weight of each branch (default 1.0 each), 0..10.
-        depth: candidates taken from each branch before fusing; default the ``limit``.
+        depth: candidates taken from each branch before fusing; default the ``limit``,
+            and at least :data:`MIN_FUSION_DEPTH` (10): a smaller limit then returns the
+            first rows of the same fused ranking, not a ranking of shorter lists.
         lexical_depth: candidates of the lexical branch when it should see fewer than
             the dense one (BM25 ranks far down a list add noise); default ``depth``.
         prf: pseudo-relevance feedback for the lexical branch (``lexical`` and
@@ -166,3 +177,11 @@ class HNSWQueryOptions:
         below = self.filter_exact_below
         if isinstance(below, bool) or not isinstance(below, int) or below < 0:
             raise ConfigurationError(f"filter_exact_below must be an int >= 0, got {below!r}")
+
+
+def fusion_depth(limit: int, fusion: Fusion | None) -> int:
+    """The candidates each branch of a hybrid search gives to the fusion, for ``limit``
+    rows: ``fusion.depth`` when set, else :data:`MIN_FUSION_DEPTH`, and never fewer than
+    ``limit``."""
+    wanted = fusion.depth if fusion is not None and fusion.depth else MIN_FUSION_DEPTH
+    return max(limit, wanted)

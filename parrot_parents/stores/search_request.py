@@ -12,7 +12,7 @@ import numpy as np
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.filters import validate_filter
-from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
+from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode, fusion_depth
 
 __all__ = ["MAX_LIMIT", "SearchRequest", "check_limit_and_filter"]
 
@@ -128,6 +128,9 @@ class SearchRequest:
 
     @property
     def depth(self) -> int:
-        """Candidates the dense branch must see: the limit, or the fusion's depth."""
+        """Candidates the dense branch must see: the limit, or in hybrid mode what it
+        gives to the fusion (:func:`~parrot_parents.stores.search_options.fusion_depth`)."""
+        if self.mode == "hybrid":
+            return fusion_depth(self.limit, self.fusion)
         fused = self.fusion.depth if self.fusion is not None and self.fusion.depth else 0
         return max(self.limit, fused)

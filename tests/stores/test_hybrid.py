@@ -23,7 +23,7 @@ from parrot_parents.stores.hybrid import (
     CandidateRule,
 )
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.search_options import Fusion
+from parrot_parents.stores.search_options import MIN_FUSION_DEPTH, Fusion, fusion_depth
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table
 
@@ -450,3 +450,30 @@ async def test_a_store_reopened_on_a_recreated_collection_builds_its_statements_
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_a_smaller_limit_returns_the_first_rows_of_the_same_fused_ranking(
+    store: PgVectorStore, embeddings
+) -> None:
+    # Each branch gives the fusion at least MIN_FUSION_DEPTH candidates: a child's rank in
+    # the other list is not lost to a short list at a small limit.
+    more = {
+        "travel": "Train tickets are booked by the office. Hotel nights are paid up to one "
+        "hundred euros, and meals with the daily allowance.",
+        "laptops": "Laptops are replaced every three years. A broken screen is repaired by "
+        "the service desk within five working days.",
+        "parking": "The car park opens at seven. Staff park on the upper deck and visitors "
+        "on the ground floor near the entrance.",
+    }
+    await _ingest(store, embeddings, {**DOCS, **more})
+    assert await store.count(include_parents=False) > MIN_FUSION_DEPTH
+    for question in ("When is overtime paid?", "thirty days notice", "private car mileage"):
+        full = await store.similarity_search(question, limit=MIN_FUSION_DEPTH, search_mode="hybrid")
+        ranked = [(r.id, r.fused_score, r.dense_rank, r.lexical_rank) for r in full]
+        for limit in range(1, MIN_FUSION_DEPTH):
+            cut = await store.similarity_search(question, limit=limit, search_mode="hybrid")
+            got = [(r.id, r.fused_score, r.dense_rank, r.lexical_rank) for r in cut]
+            assert got == ranked[:limit], (question, limit)
+    assert fusion_depth(3, None) == MIN_FUSION_DEPTH
+    assert fusion_depth(30, None) == 30
+    assert fusion_depth(3, Fusion(depth=5)) == 5

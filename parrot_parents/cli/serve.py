@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "PARROT_PARENTS_LLM_MODEL (and optionally PARROT_PARENTS_LLM_API_KEY).",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port (8080; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=8080, help="port (8080; 0 picks a free one)")
     p.add_argument(
         "--token",
         default=None,
@@ -80,6 +80,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
+def _port(value: str) -> int:
+    """A TCP port for argparse: 0 (a free one) to 65535."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"must be a port number from 0 to 65535 (0 picks a free one), got {value!r}"
+        )
+    return port
+
+
 async def migrate(dsn: str | None) -> list[str]:
     """Apply the pending migrations of the database ``dsn`` (None: ``$PARROT_PARENTS_DSN``,
     else the embedded server) and log what was applied; the revisions applied.
@@ -123,13 +136,25 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.errors import ConfigurationError
     from parrot_parents.llm.client import ChatCompletionsClient
     from parrot_parents.server.app import TOKEN_ENV, create_app
+    from parrot_parents.server.limits import check_settings
     from parrot_parents.server.timeouts import make_runner
 
     if not args.header_timeout > 0:
         raise ConfigurationError(f"--header-timeout must be > 0, got {args.header_timeout!r}")
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    # Every setting is checked before the database is reached and the model loads.
+    check_settings(
+        token=token,
+        max_body_bytes=args.max_body_bytes,
+        body_timeout_s=args.body_timeout,
+        names={
+            "token": f"--token (or ${TOKEN_ENV})",
+            "max_body_bytes": "--max-body-bytes",
+            "body_timeout_s": "--body-timeout",
+        },
+    )
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     if args.migrate:
         # Before the model loads: a database that cannot be reached or migrated fails fast.
         await migrate(args.dsn)
@@ -161,7 +186,13 @@ async def run(args: argparse.Namespace) -> int:
     await runner.setup()
     try:
         site = web.TCPSite(runner, args.host, args.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+                hint="choose another --port (0 picks a free one) or --host",
+            ) from exc
         addresses = ", ".join(f"http://{h}:{p}" for h, p, *_ in runner.addresses)
         print(
             f"serving {len(manager.bots)} bot(s) on {addresses} "

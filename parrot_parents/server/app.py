@@ -28,10 +28,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from parrot_parents.bots.manager import BotManager
-from parrot_parents.errors import ConfigurationError
 from parrot_parents.llm.client import ChatCompletionsClient
 from parrot_parents.server.catalog_routes import catalog_routes
-from parrot_parents.server.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
+from parrot_parents.server.limits import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_MAX_BODY_BYTES,
+    TOKEN_ENV,
+    check_settings,
+)
 from parrot_parents.server.middleware import auth_middleware, error_middleware
 from parrot_parents.server.routes import routes
 from parrot_parents.server.state import STATE, ServerState
@@ -69,20 +73,7 @@ def create_app(
     Raises:
         ConfigurationError: an empty token, a non-positive body limit or body timeout.
     """
-    if token is not None and not token.strip():
-        raise ConfigurationError("the bearer token must not be empty")
-    if (
-        isinstance(max_body_bytes, bool)
-        or not isinstance(max_body_bytes, int)
-        or max_body_bytes < 1
-    ):
-        raise ConfigurationError(f"max_body_bytes must be an int >= 1, got {max_body_bytes!r}")
-    if (
-        isinstance(body_timeout_s, bool)
-        or not isinstance(body_timeout_s, int | float)
-        or not (body_timeout_s > 0)
-    ):
-        raise ConfigurationError(f"body_timeout_s must be a number > 0, got {body_timeout_s!r}")
+    check_settings(token=token, max_body_bytes=max_body_bytes, body_timeout_s=body_timeout_s)
     app = web.Application(
         middlewares=[error_middleware, auth_middleware(token)],
         client_max_size=max_body_bytes,

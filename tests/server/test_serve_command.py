@@ -11,6 +11,8 @@ import sys
 import urllib.request
 from typing import Any
 
+import pytest
+
 from parrot_parents.bots.repository import BotRepository
 from tests.migrations.support import empty_dsn_fixture  # noqa: F401
 
@@ -131,3 +133,56 @@ async def test_two_servers_starting_on_a_fresh_database_migrate_it_once(empty_ds
     head = migrations.heads()[0]
     others = [e for e in errs if e is not applied[0]]
     assert f"schema up to date (revision {head}), no migration applied" in others[0], errs
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--port", "99999"], "argument --port: must be a port number from 0 to 65535"),
+        (["--port", "-1"], "argument --port: must be a port number from 0 to 65535"),
+        (["--body-timeout", "-5"], "--body-timeout must be a number > 0, got -5.0"),
+        (["--max-body-bytes", "0"], "--max-body-bytes must be an int >= 1, got 0"),
+        (["--token", " "], "--token (or $PARROT_PARENTS_TOKEN) must not be empty"),
+    ],
+)
+def test_a_bad_setting_is_refused_before_the_database_is_reached(
+    flags: list[str], message: str
+) -> None:
+    # A database nobody listens on: reaching it would be another error, seconds later.
+    env = {**os.environ, "PARROT_PARENTS_DSN": "postgresql://nobody@127.0.0.1:1/none"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "parrot_parents", "serve", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "127.0.0.1:1" not in proc.stderr
+
+
+async def test_a_port_in_use_is_named_in_one_line(empty_dsn: str) -> None:
+    import asyncio
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    env = {**os.environ, "PARROT_PARENTS_DSN": empty_dsn, "HF_HUB_OFFLINE": "1"}
+    env.pop("PARROT_PARENTS_LLM_BASE_URL", None)
+    try:
+        proc = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "parrot_parents", "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        taken.close()
+    assert proc.returncode == 2, proc.stderr
+    assert f"parrot-parents: error: cannot listen on 127.0.0.1:{port}: " in proc.stderr
+    assert "choose another --port" in proc.stderr and "Traceback" not in proc.stderr

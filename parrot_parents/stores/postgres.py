@@ -1192,17 +1192,11 @@ class PgVectorStore(
         sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
         if sampled is None:
             return FilterPlan.for_estimate(kept, children, below)
-        # Nothing bounds the filter, so its exact ranking would read the whole table: in
-        # a table larger than the threshold, that pays only where the index scan would
-        # come back short. (The lexical branch alone reads the children holding a query
-        # lexeme, and pg_textsearch's filters its own top rows: they keep the threshold.)
-        scanned = children > most and (
-            request.mode == "dense"
-            or (
-                request.mode == "hybrid"
-                and self.lexical_ranking(flt, request.fusion, exact_filter=False)[0] == "sql"
-            )
-        )
+        # Nothing bounds the filter, so a dense or hybrid exact ranking would read the
+        # whole table: in a table larger than the threshold, that pays only where the
+        # HNSW scan would come back short. (Lexical search alone reads the children
+        # holding a query lexeme, never the table: it keeps the threshold.)
+        scanned = children > most and request.mode != "lexical"
         opts = self.search_options
         # The scan's bound: the tuples an iterative scan may visit, else the candidate list.
         visits = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search

@@ -181,7 +181,10 @@ async def test_per_call_overrides_beat_the_row(repo: BotRepository, manager: Bot
     )
     await manager.load()
     bot = manager.get("hr")
-    assert _kinds(await bot.retrieve(QUESTION)) == ["parent"]
+    # The row's expansion applies: its 3 children fold into their parents (how many
+    # depends on the fused ranking, not on the row).
+    parents = _kinds(await bot.retrieve(QUESTION))
+    assert parents and set(parents) == {"parent"} and len(parents) <= 3
     children = await bot.retrieve(QUESTION, expand_to_parent=False, limit=2)
     assert _kinds(children) == ["child", "child"]
 

@@ -68,7 +68,7 @@ from parrot_parents.stores.lexical import (
     LexicalTables,
     validate_text_search_config,
 )
-from parrot_parents.stores.search_options import PRF, Fusion, SearchMode, fusion_depth
+from parrot_parents.stores.search_options import PRF, Fusion, SearchMode, branch_depth
 from parrot_parents.stores.vector_codec import QueryVector
 
 __all__ = [
@@ -435,7 +435,7 @@ def search_statement(
             each, never through the GIN index.
     """
     fusion = fusion or Fusion()
-    depth = fusion_depth(limit, fusion) if mode == "hybrid" else max(limit, fusion.depth or limit)
+    depth = branch_depth(mode, limit, fusion)
     distance: Any = literal(None, Float)
     if with_vector:
         distance = table.c.embedding.cosine_distance(query_vector(table))

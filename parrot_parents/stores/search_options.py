@@ -16,6 +16,7 @@ __all__ = [
     "Fusion",
     "HNSWQueryOptions",
     "SearchMode",
+    "branch_depth",
     "check_search_mode",
     "fusion_depth",
 ]
@@ -177,6 +178,15 @@ class HNSWQueryOptions:
         below = self.filter_exact_below
         if isinstance(below, bool) or not isinstance(below, int) or below < 0:
             raise ConfigurationError(f"filter_exact_below must be an int >= 0, got {below!r}")
+
+
+def branch_depth(mode: SearchMode, limit: int, fusion: Fusion | None) -> int:
+    """The candidates each branch of a search of ``limit`` rows ranks: in ``hybrid`` mode
+    what it gives to the fusion (:func:`fusion_depth`), else ``limit`` or
+    ``fusion.depth`` when that is larger."""
+    if mode == "hybrid":
+        return fusion_depth(limit, fusion)
+    return max(limit, fusion.depth or 0) if fusion is not None else limit
 
 
 def fusion_depth(limit: int, fusion: Fusion | None) -> int:

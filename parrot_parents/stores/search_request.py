@@ -12,7 +12,7 @@ import numpy as np
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.filters import validate_filter
-from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode, fusion_depth
+from parrot_parents.stores.search_options import Fusion, SearchMode, branch_depth, check_search_mode
 
 __all__ = ["MAX_LIMIT", "SearchRequest", "check_limit_and_filter"]
 
@@ -128,9 +128,6 @@ class SearchRequest:
 
     @property
     def depth(self) -> int:
-        """Candidates the dense branch must see: the limit, or in hybrid mode what it
-        gives to the fusion (:func:`~parrot_parents.stores.search_options.fusion_depth`)."""
-        if self.mode == "hybrid":
-            return fusion_depth(self.limit, self.fusion)
-        fused = self.fusion.depth if self.fusion is not None and self.fusion.depth else 0
-        return max(self.limit, fused)
+        """Candidates the dense branch must see
+        (:func:`~parrot_parents.stores.search_options.branch_depth`)."""
+        return branch_depth(self.mode, self.limit, self.fusion)

@@ -34,7 +34,12 @@ from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
-from parrot_parents.stores.protocols import ContextSearch, Embedded, LexicalRanking
+from parrot_parents.stores.protocols import (
+    ContextSearch,
+    Embedded,
+    LexicalRanking,
+    ModelChecked,
+)
 from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import PRF, Fusion
@@ -100,6 +105,8 @@ class Retriever:
             ConfigurationError: a bad question (empty, blank, over 4000 characters, a NUL
                 or a lone surrogate: :mod:`parrot_parents.stores.questions`), or expansion
                 without a parent searcher.
+            ModelMismatchError: the store's model is not the collection's, on any path
+                that embeds the question (a dense or hybrid search, sentence trimming).
             StoreError: the search itself failed (there is nothing to degrade to).
         """
         check_question(question)  # the rules of every surface, before any model loads
@@ -157,13 +164,22 @@ class Retriever:
         return Retrieval(passages, meta)
 
     async def _query_vector(self, question: str, hits: Sequence[Hit]) -> np.ndarray | None:
-        """The question's unit vector for sentence trimming, from the store's model (the
-        vector the search just used: the default embedding keeps its last questions');
-        None when no hit has stored sentences, or the store has no model to ask."""
+        """The question's unit vector for sentence trimming, made as the store's searches
+        make it (:meth:`~parrot_parents.stores.protocols.ModelChecked.embed_question`: the
+        collection's model is checked first, and the default embedding keeps its last
+        questions' vectors); None when no hit has stored sentences, or the store cannot
+        check its model (its stored sentences could not be compared with the question).
+
+        Raises:
+            ModelMismatchError: the store's model is not the collection's.
+        """
         store = self.store
-        if not any(h.stored_sentences is not None for h in hits) or not isinstance(store, Embedded):
+        if not any(h.stored_sentences is not None for h in hits):
             return None
-        vector = np.asarray(await store.embedding.aembed_query(question), dtype=np.float32)
+        if not issubclass(type(store), ModelChecked):
+            return None
+        checked = cast(ModelChecked, store)
+        vector = np.asarray(await checked.embed_question(question), dtype=np.float32)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else None
 

@@ -569,18 +569,37 @@ class PgVectorStore(
         the vectors it made. Loads the model (once per embeddings object).
 
         Raises:
+            ModelMismatchError: another model (of any dimension, when the collection
+                records its model), or a collection in the middle of a re-embed.
             SchemaMismatchError: the model's vectors have another length than the
                 collection's column (or the column a write would make).
-            ModelMismatchError: another model, or a collection in the middle of a re-embed.
             StoreError: the database failed.
         """
         model = embedding or self.embedding
+        if not writing:
+            # A read records nothing, so the record goes first: it names the collection's
+            # model, whatever the dimension of the one refused.
+            engine, _ = await self.ready()
+            await self.model_contract.check(engine, model, writing=False)
+            await self._check_model_dimension(model, writing=False)
+            return
         # Before the collection is created and before the record: a first write must
         # neither make a column nor record a model that the other refuses.
-        await self._check_model_dimension(model, writing=writing)
+        await self._check_model_dimension(model, writing=True)
         # A write creates the collection it checks against (a first add_documents).
-        engine, _ = await (self._ready_to_write() if writing else self.ready())
-        await self.model_contract.check(engine, model, writing=writing)
+        engine, _ = await self._ready_to_write()
+        await self.model_contract.check(engine, model, writing=True)
+
+    async def embed_question(self, question: str) -> list[float]:
+        """``question`` embedded with the store's model, once :meth:`check_model` passes:
+        the one way a question's vector for this collection is made (searches, sentence
+        trimming).
+
+        Raises:
+            ModelMismatchError, SchemaMismatchError: as :meth:`check_model`.
+        """
+        await self.check_model()
+        return await self.embedding.aembed_query(question)
 
     async def _check_model_dimension(self, model: Any, *, writing: bool) -> None:
         """Compare ``model``'s dimension with the collection's column: the ``dimension``
@@ -908,8 +927,7 @@ class PgVectorStore(
         await self.ready()  # and so does an unknown collection
         vector = None
         if mode != "lexical":
-            await self.check_model()
-            vector = await self.embedding.aembed_query(query)
+            vector = await self.embed_question(query)
         return await self.similarity_search_by_vector(
             vector, limit, include_parents, filter, search_mode=mode, query=query, fusion=fusion
         )
@@ -1392,8 +1410,7 @@ class PgVectorStore(
         check_limit_and_filter(limit, filter)
         await self.ready()
         if vector is None and mode != "lexical":
-            await self.check_model()
-            vector = await self.embedding.aembed_query(query)
+            vector = await self.embed_question(query)
         request = SearchRequest.build(
             mode=mode,
             limit=limit,

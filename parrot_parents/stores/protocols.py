@@ -29,7 +29,8 @@ walks its members on every call, tens of microseconds). Who has what, and who as
   into the child's searched text): the loaders and the default ingestion strategy;
 * :class:`DocumentRows` (PostgreSQL): the HTTP document view;
 * :class:`ModelChecked` (PostgreSQL): the loaders, to refuse writing vectors of another
-  model than the collection's (:mod:`parrot_parents.stores.model_contract`);
+  model than the collection's (:mod:`parrot_parents.stores.model_contract`), and the
+  query pipeline, to embed the question for sentence trimming through the same check;
 * :class:`LexicalRanking` (PostgreSQL): the query pipeline, to say in ``meta`` what
   ranked the lexical branch (:mod:`parrot_parents.stores.bm25_index`).
 
@@ -277,6 +278,15 @@ class ModelChecked(Protocol):
 
         Raises:
             ModelMismatchError: another model, or an unfinished re-embed.
+        """
+
+    @abstractmethod
+    async def embed_question(self, question: str) -> list[float]:
+        """``question``'s vector in the collection's space: embedded with the store's model
+        once :meth:`check_model` passes, as every search that embeds does.
+
+        Raises:
+            ModelMismatchError: another model (of any dimension), or an unfinished re-embed.
         """
 
 

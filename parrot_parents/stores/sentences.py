@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from parrot_parents.errors import SchemaMismatchError
+
 __all__ = ["SENTENCES", "SENTENCE_BREAK", "SentenceVectors", "sentence_spans"]
 
 #: The metadata key holding a child's sentence spans and vectors.
@@ -127,9 +129,21 @@ class SentenceVectors:
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
         """Cosine similarity of each sentence to ``query`` (a unit vector of the same
-        dimension), shape ``(len(spans),)``; zeros when the dimensions differ."""
-        if query.shape != (self.vectors.shape[1],):
-            return np.zeros(len(self.spans), dtype=np.float32)
+        dimension), shape ``(len(spans),)``.
+
+        Raises:
+            SchemaMismatchError: ``query`` has another shape than ``(dimension,)``: it is
+                another model's vector, and no score of it would mean anything.
+        """
+        dimension = self.vectors.shape[1]
+        if query.shape != (dimension,):
+            raise SchemaMismatchError(
+                f"the question's vector has shape {query.shape!r}, the stored sentences' "
+                f"vectors have {dimension} values",
+                expected_dimension=int(query.size),
+                actual_dimension=dimension,
+                hint="embed the question with the collection's model",
+            )
         scores: np.ndarray = self.vectors @ query
         return scores
 

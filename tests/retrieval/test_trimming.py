@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parrot_parents.errors import SchemaMismatchError
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import Hit, Passage
 from parrot_parents.retrieval.trimming import Candidate, choose_sentences
@@ -127,6 +129,13 @@ def test_sentence_vectors_survive_their_stored_form() -> None:
     assert np.all(np.sum(unit * stored.vectors, axis=1) > 0.99)
     assert SentenceVectors.decode({"spans": [[0, 1]], "int8": "not base64!"}) is None
     assert SentenceVectors.decode({"spans": [], "int8": ""}) is None
+
+
+def test_a_question_vector_of_another_length_is_refused_never_scored_zero() -> None:
+    stored = SentenceVectors.build([(0, 9), (10, 19)], np.eye(2, 384, dtype=np.float32))
+    with pytest.raises(SchemaMismatchError, match="384") as info:
+        stored.similarities(np.ones(256, dtype=np.float32) / 16.0)
+    assert (info.value.expected_dimension, info.value.actual_dimension) == (256, 384)
 
 
 def test_without_stored_sentences_packing_is_unchanged_and_says_why() -> None:

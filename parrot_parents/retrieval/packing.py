@@ -19,6 +19,9 @@ or the parent / parent_chunk / window it was widened to.
 When no passage is wider than its hit (children only), there is no context to grow: the
 whole budget goes to hits, and the first hit that does not fit is cut around its centre.
 
+A passage is never only headings (a title without its text answers nothing): a hit that
+is only a heading is not packed for itself, and its room goes to the next hits.
+
 ``context_share=0.25`` was chosen on the shared dev set (see docs/benchmarks.md): about
 three quarters of the budget on distinct hits, one quarter on the text around them.
 """
@@ -35,7 +38,7 @@ import numpy as np
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.passages import Hit, Passage, PassageKind, branch_scores
 from parrot_parents.retrieval.trimming import Candidate, choose_sentences
-from parrot_parents.stores.sentences import SENTENCE_BREAK
+from parrot_parents.stores.sentences import SENTENCE_BREAK, only_headings
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 
@@ -276,7 +279,7 @@ def pack(
 
     Returns:
         :class:`PackResult`; its passages are exact slices of the sources, in rank order,
-        and their lengths add up to at most ``budget``.
+        none of them only headings, and their lengths add up to at most ``budget``.
 
     Raises:
         ConfigurationError: ``budget < 1`` or ``context_share`` outside [0, 1).
@@ -288,14 +291,42 @@ def pack(
     source = source or SourceIndex()
     for p in passages:
         source.add(p.document_id, p.start_index, p.text)
+    # A hit that is only headings is never packed for itself (another hit's window may
+    # still hold it); nor is a hit whose piece came out as only headings (a cut of its
+    # heading line): each is set aside and the packing run again, so that its room goes
+    # to the next hits. At most one run more per hit, and none without headings.
+    aside = {h.id for h in hits if only_headings(h.text)}
+    while True:
+        args = (passages, hits, aside, budget, source, context_share, min_piece)
+        result, bare = _pack_once(*args, trim=trim, query=query)
+        if bare <= aside:
+            return result
+        aside |= bare
+
+
+def _pack_once(
+    passages: Sequence[Passage],
+    hits: Sequence[Hit],
+    aside: set[str],
+    budget: int,
+    source: SourceIndex,
+    context_share: float,
+    min_piece: int,
+    *,
+    trim: bool,
+    query: np.ndarray | None,
+) -> tuple[PackResult, set[str]]:
+    """:func:`pack` of the hits not ``aside``; and the hits of the passages left out for
+    being only headings (see :func:`_finish`)."""
     owner = {c: p for p in passages for c in p.child_ids}
     can_grow = any(p.kind != "child" for p in passages)
     result = PackResult([], budget, 0)
+    active = [h for h in hits if h.id not in aside]
     if trim:
-        blocker = _trim_blocker(owner, hits, query, can_grow)
+        blocker = _trim_blocker(owner, active, query, can_grow)
         if blocker is None:
             assert query is not None
-            packer = _trimmed(owner, hits, budget, query, result)
+            packer = _trimmed(owner, active, budget, query, result)
             if packer.sel.pieces:
                 result.trim = "sentences"
                 return _finish(result, packer, passages, hits, owner, source)
@@ -305,13 +336,13 @@ def pack(
     hit_budget = int(budget * (1.0 - context_share)) if can_grow else budget
     packer = _Packer(owner, min_piece)
     # Phase 1: hits in rank order into the hit share of the budget.
-    nxt = packer.take(hits, 0, hit_budget, cut=not can_grow, result=result)
+    nxt = packer.take(active, 0, hit_budget, cut=not can_grow, result=result)
     if can_grow and packer.sel.pieces:
         # Phase 2: the rest of the budget becomes text around the hits.
         packer.grow(budget)
-    if nxt < len(hits):
+    if nxt < len(active):
         # Fill: whatever growth could not use (pieces at their bounds) goes to more hits.
-        packer.take(hits, nxt, budget, cut=True, result=result)
+        packer.take(active, nxt, budget, cut=True, result=result)
     return _finish(result, packer, passages, hits, owner, source)
 
 
@@ -336,6 +367,12 @@ def _trim_blocker(
     return None
 
 
+def _line(text: str, start: int, end: int) -> str:
+    """The line of ``text`` around ``text[start:end]`` (a sentence never spans two)."""
+    stop = text.find("\n", end)
+    return text[text.rfind("\n", 0, start) + 1 : len(text) if stop < 0 else stop]
+
+
 def _trimmed(
     owner: dict[str, Passage],
     hits: Sequence[Hit],
@@ -348,11 +385,18 @@ def _trimmed(
     candidates = []
     for h in usable:
         assert h.sentences is not None and h.start_index is not None and h.end_index is not None
+        at = h.start_index
+        headings = frozenset(
+            j
+            for j, (s, e) in enumerate(h.sentences.spans)
+            if only_headings(_line(h.text, s - at, e - at))
+        )
         candidates.append(
             Candidate(
                 (h.start_index, h.end_index),
                 h.sentences.spans,
                 h.sentences.similarities(query),
+                headings,
             )
         )
     packer = _Packer(owner, 0)
@@ -387,17 +431,20 @@ def _finish(
     hits: Sequence[Hit],
     owner: dict[str, Passage],
     source: SourceIndex,
-) -> PackResult:
-    """The passages of the packer's selection, and what was cut or substituted."""
+) -> tuple[PackResult, set[str]]:
+    """The passages of the packer's selection, and what was cut or substituted; and the
+    hits of the passages left out because they came out as only headings."""
     sel, loose, taken = packer.sel, packer.loose, packer.taken
     hit_spans = {
         h.id: (h.start_index, h.end_index)
         for h in hits
         if h.start_index is not None and h.end_index is not None
     }
-    result.passages = _emit(
-        sel, loose, source, hit_spans, {h.id: h for h in hits}, result.mid_sentence
-    )
+    emitted = _emit(sel, loose, source, hit_spans, {h.id: h for h in hits}, result.mid_sentence)
+    result.passages = [p for p in emitted if not only_headings(p.text)]
+    bare = {c for p in emitted if only_headings(p.text) for c in p.child_ids}
+    for i, p in enumerate(result.passages):
+        p.rank = i
     result.used = sum(len(p.text) for p in result.passages)
     kept = {p.id for p in result.passages} | {c for p in result.passages for c in p.child_ids}
     for p in passages:
@@ -409,7 +456,7 @@ def _finish(
     for h in hits:
         if h.id in owner and h.id not in kept and h.id not in result.cut:
             result.cut.append(h.id)
-    return result
+    return result, bare
 
 
 def _is_whole(sel: _Selection, p: Passage) -> bool:

@@ -11,7 +11,9 @@ LongLLMLingua, Jiang et al. 2023), but inside the packer and on exact source spa
 2. **Then sentences.** Every sentence of the remaining hits is scored by its cosine
    similarity to the question, discounted by its hit's rank among them:
    ``max(cos, 0) / (1 + rank_decay * r)`` (``r`` = 0 for the first remaining hit,
-   ``rank_decay`` 0.1 by default), and the best are taken while they fit.
+   ``rank_decay`` 0.1 by default), and the best are taken while they fit. The sentences
+   of a heading line are not scored: they come with the sentence after them, at its
+   cost, and never alone.
 3. Consecutive sentences of one hit join into one span (the whitespace between them
    counts), so a hit hands over one or more runs of whole sentences, in document order.
 
@@ -46,11 +48,14 @@ class Candidate:
         span: the hit's ``(start, end)`` in its document.
         sentences: its sentences' spans, in document order, inside ``span``.
         similarities: cosine similarity of each sentence to the question.
+        headings: indexes of the sentences of heading lines: never kept on their own (a
+            title without its text answers nothing), only with the sentence after them.
     """
 
     span: Span
     sentences: Sequence[Span]
     similarities: np.ndarray
+    headings: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -113,6 +118,8 @@ def choose_sentences(
     used = 0
     first = len(candidates)
     for i, c in enumerate(candidates):
+        if c.sentences and len(c.headings) >= len(c.sentences):
+            continue  # only headings: nothing to hand over, whole or in part
         length = c.span[1] - c.span[0]
         if used + length > whole_share * budget:
             first = i
@@ -124,17 +131,21 @@ def choose_sentences(
         c = candidates[i]
         weight = 1.0 / (1.0 + rank_decay * (i - first))
         for j, sim in enumerate(c.similarities[: len(c.sentences)]):
-            units.append((max(float(sim), 0.0) * weight, i, j))
+            if j not in c.headings:
+                units.append((max(float(sim), 0.0) * weight, i, j))
     # Best first; ties by rank, then document order, so the choice is deterministic.
     units.sort(key=lambda u: (-u[0], u[1], u[2]))
     chosen: dict[int, set[int]] = {}
     for _, i, j in units:
-        sentences = candidates[i].sentences
+        sentences, headings = candidates[i].sentences, candidates[i].headings
+        group = {j}
+        while j - len(group) in headings:  # the heading line(s) right above it
+            group.add(j - len(group))
         picked = chosen.get(i, set())
         before = sum(e - s for s, e in _runs(sentences, picked))
-        after = sum(e - s for s, e in _runs(sentences, picked | {j}))
+        after = sum(e - s for s, e in _runs(sentences, picked | group))
         if used + after - before <= budget:
-            chosen[i] = picked | {j}
+            chosen[i] = picked | group
             used += after - before
     for i, picked in chosen.items():
         c = candidates[i]

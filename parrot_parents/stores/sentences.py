@@ -30,7 +30,7 @@ import numpy as np
 
 from parrot_parents.errors import SchemaMismatchError
 
-__all__ = ["SENTENCES", "SENTENCE_BREAK", "SentenceVectors", "sentence_spans"]
+__all__ = ["SENTENCES", "SENTENCE_BREAK", "SentenceVectors", "only_headings", "sentence_spans"]
 
 #: The metadata key holding a child's sentence spans and vectors.
 SENTENCES = "sentences"
@@ -40,6 +40,18 @@ Span = tuple[int, int]
 # The sentence boundaries of the children's separators: a line break, or ". ", "? ", "! " (any
 # whitespace after the mark). A table row is a line, so it is never cut.
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n\s*")
+
+# A heading line: Markdown ATX (``## Title``) or wikitext (``= Title =``), the headings
+# the loaders read sections from (:mod:`parrot_parents.loaders.headings`).
+_HEADING_LINE = re.compile(
+    r"^[ \t]{0,3}#{1,6}[ \t]+\S.*$|^[ \t]*(?:= ?){1,6} *[^=\n]+? *(?:= ?){1,6}[ \t]*$", re.M
+)
+
+
+def only_headings(text: str) -> bool:
+    """Whether ``text`` is nothing but heading lines and whitespace (an empty text too):
+    a title without the section it names answers nothing, so it is never handed over."""
+    return not _HEADING_LINE.sub("", text).strip()
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:

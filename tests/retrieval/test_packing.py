@@ -1,9 +1,19 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parrot_parents.retrieval.packing import SourceIndex, pack
 from parrot_parents.retrieval.passages import Hit, Passage
+from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.sentences import (
+    SENTENCES,
+    SentenceVectors,
+    only_headings,
+    sentence_spans,
+)
 
 SOURCE = "".join(f"Sentence {i:03d} of the source text. " for i in range(200))  # 6000 chars
 
@@ -155,3 +165,86 @@ def test_hits_in_a_whole_parent_are_not_cut() -> None:
     hits = [child(1, 100, 200, 0), child(2, 600, 700, 1)]
     result = pack([parent_passage(0, 1000, hits)], hits, 1500)
     assert result.passages[0].child_ids == ["c1", "c2"] and result.cut == []
+
+
+def _sections(seed: int, n: int) -> tuple[str, list[Hit], list[Passage], np.ndarray]:
+    """A Markdown document of ``n`` sections; one child per section (its heading line
+    alone, its heading with its text, or its text alone), best first in a random order;
+    a parent per two sections; the question's unit vector (sentence vectors are random)."""
+    rng = np.random.default_rng(seed)
+    words = ["pay", "day", "leave", "sick", "rate", "fund", "claim", "rule"]
+    parts, spans, pos = [], [], 0
+    for k in range(n):
+        heading = "#" * int(rng.integers(1, 4)) + f" Section {k} " + str(rng.choice(words))
+        body = " ".join(
+            " ".join(rng.choice(words, size=int(rng.integers(2, 9)))).capitalize() + "."
+            for _ in range(int(rng.integers(0, 4)))
+        )
+        section = f"{heading}\n\n{body}" if body else heading
+        shape = int(rng.integers(0, 3)) if body else 0
+        if shape == 0:  # the heading alone (and nothing else when the section is empty)
+            spans.append((pos, pos + len(heading)))
+        elif shape == 1:
+            spans.append((pos, pos + len(section)))
+        else:
+            spans.append((pos + len(heading) + 2, pos + len(section)))
+        parts.append(section)
+        pos += len(section) + 2
+    text = "\n\n".join(parts)
+    hits = []
+    for rank, i in enumerate(rng.permutation(n)):
+        s, e = spans[i]
+        sents = sentence_spans(text, s, e)
+        meta = {"document_id": "d", "start_index": s, "end_index": e}
+        meta["parent_document_id"] = f"P{i // 2}"
+        meta[SENTENCES] = SentenceVectors.build(sents, rng.normal(size=(len(sents), 8))).encode()
+        result = SearchResult(f"c{i}", text[s:e], meta, score=0.9 - rank / 100)
+        hits.append(Hit.from_result(result, rank))
+    parents = []
+    for j in range(0, n, 2):
+        s, e = spans[j][0], spans[min(j + 1, n - 1)][1]
+        held = [h.id for h in hits if h.metadata["parent_document_id"] == f"P{j // 2}"]
+        parents.append(Passage(f"P{j // 2}", text[s:e], "parent", 0.9, j, "d", s, e, None, held))
+    query = rng.normal(size=8).astype(np.float32)
+    return text, hits, parents, query / np.linalg.norm(query)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 10),
+    budget=st.integers(1, 1200),
+    trim=st.booleans(),
+    expand=st.booleans(),
+)
+def test_no_packed_passage_is_only_headings(
+    seed: int, n: int, budget: int, trim: bool, expand: bool
+) -> None:
+    text, hits, parents, query = _sections(seed, n)
+    passages = parents if expand else [Passage.from_hit(h) for h in hits]
+    result = pack(passages, hits, budget, trim=trim, query=query)
+    assert sum(len(p.text) for p in result.passages) == result.used <= budget
+    for p in result.passages:
+        assert not only_headings(p.text), p.text
+        assert p.start_index is not None and text[p.start_index : p.end_index] == p.text
+    held = {c for p in result.passages for c in p.child_ids}
+    assert all(h.id in held or h.id in result.cut for h in hits)
+
+
+def test_a_heading_alone_gives_its_room_to_the_next_hit() -> None:
+    text = "### Sick Leave\n\nEvery employee gets ten days.\n\n## Pay\n\nPay day is the 15th."
+    spans = [
+        (0, 14),
+        (text.index("Every"), text.index("days.") + 5),
+        (text.index("Pay day"), len(text)),
+    ]
+    hits = [
+        Hit(f"c{i}", text[s:e], {"document_id": "d", "start_index": s, "end_index": e}, 0.9, i)
+        for i, (s, e) in enumerate(spans)
+    ]
+    result = pack([Passage.from_hit(h) for h in hits], hits, 60)
+    assert [p.text for p in result.passages] == [
+        "Every employee gets ten days.",
+        "Pay day is the 15th.",
+    ]
+    assert "c0" in result.cut

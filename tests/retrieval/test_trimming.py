@@ -164,3 +164,12 @@ def test_sentences_are_stripped_slices_covering_every_visible_character(
         covered.update(range(s, e))
     assert all(i in covered for i in range(start, end) if not text[i].isspace())
     assert spans == sorted(spans)
+
+
+def test_a_heading_line_comes_with_the_sentence_after_it_never_alone() -> None:
+    # "### Sick Leave\n\nTen paid days. Unused days lapse." as sentences (the heading first).
+    c = Candidate((0, 48), [(0, 14), (16, 30), (31, 48)], np.array([0.9, 0.5, 0.1]), frozenset({0}))
+    assert choose_sentences([c], 16, whole_share=0.0)[0].spans == []  # room for the heading only
+    assert choose_sentences([c], 30, whole_share=0.0)[0].spans == [(0, 30)]
+    heading_only = Candidate((0, 14), [(0, 14)], np.array([0.9]), frozenset({0}))
+    assert choose_sentences([heading_only], 100)[0].spans == []

@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from parrot_parents.errors import CollectionNotFoundError, StoreError
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.revival import revive
 from parrot_parents.stores.vector_codec import install as install_vector_codec
 
 __all__ = [
@@ -73,7 +74,10 @@ async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:
         StoreError: the embedded server could not be started.
     """
     raw = await asyncio.to_thread(resolve_dsn, dsn)
-    return engine_for_url(to_async_dsn(raw), **kwargs)
+    engine = engine_for_url(to_async_dsn(raw), **kwargs)
+    # The embedded server this process holds may have stopped since it was last used.
+    await revive(engine.dialect.create_connect_args(engine.url)[1])
+    return engine
 
 
 def engine_for_url(url: str | URL, **kwargs: Any) -> AsyncEngine:

@@ -116,7 +116,8 @@ class StoreError(ParrotParentsError):
 
 class CollectionNotFoundError(StoreError, LookupError):
     """A read, delete or drop named a collection that does not exist (reads never create
-    one; the first write does)."""
+    one; the first write does), or the collection was dropped under a store that had it
+    open (``sqlstate`` ``"42P01"``). Not an outage: ``unavailable`` is False."""
 
 
 class LexicalIndexMissingError(StoreError):

@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from parrot_parents.errors import (
     BotConfigError,
     BotNotFoundError,
+    CollectionNotFoundError,
     ConfigurationError,
     LLMError,
     LLMNotConfiguredError,
@@ -195,6 +196,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response = json_error(502, f"the LLM request failed{status}", request=request)
     except ConfigurationError as exc:
         response = json_error(400, exc.message, request=request, hint=exc.hint)
+    except CollectionNotFoundError as exc:
+        # The database is up: a collection the bot reads was dropped (a 503 would have
+        # clients retry for nothing).
+        logger.warning("[%s] %s", request[REQUEST_ID], exc)
+        response = json_error(404, exc.message, request=request, hint=exc.hint)
     except SchemaMismatchError as exc:
         # The bot's collection and the server disagree (another embedding model, a re-embed
         # under way): not the client's fault, and not a crash: the service cannot answer.

@@ -299,7 +299,7 @@ _FORCE = {
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
 _COMMON = {
     "401": _error("missing or wrong bearer token (when the server has one)"),
-    "404": _error("no bot of that name"),
+    "404": _error("no bot of that name, or its collection was dropped"),
 }
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "HandleRecord",
     "default_data_dir",
     "embedded_dsn",
+    "embedded_servers",
     "get_server",
     "handle_records",
     "lock_path",
@@ -74,6 +75,10 @@ logger = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
 _SERVERS: dict[Path, PostgresServer] = {}
+#: Data directories whose DSN :func:`embedded_dsn` handed out: the library's own servers,
+#: which this process starts again when it finds them down (:mod:`~parrot_parents.stores.
+#: revival`); a server given by DSN is never among them.
+_HANDED_OUT: set[Path] = set()
 _SERVER_CLASS: type[PostgresServer] | None = None
 
 
@@ -382,6 +387,7 @@ def release(data_dir: str | os.PathLike[str]) -> None:
     path = Path(data_dir).expanduser().resolve()
     with _LOCK:
         server = _SERVERS.pop(path, None)
+        _HANDED_OUT.discard(path)
     if server is not None:
         with contextlib.suppress(Exception):
             import atexit
@@ -396,10 +402,23 @@ def embedded_dsn(data_dir: str | os.PathLike[str] | None = None) -> str:
     The server keeps running while any live process of this user holds it, and stops with
     the last one; the data directory persists, so the next run starts in about a second.
 
+    This process starts the server again when it finds it down
+    (:mod:`~parrot_parents.stores.revival`).
+
     Raises:
         StoreError: the server could not be started; the message names the directory.
     """
-    return str(get_server(data_dir).get_uri())
+    server = get_server(data_dir)
+    with _LOCK:
+        _HANDED_OUT.add(server.pgdata)
+    return str(server.get_uri())
+
+
+def embedded_servers() -> list[PostgresServer]:
+    """The servers this process holds whose DSN :func:`embedded_dsn` handed out (the
+    library's own, never one given by DSN)."""
+    with _LOCK:
+        return [server for path, server in _SERVERS.items() if path in _HANDED_OUT]
 
 
 def resolve_dsn(dsn: str | None) -> str:

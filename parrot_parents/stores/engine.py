@@ -35,9 +35,10 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from parrot_parents.errors import StoreError
+from parrot_parents.errors import CollectionNotFoundError, StoreError
 from parrot_parents.stores.dsn import to_async_dsn
 from parrot_parents.stores.embedded import resolve_dsn
+from parrot_parents.stores.revival import revive
 from parrot_parents.stores.vector_codec import install as install_vector_codec
 
 __all__ = [
@@ -73,7 +74,10 @@ async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:
         StoreError: the embedded server could not be started.
     """
     raw = await asyncio.to_thread(resolve_dsn, dsn)
-    return engine_for_url(to_async_dsn(raw), **kwargs)
+    engine = engine_for_url(to_async_dsn(raw), **kwargs)
+    # The embedded server this process holds may have stopped since it was last used.
+    await revive(engine.dialect.create_connect_args(engine.url)[1])
+    return engine
 
 
 def engine_for_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
@@ -232,10 +236,18 @@ _NAMED = {
 }
 
 
+#: SQLSTATE of a relation that does not exist: a collection's table (or one of its own
+#: tables) dropped under a store that had it open.
+_UNDEFINED_TABLE = "42P01"
+
+
 def store_error(exc: BaseException, action: str) -> StoreError:
     """A :class:`StoreError` describing ``exc`` while doing ``action`` (no SQL text).
 
-    ``action`` completes "… failed", e.g. ``"search in public.docs"``.
+    ``action`` completes "… failed" and names the collection, e.g. ``"search in
+    public.docs"``. A missing relation (SQLSTATE 42P01) is a
+    :class:`~parrot_parents.errors.CollectionNotFoundError`: the store checked the
+    collection when it opened, so the collection was dropped since; the database is up.
     """
     if isinstance(exc, StoreError):
         return exc
@@ -276,6 +288,14 @@ def store_error(exc: BaseException, action: str) -> StoreError:
     detail = _escape(_driver_message(exc))
     suffix = f" (SQLSTATE {code})" if code else ""
     text = f": {detail}" if detail else f": {type(exc).__name__}"
+    if code == _UNDEFINED_TABLE:
+        return CollectionNotFoundError(
+            f"{action} failed: the collection no longer exists, it was dropped while in use "
+            f"(the server said: {detail or 'a table is missing'}){suffix}",
+            hint="ingest into it to make it again, or use another collection "
+            "(`parrot-parents collections` lists them)",
+            sqlstate=code,
+        )
     if code in _NAMED:
         meaning, hint = _NAMED[code]
         return StoreError(f"{action} failed: {meaning}{suffix}", hint=hint, sqlstate=code)

@@ -94,5 +94,5 @@ async def document_text(store: Any, document_id: str) -> str | None:
     async def work(conn: Any) -> Any:
         return (await conn.execute(stmt)).first()
 
-    row = await read(engine, f"read from {store.documents.name}", work)
+    row = await read(engine, f"read the documents of {store.qualified_name}", work)
     return None if row is None else str(row.source_text)

@@ -1613,7 +1613,7 @@ class PgVectorStore(
             return {}
         engine, _ = await self.ready()
         states = self.documents.states(ids)
-        rows = await read(engine, f"read from {self.documents.name}", _all(states))
+        rows = await read(engine, f"read the documents of {self.qualified_name}", _all(states))
         return {
             r.document_id: DocumentState(r.content_sha256, r.policy_version, r.source) for r in rows
         }
@@ -1625,7 +1625,7 @@ class PgVectorStore(
         the id ``after``; with their stored text and metadata (structure included)."""
         engine, _ = await self.ready()
         stmt = self.documents.stale(policy_versions, after, limit)
-        rows = await read(engine, f"read from {self.documents.name}", _all(stmt))
+        rows = await read(engine, f"read the documents of {self.qualified_name}", _all(stmt))
         return [
             DocumentRecord(
                 document_id=r.document_id,

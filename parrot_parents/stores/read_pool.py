@@ -20,7 +20,8 @@ with the store (``PgVectorStore(engine=...)``) is never touched by a search.
 * **a dead connection is retried once**: after a server restart every pooled connection
   is dead. The first one found so makes the pool replace all of them
   (``expire_connections``), and the read runs once more on a fresh one; a recovering
-  server is waited for as :func:`~parrot_parents.stores.reads.through_outages` says.
+  server is waited for, and the embedded server started again when it is down, as
+  :func:`~parrot_parents.stores.reads.through_outages` says.
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ class ReadPool:
                     await pool.expire_connections()
                     raise
 
-        return await through_outages(attempt, self._server_ready)
+        return await through_outages(attempt, self._server_ready, lambda: self._connect_kwargs)
 
     async def _server_ready(self) -> bool | None:
         """Whether a new session can run a statement now (a probe after a cut

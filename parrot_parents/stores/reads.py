@@ -16,15 +16,19 @@ one retry policy for every path (the hot reads of
 * **a bounded wait for a recovering server**: after a backend crash PostgreSQL ends every
   connection and replays its log, refusing new ones meanwhile (SQLSTATE 57P02, 57P03).
   Reads and writes then retry with backoff for up to :data:`RECOVERY_WAIT_S` seconds, and
-  go on once the server is back.
+  go on once the server is back;
+* **the embedded server started again**: when nothing listens (the connection refused,
+  the socket gone) on the embedded server this process uses, it is started again and the
+  read or write runs once more (:mod:`~parrot_parents.stores.revival`); a server given by
+  DSN is only reported down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import asyncpg
 from sqlalchemy import text
@@ -34,12 +38,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.prepared import ConnectionDropped
+from parrot_parents.stores.revival import revive
 from parrot_parents.stores.vector_codec import ensure_codec
 
 __all__ = [
     "RECOVERY_WAIT_S",
     "Settings",
     "is_recovering",
+    "nothing_listens",
     "read",
     "through_outages",
     "was_disconnect",
@@ -88,6 +94,19 @@ def was_disconnect(exc: BaseException) -> bool:
     return False
 
 
+def nothing_listens(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is a refused connection or a missing socket
+    file: no server runs there, as opposed to one that ended a session."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (ConnectionRefusedError, FileNotFoundError)):
+            return True
+        cur = getattr(cur, "orig", None) or cur.__cause__
+    return False
+
+
 def is_recovering(exc: BaseException) -> bool:
     """True when ``exc`` says the server is restarting after a crash or recovering."""
     return isinstance(exc, StoreError) and exc.sqlstate in _RECOVERING
@@ -96,10 +115,15 @@ def is_recovering(exc: BaseException) -> bool:
 async def through_outages(
     attempt: Callable[[], Awaitable[T]],
     ready: Callable[[], Awaitable[bool | None]] | None = None,
+    target: Callable[[], Mapping[str, Any]] | None = None,
 ) -> T:
     """``attempt()``, run once more at once when its pooled connection was dead, and again
     with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
     most :data:`RECOVERY_WAIT_S` seconds; then the last error is raised.
+
+    When nothing listens at ``target()`` (``asyncpg.connect`` arguments) and it is the
+    embedded server this process uses, the server is started again and ``attempt()`` runs
+    once more (:func:`~parrot_parents.stores.revival.revive`).
 
     A statement whose connection is cut is sent at most :data:`_CUT_RETRIES` more times:
     it may be the one that crashes the server. Only the server's own "recovering" answers
@@ -112,10 +136,16 @@ async def through_outages(
     deadline: float | None = None
     delay = 0.05
     cuts = 0
+    revived = False
     while True:
         try:
             return await attempt()
         except StoreError as exc:
+            if target is not None and not revived and nothing_listens(exc):
+                revived = True
+                if await revive(target()):
+                    continue
+                raise
             if was_disconnect(exc) and cuts < _CUT_RETRIES:
                 # The first retry at once (a connection a restart left dead); the second
                 # after a pause, since a connection opened just as a backend crashed is
@@ -193,7 +223,13 @@ async def read(
                 await _set_local(conn, settings)
                 return await work(conn)
 
-    return await through_outages(attempt)
+    return await through_outages(attempt, target=lambda: _target(engine))
+
+
+def _target(engine: AsyncEngine) -> dict[str, Any]:
+    """The ``asyncpg.connect`` arguments of ``engine``'s URL, as its dialect reads it."""
+    _, kwargs = engine.dialect.create_connect_args(engine.url)
+    return dict(kwargs)
 
 
 async def write(
@@ -227,7 +263,7 @@ async def write(
     tries, delay = 0, 0.05
     while True:
         try:
-            return await through_outages(attempt)
+            return await through_outages(attempt, target=lambda: _target(engine))
         except StoreError as exc:
             conflict = exc.sqlstate in _LOCK_CONFLICTS
             if not retry_lock_conflicts or not conflict or tries >= _LOCK_RETRIES:

@@ -196,10 +196,13 @@ async def test_put_creates_and_delete_removes(make_client: MakeClient) -> None:
 async def test_a_database_failure_is_a_503_without_details(
     make_client: MakeClient, manager: BotManager, bots_dsn: str
 ) -> None:
+    # A column gone (a missing table is the collection's absence: a 404, not a failure).
     client = await make_client()
     store = manager.get("hr").store
     async with store.engine.begin() as conn:
-        await conn.execute(text(f"ALTER TABLE {store.qualified_name} RENAME TO moved_away"))
+        await conn.execute(
+            text(f"ALTER TABLE {store.qualified_name} RENAME COLUMN cmetadata TO moved_away")
+        )
     try:
         resp = await client.post("/api/v1/bots/hr/context", json=QUESTION)
         raw = await resp.text()
@@ -209,7 +212,9 @@ async def test_a_database_failure_is_a_503_without_details(
             assert leak not in raw
     finally:
         async with store.engine.begin() as conn:
-            await conn.execute(text("ALTER TABLE public.moved_away RENAME TO handbook"))
+            await conn.execute(
+                text(f"ALTER TABLE {store.qualified_name} RENAME COLUMN moved_away TO cmetadata")
+            )
 
 
 async def test_unknown_routes_and_methods_answer_json(make_client: MakeClient) -> None:

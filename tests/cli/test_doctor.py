@@ -31,8 +31,8 @@ def test_doctor_on_a_server_given_by_dsn(pg_dsn: str, capsys: pytest.CaptureFixt
     assert f"lexical backend of new collections: {report['server']['lexical_backend']}" in text
 
 
-def test_doctor_on_the_embedded_server_reports_extensions_and_dead_pids(tmp_path: Path) -> None:
-    data = tmp_path / "pgdata"
+def test_doctor_on_the_embedded_server_reports_extensions_and_dead_pids(server_dir: Path) -> None:
+    data = server_dir / "pgdata"
     env = {k: v for k, v in os.environ.items() if k != "PARROT_PARENTS_DSN"}
     env["PARROT_PARENTS_DATA_DIR"] = str(data)
 

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from parrot_parents.errors import StoreError
 from parrot_parents.stores import embedded
 from parrot_parents.stores.engine import store_error
 from parrot_parents.stores.postgres import PgVectorStore
-from tests.conftest import REPO_ROOT, unique_table
+from tests.conftest import REPO_ROOT, server_temp_dir, unique_table
 
 #: Seconds a child process may take to start or stop a server here (a shared 2-core box).
 START_S = 60
@@ -32,7 +31,7 @@ START_S = 60
 
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="parrot-parents-life-"))
+    root = server_temp_dir("parrot-parents-life-")
     yield root / "data"
     _stop_whatever_runs(root / "data")
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ from langchain_core.documents import Document
 from parrot_parents.errors import StoreError
 from parrot_parents.loaders.hierarchy import LateChunkingProcessor
 from parrot_parents.stores.postgres import PgVectorStore
-from tests.conftest import unique_table
+from tests.conftest import server_temp_dir, unique_table
 from tests.stores.wire import RoundTripProxy
 
 RACE_RUNS = 20
@@ -62,13 +60,13 @@ def own_server():
     """A private embedded server, so stopping it disturbs no other test."""
     from parrot_parents.stores.embedded import get_server, release
 
-    data = Path(tempfile.mkdtemp(prefix="parrot-parents-fault-")) / "data"
+    data = server_temp_dir("parrot-parents-fault-") / "data"
     try:
         server = get_server(data, cleanup_mode="delete")
     except StoreError:
         # Starting a server is the fixture, not the test: one retry in a fresh directory
         # (pg_ctl can be killed by a signal on a shared machine; see conftest).
-        data = Path(tempfile.mkdtemp(prefix="parrot-parents-fault-")) / "data"
+        data = server_temp_dir("parrot-parents-fault-") / "data"
         server = get_server(data, cleanup_mode="delete")
     try:
         yield server, data

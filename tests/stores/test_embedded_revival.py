@@ -5,7 +5,7 @@ server in a temporary data directory."""
 from __future__ import annotations
 
 import logging
-import tempfile
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,16 +16,17 @@ from langchain_core.documents import Document
 from parrot_parents.errors import StoreError
 from parrot_parents.stores import embedded
 from parrot_parents.stores.postgres import PgVectorStore
-from tests.conftest import unique_table
+from tests.conftest import server_temp_dir, unique_table
 from tests.stores.test_embedded_lifecycle import _postmaster_pid, _stop_whatever_runs
 
 
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="parrot-parents-revive-"))
+    root = server_temp_dir("parrot-parents-revive-")
     yield root / "data"
     embedded.release(root / "data")
     _stop_whatever_runs(root / "data")
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _stop_immediately(data: Path) -> None:

@@ -18,9 +18,11 @@ __all__ = [
     "LexicalIndexMissingError",
     "ModelLoadError",
     "ModelMismatchError",
+    "NamedProblem",
     "ParrotParentsError",
     "SchemaMismatchError",
     "StoreError",
+    "problem_text",
 ]
 
 
@@ -137,6 +139,20 @@ class ModelLoadError(ParrotParentsError, ValueError):
     """A model could not be loaded, or is not of a supported shape."""
 
 
+class NamedProblem(str):
+    """A problem message that names its key itself (an option's, in the words of
+    :class:`~parrot_parents.retrieval.options.RetrievalOptions`, e.g. ``limit must be a
+    positive int (at most 100), got 0``): shown alone, never after ``key:``."""
+
+    __slots__ = ()
+
+
+def problem_text(key: str, message: str) -> str:
+    """One ``(key, message)`` problem as a line: ``key: message``, or the message alone
+    when the key is empty or the message names it (:class:`NamedProblem`)."""
+    return message if not key or isinstance(message, NamedProblem) else f"{key}: {message}"
+
+
 class BotConfigError(ConfigurationError):
     """A bot's configuration (a row of the ``bots`` table, or a write to it) is invalid.
 
@@ -156,7 +172,7 @@ class BotConfigError(ConfigurationError):
         self.bot = bot
         self.problems = list(problems)
         who = "bot" if bot is None else f"bot {bot!r}"
-        detail = "; ".join(f"{key}: {msg}" if key else msg for key, msg in self.problems)
+        detail = "; ".join(problem_text(key, msg) for key, msg in self.problems)
         super().__init__(f"{who}: {detail}", hint=hint)
 
 

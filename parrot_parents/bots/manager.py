@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,11 +143,7 @@ class BotManager:
     async def reload(self, name: str | None = None) -> LoadReport:
         """Rebuild all bots, or only ``name``, from their current rows."""
         async with self._lock:
-            if name is None:
-                self._versions.clear()
-            else:
-                self._versions.pop(name, None)
-            return await self._sync()
+            return await self._sync(rebuild=None if name is None else {name})
 
     async def reload_collection(self, collection: str) -> LoadReport:
         """Rebuild the bots on the PostgreSQL ``collection`` on a fresh store (after it was
@@ -155,13 +152,14 @@ class BotManager:
         async with self._lock:
             # The key store_key gives a collection of the bots' own database.
             stale = self._stores.pop(("postgres", collection), None)
-            for name, bot in list(self.bots.items()):
-                if bot.store is stale:
-                    self.bots.pop(name)
-                    self._versions.pop(name, None)
+            on_stale = {name for name, bot in self.bots.items() if bot.store is stale}
+            for name in on_stale:
+                # Gone from ``bots`` before the store closes; ``_versions`` still knows
+                # them, so a row deleted meanwhile is reported removed.
+                self.bots.pop(name)
             if stale is not None:
                 await stale.close()
-            return await self._sync()
+            return await self._sync(rebuild=on_stale)
 
     async def refresh(self) -> LoadReport:
         """Rebuild only the bots whose rows changed, appeared or went away since the last
@@ -173,13 +171,22 @@ class BotManager:
         async with self._lock:
             return await self._sync()
 
-    async def _sync(self) -> LoadReport:
+    async def _sync(self, rebuild: Collection[str] | None = ()) -> LoadReport:
+        """Make the bots served match the table: drop every name served (loaded, failed,
+        or seen disabled) whose row is gone, and rebuild the rows that changed, the failed
+        ones due a retry, and those in ``rebuild`` (every row when None)."""
         report = LoadReport()
         versions = await self.repository.fingerprints()
-        for gone in [n for n in self._versions if n not in versions]:
+        served = set(self.bots) | set(self.errors) | set(self._versions)
+        for gone in sorted(served - versions.keys()):
             self._drop(gone, report)
         for bot_name, version in versions.items():
-            if self._versions.get(bot_name) == version and not self._retry_due(bot_name):
+            forced = rebuild is None or bot_name in rebuild
+            if (
+                not forced
+                and self._versions.get(bot_name) == version
+                and not self._retry_due(bot_name)
+            ):
                 report.unchanged.append(bot_name)
                 continue
             await self._load_one(bot_name, report)
@@ -197,6 +204,7 @@ class BotManager:
         return time.monotonic() - self._failed_at.get(name, 0.0) >= self.retry_failed_s
 
     def _drop(self, name: str, report: LoadReport) -> None:
+        self._failed_at.pop(name, None)
         if self.bots.pop(name, None) is not None or self.errors.pop(name, None) is not None:
             report.removed.append(name)
         self._versions.pop(name, None)

@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from parrot_parents.errors import BotConfigError, ConfigurationError
+from parrot_parents.errors import BotConfigError, ConfigurationError, NamedProblem
 from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
 from parrot_parents.retrieval.options import (
@@ -58,6 +58,8 @@ from parrot_parents.retrieval.options import (
     RrfK,
     SearchMode,
     Weight,
+    echo_value,
+    option_problem,
 )
 from parrot_parents.strict_json import InvalidJSON, loads_strict
 
@@ -141,26 +143,37 @@ class BotSettings(BaseModel):
         return {setting: getattr(self, setting) for setting in SETTING_NAMES.values()}
 
 
+#: The retrieval option each setting column holds, for the options' own words.
+_OPTION_OF_SETTING = {setting: option for option, setting in SETTING_NAMES.items()}
+
 #: Keys a row (and a write) may carry.
 BOT_KEYS = tuple(BotSettings.model_fields)
 _JSON_KEYS = {"reranker_config", "parent_searcher_config"}
 _STR_KEYS = {"name", "description", "collection", "expansion_mode"}
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def validation_problems(
-    exc: ValidationError, model: type[BaseModel], prefix: str = ""
+    exc: ValidationError,
+    model: type[BaseModel],
+    prefix: str = "",
+    *,
+    options: Mapping[str, str] | None = None,
+    as_json: bool = False,
 ) -> list[tuple[str, str]]:
     """``[(dotted key, message), ...]`` of a pydantic error, in the package's wording:
     ``unknown key (known keys: ...)``, ``required key is missing``, the question check's
-    words (never the question), or pydantic's message followed by ``got <value>``."""
-    out = []
+    words (never the question), a retrieval option's words as
+    :class:`~parrot_parents.retrieval.options.RetrievalOptions` says them (a
+    :class:`NamedProblem`), or pydantic's message followed by ``got <value>``.
+
+    Args:
+        options: field name -> retrieval option name, for the fields that hold one.
+        as_json: echo values as JSON (HTTP) rather than as Python literals.
+    """
+    out: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
         key = prefix + ".".join(str(p) for p in err["loc"])
+        field = str(err["loc"][0]) if err["loc"] else ""
         if err["type"] == "extra_forbidden":
             known = sorted(model.model_fields)
             msg = f"unknown key (known keys: {', '.join(known) or 'none'})"
@@ -170,8 +183,13 @@ def validation_problems(
             # A question is never echoed (it may be long or unprintable): the words of
             # the question check are the whole message, as on every other surface.
             msg = err["msg"].removeprefix("Value error, ")
+        elif options and field in options:
+            key = prefix + field
+            shown = option_problem(err, options[field], key, as_json=as_json)
+            msg = NamedProblem(shown)
         else:
-            msg = f"{err['msg'].removeprefix('Value error, ')}, got {_short(err['input'])}"
+            value = echo_value(err["input"], as_json=as_json)
+            msg = f"{err['msg'].removeprefix('Value error, ')}, got {value}"
         out.append((key, msg))
     return out
 
@@ -206,7 +224,7 @@ def validate_bot(
             valid integer, got '8'``.
     """
     if not isinstance(data, Mapping):
-        raise BotConfigError(None, [("", f"expected a mapping of keys, got {_short(data)}")])
+        raise BotConfigError(None, [("", f"expected a mapping of keys, got {echo_value(data)}")])
     values = {k: v for k, v in data.items() if k not in ("id", "created_at", "updated_at")}
     name = values.get("name") if isinstance(values.get("name"), str) else None
     if registries is None:
@@ -224,7 +242,8 @@ def validate_bot(
     try:
         settings = BotSettings.model_validate(values)
     except ValidationError as exc:
-        raise BotConfigError(name, validation_problems(exc, BotSettings) + problems) from None
+        found = validation_problems(exc, BotSettings, options=_OPTION_OF_SETTING)
+        raise BotConfigError(name, found + problems) from None
     if settings.expand_to_parent and settings.parent_searcher_config is None:
         problems.append(
             ("expand_to_parent", "true needs a parent_searcher_config, e.g. {'type': 'in_table'}")

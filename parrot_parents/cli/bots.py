@@ -107,12 +107,12 @@ def _repo(args: argparse.Namespace) -> Any:
 
 def _status(row: dict[str, Any]) -> str:
     from parrot_parents.bots.settings import validate_bot
-    from parrot_parents.errors import BotConfigError
+    from parrot_parents.errors import BotConfigError, problem_text
 
     try:
         validate_bot(row)
     except BotConfigError as exc:
-        return "invalid: " + "; ".join(f"{k}: {m}" if k else m for k, m in exc.problems)
+        return "invalid: " + "; ".join(problem_text(k, m) for k, m in exc.problems)
     # "valid" is what this command can know: the row passes the same validation as the
     # API. Whether a server loaded it (models found, etc.) is GET /api/v1/bots/{name}.
     return "valid" if row["enabled"] else "disabled"

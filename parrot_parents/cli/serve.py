@@ -21,6 +21,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         DEFAULT_BODY_TIMEOUT_S,
         DEFAULT_HEADER_TIMEOUT_S,
         DEFAULT_MAX_BODY_BYTES,
+        INSECURE_FLAG,
         TOKEN_ENV,
     )
 
@@ -32,13 +33,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "A bad row is reported and skipped. /ask needs PARROT_PARENTS_LLM_BASE_URL and "
         "PARROT_PARENTS_LLM_MODEL (and optionally PARROT_PARENTS_LLM_API_KEY).",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (127.0.0.1); any other than a loopback address needs --token",
+    )
     p.add_argument("--port", type=_port, default=8080, help="port (8080; 0 picks a free one)")
     p.add_argument(
         "--token",
         default=None,
         help=f"bearer token required on every route but /health (default: ${TOKEN_ENV}; "
         "none: no auth, and bot writes over HTTP are refused)",
+    )
+    p.add_argument(
+        INSECURE_FLAG,
+        dest="insecure_public",
+        action="store_true",
+        help="serve a non-loopback --host without a token: every document's text and "
+        "/api/v1/reload open to the network (refused without this flag)",
     )
     add_dsn_option(p)
     add_model_option(p)
@@ -136,7 +148,7 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.errors import ConfigurationError
     from parrot_parents.llm.client import ChatCompletionsClient
     from parrot_parents.server.app import TOKEN_ENV, create_app
-    from parrot_parents.server.limits import check_settings
+    from parrot_parents.server.limits import check_exposure, check_settings
     from parrot_parents.server.timeouts import make_runner
 
     if not args.header_timeout > 0:
@@ -153,8 +165,14 @@ async def run(args: argparse.Namespace) -> int:
             "body_timeout_s": "--body-timeout",
         },
     )
+    exposed = check_exposure(host=args.host, token=token, insecure=args.insecure_public)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
+    if not getattr(args, "debug", False):
+        # alembic logs each step of a migration at INFO; ``migrate`` logs one line instead.
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+    if exposed is not None:
+        logger.warning("%s", exposed)
     if args.migrate:
         # Before the model loads: a database that cannot be reached or migrated fails fast.
         await migrate(args.dsn)

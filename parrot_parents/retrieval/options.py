@@ -37,11 +37,13 @@ option                 default       meaning (unit)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode
@@ -64,6 +66,8 @@ __all__ = [
     "RrfK",
     "SearchMode",
     "Weight",
+    "echo_value",
+    "option_problem",
     "options_error",
 ]
 
@@ -273,12 +277,46 @@ DEFAULTS = RetrievalOptions(
 )
 
 _INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}
+_ECHO_MAX = 80
+
+
+def echo_value(value: Any, *, as_json: bool = False) -> str:
+    """``value`` as an error message shows it: ``repr`` (Python, the CLI) or JSON (HTTP,
+    so that ``true`` comes back as ``true``), cut to 80 characters."""
+    text = json.dumps(value, ensure_ascii=False, default=repr) if as_json else repr(value)
+    return text if len(text) <= _ECHO_MAX else text[: _ECHO_MAX - 3] + "..."
+
+
+def option_problem(err: ErrorDetails, option: str, shown: str, *, as_json: bool = False) -> str:
+    """The message of one pydantic error on ``option``, called ``shown`` on the caller's
+    surface (``context_search_limit`` in a bot row): the words every surface gives.
+
+    The message names the option itself, e.g. ``limit must be a positive int (at most
+    100), got 0``; a filter's is the filter compiler's own. ``as_json`` echoes values as
+    JSON (see :func:`echo_value`).
+    """
+    top = len(err["loc"]) == 1
+    msg = err["msg"].removeprefix("Value error, ")
+    value = echo_value(err["input"], as_json=as_json)
+    if option in _INT_BOUNDS and top:
+        return f"{shown} must be a positive int (at most {_INT_BOUNDS[option]:,}), got {value}"
+    if option == "filter" and top and err["type"] == "value_error":
+        # The compiler's words name the filter's key or operator.
+        return msg
+    if option == "mode" and top:
+        return f"{shown} {value}: {msg}"
+    where = ".".join([shown, *(str(p) for p in err["loc"][1:])])
+    return f"{where}: {err['msg']}, got {value}"
 
 
 def options_error(
     exc: ValidationError, values: Mapping[str, Any], names: Mapping[str, str]
 ) -> ConfigurationError:
-    """One :class:`ConfigurationError` for a failed :class:`RetrievalOptions` validation."""
+    """One :class:`ConfigurationError` for a failed :class:`RetrievalOptions` validation.
+
+    ``values`` are the values validated (kept for the callers; the error carries them
+    too) and ``names`` how the caller's surface calls each option.
+    """
     problems = []
     for err in exc.errors(include_url=False):
         key = str(err["loc"][0]) if err["loc"] else ""
@@ -286,18 +324,6 @@ def options_error(
         if err["type"] == "extra_forbidden":
             known = ", ".join(sorted(RetrievalOptions.model_fields))
             problems.append(f"unknown option {shown!r} (known: {known})")
-        elif key in _INT_BOUNDS and len(err["loc"]) == 1:
-            problems.append(
-                f"{shown} must be a positive int (at most {_INT_BOUNDS[key]:,}), "
-                f"got {values[key]!r}"
-            )
-        elif key == "filter" and len(err["loc"]) == 1 and err["type"] == "value_error":
-            # The store's own words (they name the filter's key or operator), as the
-            # store, the CLI and HTTP say them.
-            problems.append(err["msg"].removeprefix("Value error, "))
-        elif key == "mode" and len(err["loc"]) == 1:
-            problems.append(f"{shown} {values[key]!r}: {err['msg'].removeprefix('Value error, ')}")
         else:
-            where = ".".join(str(p) for p in err["loc"])
-            problems.append(f"{names.get(where, where)}: {err['msg']}, got {err['input']!r}")
+            problems.append(option_problem(err, key, shown))
     return ConfigurationError("; ".join(problems))

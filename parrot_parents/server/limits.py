@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
 from parrot_parents.errors import ConfigurationError
@@ -10,12 +11,22 @@ __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_HEADER_TIMEOUT_S",
     "DEFAULT_MAX_BODY_BYTES",
+    "INSECURE_FLAG",
     "TOKEN_ENV",
+    "check_exposure",
     "check_settings",
+    "is_loopback",
 ]
 
 #: Environment variable holding the bearer token of ``parrot-parents serve``.
 TOKEN_ENV = "PARROT_PARENTS_TOKEN"
+#: The ``serve`` flag that allows a non-loopback address without a token.
+INSECURE_FLAG = "--insecure-no-token-on-public-interface"
+#: What a server without a token opens to whoever reaches its address.
+EXPOSED = (
+    "every document's text (/context, /documents), the bots' settings and /api/v1/reload "
+    "would answer anyone on the network"
+)
 #: Default request body limit: 64 KiB.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 #: Seconds a connection may take to send a complete request head (and may sit idle
@@ -58,3 +69,36 @@ def check_settings(
     ):
         name = named.get("body_timeout_s", "body_timeout_s")
         raise ConfigurationError(f"{name} must be a number > 0, got {body_timeout_s!r}")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address to bind) is reachable from this machine only:
+    ``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``). Any other name or
+    address, ``0.0.0.0`` and ``::`` included, is taken as reachable from the network."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(*, host: str, token: str | None, insecure: bool) -> str | None:
+    """Refuse to serve a non-loopback ``host`` without a token, unless ``insecure``.
+
+    Returns:
+        None on a loopback address or with a token; the warning to log when ``insecure``
+        lets a non-loopback address go without one.
+
+    Raises:
+        ConfigurationError: a non-loopback ``host``, no token and not ``insecure``; the
+            message says what would be open and the hint how to close it.
+    """
+    if token is not None or is_loopback(host):
+        return None
+    if insecure:
+        return f"serving {host} without a token ({INSECURE_FLAG}): {EXPOSED}"
+    raise ConfigurationError(
+        f"refusing to serve --host {host} without a token: {EXPOSED}",
+        hint=f"set --token (or ${TOKEN_ENV}), bind 127.0.0.1, or pass {INSECURE_FLAG}",
+    )

@@ -13,6 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from parrot_parents.bots.settings import validation_problems
+from parrot_parents.errors import problem_text
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.server.timeouts import read_bytes
 from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
@@ -72,6 +73,7 @@ _OPTION_FIELDS: dict[str, Any] = {
     name: (f.annotation, f) for name, f in RetrievalOptions.model_fields.items()
 }
 ContextRequest = create_model("ContextRequest", __base__=_Question, **_OPTION_FIELDS)
+_OPTIONS = {name: name for name in _OPTION_FIELDS}
 
 
 class AskRequest(ContextRequest):
@@ -100,9 +102,10 @@ async def read_body(request: web.Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = validation_problems(exc, model)
+        # The options in the words of every other surface, values echoed as JSON.
+        problems = validation_problems(exc, model, options=_OPTIONS, as_json=True)
         details = [{"key": key, "message": msg} for key, msg in problems]
-        summary = "; ".join(f"{key}: {msg}" for key, msg in problems)
+        summary = "; ".join(problem_text(key, msg) for key, msg in problems)
         raise BadRequest(f"invalid body: {summary}", details) from None
 
 

@@ -298,7 +298,7 @@ async def test_repository_validates_every_write(repo: BotRepository) -> None:
     await repo.create({"name": "hr", "collection": COLLECTION})
     with pytest.raises(BotConfigError, match="bot 'hr': name: a bot with this name already"):
         await repo.create({"name": "hr", "collection": COLLECTION})
-    with pytest.raises(BotConfigError, match="bot 'hr': context_search_limit: Input should be"):
+    with pytest.raises(BotConfigError, match="bot 'hr': context_search_limit must be a positive"):
         await repo.update("hr", {"context_search_limit": "7"})
     with pytest.raises(BotConfigError, match=r"bot 'hr': reranker_config.type: missing 'type'"):
         await repo.update("hr", {"reranker_config.model": "/m"})

@@ -103,8 +103,8 @@ def test_a_bad_value_is_refused_with_the_api_message(
     )
     assert code == 2
     assert err == (
-        "parrot-parents: error: bot 'hr': context_search_limit: Input should be a valid "
-        "integer, got 'five'; reranker_config.type: missing 'type'; known types: "
+        "parrot-parents: error: bot 'hr': context_search_limit must be a positive int (at "
+        "most 100), got 'five'; reranker_config.type: missing 'type'; known types: "
         "['cross_encoder']\n"
     )
 
@@ -132,11 +132,11 @@ def test_a_bad_value_is_refused_with_the_api_message(
     [
         (
             ["bots", "add", "x", "--collection", COLLECTION, "--limit", "0"],
-            "bot 'x': context_search_limit: Input should be greater than or equal to 1, got 0",
+            "bot 'x': context_search_limit must be a positive int (at most 100), got 0",
         ),
         (
             ["bots", "add", "x", "--collection", COLLECTION, "--expansion-mode", "window:0"],
-            "bot 'x': expansion_mode: the window size N must be >= 1, got 'window:0'",
+            "bot 'x': expansion_mode 'window:0': the window size N must be >= 1",
         ),
         (
             [

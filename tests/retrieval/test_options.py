@@ -110,7 +110,7 @@ def test_expand_to_parent_is_accepted_and_refused_alike(value: Any) -> None:
 
 def test_the_bot_row_takes_the_same_bounds() -> None:
     assert validate_bot({**ROW, "context_search_limit": LIMIT_MAX}).context_search_limit == 100
-    with pytest.raises(BotConfigError, match="less than or equal to 100"):
+    with pytest.raises(BotConfigError, match=r"positive int \(at most 100\), got 101"):
         validate_bot({**ROW, "context_search_limit": LIMIT_MAX + 1})
 
 

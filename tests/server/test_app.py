@@ -140,6 +140,24 @@ async def test_without_auto_reload_a_change_waits_for_reload(
     assert [p["kind"] for p in body["passages"]] == ["parent"]
 
 
+@pytest.mark.parametrize("auto_reload", [True, False])
+async def test_a_bot_removed_elsewhere_is_gone_after_a_reload(
+    make_client: MakeClient, repo: BotRepository, auto_reload: bool
+) -> None:
+    client = await make_client(auto_reload=auto_reload)
+    assert (await client.post("/api/v1/bots/hr/context", json=QUESTION)).status == 200
+    await repo.delete("hr")  # as `parrot-parents bots remove hr` does
+    await repo.delete("broken")
+    report = await (await client.post("/api/v1/reload")).json()
+    assert sorted(report["removed"]) == ["broken", "hr"] and report["failed"] == {}
+    listed = await (await client.get("/api/v1/bots")).json()
+    assert [b["name"] for b in listed["bots"]] == ["hr_parents"]
+    resp = await client.post("/api/v1/bots/hr/context", json=QUESTION)
+    assert resp.status == 404
+    health = await (await client.get("/api/v1/health")).json()
+    assert health["status"] == "ok" and health["failed_bots"] == []
+
+
 async def test_writes_need_a_token_on_the_server(make_client: MakeClient) -> None:
     client = await make_client()
     for method in ("put", "patch", "delete"):

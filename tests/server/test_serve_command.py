@@ -75,12 +75,14 @@ async def test_serve_with_a_token_from_the_environment(repo: BotRepository, bots
     assert "bot 'broken' not loaded: collection: no collection named 'no_such_table'" in err
 
 
-async def _start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+async def _start(
+    env: dict[str, str], flags: tuple[str, ...] | list[str] = ()
+) -> tuple[subprocess.Popen[str], str]:
     """A ``serve --port 0`` process and its base URL (from its first line of output)."""
     import asyncio
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "parrot_parents", "serve", "--port", "0"],
+        [sys.executable, "-m", "parrot_parents", "serve", "--port", "0", *flags],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -143,6 +145,12 @@ async def test_two_servers_starting_on_a_fresh_database_migrate_it_once(empty_ds
         (["--body-timeout", "-5"], "--body-timeout must be a number > 0, got -5.0"),
         (["--max-body-bytes", "0"], "--max-body-bytes must be an int >= 1, got 0"),
         (["--token", " "], "--token (or $PARROT_PARENTS_TOKEN) must not be empty"),
+        # An address the network reaches, and no token: the documents would be open.
+        (
+            ["--host", "0.0.0.0"],
+            "refusing to serve --host 0.0.0.0 without a token: every document's text",
+        ),
+        (["--host", "::"], "set --token (or $PARROT_PARENTS_TOKEN), bind 127.0.0.1, or pass"),
     ],
 )
 def test_a_bad_setting_is_refused_before_the_database_is_reached(
@@ -150,6 +158,7 @@ def test_a_bad_setting_is_refused_before_the_database_is_reached(
 ) -> None:
     # A database nobody listens on: reaching it would be another error, seconds later.
     env = {**os.environ, "PARROT_PARENTS_DSN": "postgresql://nobody@127.0.0.1:1/none"}
+    env.pop("PARROT_PARENTS_TOKEN", None)
     proc = subprocess.run(
         [sys.executable, "-m", "parrot_parents", "serve", *flags],
         env=env,
@@ -160,6 +169,33 @@ def test_a_bad_setting_is_refused_before_the_database_is_reached(
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr and "127.0.0.1:1" not in proc.stderr
+    if not message.startswith("argument"):  # argparse's own errors come with the usage
+        assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+async def test_a_public_address_without_a_token_needs_the_explicit_flag(empty_dsn: str) -> None:
+    """With the flag it serves, and says what is open; a fresh database is migrated in
+    one line of its own, without alembic's step-by-step log."""
+    import asyncio
+
+    env = {**os.environ, "PARROT_PARENTS_DSN": empty_dsn, "HF_HUB_OFFLINE": "1"}
+    for name in ("PARROT_PARENTS_TOKEN", "PARROT_PARENTS_LLM_BASE_URL"):
+        env.pop(name, None)
+    flags = ["--host", "0.0.0.0", "--insecure-no-token-on-public-interface"]
+    proc, base = await _start(env, flags)
+    try:
+        port = base.rsplit(":", 1)[1]
+        status, _ = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/api/v1/bots")
+        assert status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.to_thread(proc.communicate, timeout=30)
+    assert proc.returncode == 0, err
+    assert (
+        "WARNING parrot_parents.cli.serve: serving 0.0.0.0 without a token "
+        "(--insecure-no-token-on-public-interface): every document's text" in err
+    ), err
+    assert "migration(s)" in err and "alembic" not in err, err
 
 
 async def test_a_port_in_use_is_named_in_one_line(empty_dsn: str) -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from parrot_parents.bots.manager import BotManager
+from parrot_parents.cli.main import main
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.retrieval.options import RetrievalOptions
 from tests.server.conftest import MakeClient
 
 URL = "/api/v1/bots/hr/context"
@@ -38,13 +43,34 @@ async def test_not_a_json_object(make_client: MakeClient, body: bytes, message: 
         ({"question": "pay \ud800"}, "question", "must not contain lone surrogates"),
         ({"question": "pay\x00day"}, "question", "must not contain NUL characters"),
         ({"question": 42}, "question", "Input should be a valid string, got 42"),
-        ({"question": "q", "limit": "5"}, "limit", "Input should be a valid integer, got '5'"),
-        ({"question": "q", "limit": 5.5}, "limit", "Input should be a valid integer"),
-        ({"question": "q", "limit": 0}, "limit", "Input should be greater than or equal to 1"),
-        ({"question": "q", "limit": 101}, "limit", "Input should be less than or equal to 100"),
+        # The words of RetrievalOptions (every surface's), the value echoed as JSON.
+        (
+            {"question": "q", "limit": "5"},
+            "limit",
+            'limit must be a positive int (at most 100), got "5"',
+        ),
+        (
+            {"question": "q", "limit": 5.5},
+            "limit",
+            "limit must be a positive int (at most 100), got 5.5",
+        ),
+        (
+            {"question": "q", "limit": 0},
+            "limit",
+            "limit must be a positive int (at most 100), got 0",
+        ),
+        (
+            {"question": "q", "limit": 101},
+            "limit",
+            "limit must be a positive int (at most 100), got 101",
+        ),
         ({"question": "q", "expand_to_parent": "yes"}, "expand_to_parent", "valid boolean"),
         ({"question": "q", "prf": "yes"}, "prf", "valid boolean"),
-        ({"question": "q", "budget": -3}, "budget", "greater than or equal to 1"),
+        (
+            {"question": "q", "budget": -3},
+            "budget",
+            "budget must be a positive int (at most 10,000,000), got -3",
+        ),
         ({"question": "q", "mode": "window:0"}, "mode", "the window size N must be >= 1"),
         ({"question": "q", "mode": "sideways"}, "mode", "must be 'parent', 'auto_merge:T'"),
         ({"question": "q", "filter": ["a"]}, "filter", "Input should be a valid dictionary"),
@@ -109,3 +135,58 @@ async def test_a_bad_question_has_the_same_words_as_in_python(
     assert resp.status == 400
     detail = next(d for d in (await resp.json())["details"] if d["key"] == "question")
     assert detail["message"] == question_problem(question)
+
+
+_BAD_VALUES = [
+    ("limit", 0, ["--limit", "0"]),
+    ("limit", 101, None),
+    ("budget", 0, ["--budget", "0"]),
+    ("rerank_candidates", 0, None),
+    ("mode", "window:0", ["--mode", "window:0"]),
+    ("filter", {"year": {"gte": 1}}, ["--filter", '{"year": {"gte": 1}}']),
+    ("filter", {"draft": {"$in": True}}, None),
+]
+
+
+@pytest.mark.parametrize(("option", "value", "argv"), _BAD_VALUES)
+async def test_a_bad_option_reads_the_same_on_every_surface(
+    make_client: MakeClient,
+    manager: BotManager,
+    option: str,
+    value: Any,
+    argv: list[str] | None,
+) -> None:
+    with pytest.raises(ConfigurationError) as python:
+        RetrievalOptions.from_overrides({option: value})
+    words = python.value.message
+    with pytest.raises(ConfigurationError) as bot:
+        await manager.get("hr").retrieve("When are salaries paid?", **{option: value})
+    assert bot.value.message == words
+    # HTTP says the same, once, with a value echoed as JSON (never a Python literal).
+    over_http = words.replace(repr(value), json.dumps(value))
+    client = await make_client()
+    resp = await client.post(URL, json={"question": "q", option: value})
+    assert resp.status == 400
+    data = await resp.json()
+    assert data["error"] == f"invalid body: {over_http}"
+    assert data["details"] == [{"key": option, "message": over_http}]
+
+
+@pytest.mark.parametrize(("option", "value", "argv"), [c for c in _BAD_VALUES if c[2]])
+def test_a_bad_option_reads_the_same_in_the_cli(
+    capsys: pytest.CaptureFixture[str], option: str, value: Any, argv: list[str]
+) -> None:
+    with pytest.raises(ConfigurationError) as python:
+        RetrievalOptions.from_overrides({option: value})
+    assert main(["ask", "When are salaries paid?", *argv]) == 2
+    assert capsys.readouterr().err == f"parrot-parents: error: {python.value.message}\n"
+
+
+async def test_http_echoes_json_values_as_json(make_client: MakeClient) -> None:
+    client = await make_client()
+    resp = await client.post(URL, json={"question": "q", "limit": True, "rrf_k": "5"})
+    messages = [d["message"] for d in (await resp.json())["details"]]
+    assert messages == [
+        "limit must be a positive int (at most 100), got true",
+        'rrf_k: Input should be a valid integer, got "5"',
+    ]

@@ -32,7 +32,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "documents", help="list a collection's documents: ids, sources, sizes, ingest times"
     )
-    p.add_argument("collection")
+    p.add_argument(
+        "collection",
+        nargs="?",
+        default="documents",
+        help="the collection (default: documents, the default collection)",
+    )
     add_dsn_option(p)
     _schema(p)
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -204,11 +204,17 @@ def add_strategy_option(parser: argparse.ArgumentParser) -> None:
 
 
 def describe_strategy(report: dict[str, Any]) -> str:
-    """One line on what an ingestion strategy did: its expansion ratio and model use."""
+    """One line on what an ingestion strategy did: its expansion ratio (when it wrote
+    rows) and model use."""
     tokens = report.get("tokens") or {}
+    expansion = report.get("expansion")
+    ratio = (
+        "nothing new to embed"
+        if expansion is None
+        else f"expansion ratio {expansion:.2f} (searched units per retrievable unit)"
+    )
     line = (
-        f"strategy {report['strategy']}: expansion ratio {report['expansion']:.2f} "
-        f"(searched units per retrievable unit), {report['calls']} model call(s), "
+        f"strategy {report['strategy']}: {ratio}, {report['calls']} model call(s), "
         f"{report.get('cache_hits', 0)} cached, "
         f"{tokens.get('prompt', 0) + tokens.get('completion', 0)} tokens"
     )

@@ -27,6 +27,7 @@ import contextlib
 import os
 import platform
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,14 +75,51 @@ CHUNKING_EVAL = SHARED / "chunking_eval"
 _RUN = ("python", "-m", "benchmarks", "run")
 
 
+#: What a report writes for another checkout's path: the path is the machine's own, so a
+#: report names that checkout by its commit (:func:`commit_of`) and shows this instead.
+OTHER_CHECKOUT = "<older checkout>"
+
+#: The options whose value is another checkout's path.
+_CHECKOUT_OPTIONS = ("--src", "--baseline")
+
+
 def command(module: str, argv: Sequence[str] = ()) -> str:
     """The command line that runs the benchmark ``module`` (its ``__name__``) with ``argv``.
 
     Reports print it, so a reader can run the same thing again from the repository root:
     ``command("benchmarks.latency.scale", ["--rebuild"])`` is
-    ``"python -m benchmarks run scale --rebuild"``.
+    ``"python -m benchmarks run scale --rebuild"``. The path given to ``--src`` or
+    ``--baseline`` is written :data:`OTHER_CHECKOUT`.
     """
-    return shlex.join([*_RUN, module.rsplit(".", 1)[-1], *argv])
+    shown: list[str] = []
+    for arg in argv:
+        option, eq, _ = arg.partition("=")
+        if shown and shown[-1] in _CHECKOUT_OPTIONS:
+            arg = OTHER_CHECKOUT
+        elif eq and option in _CHECKOUT_OPTIONS:
+            arg = f"{option}={OTHER_CHECKOUT}"
+        shown.append(arg)
+    return " ".join(
+        a if a == OTHER_CHECKOUT or a.endswith("=" + OTHER_CHECKOUT) else shlex.quote(a)
+        for a in [*_RUN, module.rsplit(".", 1)[-1], *shown]
+    )
+
+
+def commit_of(checkout: Path | str | None = None) -> str:
+    """``commit <hash>`` of a checkout (``git describe --always --dirty``), for a report
+    to name the code it measured without its path; this tree's when ``checkout`` is None,
+    ``an unknown commit`` outside git."""
+    path = Path(checkout) if checkout is not None else REPO_ROOT
+    try:
+        described = subprocess.run(
+            ["git", "-C", str(path), "describe", "--always", "--dirty", "--abbrev=7"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown commit"
+    return f"commit {described}"
 
 
 def child(

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import REPORTS, child, command, machine
+from benchmarks.common import REPORTS, child, command, commit_of, machine
 from benchmarks.latency._scale.embed import LookupEmbedding
 
 __all__ = ["main"]
@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> None:
         "# This tree against another checkout, interleaved",
         "",
         f"Command: `{command(__name__, sys.argv[1:] if argv is None else argv)}`; "
-        f"old = `{args.src}`; {machine()}; {args.queries} measured queries per table after "
-        f"{args.warmup} warm-up ones, each sent to both workers in alternating order.",
+        f"old = {commit_of(args.src)}; {machine()}; {args.queries} measured queries per table "
+        f"after {args.warmup} warm-up ones, each sent to both workers in alternating order.",
         "",
         "| table | call | old p50 ms | new p50 ms | p50 change ms | old p95 ms | new p95 ms |",
         "|---|---|---:|---:|---:|---:|---:|",

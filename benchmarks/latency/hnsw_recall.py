@@ -15,7 +15,7 @@ default), recall@10 against exact search and the p50/p95 of the kNN statement at
 Writes its blocks into docs/performance.md and benchmarks/reports/hnsw_recall.md. Command::
 
     apt-get install -y python3.11-doc postgresql-doc-15 python-django-doc python-sqlalchemy-doc
-    export PARROT_PARENTS_DATA_DIR=/tmp/pg-recall-bench   # or --dsn / $PARROT_PARENTS_DSN
+    export PARROT_PARENTS_DATA_DIR=<data dir>   # or --dsn / $PARROT_PARENTS_DSN
     nice -n 10 python -m benchmarks run hnsw_recall \\
         --real-html /usr/share/doc/python3.11/html \\
         --real-html /usr/share/doc/postgresql-doc-15/html \\
@@ -231,7 +231,7 @@ def _block(ctx: dict[str, Any], rows: list[dict[str, Any]], options: Any) -> str
         f"### Real text, {n:,} children",
         "",
         f"_{ctx['date']}, {ctx['machine']}._  ",
-        f"_Code measured: `{ctx['checkout']}`. Command: `{ctx['command']}`._",
+        f"_Code measured: {ctx['checkout']}. Command: `{ctx['command']}`._",
         "",
         f"Corpus: {ctx['corpus']}, ingested by the product's `TextLoader` (default child "
         f"size, late chunking, indexer and model). This table: {n:,} of them at random, "

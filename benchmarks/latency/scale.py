@@ -20,11 +20,11 @@ langchain-postgres's (``_scale/load.py``; built once, reused by later runs):
 Writes its blocks into docs/performance.md and benchmarks/reports/scale.md
 (``_scale/report.py``). Commands::
 
-    export PARROT_PARENTS_DATA_DIR=/tmp/pg-issue11-bench   # or --dsn / $PARROT_PARENTS_DSN
+    export PARROT_PARENTS_DATA_DIR=<data dir>   # or --dsn / $PARROT_PARENTS_DSN
     python -m benchmarks run scale --rebuild                 # 10k and 100k, 350 queries
     nice -n 19 python -m benchmarks run scale --children 1000000 --build-only   # long build
     python -m benchmarks run scale --children 1000000 --hybrid-queries 20   # 1M, tables reused
-    python -m benchmarks run scale --src /work/baseline       # "ours" from another checkout
+    python -m benchmarks run scale --src <older checkout>   # "ours" from another checkout
 
 ``--src PATH`` runs this same benchmark again in a child process whose ``parrot_parents``
 is that checkout's (:func:`benchmarks.common.child`), so every "ours" variant (and the
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import CHUNKING_EVAL, REPO_ROOT, REPORTS, child, command
+from benchmarks.common import CHUNKING_EVAL, REPO_ROOT, REPORTS, child, command, commit_of
 from benchmarks.latency._scale.data import DIM, SyntheticCollection, load_vocabulary
 from benchmarks.latency._scale.embed import LangChainLookup, LangChainModel, LookupEmbedding
 from benchmarks.latency._scale.langchain import LangChainSide
@@ -125,20 +125,10 @@ def _reexec_with_src(src: str, argv: list[str]) -> None:
 
 
 def _checkout() -> str:
-    """Where ``parrot_parents`` was imported from, and its commit."""
+    """The commit of the checkout ``parrot_parents`` was imported from (never its path)."""
     import parrot_parents
 
-    path = Path(parrot_parents.__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(path), "describe", "--always", "--dirty", "--abbrev=7"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown commit"
-    return f"{path} @ {commit}"
+    return commit_of(Path(parrot_parents.__file__).resolve().parent.parent)
 
 
 def _machine() -> str:

@@ -1,7 +1,7 @@
 """200 concurrent ``get_vector_context`` calls on one bot, and CLI wall times: today
 (the baseline checkout) against this tree, side by side in one run (issue 11).
 
-The dev corpora (``/work/shared/benchmarks/chunking_eval/corpora``) are ingested once into
+The dev corpora (``../shared/benchmarks/chunking_eval/corpora``) are ingested once into
 a throwaway collection of the embedded PostgreSQL (``$PARROT_PARENTS_DATA_DIR``). Each
 variant then runs in its own process (the baseline with ``PYTHONPATH=<baseline>``): one
 bot, one warm-up call (model load, connection), then ``--calls`` calls at once through
@@ -15,7 +15,7 @@ unknown collection, ``ask`` cold (model load included), and ``ask --server`` aga
 ``parrot-parents serve`` that is already warm (this tree only: today has no ``--server``).
 
     python -m benchmarks run scale_concurrency [--calls 200] [--rounds 2] [--repeats 3]
-        [--baseline /work/baseline] [--out benchmarks/reports/scale_concurrency.md]
+        --baseline <older checkout> [--out benchmarks/reports/scale_concurrency.md]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import CHUNKING_EVAL, REPORTS, child, command
+from benchmarks.common import CHUNKING_EVAL, REPORTS, child, command, commit_of
 
 CORPORA = CHUNKING_EVAL / "corpora"
 QUESTIONS = CHUNKING_EVAL / "questions.csv"
@@ -92,7 +92,7 @@ async def worker(collection: str, n: int) -> dict[str, Any]:
         await bot.close()
     errors = [r for r in results if isinstance(r, BaseException)]
     return {
-        "code": str(Path(parrot_parents.__file__).resolve().parent.parent),
+        "code": commit_of(Path(parrot_parents.__file__).resolve().parent.parent),
         "calls": n,
         "distinct": len(set(asked)),
         "wall_s": wall,
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="runs of each CLI command")
-    ap.add_argument("--baseline", type=Path, default=Path("/work/baseline"))
+    ap.add_argument("--baseline", type=Path, required=True, help="the older checkout")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--collection", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -306,7 +306,7 @@ def render(
         f"(`asyncio.gather`) on one bot, {first['distinct']} distinct questions from "
         "questions.csv (every 6th call repeats an earlier one), after one warm-up call; "
         "latency is from the launch to each answer. Each variant runs in its own process "
-        f"(today: `PYTHONPATH={args.baseline}`), alternating for {args.rounds} round(s).",
+        f"(today: `PYTHONPATH=<older checkout>`), alternating for {args.rounds} round(s).",
         "",
         "Command: `"
         + command(
@@ -368,5 +368,5 @@ def render(
         errs = [r["first_error"] for r in runs[name] if r["first_error"]]
         if errs:
             lines.append(f"First error ({name}): `{errs[0]}`")
-    lines.append(f"Code run: today `{runs['today'][0]['code']}`, ours `{first['code']}`.")
+    lines.append(f"Code run: today {runs['today'][0]['code']}, ours {first['code']}.")
     return "\n".join(lines) + "\n"

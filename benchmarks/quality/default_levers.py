@@ -84,7 +84,7 @@ def _run(flags: tuple[str, ...], budget: int, src: Path | None, out: Path) -> di
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=Path("/work/wt-base"))
+    parser.add_argument("--src", type=Path, required=True, help="the older checkout")
     args = parser.parse_args(argv)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results: dict[tuple[int, int], dict[str, float]] = {}
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Query p50 of the defaults against the defaults as they were, same budget, same load: {ratios}.",
             "",
-            f"Each cell is one `parrot-parents eval --budget B` run on the 276 dev questions (all three corpora in one collection); the older checkout is `{args.src}` at `{src or '?'}`. {machine()}. Generated {started}.",
+            f"Each cell is one `parrot-parents eval --budget B` run on the 276 dev questions (all three corpora in one collection); the older checkout is at `{src or '?'}`. {machine()}. Generated {started}.",
             "",
             "Regenerate with `python -m benchmarks run default_levers --src <older checkout>`.",
         ]

@@ -59,7 +59,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO_ROOT, REPORTS, child, command, machine, replace_section
+from benchmarks.common import (
+    REPO_ROOT,
+    REPORTS,
+    child,
+    command,
+    commit_of,
+    machine,
+    replace_section,
+)
 
 __all__ = ["build_corpus", "main"]
 
@@ -306,7 +314,7 @@ def report(
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key, label in (
-        ("old", f"old (`{args.src}`)"),
+        ("old", f"old ({commit_of(args.src)})"),
         ("new", "new (this tree)"),
         ("new_off", "new, `late_chunking=False`"),
     ):
@@ -340,7 +348,7 @@ def report(
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks run ingest_profile", description=__doc__)
-    p.add_argument("--src", default="/work/wt-base", help="the old checkout")
+    p.add_argument("--src", help="the old checkout (needed unless --worker)")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--chars", type=int, default=4_000_000)
     p.add_argument("--files", type=int, default=40)
@@ -353,6 +361,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         print(json.dumps(asyncio.run(_ingest(args.paths, not args.no_late_chunking))), flush=True)
         return
+    if not args.src:
+        p.error("--src is needed: the old checkout to compare against")
     files = build_corpus(CORPUS, args.chars, args.files)
     if args.fraction < 1:
         files = _heads(files, args.fraction)

@@ -19,7 +19,7 @@ Variants:
   trigger), for scale.
 * ``ours``: ``PgVectorStore.bulk_load()`` (HNSW index deferred) around
   ``replace_documents`` of ``--batch-docs`` documents per transaction, then the index build.
-* ``today``: the writer of the baseline checkout (``/work/baseline``, ``PYTHONPATH``),
+* ``today``: the writer of the baseline checkout (``--baseline``, on ``PYTHONPATH``),
   ``replace_document`` per document with vectors as Python lists (as its loader passed
   them), HNSW index present from the start; on ``--today-rows`` children (default 10,000)
   and scaled linearly to ``--rows`` (HNSW inserts get slower as the graph grows, so
@@ -52,9 +52,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import CHUNKING_EVAL, REPO_ROOT, REPORTS, child, command
+from benchmarks.common import CHUNKING_EVAL, REPO_ROOT, REPORTS, child, command, commit_of
 
-BASELINE = Path("/work/baseline")
 CORPORA = CHUNKING_EVAL / "corpora"
 DIM = 384
 CHILDREN_PER_PARENT = 10
@@ -298,7 +297,7 @@ def run_variant(args: argparse.Namespace) -> None:
     result["peak_rss_mb"] = peak_rss_mb()
     import parrot_parents
 
-    result["code"] = str(Path(parrot_parents.__file__).resolve().parent.parent)
+    result["code"] = commit_of(Path(parrot_parents.__file__).resolve().parent.parent)
     print("RESULT " + json.dumps(result))
 
 
@@ -438,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-docs", type=int, default=32, help="documents per transaction")
     parser.add_argument("--out", type=Path, default=REPORTS / "scale_write.md")
     parser.add_argument("--no-real", action="store_true", help="skip the real-text ingest")
+    parser.add_argument("--baseline", type=Path, help="the older checkout (today's writer)")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     parser.add_argument("--dsn", help=argparse.SUPPRESS)
     parser.add_argument("--table", help=argparse.SUPPRESS)
@@ -445,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.variant:
         run_variant(args)
         return 0
+    if args.baseline is None:
+        parser.error("--baseline is needed: the older checkout whose writer is `today`")
 
     from parrot_parents.stores.embedded import resolve_dsn
 
@@ -453,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     for variant in ("copy", "copy_bare", "ours"):
         res[variant] = spawn(variant, dsn, args.rows, args.batch_docs, None)
         print(variant, res[variant], file=sys.stderr)
-    res["today"] = spawn("today", dsn, args.today_rows, args.batch_docs, BASELINE)
+    res["today"] = spawn("today", dsn, args.today_rows, args.batch_docs, args.baseline)
     print("today", res["today"], file=sys.stderr)
     res["lists_memory"] = spawn("lists_memory", dsn, args.rows, args.batch_docs, None)
     print("lists_memory", res["lists_memory"], file=sys.stderr)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from parrot_parents.cli.common import add_dsn_option, print_json
+from parrot_parents.cli.common import add_dsn_option, print_json, visible
 
 __all__ = ["format_table", "register"]
 
@@ -32,7 +32,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "documents", help="list a collection's documents: ids, sources, sizes, ingest times"
     )
-    p.add_argument("collection")
+    p.add_argument(
+        "collection",
+        nargs="?",
+        default="documents",
+        help="the collection (default: documents, the default collection)",
+    )
     add_dsn_option(p)
     _schema(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -62,8 +67,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell, two spaces apart (the last one unpadded)."""
-    table = [list(header), *[list(r) for r in rows]]
+    """Columns padded to their widest cell, two spaces apart (the last one unpadded); a
+    cell's control characters are written as escapes (:func:`visible`), so each row is
+    one line."""
+    table = [list(header), *[[visible(c) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     lines = []
     for r in table:

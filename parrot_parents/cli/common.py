@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import unicodedata
 from typing import Any
 
 from parrot_parents.stores.embedded import DSN_ENV
@@ -22,6 +23,7 @@ __all__ = [
     "parse_filter",
     "print_json",
     "retrieval_overrides",
+    "visible",
 ]
 
 
@@ -204,11 +206,17 @@ def add_strategy_option(parser: argparse.ArgumentParser) -> None:
 
 
 def describe_strategy(report: dict[str, Any]) -> str:
-    """One line on what an ingestion strategy did: its expansion ratio and model use."""
+    """One line on what an ingestion strategy did: its expansion ratio (when it wrote
+    rows) and model use."""
     tokens = report.get("tokens") or {}
+    expansion = report.get("expansion")
+    ratio = (
+        "nothing new to embed"
+        if expansion is None
+        else f"expansion ratio {expansion:.2f} (searched units per retrievable unit)"
+    )
     line = (
-        f"strategy {report['strategy']}: expansion ratio {report['expansion']:.2f} "
-        f"(searched units per retrievable unit), {report['calls']} model call(s), "
+        f"strategy {report['strategy']}: {ratio}, {report['calls']} model call(s), "
         f"{report.get('cache_hits', 0)} cached, "
         f"{tokens.get('prompt', 0) + tokens.get('completion', 0)} tokens"
     )
@@ -287,6 +295,28 @@ def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
         embedding=SentenceTransformerEmbeddings(args.model),
         create=create,
         lexical_backend=getattr(args, "lexical_backend", "auto"),
+    )
+
+
+#: Characters that move the cursor or reorder the text after them on a terminal: a
+#: stored name holding one would break the lines of a table, or disguise another name.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def visible(text: str) -> str:
+    r"""``text`` for one cell of a table: control characters, line and paragraph
+    separators and bidirectional controls written as escapes (``a\nb.md`` for a name
+    holding a newline, ``\x1b``, ``\u2028``), the rest as is. Only for tables: ``--json``
+    gives the stored text exactly."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp")
+        else ch
+        for ch in text
     )
 
 

@@ -242,7 +242,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"{key:>16}  {value:.1f}" if key.startswith("chars@") else f"{key:>16}  {value:.4f}")
     print(
         f"ingest: {t['ingest_seconds']:.1f} s, {t['ingest_tokens']} tokens, "
-        f"{t['ingest_tokens_per_second']:.0f} tokens/s ({i['corpora']} corpora, "
+        # Each corpus file of --corpora is one document of the collection.
+        f"{t['ingest_tokens_per_second']:.0f} tokens/s ({i['corpora']} document(s), "
         f"{i['parents']} parents, {i['children']} children, "
         f"late chunking {'on' if i['late_chunking'] else 'off'})"
     )

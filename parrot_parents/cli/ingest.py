@@ -12,6 +12,7 @@ from parrot_parents.cli.common import (
     add_store_options,
     add_strategy_option,
     make_store,
+    visible,
 )
 from parrot_parents.loaders.defaults import (
     DEFAULT_CHILD_OVERLAP,
@@ -37,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--on-bad-bytes",
         choices=["error", "replace"],
         default="error",
-        help="files with invalid UTF-8 or NUL bytes: report as failed, or clean",
+        help="text files with invalid bytes (UTF-8, or UTF-16/32 after a byte-order mark) or "
+        "NUL bytes: report as failed, or clean",
     )
     p.add_argument(
         "--root",
@@ -279,14 +281,15 @@ async def run(args: argparse.Namespace) -> int:
                 for k, v in spec.retrieval_overrides().items()
             )
             print(f"query it with: parrot-parents ask {flags} (a query-time mode)")
+    # A file name may hold a newline or a terminal escape: each message stays one line.
     for path in unchanged:
         print(
-            f"unchanged: {path}: same content and chunk policy as stored, skipped",
+            f"unchanged: {visible(path)}: same content and chunk policy as stored, skipped",
             file=sys.stderr,
         )
     for path, warnings in loader.report.warnings.items():
         for w in warnings:
-            print(f"warning: {path}: {w}", file=sys.stderr)
+            print(f"warning: {visible(path)}: {w}", file=sys.stderr)
     if loader.report.windowed_children:
         print(
             f"note: {loader.report.windowed_children} child(ren) exceed the model's token "
@@ -294,5 +297,5 @@ async def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     for path, reason in loader.report.failed.items():
-        print(f"error: {path}: {reason}", file=sys.stderr)
+        print(f"error: {visible(path)}: {reason}", file=sys.stderr)
     return 1 if loader.report.failed else 0

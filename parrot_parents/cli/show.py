@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from parrot_parents.cli.common import add_dsn_option, print_json
+from parrot_parents.cli.common import add_dsn_option, print_json, visible
 
 if TYPE_CHECKING:
     from parrot_parents.stores.outline import OutlineEntry
@@ -35,10 +35,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def format_outline(document_id: str, entries: Sequence[OutlineEntry]) -> str:
-    """The tree as text: one line per section path (indented by depth) and layer."""
+    """The tree as text: one line per section path (indented by depth) and layer; control
+    characters in the id and titles written as escapes (:func:`visible`)."""
     from parrot_parents.loaders.structure.sections import PATH_SEPARATOR
 
-    lines = [document_id]
+    lines = [visible(document_id)]
     for e in entries:
         parts = e.section_path.split(PATH_SEPARATOR) if e.section_path else ["(no section)"]
         counts = []
@@ -49,7 +50,7 @@ def format_outline(document_id: str, entries: Sequence[OutlineEntry]) -> str:
             plural = "ren" if noun == "child" else "s"
             counts.append(f"{e.children} {noun}{plural if e.children != 1 else ''}")
         layer = f" [{e.layer}]" if e.layer and e.layer != "section" else ""
-        lines.append(f"{'  ' * len(parts)}{parts[-1]}{layer}: {', '.join(counts)}")
+        lines.append(f"{'  ' * len(parts)}{visible(parts[-1])}{layer}: {', '.join(counts)}")
     return "\n".join(lines)
 
 

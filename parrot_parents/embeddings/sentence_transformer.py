@@ -95,8 +95,11 @@ def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str 
         prefer_passive_openmp()
         from sentence_transformers import SentenceTransformer
 
+        from parrot_parents.embeddings.quiet_load import quiet_model_load
+
         try:
-            loaded = SentenceTransformer(resolved, device=device)
+            with quiet_model_load():
+                loaded = SentenceTransformer(resolved, device=device)
         except Exception as exc:
             raise ModelLoadError(
                 f"cannot load embedding model {resolved!r}: {exc}",

@@ -245,7 +245,8 @@ class ChunkIndexer:
 
     def report(self) -> dict[str, Any]:
         """``strategy``, ``enriched`` of ``of`` (``partial`` when fewer), ``indexed_rows``,
-        ``expansion`` (searched units per retrievable unit), and :meth:`usage`."""
+        ``expansion`` (searched units per retrievable unit; None when nothing was written),
+        and :meth:`usage`."""
         reachable = self.searchable_children + self.retrievable
         searched = self.searchable_children + self.rows
         return {
@@ -254,6 +255,6 @@ class ChunkIndexer:
             "of": self.of,
             "partial": self.enriched < self.of,
             "indexed_rows": self.rows,
-            "expansion": round(searched / reachable, 4) if reachable else 0.0,
+            "expansion": round(searched / reachable, 4) if reachable else None,
             **self.usage(),
         }

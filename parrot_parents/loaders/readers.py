@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,18 +36,38 @@ class ReadResult:
     warnings: tuple[str, ...] = ()
 
 
+#: Byte-order marks and the encodings they announce, longest first (UTF-32 LE's mark
+#: begins with UTF-16 LE's).
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"),
+    (b"\xef\xbb\xbf", "utf-8", "UTF-8"),
+    (b"\xff\xfe", "utf-16-le", "UTF-16"),
+    (b"\xfe\xff", "utf-16-be", "UTF-16"),
+)
+
+#: More invalid bytes than this in a file without NUL bytes: text in a legacy 8-bit
+#: encoding (Latin-1, Windows-1252...), not a damaged UTF-8 file.
+_FEW_BAD_BYTES = 4
+
+
 def read_text_file(path: str | Path, *, on_bad_bytes: OnBadBytes = "error") -> ReadResult:
-    """Read a UTF-8 text file (a UTF-8 BOM is dropped).
+    """Read a text file: UTF-8, or UTF-16/UTF-32 when it starts with that encoding's
+    byte-order mark. The mark is dropped: the text (what offsets index) is the file
+    decoded without it.
 
     Args:
         path: the file.
-        on_bad_bytes: ``"error"`` (default) raises on invalid UTF-8 or NUL bytes;
-            ``"replace"`` substitutes U+FFFD for invalid bytes, drops NUL bytes and reports
-            both in ``warnings``.
+        on_bad_bytes: ``"error"`` (default) raises on bytes invalid in the file's
+            encoding, or NUL characters; ``"replace"`` substitutes U+FFFD for invalid
+            bytes, drops NUL characters and reports both in ``warnings``.
 
     Raises:
-        DocumentReadError: missing file, a directory, invalid UTF-8 or NUL bytes
-            (with ``on_bad_bytes="error"``). The message names the file and the byte offset.
+        DocumentReadError: missing file, a directory, invalid bytes or NUL characters
+            (with ``on_bad_bytes="error"``). The message names the file and the byte
+            offset, and says what the file looks like when it is not UTF-8 text at all
+            (UTF-16 without a byte-order mark, binary data, a legacy encoding); only a file
+            with a few bad bytes is advised ``on_bad_bytes="replace"``.
     """
     p = Path(path)
     try:
@@ -57,27 +79,69 @@ def read_text_file(path: str | Path, *, on_bad_bytes: OnBadBytes = "error") -> R
     except OSError as exc:
         raise DocumentReadError(str(p), exc.strerror or str(exc)) from exc
     warnings: list[str] = []
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
+    codec, name, bom = "utf-8", "UTF-8", 0
+    for mark, marked_codec, marked_name in _BOMS:
+        if raw.startswith(mark):
+            codec, name, bom = marked_codec, marked_name, len(mark)
+            break
+    body = raw[bom:]
     try:
-        text = raw.decode("utf-8")
+        text = body.decode(codec)
     except UnicodeDecodeError as exc:
+        at = exc.start + bom
         if on_bad_bytes == "error":
-            raise DocumentReadError(
-                str(p),
-                f"not valid UTF-8 at byte {exc.start} (use on_bad_bytes='replace'; "
-                "on the command line, --on-bad-bytes replace)",
-            ) from exc
-        text = raw.decode("utf-8", errors="replace")
-        warnings.append(f"invalid UTF-8 replaced by U+FFFD (first at byte {exc.start})")
+            raise DocumentReadError(str(p), _bad_bytes(body, codec, name, at)) from exc
+        text = body.decode(codec, errors="replace")
+        warnings.append(f"invalid {name} replaced by U+FFFD (first at byte {at})")
     if "\x00" in text:
         if on_bad_bytes == "error":
-            raise DocumentReadError(
-                str(p), f"contains NUL bytes (first at character {text.index(chr(0))})"
-            )
+            first = text.index(chr(0))
+            reason = f"contains NUL bytes (first at character {first})"
+            if codec == "utf-8" and _looks_like_utf16(body):
+                reason = _UTF16_WITHOUT_BOM
+            raise DocumentReadError(str(p), reason)
         warnings.append(f"{text.count(chr(0))} NUL bytes removed")
         text = text.replace("\x00", "")
     return ReadResult(p, text, tuple(warnings))
+
+
+_UTF16_WITHOUT_BOM = (
+    "looks like UTF-16 text without a byte-order mark; save it as UTF-8 (or as UTF-16 "
+    "with a byte-order mark)"
+)
+
+
+def _looks_like_utf16(body: bytes) -> bool:
+    """Most of the first bytes at even (or at odd) positions are NUL: ASCII-range text in
+    UTF-16."""
+    head = body[:4096]
+    if len(head) < 4:
+        return False
+    even, odd = head[0::2], head[1::2]
+    return max(even.count(0) / len(even), odd.count(0) / len(odd)) > 0.4
+
+
+def _bad_bytes(body: bytes, codec: str, name: str, at: int) -> str:
+    """The reason for a file that does not decode, with advice that fits what it is."""
+    where = f"not valid {name} at byte {at}"
+    if codec != "utf-8":
+        return f"{where} (its byte-order mark says {name}; the file is damaged)"
+    if _looks_like_utf16(body):
+        return _UTF16_WITHOUT_BOM
+    if b"\x00" in body[:4096]:
+        return f"{where}: binary data, not text"
+    bad = sum(
+        1 for ch in body.decode("utf-8", errors="surrogateescape") if "\udc80" <= ch <= "\udcff"
+    )
+    if bad > _FEW_BAD_BYTES:
+        return (
+            f"{where} ({bad} invalid bytes): text in another encoding (Latin-1, "
+            "Windows-1252...)? convert it to UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8"
+        )
+    return (
+        f"{where} (use on_bad_bytes='replace'; on the command line, --on-bad-bytes "
+        "replace, to store each invalid byte as U+FFFD)"
+    )
 
 
 def utf8_name(name: str) -> tuple[str, bool]:
@@ -107,8 +171,9 @@ def _relative_to(f: Path, base: Path) -> str | None:
 class Discovery:
     """Files found by :func:`discover_files` and what was left out, with reasons.
 
-    ``skipped``: files of unsupported types inside a directory; ``conflicts``: files whose
-    document id another file already took (not loaded: an error for the caller).
+    ``skipped``: what is not read, by path, with the reason (another file type, not a
+    regular file, hidden, a second name of a file already read); ``conflicts``: files
+    whose document id another file already took (not loaded: an error for the caller).
     """
 
     files: list[tuple[Path, str]]
@@ -125,11 +190,18 @@ def discover_files(
     """Expand files and directories into ``(file, document_id)`` pairs.
 
     A directory contributes its ``.txt``/``.md``/``.rst``/``.html``/``.pdf`` files
-    (:data:`SUPPORTED_SUFFIXES`) recursively, skipping hidden
-    files and folders; the document id is the path relative to that directory
-    (``"guide/intro.md"``), so ids do not depend on the working directory. With several
-    roots, each id is prefixed by its root's name (``"d1/notes.md"``). A file named
-    directly gets its file name as id, whatever its suffix.
+    (:data:`SUPPORTED_SUFFIXES`) recursively; the document id is the path relative to that
+    directory (``"guide/intro.md"``), so ids do not depend on the working directory. With
+    several roots, each id is prefixed by its root's name (``"d1/notes.md"``). A file named
+    directly gets its file name as id.
+
+    Whatever is not read is listed in ``skipped`` with its reason, the same for a file
+    named directly as for one found in a folder: another file type, anything that is not
+    a regular file (a named pipe is never opened), a broken link, and a link to a file
+    this call already returns (it is read once, under the name of the file itself). In a
+    folder, hidden files and folders (their names start with ``.``: editors' and tools'
+    files such as ``.DS_Store`` or ``.git``) are skipped too; a hidden file named directly
+    is read.
 
     The default ids depend on how the paths are spelled (one root or several). For ids
     that never change, name them explicitly:
@@ -158,17 +230,18 @@ def discover_files(
         root = Path(raw)
         if root.is_dir():
             found = []
-            for f in sorted(root.rglob("*")):
-                rel = f.relative_to(root)
-                if not f.is_file() or any(part.startswith(".") for part in rel.parts):
-                    continue
-                if f.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    skipped[str(f)] = f"unsupported file type {f.suffix or '(none)'!r}"
+            for f in _walk(root, skipped):
+                why = _not_read(f)
+                if why is not None:
+                    skipped[str(f)] = why
                     continue
                 prefix = f"{root.resolve().name}/" if several else ""
-                found.append((f, prefix + rel.as_posix()))
-        elif root.is_file():
-            found = [(root, root.name)]
+                found.append((f, prefix + f.relative_to(root).as_posix()))
+        elif root.exists() or root.is_symlink():
+            why = _not_read(root)
+            if why is not None:
+                skipped[str(root)] = why
+            found = [] if why is not None else [(root, root.name)]
         else:
             raise DocumentReadError(str(root), "no such file or directory")
         if base is not None:
@@ -192,4 +265,73 @@ def discover_files(
             if doc_id not in seen:
                 seen[doc_id] = f
                 files.append((f, doc_id))
-    return Discovery(files, skipped, conflicts)
+    return Discovery(_once_per_file(files, skipped), skipped, conflicts)
+
+
+def _walk(folder: Path, skipped: dict[str, str]) -> list[Path]:
+    """Every entry under ``folder`` but folders, sorted, without descending into hidden
+    folders or links to folders (each hidden folder and hidden file goes to
+    ``skipped``)."""
+    found: list[Path] = []
+    for here, folders, names in os.walk(folder):
+        at = Path(here)
+        for name in folders:
+            if name.startswith("."):
+                skipped[str(at / name)] = "hidden folder (its name starts with '.')"
+        folders[:] = [d for d in folders if not d.startswith(".")]
+        for name in names:
+            if name.startswith("."):
+                skipped[str(at / name)] = (
+                    "hidden file (its name starts with '.'; name it to read it)"
+                )
+            else:
+                found.append(at / name)
+    return sorted(found)
+
+
+def _not_read(path: Path) -> str | None:
+    """Why ``path`` is not read (None: it is), from its metadata only: nothing is opened,
+    so a named pipe never blocks the ingest."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a broken link" if path.is_symlink() else "no such file"
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a named pipe"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a special file"
+        )
+        return f"not a regular file ({kind})"
+    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+        return f"unsupported file type {path.suffix or '(none)'!r}"
+    return None
+
+
+def _once_per_file(
+    files: list[tuple[Path, str]], skipped: dict[str, str]
+) -> list[tuple[Path, str]]:
+    """``files`` with each file once: of the names that reach the same file (a link and
+    its target), the file's own name is kept (else the first), the others are skipped."""
+    by_target: dict[Path, list[int]] = {}
+    for i, (f, _) in enumerate(files):
+        by_target.setdefault(f.resolve(), []).append(i)
+    dropped: set[int] = set()
+    for indexes in by_target.values():
+        if len(indexes) == 1:
+            continue
+        kept = next((i for i in indexes if not files[i][0].is_symlink()), indexes[0])
+        for i in indexes:
+            if i != kept:
+                dropped.add(i)
+                skipped[str(files[i][0])] = (
+                    f"the same file as {str(files[kept][0])!r}, which this ingest reads "
+                    f"(as document {files[kept][1]!r})"
+                )
+    return [entry for i, entry in enumerate(files) if i not in dropped]

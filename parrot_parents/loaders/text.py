@@ -32,6 +32,7 @@ from parrot_parents.loaders.progress import IngestProgress
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, read_document
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.ids import content_sha256
 from parrot_parents.sync import run_sync
 
 __all__ = ["TextLoader"]
@@ -40,8 +41,12 @@ __all__ = ["TextLoader"]
 class TextLoader(AbstractLoader):
     """Reads ``.txt``/``.md``/``.html``/``.pdf`` files (or directories of them).
 
-    Text and Markdown are read as UTF-8; HTML as its visible text; PDF as the text of its
-    pages. Each document carries the structure its reader found (headings, tables, pages:
+    Text and Markdown are read as UTF-8 (UTF-16/UTF-32 after their byte-order mark:
+    :func:`~parrot_parents.loaders.readers.read_text_file`); HTML as its visible text; PDF
+    as the text of its pages. What is not read (other file types, hidden files in a
+    folder, named pipes...) is listed with its reason in ``report.warnings``
+    (:func:`~parrot_parents.loaders.readers.discover_files`). Each document carries the
+    structure its reader found (headings, tables, pages:
     :mod:`parrot_parents.loaders.structure.reading`), used when ``section_parents`` is on.
 
     Args:
@@ -98,6 +103,10 @@ class TextLoader(AbstractLoader):
     def load(self) -> list[Document]:
         """Read every file; a bad file lands in ``self.report.failed``, the rest load."""
         docs: list[Document] = []
+        # Two files with the same text are two documents (their own ids and sources, and
+        # deleting one keeps the other), both stored; the second is flagged here, as a
+        # later ingest would flag it against the stored copy.
+        first_with: dict[str, tuple[str, str]] = {}
         found = discover_files(self.paths, root=self.root, id_prefix=self.id_prefix)
         for name, reason in found.skipped.items():
             self.report.warnings.setdefault(name, []).append(f"skipped: {reason}")
@@ -119,6 +128,12 @@ class TextLoader(AbstractLoader):
             if not text.strip():
                 self.report.warnings.setdefault(source, []).append("empty file skipped")
                 continue
+            earlier = first_with.setdefault(content_sha256(text), (source, document_id))
+            if earlier != (source, document_id):
+                self.report.warnings.setdefault(source, []).append(
+                    f"the same content as {earlier[0]} (document {earlier[1]!r}) in this "
+                    "ingest; both are stored"
+                )
             meta: dict[str, Any] = {"document_id": document_id, "source": source}
             if not structure.empty or structure.pages:
                 meta[STRUCTURE_KEY] = structure.to_dict()

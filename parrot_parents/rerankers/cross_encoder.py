@@ -100,17 +100,20 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
                 hint="pass the directory of a saved cross-encoder (config.json, weights, "
                 "tokenizer files)",
             )
+        from parrot_parents.embeddings.quiet_load import quiet_model_load
+
         try:
-            loaded: CrossEncoder = CrossEncoder(
-                str(local) if is_dir else model,
-                device=device,
-                max_length=max_length,
-                # Offline-first: only the local directory or the HF cache, never the network,
-                # so a missing model fails fast instead of hanging on a download.
-                local_files_only=True,
-                # Raw logits: CrossEncoder applies a sigmoid by default when num_labels == 1.
-                activation_fn=torch.nn.Identity(),
-            )
+            with quiet_model_load():
+                loaded: CrossEncoder = CrossEncoder(
+                    str(local) if is_dir else model,
+                    device=device,
+                    max_length=max_length,
+                    # Offline-first: only the local directory or the HF cache, never the network,
+                    # so a missing model fails fast instead of hanging on a download.
+                    local_files_only=True,
+                    # Raw logits: CrossEncoder applies a sigmoid by default when num_labels == 1.
+                    activation_fn=torch.nn.Identity(),
+                )
         except Exception as exc:
             if is_dir:
                 where = f"local directory {str(local.absolute())!r} exists but failed to load"

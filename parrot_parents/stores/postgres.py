@@ -259,7 +259,7 @@ class PgVectorStore(
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
         chosen = table if table is not None else collection
-        self.table = check_collection_name("documents" if chosen is None else chosen, "table")
+        self.table = check_collection_name("documents" if chosen is None else chosen)
         self.schema = validate_identifier(schema, "schema")
         if embed_batch_size < 1:
             raise ConfigurationError(f"embed_batch_size must be >= 1, got {embed_batch_size!r}")

@@ -76,8 +76,9 @@ def indexer_for(
 def free_report(spec: StrategySpec, children: int, parents: int) -> dict[str, Any]:
     """The report of a free strategy: nothing enriched, no model call, and its
     ``expansion`` (searched units per retrievable unit): children per parent for
-    ``parent-document``, where the parent is what comes back, else 1."""
-    expansion = 1.0
+    ``parent-document``, where the parent is what comes back, else 1; None when nothing
+    was written."""
+    expansion: float | None = 1.0 if children or parents else None
     if spec.name == "parent-document" and parents:
         expansion = round(children / parents, 4)
     return {

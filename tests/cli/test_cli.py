@@ -63,7 +63,7 @@ def test_errors_are_one_line_without_traceback(pg_dsn: str) -> None:
     proc = _cli("ask", "q", "--collection", "bad-name", "--dsn", pg_dsn)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "parrot-parents: error: invalid table name 'bad-name' (use 1-63 characters: ASCII "
+        "parrot-parents: error: invalid collection name 'bad-name' (use 1-63 characters: ASCII "
         "letters (a-z, A-Z), digits and '_', not starting with a digit)"
     ]
     assert "Traceback" not in proc.stderr
@@ -73,7 +73,7 @@ def test_ingest_reports_bad_files_and_keeps_good_ones(
     tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "ok.md").write_text("Fine text.", encoding="utf-8")
-    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfd")  # (\xff\xfe would be UTF-16's BOM)
     code = main(["ingest", str(tmp_path), "--collection", unique_table("cli"), "--dsn", pg_dsn])
     captured = capsys.readouterr()
     assert code == 1

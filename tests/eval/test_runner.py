@@ -309,3 +309,15 @@ async def _drop(dsn: str, table: str) -> None:
             await conn.execute(text(f'DROP TABLE IF EXISTS public."{table}"'))
     finally:
         await engine.dispose()
+
+
+def test_eval_counts_the_files_of_its_folder_as_documents(
+    pg_dsn: str, dataset: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions, corpora_dir = dataset
+    argv = ["eval", "--questions", str(questions), "--corpora", str(corpora_dir)]
+    argv += ["--out", str(tmp_path / "run.jsonl"), "--no-late-chunking", "--limit", "3"]
+    assert main([*argv, "--ks", "1", "--budgets", "100", "--dsn", pg_dsn]) == 0
+    ingest = next(line for line in capsys.readouterr().out.splitlines() if "ingest:" in line)
+    assert "(2 document(s)," in ingest  # one folder, two files: not "2 corpora"
+    assert "corpora" not in ingest

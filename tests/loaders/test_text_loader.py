@@ -121,7 +121,8 @@ def test_hidden_and_unsupported_files_are_skipped_and_reported(tmp_path: Path) -
     loader = TextLoader(tmp_path)
     assert [d.metadata["document_id"] for d in loader.load()] == ["ok.md"]
     assert loader.report.warnings == {
-        str(tmp_path / "sheet.xlsx"): ["skipped: unsupported file type '.xlsx'"]
+        str(tmp_path / ".hidden"): ["skipped: hidden folder (its name starts with '.')"],
+        str(tmp_path / "sheet.xlsx"): ["skipped: unsupported file type '.xlsx'"],
     }
 
 

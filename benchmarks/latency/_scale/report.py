@@ -61,7 +61,7 @@ def header(ctx: dict[str, Any], n: int | None, queries: int | None) -> str:
         parts.append(f"{queries} queries per variant")
     return (
         "_" + ", ".join(parts) + "._  \n"
-        f"_Code measured: `{ctx['checkout']}`. Command: `{ctx['command']}`._"
+        f"_Code measured: {ctx['checkout']}. Command: `{ctx['command']}`._"
     )
 
 

@@ -12,6 +12,10 @@ chunked as plain text, page numbers still recorded. Tables are not detected in P
 from __future__ import annotations
 
 import io
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,38 @@ __all__ = ["PAGE_SEPARATOR", "read_pdf"]
 
 PAGE_SEPARATOR = "\n\n"
 
+logger = logging.getLogger(__name__)
+
+
+class _Collector(logging.Handler):
+    """Keeps the messages pypdf logs in one thread."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.thread = threading.get_ident()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.messages.append(record.getMessage())
+
+
+@contextmanager
+def _pypdf_messages() -> Iterator[list[str]]:
+    """The messages pypdf logs in this thread meanwhile. pypdf reports what it repairs or
+    gives up on through :mod:`logging`; with no handler configured, Python writes those
+    records raw on stderr, where they read as the program's own lines. With one of ours
+    attached they are not: a failed read gives the first as its reason, a read that
+    succeeds passes them on at DEBUG level. A handler the user configured still gets
+    them."""
+    pypdf_logger = logging.getLogger("pypdf")
+    collector = _Collector()
+    pypdf_logger.addHandler(collector)
+    try:
+        yield collector.messages
+    finally:
+        pypdf_logger.removeHandler(collector)
+
 
 def read_pdf(source: str | Path | bytes) -> tuple[str, Structure]:
     """Text and structure of a PDF file (a path or its bytes).
@@ -29,10 +65,19 @@ def read_pdf(source: str | Path | bytes) -> tuple[str, Structure]:
     Raises:
         DocumentReadError: the file is missing, encrypted or not a readable PDF.
     """
+    name = "<bytes>" if isinstance(source, bytes) else str(source)
+    with _pypdf_messages() as messages:
+        text, structure = _read(source, name, messages)
+    for message in messages:
+        logger.debug("pypdf, reading %s: %s", name, message)
+    return text, structure
+
+
+def _read(source: str | Path | bytes, name: str, messages: list[str]) -> tuple[str, Structure]:
+    """:func:`read_pdf`, with pypdf's messages so far in ``messages``."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
-    name = "<bytes>" if isinstance(source, bytes) else str(source)
     try:
         data = source if isinstance(source, bytes) else Path(source).read_bytes()
         reader = PdfReader(io.BytesIO(data))
@@ -42,7 +87,10 @@ def read_pdf(source: str | Path | bytes) -> tuple[str, Structure]:
     except FileNotFoundError as exc:
         raise DocumentReadError(name, "no such file") from exc
     except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise DocumentReadError(name, f"not a readable PDF: {exc}") from exc
+        # pypdf's first complaint says why (a header that is not a PDF's); the exception
+        # only where it stopped.
+        why = messages[0] if messages else str(exc) or type(exc).__name__
+        raise DocumentReadError(name, f"not a readable PDF ({why})") from exc
     pages: list[tuple[int, int]] = []
     parts: list[str] = []
     pos = 0

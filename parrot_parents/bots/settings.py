@@ -158,7 +158,6 @@ def validation_problems(
     prefix: str = "",
     *,
     options: Mapping[str, str] | None = None,
-    as_json: bool = False,
 ) -> list[tuple[str, str]]:
     """``[(dotted key, message), ...]`` of a pydantic error, in the package's wording:
     ``unknown key (known keys: ...)``, ``required key is missing``, the question check's
@@ -168,7 +167,8 @@ def validation_problems(
 
     Args:
         options: field name -> retrieval option name, for the fields that hold one.
-        as_json: echo values as JSON (HTTP) rather than as Python literals.
+
+    Values are echoed as JSON (``true``, ``"5"``): a row, like an HTTP body, is JSON.
     """
     out: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
@@ -185,10 +185,10 @@ def validation_problems(
             msg = err["msg"].removeprefix("Value error, ")
         elif options and field in options:
             key = prefix + field
-            shown = option_problem(err, options[field], key, as_json=as_json)
+            shown = option_problem(err, options[field], key, as_json=True)
             msg = NamedProblem(shown)
         else:
-            value = echo_value(err["input"], as_json=as_json)
+            value = echo_value(err["input"], as_json=True)
             msg = f"{err['msg'].removeprefix('Value error, ')}, got {value}"
         out.append((key, msg))
     return out
@@ -221,10 +221,11 @@ def validate_bot(
     Raises:
         BotConfigError: every problem found, each as ``(dotted key, message)``; the message
             names the bot, e.g. ``bot 'hr': reranker_config.batch_size: Input should be a
-            valid integer, got '8'``.
+            valid integer, got "8"``; values are echoed as JSON, as a row holds them.
     """
     if not isinstance(data, Mapping):
-        raise BotConfigError(None, [("", f"expected a mapping of keys, got {echo_value(data)}")])
+        got = echo_value(data, as_json=True)
+        raise BotConfigError(None, [("", f"expected a mapping of keys, got {got}")])
     values = {k: v for k, v in data.items() if k not in ("id", "created_at", "updated_at")}
     name = values.get("name") if isinstance(values.get("name"), str) else None
     if registries is None:

@@ -103,7 +103,7 @@ async def read_body(request: web.Request, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         # The options in the words of every other surface, values echoed as JSON.
-        problems = validation_problems(exc, model, options=_OPTIONS, as_json=True)
+        problems = validation_problems(exc, model, options=_OPTIONS)
         details = [{"key": key, "message": msg} for key, msg in problems]
         summary = "; ".join(problem_text(key, msg) for key, msg in problems)
         raise BadRequest(f"invalid body: {summary}", details) from None

@@ -40,7 +40,7 @@ def test_id_and_timestamps_of_a_loaded_row_are_ignored() -> None:
         ({"limit": 5}, r"bot 'hr': limit: unknown key \(known keys: collection, "),
         (
             {"context_search_limit": "5"},
-            "bot 'hr': context_search_limit must be a positive int \\(at most 100\\), got '5'",
+            "bot 'hr': context_search_limit must be a positive int \\(at most 100\\), got \"5\"",
         ),
         # The words of RetrievalOptions, under the row's name of the option.
         ({"context_search_limit": 5.0}, r"context_search_limit must be a positive int \(at"),
@@ -59,7 +59,7 @@ def test_id_and_timestamps_of_a_loaded_row_are_ignored() -> None:
         ({"description": "x" * 2001}, "description: String should have at most 2000"),
         (
             {"expansion_mode": "window:0"},
-            r"expansion_mode 'window:0': the window size N must be >= 1",
+            r'expansion_mode "window:0": the window size N must be >= 1',
         ),
         ({"expansion_mode": "auto_merge:0"}, r"the auto_merge threshold T must be in \(0, 1\]"),
         ({"expansion_mode": "auto_merge:1.5"}, r"threshold T must be in \(0, 1\]"),
@@ -82,7 +82,7 @@ def test_id_and_timestamps_of_a_loaded_row_are_ignored() -> None:
         ),
         (
             {"reranker_config": {"type": "cross_encoder", "batch_size": "8"}},
-            "reranker_config.batch_size: Input should be a valid integer, got '8'",
+            "reranker_config.batch_size: Input should be a valid integer, got \"8\"",
         ),
         (
             {"reranker_config": {"type": "cross_encoder", "device": "tpu"}},

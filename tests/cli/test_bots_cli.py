@@ -104,7 +104,7 @@ def test_a_bad_value_is_refused_with_the_api_message(
     assert code == 2
     assert err == (
         "parrot-parents: error: bot 'hr': context_search_limit must be a positive int (at "
-        "most 100), got 'five'; reranker_config.type: missing 'type'; known types: "
+        "most 100), got \"five\"; reranker_config.type: missing 'type'; known types: "
         "['cross_encoder']\n"
     )
 
@@ -136,7 +136,7 @@ def test_a_bad_value_is_refused_with_the_api_message(
         ),
         (
             ["bots", "add", "x", "--collection", COLLECTION, "--expansion-mode", "window:0"],
-            "bot 'x': expansion_mode 'window:0': the window size N must be >= 1",
+            "bot 'x': expansion_mode \"window:0\": the window size N must be >= 1",
         ),
         (
             [

@@ -183,7 +183,9 @@ async def test_writes_are_validated_like_the_cli(make_client: MakeClient) -> Non
     )
     assert resp.status == 400
     body = await resp.json()
-    assert body["error"].startswith("bot 'hr': context_search_limit: Input should be a valid")
+    assert body["error"].startswith(
+        "bot 'hr': context_search_limit must be a positive int (at most 100), got \"5\""
+    )
     assert [d["key"] for d in body["details"]] == ["context_search_limit", "colour"]
     resp = await client.put(
         "/api/v1/bots/new",

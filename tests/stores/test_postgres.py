@@ -213,7 +213,7 @@ async def test_bad_limit_is_a_clear_error(store: PgVectorStore, bad: object) -> 
 
 @pytest.mark.parametrize("name", ["drop table x", "1abc", "a-b", "", "x" * 64, 'a"b'])
 def test_bad_identifiers_are_rejected_at_construction(name: str) -> None:
-    with pytest.raises(ConfigurationError, match="invalid table name"):
+    with pytest.raises(ConfigurationError, match="invalid collection name"):
         PgVectorStore(dsn="postgresql://x/y", table=name)
     with pytest.raises(ConfigurationError, match="invalid schema name"):
         PgVectorStore(dsn="postgresql://x/y", table="ok", schema=name)

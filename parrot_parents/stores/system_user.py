@@ -24,7 +24,8 @@ create, and places what the system user needs where it can reach it:
   owned by the system user, mode 0700 (root connects regardless of modes);
 * **the binaries** are used where pip installed them when the system user can read
   them there; otherwise (a virtual environment under ``/root``) they are copied once to
-  ``SYSTEM_BASE/pginstall-<hash>``, readable by all, and used from there.
+  ``SYSTEM_BASE/pgserver-<hash>`` with the wheel's bundled libraries, readable by all,
+  and used from there.
 """
 
 from __future__ import annotations
@@ -173,21 +174,36 @@ def _open_copy(root: Path) -> None:
     root.chmod(0o755)
 
 
+def _bundled_libraries(install: Path) -> list[Path]:
+    """The wheel's bundled shared libraries (auditwheel's ``<dist>.libs`` beside the
+    ``pgserver`` package), which the binaries load through the RPATH
+    ``$ORIGIN/../../../<dist>.libs``."""
+    return sorted(install.parent.parent.glob("pgserver*.libs"))
+
+
 def reachable_install(install: Path) -> Path:
     """``install`` (pgserver's ``pginstall``) when the system user can use it there,
-    else its copy under :data:`SYSTEM_BASE`, made once per install."""
+    else its copy under :data:`SYSTEM_BASE`, made once per install.
+
+    The copy keeps the wheel's layout, ``pgserver/pginstall`` beside the bundled
+    libraries' directory, so that the binaries' relative RPATH finds those libraries.
+    """
     uid, gids = _user()
-    if _tree_readable(install, uid, gids):
+    libraries = _bundled_libraries(install)
+    if all(_tree_readable(tree, uid, gids) for tree in (install, *libraries)):
         return install
     postgres = install / "bin" / "postgres"
     key = f"{install.resolve()}:{postgres.stat().st_mtime_ns}:{postgres.stat().st_size}"
-    copy = SYSTEM_BASE / f"pginstall-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+    copy = SYSTEM_BASE / f"pgserver-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+    inside = Path(install.parent.name, install.name)
     if copy.is_dir():
-        return copy
+        return copy / inside
     make_dirs(SYSTEM_BASE)
-    staging = Path(tempfile.mkdtemp(prefix=".pginstall-", dir=SYSTEM_BASE))
+    staging = Path(tempfile.mkdtemp(prefix=".pgserver-", dir=SYSTEM_BASE))
     try:
-        shutil.copytree(install, staging / "tree", symlinks=True)
+        shutil.copytree(install, staging / "tree" / inside, symlinks=True)
+        for tree in libraries:
+            shutil.copytree(tree, staging / "tree" / tree.name, symlinks=True)
         _open_copy(staging / "tree")
         try:
             (staging / "tree").rename(copy)  # atomic: a process racing this one wins
@@ -196,7 +212,7 @@ def reachable_install(install: Path) -> Path:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return copy
+    return copy / inside
 
 
 def socket_dir(pgdata: Path) -> Path:

@@ -146,17 +146,23 @@ def test_binaries_the_server_user_cannot_reach_are_copied_not_opened(
     monkeypatch.setattr(system_user, "SYSTEM_BASE", system_base)
     installed = Path(_commands.__file__).parent / "pginstall"
     assert system_user.reachable_install(installed) == installed  # readable where pip put it
-    hidden = closed / "venv" / "pginstall"
+    # The wheel's layout in a virtual environment the system user cannot enter: the
+    # binaries load the bundled libraries beside the package through a relative RPATH.
+    site = closed / "venv" / "site-packages"
+    hidden = site / "pgserver" / "pginstall"
     shutil.copytree(installed, hidden, symlinks=True, copy_function=_link_or_copy)
+    for libraries in installed.parent.parent.glob("pgserver*.libs"):
+        shutil.copytree(libraries, site / libraries.name, copy_function=_link_or_copy)
     copy = system_user.reachable_install(hidden)
-    assert copy.parent == system_base
+    assert copy.is_relative_to(system_base)
     assert stat.S_IMODE(closed.stat().st_mode) == 0o700
-    done = subprocess.run(
-        [str(copy / "bin" / "postgres"), "--version"],
-        capture_output=True,
-        text=True,
-        user=system_user.SYSTEM_USER,
-        check=True,
-    )
-    assert "PostgreSQL" in done.stdout
+    for program in ("postgres", "initdb", "pg_ctl"):  # initdb and pg_ctl load libpq
+        done = subprocess.run(
+            [str(copy / "bin" / program), "--version"],
+            capture_output=True,
+            text=True,
+            user=system_user.SYSTEM_USER,
+            check=True,
+        )
+        assert "PostgreSQL" in done.stdout
     assert system_user.reachable_install(hidden) == copy  # made once

@@ -21,14 +21,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from parrot_parents.errors import StoreError
+from parrot_parents.errors import CollectionNotFoundError
 from parrot_parents.stores.bm25_index import read_lexical_backend
 from parrot_parents.stores.documents import DocumentsTable
-from parrot_parents.stores.engine import store_errors
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.lexical import read_text_search_config
 from parrot_parents.stores.markers import CHILD_PREDICATE, INDEXED_PREDICATE, PARENT_PREDICATE
 from parrot_parents.stores.model_contract import ModelContract
+from parrot_parents.stores.reads import read
 
 __all__ = [
     "CollectionInfo",
@@ -162,7 +162,7 @@ async def _exists(conn: AsyncConnection, schema: str, name: str) -> bool:
 async def _require(conn: AsyncConnection, schema: str, collection: str) -> None:
     """Raise unless ``schema.collection`` is a collection table."""
     if collection not in await _names(conn, schema):
-        raise StoreError(
+        raise CollectionNotFoundError(
             f"collection {collection!r} does not exist in schema {schema!r}",
             hint="`parrot-parents collections` lists them; names are case-sensitive",
         )
@@ -212,15 +212,20 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
 async def list_collections(engine: AsyncEngine, schema: str = "public") -> list[CollectionInfo]:
     """Every collection of ``schema``, by name, with its row counts and settings.
 
-    One short read transaction; each collection's rows are counted once.
+    Each collection's rows are counted once. Read as every read of the package is (a dead
+    pooled connection retried, a recovering server waited for, :mod:`~parrot_parents.
+    stores.reads`).
 
     Raises:
         ConfigurationError: a bad schema name.
         StoreError: the database cannot be reached.
     """
     validate_identifier(schema, "schema")
-    async with store_errors(f"listing the collections of {schema!r}"), engine.connect() as conn:
+
+    async def work(conn: AsyncConnection) -> list[CollectionInfo]:
         return [await _info(conn, schema, name) for name in await _names(conn, schema)]
+
+    return await read(engine, f"listing the collections of {schema!r}", work)
 
 
 async def list_documents(
@@ -233,7 +238,8 @@ async def list_documents(
 
     Raises:
         ConfigurationError: a bad collection or schema name.
-        StoreError: no such collection, or the database cannot be reached.
+        CollectionNotFoundError: no such collection.
+        StoreError: the database cannot be reached.
     """
     validate_identifier(collection, "collection")
     validate_identifier(schema, "schema")
@@ -244,8 +250,8 @@ async def list_documents(
         " max(cmetadata->>'source') AS source"
         f" FROM {_q(schema, collection)} WHERE cmetadata ? 'document_id' GROUP BY 1"
     )
-    where = f"listing the documents of {schema}.{collection}"
-    async with store_errors(where), engine.connect() as conn:
+
+    async def work(conn: AsyncConnection) -> list[Any]:
         await _require(conn, schema, collection)
         docs = DocumentsTable(collection, schema)
         if await _exists(conn, schema, docs.name):
@@ -264,7 +270,9 @@ async def list_documents(
                 " NULL::timestamptz AS ingested_at, children, parents"
                 f" FROM ({rows_sql}) r ORDER BY 1"
             )
-        rows = (await conn.execute(text(sql))).all()
+        return list((await conn.execute(text(sql))).all())
+
+    rows = await read(engine, f"listing the documents of {schema}.{collection}", work)
     return [
         DocumentInfo(
             document_id=r.document_id,
@@ -283,8 +291,10 @@ async def _open(engine: AsyncEngine, collection: str, schema: str) -> Any:
     dimension); a :class:`~parrot_parents.stores.postgres.PgVectorStore`."""
     from parrot_parents.stores.postgres import PgVectorStore
 
-    async with store_errors(f"opening {schema}.{collection}"), engine.connect() as conn:
+    async def work(conn: AsyncConnection) -> None:
         await _require(conn, schema, collection)
+
+    await read(engine, f"opening {schema}.{collection}", work)
     return PgVectorStore(engine=engine, table=collection, schema=schema, create=False)
 
 
@@ -297,13 +307,18 @@ async def _known(
         f"SELECT DISTINCT cmetadata->>'document_id' FROM {_q(schema, collection)}"
         " WHERE cmetadata->>'document_id' = ANY(CAST(:ids AS text[]))"
     )
-    async with store_errors(f"reading {schema}.{collection}"), engine.connect() as conn:
+
+    async def work(conn: AsyncConnection) -> set[str]:
+        statement = sql
         if await _exists(conn, schema, docs.name):
-            sql += (
+            statement += (
                 f" UNION SELECT document_id FROM {docs.q}"
                 " WHERE document_id = ANY(CAST(:ids AS text[]))"
             )
-        return {r[0] for r in (await conn.execute(text(sql), {"ids": document_ids})).all()}
+        rows = (await conn.execute(text(statement), {"ids": document_ids})).all()
+        return {r[0] for r in rows}
+
+    return await read(engine, f"reading {schema}.{collection}", work)
 
 
 async def delete_documents(
@@ -325,7 +340,8 @@ async def delete_documents(
 
     Raises:
         ConfigurationError: a bad collection or schema name.
-        StoreError: no such collection, or the database cannot be reached.
+        CollectionNotFoundError: no such collection.
+        StoreError: the database cannot be reached.
     """
     validate_identifier(collection, "collection")
     validate_identifier(schema, "schema")
@@ -344,7 +360,8 @@ async def drop_collection(engine: AsyncEngine, collection: str, schema: str = "p
 
     Raises:
         ConfigurationError: a bad collection or schema name.
-        StoreError: no such collection, or the database cannot be reached.
+        CollectionNotFoundError: no such collection.
+        StoreError: the database cannot be reached.
     """
     validate_identifier(collection, "collection")
     validate_identifier(schema, "schema")
@@ -363,5 +380,8 @@ async def collection_names(engine: AsyncEngine, schema: str = "public") -> list[
         StoreError: the database cannot be reached.
     """
     validate_identifier(schema, "schema")
-    async with store_errors(f"listing the collections of {schema!r}"), engine.connect() as conn:
+
+    async def work(conn: AsyncConnection) -> list[str]:
         return await _names(conn, schema)
+
+    return await read(engine, f"listing the collections of {schema!r}", work)

@@ -15,7 +15,10 @@ from langchain_core.documents import Document
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores import embedded
+from parrot_parents.stores.catalog import collection_names, list_collections, list_documents
+from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.revival import restart_if_down
 from tests.conftest import server_temp_dir, unique_table
 from tests.stores.test_embedded_lifecycle import _postmaster_pid, _stop_whatever_runs
 
@@ -98,3 +101,27 @@ async def test_a_server_given_by_dsn_is_never_started(data_dir: Path, embeddings
     finally:
         await store.close()
         server.ensure_postgres_running()  # for the fixture's release to stop it cleanly
+
+
+async def test_the_catalog_reads_through_a_restart_made_elsewhere(
+    data_dir: Path, embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The service's collection routes read the catalog on a long-lived engine: after
+    # another process started the server again, its pooled connections are dead.
+    monkeypatch.delenv(embedded.DSN_ENV, raising=False)
+    monkeypatch.setenv(embedded.DATA_DIR_ENV, str(data_dir))
+    store = PgVectorStore(table=unique_table("catalog"), embedding=embeddings)  # no DSN
+    await store.add_documents([Document(page_content="pump step", metadata={"document_id": "d1"})])
+    engine = await make_engine()
+    try:
+        assert store.table in await collection_names(engine)
+        for _ in range(2):
+            _stop_immediately(data_dir)
+            assert restart_if_down(embedded.get_server(data_dir))  # as another process would
+            assert store.table in [c.name for c in await list_collections(engine)]
+            _stop_immediately(data_dir)
+            assert restart_if_down(embedded.get_server(data_dir))
+            assert len(await list_documents(engine, store.table)) == 1
+    finally:
+        await engine.dispose()
+        await store.close()

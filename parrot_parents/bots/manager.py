@@ -251,12 +251,13 @@ class BotManager:
         other = row_store(settings, registries=self.registries, embedding=self.embedding)
         key = store_key(settings, other)
         store = self._stores.get(key)
-        if store is not None:
-            return store
         if other is not None:  # the searcher type brings its own backend (e.g. milvus)
-            self._stores[key] = await connect_row_store(settings, other)
-            return other
+            if store is None:
+                self._stores[key] = await connect_row_store(settings, other)
+                return other
+            return store
         engine = await self.repository.engine()
+        # Checked for a store already open too: its collection may have been dropped since.
         if not await collection_exists(engine, settings.collection):
             raise BotConfigError(
                 settings.name,
@@ -264,6 +265,8 @@ class BotManager:
                 hint=f"ingest into it, or run `parrot-parents migrate --collection "
                 f"{settings.collection}`",
             )
+        if store is not None:
+            return store
         # Every collection shares the repository's engine: a server opens one pool.
         store = PgVectorStore(table=settings.collection, embedding=self.embedding, engine=engine)
         try:

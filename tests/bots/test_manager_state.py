@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from langchain_core.documents import Document
 from sqlalchemy import text
 
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.bots.repository import BotRepository
-from parrot_parents.errors import BotNotFoundError
+from parrot_parents.errors import BotConfigError, BotNotFoundError
+from parrot_parents.stores.postgres import PgVectorStore
 from tests.migrations.support import (  # noqa: F401
     COLLECTION,
     bots_dsn_fixture,
@@ -66,6 +68,27 @@ async def test_a_removed_bot_is_dropped_by_every_kind_of_reload(
         with pytest.raises(BotNotFoundError, match="no bot named 'zombie'"):
             manager.get("zombie")
         assert (await manager.health())["failed"] == []
+
+
+@pytest.mark.parametrize("how", ["reload", "reload_one"])
+async def test_a_bot_whose_collection_was_dropped_fails_at_the_reload(
+    repo: BotRepository, bots_dsn: str, embeddings: Any, how: str
+) -> None:
+    table = f"dropped_{how}"
+    writer = PgVectorStore(dsn=bots_dsn, table=table, embedding=embeddings)
+    await writer.add_documents([Document(page_content="pump step", metadata={"document_id": "d"})])
+    await writer.close()
+    await repo.create({"name": "orphan", "collection": table})
+    async with BotManager(bots_dsn, embedding=embeddings) as manager:
+        assert list(manager.bots) == ["orphan"]
+        dropper = PgVectorStore(dsn=bots_dsn, table=table, embedding=embeddings, create=False)
+        await dropper.drop()  # as `parrot-parents drop` does, behind the service's back
+        await dropper.close()
+        report = await (manager.reload() if how == "reload" else manager.reload("orphan"))
+        assert list(report.failed) == ["orphan"] and manager.bots == {}
+        with pytest.raises(BotConfigError, match=f"no collection named '{table}'"):
+            manager.get("orphan")
+        assert (await manager.health())["failed"] == ["orphan"]
 
 
 # -- random sequences against a model of the table ---------------------------------------

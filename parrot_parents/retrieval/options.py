@@ -277,6 +277,14 @@ DEFAULTS = RetrievalOptions(
 )
 
 _INT_BOUNDS = {"limit": LIMIT_MAX, "rerank_candidates": RERANK_CANDIDATES_MAX, "budget": BUDGET_MAX}
+#: The words of a value outside a bounded option's range (NaN included: it compares
+#: false with both bounds, so pydantic names whichever bound it tried first).
+_RANGES = {
+    "rrf_k": "an int from 1 to 1,000",
+    "dense_weight": "a number from 0 to 10",
+    "lexical_weight": "a number from 0 to 10",
+}
+_OUT_OF_RANGE = {"greater_than_equal", "less_than_equal", "finite_number"}
 _ECHO_MAX = 80
 
 
@@ -300,6 +308,8 @@ def option_problem(err: ErrorDetails, option: str, shown: str, *, as_json: bool 
     value = echo_value(err["input"], as_json=as_json)
     if option in _INT_BOUNDS and top:
         return f"{shown} must be a positive int (at most {_INT_BOUNDS[option]:,}), got {value}"
+    if option in _RANGES and top and err["type"] in _OUT_OF_RANGE:
+        return f"{shown} must be {_RANGES[option]}, got {value}"
     if option == "filter" and top and err["type"] == "value_error":
         # The compiler's words name the filter's key or operator.
         return msg

@@ -3,7 +3,8 @@
 The revisions (``versions/``) create, in order:
 
 * ``0001`` the ``vector`` extension and the named collection tables with their indexes
-  (the same ``Table`` the store builds: :func:`parrot_parents.stores.schema.collection_table`);
+  (the same ``Table`` the store builds:
+  :func:`parrot_parents.stores.postgres.collections.schema.collection_table`);
 * ``0002`` the ``bots`` table, its CHECK constraints and its ``updated_at`` trigger;
 * ``0003`` ``parrot_parents_backfill``, the checkpoints of the marker backfill;
 * ``0004`` the bots' search settings and the collections' lexical index;
@@ -101,8 +102,8 @@ def alembic_config(
 
 
 def _resolved(dsn: str | None) -> str:
-    from parrot_parents.stores.embedded import resolve_dsn
-    from parrot_parents.stores.postgres import to_async_dsn
+    from parrot_parents.embedded.server import resolve_dsn
+    from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 
     return to_async_dsn(resolve_dsn(dsn))
 

@@ -1,6 +1,7 @@
 """Collection tables in the migrations: created and dropped with the store's own definition.
 
-The table and its indexes come from :func:`parrot_parents.stores.schema.collection_table`,
+The table and its indexes come from
+:func:`parrot_parents.stores.postgres.collections.schema.collection_table`,
 so a collection created by ``parrot-parents migrate`` is identical to one the store creates
 on first use.
 """
@@ -12,12 +13,12 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
-from parrot_parents.stores.bm25_index import auto_bm25, ensure_bm25
-from parrot_parents.stores.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.identifiers import validate_identifier
-from parrot_parents.stores.layout import apply_layout
-from parrot_parents.stores.lexical import drop_lexical, ensure_lexical
-from parrot_parents.stores.schema import collection_table
+from parrot_parents.stores.postgres.collections.documents import DocumentsTable, backfill_documents
+from parrot_parents.stores.postgres.collections.layout import apply_layout
+from parrot_parents.stores.postgres.collections.schema import collection_table
+from parrot_parents.stores.postgres.search.bm25_index import auto_bm25, ensure_bm25
+from parrot_parents.stores.postgres.search.lexical import drop_lexical, ensure_lexical
 
 __all__ = ["drop_collections", "ensure_collections", "migration_options"]
 
@@ -54,13 +55,17 @@ def ensure_collections(
     """Create the missing collection tables (and the extension/schema); return those created.
 
     Existing tables keep their content; every named collection gets its lexical index and
-    BM25 statistics when it lacks them (:func:`~parrot_parents.stores.lexical.ensure_lexical`),
+    BM25 statistics when it lacks them
+    (:func:`~parrot_parents.stores.postgres.search.lexical.ensure_lexical`),
     and its documents table, backfilled from its parents
-    (:func:`~parrot_parents.stores.documents.backfill_documents`). A collection created
+    (:func:`~parrot_parents.stores.postgres.collections.documents.backfill_documents`). A
+    collection created
     here gets the lexical backend a store would give it: pg_textsearch's ``bm25`` index
-    where the server has it (:mod:`parrot_parents.stores.bm25_index`); an existing one
+    where the server has it (:mod:`parrot_parents.stores.postgres.search.bm25_index`); an existing
+    one
     keeps its own. Every named collection gets the row layout of
-    :mod:`parrot_parents.stores.layout` (existing rows keep theirs until the table is
+    :mod:`parrot_parents.stores.postgres.collections.layout` (existing rows keep theirs until the
+    table is
     rewritten, e.g. by ``VACUUM FULL``).
     """
     validate_identifier(schema, "schema")

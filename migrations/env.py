@@ -69,8 +69,8 @@ async def _run_async(url: str) -> None:
 
 
 def _url() -> str:
-    from parrot_parents.stores.embedded import resolve_dsn
-    from parrot_parents.stores.postgres import to_async_dsn
+    from parrot_parents.embedded.server import resolve_dsn
+    from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 
     return to_async_dsn(resolve_dsn(config.attributes.get("dsn")))
 

@@ -36,7 +36,7 @@ _EXPORTS = {
     "MilvusStore": "parrot_parents.stores.milvus.store",
     "ParrotParentsError": "parrot_parents.errors",
     "Passage": "parrot_parents.retrieval.passages",
-    "PgVectorStore": "parrot_parents.stores.postgres",
+    "PgVectorStore": "parrot_parents.stores.postgres.store",
     "Retrieval": "parrot_parents.retrieval.pipeline",
     "RetrievalMeta": "parrot_parents.retrieval.meta",
     "RetrievalOptions": "parrot_parents.retrieval.options",

@@ -66,7 +66,7 @@ class SchemaMismatchError(ParrotParentsError):
 class ModelMismatchError(SchemaMismatchError):
     """A collection's vectors were made by another embedding model than the one that
     would embed now, or by two (an unfinished re-embed); see
-    :mod:`parrot_parents.stores.model_contract`.
+    :mod:`parrot_parents.stores.postgres.collections.model_contract`.
 
     Attributes:
         recorded: the collection's model, described (name, fingerprint, dimension).

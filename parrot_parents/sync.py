@@ -10,7 +10,8 @@ Every ``*_sync`` twin (``bot.get_vector_context_sync``, ``loader.ingest_sync``,
   loop, only blocks it for the call's duration (``await`` the async method there when
   other tasks must keep running meanwhile).
 * **One object serves every loop.** A store (and so a bot) keeps one set of connection
-  pools per event loop it is used from (:mod:`parrot_parents.stores.per_loop`): the
+  pools per event loop it is used from
+  (:mod:`parrot_parents.stores.postgres.connections.per_loop`): the
   ``*_sync`` twins, ``await`` in your own loop and each ``asyncio.run`` may be mixed in
   any order on the same object. Each loop used costs its own connections (a store's pools
   keep up to 5 + 5); ``close()`` releases those of every loop.

@@ -1,7 +1,7 @@
 """Shared fixtures: a real PostgreSQL with pgvector, and the real embedding model.
 
 The database is ``$PARROT_PARENTS_TEST_DSN`` when set, otherwise an embedded PostgreSQL
-(:func:`parrot_parents.stores.embedded.get_server`) started once per test session in a
+(:func:`parrot_parents.embedded.server.get_server`) started once per test session in a
 temporary directory and deleted after.
 Every test that needs a collection gets its own uniquely named table.
 """
@@ -56,7 +56,7 @@ def pg_dsn() -> Iterator[str]:
     if external:
         yield external
         return
-    from parrot_parents.stores.embedded import get_server, release
+    from parrot_parents.embedded.server import get_server, release
 
     # Not under pytest's basetemp: concurrent pytest runs prune each other's old basetemps.
     data = server_temp_dir("parrot-parents-pg-") / "data"

@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not args.src:
         raise SystemExit("--src is needed: the checkout to compare against")
-    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.embedded.server import resolve_dsn
 
     dsn = resolve_dsn(args.dsn)
     lines = [

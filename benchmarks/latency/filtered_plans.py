@@ -62,7 +62,7 @@ async def _p50(conn: Any, calls: list[tuple[str, tuple[Any, ...]]]) -> tuple[flo
 
 
 async def measure(dsn: str | None, table: str, queries: int) -> list[str]:
-    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.embedded.server import resolve_dsn
 
     conn = await connect_raw(await asyncio.to_thread(resolve_dsn, dsn))
     from parrot_parents.stores.search_options import HNSWQueryOptions

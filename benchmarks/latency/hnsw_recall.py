@@ -121,8 +121,8 @@ def _passage(text: str) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    from parrot_parents.stores.embedded import resolve_dsn
-    from parrot_parents.stores.schema import HNSWIndex
+    from parrot_parents.embedded.server import resolve_dsn
+    from parrot_parents.stores.postgres.collections.schema import HNSWIndex
     from parrot_parents.stores.search_options import HNSWQueryOptions
 
     dsn = await asyncio.to_thread(resolve_dsn, args.dsn)
@@ -247,7 +247,7 @@ def _block(ctx: dict[str, Any], rows: list[dict[str, Any]], options: Any) -> str
         "| p50 ms | p95 ms |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    from parrot_parents.stores.schema import HNSWIndex
+    from parrot_parents.stores.postgres.collections.schema import HNSWIndex
 
     build = HNSWIndex()
     first: dict[str, int] = {}

@@ -45,9 +45,9 @@ from parrot_parents.eval.runner import fresh_collection_name, load_corpora
 from parrot_parents.loaders import TextLoader
 from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
 from parrot_parents.retrieval.options import DEFAULTS
-from parrot_parents.stores.lexical import drop_lexical
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.search.lexical import drop_lexical
 from parrot_parents.strategies.spec import DEFAULT_STRATEGY
 
 BUDGET = 2000

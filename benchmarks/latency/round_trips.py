@@ -26,11 +26,11 @@ from langchain_core.documents import Document
 
 from benchmarks.common import REPO_ROOT, child
 from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.embedded.server import resolve_dsn
 from parrot_parents.loaders import TextLoader
-from parrot_parents.stores.embedded import resolve_dsn
-from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.connections.engine import make_engine
 
 WIRE = REPO_ROOT / "tests" / "stores" / "wire.py"
 

@@ -1,14 +1,14 @@
 # ruff: noqa: E501 - the Markdown tables are written as they appear
 """The row layout of a collection: vectors moved out of line (TOAST) against kept in the
-row (:mod:`parrot_parents.stores.layout`), side by side on the same children.
+row (:mod:`parrot_parents.stores.postgres.collections.layout`), side by side on the same children.
 
 Two copies of a ``scale`` table (``bench_scale_100k`` by default, built by ``python -m
 benchmarks run scale --build-only``), filled from it with ``INSERT … SELECT`` and given
 the collection's primary key and GIN indexes on ``cmetadata`` and ``lexical``:
 
 * **pgvector's storage**: every column as its type asks (``vector`` is ``EXTERNAL``), the
-  layout of a collection created before :mod:`~parrot_parents.stores.layout`;
-* **the product's layout**: :func:`~parrot_parents.stores.layout.apply_layout` before the
+  layout of a collection created before :mod:`~parrot_parents.stores.postgres.collections.layout`;
+* **the product's layout**: :func:`~parrot_parents.stores.postgres.collections.layout.apply_layout` before the
   rows go in.
 
 Raw SQL on one connection, the two tables interleaved query by query, over reads that go
@@ -80,11 +80,11 @@ async def _copy(conn: Any, dsn: str, source: str, name: str, product: bool) -> d
 
 
 async def _apply_layout(dsn: str, table: str) -> None:
-    """The product's own :func:`~parrot_parents.stores.layout.apply_layout` on ``table``."""
+    """The product's own :func:`~parrot_parents.stores.postgres.collections.layout.apply_layout` on ``table``."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from parrot_parents.stores.layout import apply_layout
-    from parrot_parents.stores.postgres import to_async_dsn
+    from parrot_parents.stores.postgres.collections.layout import apply_layout
+    from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 
     engine = create_async_engine(to_async_dsn(dsn))
     try:
@@ -106,7 +106,7 @@ async def _timed(conn: Any, sql: str, *args: Any) -> float:
 
 
 async def measure(dsn: str | None, source: str, queries: int) -> list[str]:
-    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.embedded.server import resolve_dsn
 
     dsn = await asyncio.to_thread(resolve_dsn, dsn)
     conn = await connect_raw(dsn)

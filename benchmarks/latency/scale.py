@@ -521,16 +521,18 @@ async def _build_hnsw(raw: Any, table: str, definition: str) -> float:
 
 async def _row_layout(dsn: str, table: str) -> str:
     """Bring a table built by an earlier release of the product to today's defaults: the
-    row layout (:mod:`parrot_parents.stores.layout`; ``VACUUM FULL`` rewrites the rows)
-    and the HNSW build parameters (:class:`~parrot_parents.stores.schema.HNSWIndex`; the
+    row layout (:mod:`parrot_parents.stores.postgres.collections.layout`; ``VACUUM FULL`` rewrites
+    the rows)
+    and the HNSW build parameters
+    (:class:`~parrot_parents.stores.postgres.collections.schema.HNSWIndex`; the
     index built again); what was done, for the report."""
     import re
 
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from parrot_parents.stores.layout import apply_layout
-    from parrot_parents.stores.postgres import to_async_dsn
-    from parrot_parents.stores.schema import HNSWIndex
+    from parrot_parents.stores.postgres.collections.layout import apply_layout
+    from parrot_parents.stores.postgres.collections.schema import HNSWIndex
+    from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 
     engine = create_async_engine(to_async_dsn(dsn))
     try:
@@ -600,7 +602,7 @@ async def _lexical_index(store: Any, dsn: str, table: str) -> str:
 async def _lexical_agreement(store: Any, store_sql: Any, texts: list[str]) -> dict[str, str]:
     """Share of queries whose lexical top 10 (as a set) equals exact BM25's (the SQL
     backend with every query lexeme generating candidates), per backend."""
-    from parrot_parents.stores.hybrid import CANDIDATES, EXACT_CANDIDATES
+    from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, EXACT_CANDIDATES
 
     same: dict[str, int] = {"sql": 0, store.lexical_backend: 0}
     for text in texts:
@@ -861,7 +863,7 @@ def _load_model() -> Any:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.embedded.server import resolve_dsn
     from parrot_parents.stores.search_options import HNSWQueryOptions
 
     sizes = [int(s) for s in args.children.split(",") if s.strip()]

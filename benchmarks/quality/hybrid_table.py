@@ -53,9 +53,9 @@ from parrot_parents.eval.scorer import score_run
 from parrot_parents.loaders import TextLoader
 from parrot_parents.loaders.hierarchy import DEFAULT_CHILD_SIZE
 from parrot_parents.retrieval.options import BUDGETED_LIMIT, DEFAULTS
-from parrot_parents.stores.markers import CHILD_PREDICATE
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.records.markers import CHILD_PREDICATE
 from parrot_parents.strategies.build import indexer_for
 from parrot_parents.strategies.spec import DEFAULT_STRATEGY, parse_strategy
 

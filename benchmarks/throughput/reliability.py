@@ -40,7 +40,7 @@ from parrot_parents.errors import StoreError
 from parrot_parents.loaders.hierarchy import LateChunkingProcessor
 from parrot_parents.loaders.text import TextLoader
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.values import clean_text
+from parrot_parents.stores.records.values import clean_text
 
 KINDS = ["nul", "control", "surrogate", "huge_line", "empty_sections", "repeated", "bad_meta"]
 
@@ -263,11 +263,11 @@ def two_directories() -> dict[str, float]:
     import fasteners
     import pgserver
 
-    from parrot_parents.stores.embedded import lock_path
+    from parrot_parents.embedded.server import lock_path
 
     root = Path(tempfile.mkdtemp(prefix="parrot-parents-dirs-"))
     start = (
-        "import sys; from parrot_parents.stores.embedded import embedded_dsn;"
+        "import sys; from parrot_parents.embedded.server import embedded_dsn;"
         " embedded_dsn(sys.argv[1])"
     )
 
@@ -302,7 +302,7 @@ async def _main(argv: list[str] | None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--documents", type=int, default=700)
     args = ap.parse_args(argv)
-    from parrot_parents.stores.embedded import get_server, release
+    from parrot_parents.embedded.server import get_server, release
 
     fuzz = await fuzz_inputs(args.documents, args.seed)
     data = Path(tempfile.mkdtemp(prefix="parrot-parents-reliability-")) / "data"

@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline is None:
         parser.error("--baseline is needed: the older checkout whose writer is `today`")
 
-    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.embedded.server import resolve_dsn
 
     dsn = resolve_dsn(None)
     res: dict[str, dict] = {}

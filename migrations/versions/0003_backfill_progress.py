@@ -1,6 +1,7 @@
 """Backfill checkpoints: where the marker backfill of each collection got to.
 
-See :mod:`parrot_parents.stores.backfill`; one row per collection, updated in the same
+See :mod:`parrot_parents.stores.postgres.collections.backfill`; one row per collection, updated in
+the same
 transaction as each batch, so an interrupted run resumes after its last committed batch.
 
 Revision ID: 0003

@@ -1,10 +1,12 @@
 """Documents and chunk policy: a documents table per named collection, backfilled.
 
 For every collection named with ``--collection``: its lexical column is re-created when it
-predates retrieval preambles (:func:`parrot_parents.stores.lexical.ensure_lexical`), and
+predates retrieval preambles
+(:func:`parrot_parents.stores.postgres.search.lexical.ensure_lexical`), and
 ``<collection>_documents`` is created and filled from the stored parents, with a NULL
 policy version, so that ``parrot-parents reindex --stale`` re-cuts those documents
-(:func:`parrot_parents.stores.documents.backfill_documents`). Other collections get the
+(:func:`parrot_parents.stores.postgres.collections.documents.backfill_documents`). Other
+collections get the
 table when a store opens them, and their rows as they are ingested again.
 
 Revision ID: 0006
@@ -18,8 +20,8 @@ from alembic import op
 from sqlalchemy import inspect
 
 from parrot_parents.migrations.collection_tables import migration_options
-from parrot_parents.stores.documents import DocumentsTable, backfill_documents
-from parrot_parents.stores.lexical import ensure_lexical
+from parrot_parents.stores.postgres.collections.documents import DocumentsTable, backfill_documents
+from parrot_parents.stores.postgres.search.lexical import ensure_lexical
 
 revision: str = "0006"
 down_revision: str | None = "0005"

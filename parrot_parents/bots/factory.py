@@ -25,9 +25,9 @@ from parrot_parents.errors import (
 )
 from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.creation import collection_state
 from parrot_parents.stores.identifiers import RESERVED_TABLE_NAMES
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.creation import collection_state
 
 __all__ = ["build_bot", "collection_exists", "load_bot", "row_store", "store_key"]
 

@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 async def run(args: argparse.Namespace) -> int:
-    from parrot_parents.stores.backfill import BackfillReport, backfill_markers
+    from parrot_parents.stores.postgres.collections.backfill import BackfillReport, backfill_markers
 
     def progress(r: BackfillReport) -> None:
         if not args.quiet:

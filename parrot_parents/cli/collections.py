@@ -1,6 +1,6 @@
 """``parrot-parents collections|documents|delete|drop``: what is stored, and removing it.
 
-Thin edges over :mod:`parrot_parents.stores.catalog`; no model is loaded.
+Thin edges over :mod:`parrot_parents.stores.postgres.collections.catalog`; no model is loaded.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _model(c: Any) -> str:
 
 
 async def _with_engine(dsn: str | None, work: Any) -> Any:
-    from parrot_parents.stores.engine import make_engine
+    from parrot_parents.stores.postgres.connections.engine import make_engine
 
     engine = await make_engine(dsn)
     try:
@@ -102,7 +102,7 @@ async def _with_engine(dsn: str | None, work: Any) -> Any:
 
 
 async def run_collections(args: argparse.Namespace) -> int:
-    from parrot_parents.stores.catalog import list_collections
+    from parrot_parents.stores.postgres.collections.catalog import list_collections
 
     found = await _with_engine(args.dsn, lambda e: list_collections(e, args.schema))
     if args.json:
@@ -135,7 +135,7 @@ async def run_collections(args: argparse.Namespace) -> int:
 
 
 async def run_documents(args: argparse.Namespace) -> int:
-    from parrot_parents.stores.catalog import list_documents
+    from parrot_parents.stores.postgres.collections.catalog import list_documents
 
     found = await _with_engine(args.dsn, lambda e: list_documents(e, args.collection, args.schema))
     if args.json:
@@ -165,7 +165,7 @@ async def run_documents(args: argparse.Namespace) -> int:
 
 
 async def run_delete(args: argparse.Namespace) -> int:
-    from parrot_parents.stores.catalog import delete_documents
+    from parrot_parents.stores.postgres.collections.catalog import delete_documents
 
     report = await _with_engine(
         args.dsn, lambda e: delete_documents(e, args.collection, args.document_ids, args.schema)
@@ -185,8 +185,8 @@ def _confirm(collection: str, documents: int | None) -> bool:
 
 async def run_drop(args: argparse.Namespace) -> int:
     from parrot_parents.errors import ConfigurationError, StoreError
-    from parrot_parents.stores.catalog import drop_collection, list_collections
     from parrot_parents.stores.identifiers import validate_identifier
+    from parrot_parents.stores.postgres.collections.catalog import drop_collection, list_collections
 
     collection = validate_identifier(args.collection, "collection")
     if not args.yes and not sys.stdin.isatty():

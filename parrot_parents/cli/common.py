@@ -8,7 +8,7 @@ import sys
 import unicodedata
 from typing import Any
 
-from parrot_parents.stores.embedded import DSN_ENV
+from parrot_parents.embedded.server import DSN_ENV
 
 __all__ = [
     "RETRIEVAL_FLAGS",

@@ -26,7 +26,7 @@ def _yes(value: Any) -> str:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """The report as aligned text lines (see :class:`~parrot_parents.stores.diagnosis.Report`)."""
+    """The report as aligned text lines (see :class:`~parrot_parents.embedded.diagnosis.Report`)."""
     lines = []
     pkg = report["package"]
     lines.append(
@@ -79,7 +79,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from parrot_parents.stores.diagnosis import diagnose
+    from parrot_parents.embedded.diagnosis import diagnose
 
     report = (await diagnose(args.dsn)).as_dict()
     if args.json:

@@ -46,7 +46,7 @@ def _where(dsn: str) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     from parrot_parents import migrations
-    from parrot_parents.stores.embedded import resolve_dsn
+    from parrot_parents.embedded.server import resolve_dsn
 
     if args.history:
         for rev in migrations.history():

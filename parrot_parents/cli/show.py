@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from parrot_parents.cli.common import add_dsn_option, print_json, visible
 
 if TYPE_CHECKING:
-    from parrot_parents.stores.outline import OutlineEntry
+    from parrot_parents.stores.postgres.collections.outline import OutlineEntry
 
 __all__ = ["format_outline", "register"]
 
@@ -55,10 +55,10 @@ def format_outline(document_id: str, entries: Sequence[OutlineEntry]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from parrot_parents.stores.engine import make_engine
     from parrot_parents.stores.identifiers import validate_identifier
-    from parrot_parents.stores.outline import document_outline, document_text
     from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.stores.postgres.collections.outline import document_outline, document_text
+    from parrot_parents.stores.postgres.connections.engine import make_engine
 
     collection = validate_identifier(args.collection, "collection")
     # No model: an existing collection's dimension comes from its table, so neither an

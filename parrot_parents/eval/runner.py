@@ -94,7 +94,8 @@ class EvalConfig:
         store: backend spec, ``"postgres"`` (default, None) or ``"milvus:URI"``
             (:mod:`parrot_parents.stores.backends`).
         lexical_backend: what ranks BM25 in the PostgreSQL collection: ``auto``
-            (default), ``pg_textsearch`` or ``sql`` (:mod:`parrot_parents.stores.bm25_index`).
+            (default), ``pg_textsearch`` or ``sql``
+            (:mod:`parrot_parents.stores.postgres.search.bm25_index`).
         collection: table name; None for a fresh ``eval_<random>`` name.
         keep: keep the collection after the run instead of dropping it.
         ks: passage cut-offs of the @k metrics.
@@ -158,7 +159,7 @@ class EvalConfig:
         from parrot_parents.stores.backends import parse_store_spec
 
         parse_store_spec(self.store)
-        from parrot_parents.stores.bm25_index import validate_lexical_choice
+        from parrot_parents.stores.postgres.search.bm25_index import validate_lexical_choice
 
         validate_lexical_choice(self.lexical_backend)
 

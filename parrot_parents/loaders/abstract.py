@@ -47,8 +47,7 @@ from parrot_parents.loaders.progress import (
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_structure
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.documents import DocumentRecord, DocumentState
-from parrot_parents.stores.ids import content_sha256, document_identity, named_by_content
+from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.protocols import (
     BulkLoad,
     ContentLookup,
@@ -58,7 +57,8 @@ from parrot_parents.stores.protocols import (
     ReplaceDocument,
     SourceLookup,
 )
-from parrot_parents.stores.values import check_document_id, clean_text, normalize_metadata
+from parrot_parents.stores.records.ids import content_sha256, document_identity, named_by_content
+from parrot_parents.stores.records.values import check_document_id, clean_text, normalize_metadata
 
 __all__ = ["DEFAULT_INDEXER", "AbstractLoader", "IngestReport", "wants_bulk_load"]
 
@@ -209,7 +209,7 @@ class AbstractLoader(ABC):
                 text with the same source replaces its earlier version); a hash of the
                 text otherwise, with a warning in ``self.report.warnings`` that an edited
                 text will be stored as a new document
-                (:func:`~parrot_parents.stores.ids.document_identity`).
+                (:func:`~parrot_parents.stores.records.ids.document_identity`).
             vector_store: when given, children are embedded and every document's rows
                 replace its previous rows in one transaction each.
             parent_chunk_threshold_tokens: documents longer than this many characters get

@@ -42,15 +42,15 @@ from parrot_parents.loaders.defaults import (
 )
 from parrot_parents.loaders.progress import PROGRESS_CHARACTERS
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
-from parrot_parents.stores.ids import content_sha256, make_row_id
-from parrot_parents.stores.markers import (
+from parrot_parents.stores.records.ids import content_sha256, make_row_id
+from parrot_parents.stores.records.markers import (
     DOCUMENT_ID,
     HIERARCHY_KEYS,
     PARENT_CHUNK,
     SEARCHABLE,
 )
-from parrot_parents.stores.sentences import SENTENCES, SentenceVectors, sentence_spans
-from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
+from parrot_parents.stores.records.sentences import SENTENCES, SentenceVectors, sentence_spans
+from parrot_parents.stores.records.structure_markers import RETRIEVAL_PREAMBLE
 
 if TYPE_CHECKING:
     from parrot_parents.loaders.structure.tree import Structure

@@ -3,7 +3,7 @@
 A loader given a :class:`RowIndexer` calls it once per batch of documents, after their
 hierarchies are built and embedded and before they are written. The indexer returns the
 indexed rows of each document (``document_type: "indexed"``, see
-:mod:`parrot_parents.stores.markers`); it may mark children ``searchable: false`` when
+:mod:`parrot_parents.stores.records.markers`); it may mark children ``searchable: false`` when
 their text is indexed only through those rows. The rows are written in the same
 transaction as the document's hierarchy, so a re-ingest replaces them too.
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from langchain_core.documents import Document
 
-from parrot_parents.stores.markers import (
+from parrot_parents.stores.records.markers import (
     DOCUMENT_ID,
     DOCUMENT_TYPE,
     INDEXED,

@@ -1,6 +1,7 @@
 """``reindex --model NAME``: re-embed a whole collection with another model, resumably.
 
-The one way to change a collection's model (:mod:`parrot_parents.stores.model_contract`).
+The one way to change a collection's model
+(:mod:`parrot_parents.stores.postgres.collections.model_contract`).
 The pass first records the new model as "being re-embedded from" the old one: from then
 on every embedding search and any other write is refused, naming both models, because
 the collection holds vectors of two models. Then every document of the documents table
@@ -32,10 +33,10 @@ from parrot_parents.loaders.defaults import (
     DEFAULT_THRESHOLD,
 )
 from parrot_parents.loaders.reindex import rebuild
-from parrot_parents.stores.engine import store_errors
-from parrot_parents.stores.model_contract import fingerprint
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.schema import meta_field
+from parrot_parents.stores.postgres.collections.model_contract import fingerprint
+from parrot_parents.stores.postgres.collections.schema import meta_field
+from parrot_parents.stores.postgres.connections.engine import store_errors
 
 __all__ = ["ReembedReport", "reembed"]
 

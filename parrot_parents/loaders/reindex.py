@@ -1,6 +1,7 @@
 """``reindex --stale``: re-chunk the documents stored under another chunk policy.
 
-Documents come from the collection's documents table (:mod:`parrot_parents.stores.documents`),
+Documents come from the collection's documents table
+(:mod:`parrot_parents.stores.postgres.collections.documents`),
 never from the files: the stored text, the reader that produced it, and for HTML and PDF
 the structure found then (Markdown is parsed again from the text). They are taken in id
 order, ``batch_size`` at a time; each document is replaced in one transaction, together
@@ -26,7 +27,7 @@ from parrot_parents.loaders.defaults import (
 )
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, reader_for, structure_of
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.documents import DocumentRecord
+from parrot_parents.stores.postgres.collections.documents import DocumentRecord
 from parrot_parents.stores.protocols import DocumentTable
 
 __all__ = ["READERS", "ReindexReport", "rebuild", "reindex_stale", "stored_document"]

@@ -32,7 +32,7 @@ from parrot_parents.loaders.progress import IngestProgress
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, read_document
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.ids import content_sha256
+from parrot_parents.stores.records.ids import content_sha256
 from parrot_parents.sync import run_sync
 
 __all__ = ["TextLoader"]

@@ -35,7 +35,8 @@ from parrot_parents.retrieval.packing import SourceIndex
 from parrot_parents.retrieval.passages import Hit, Passage, branch_scores
 from parrot_parents.retrieval.sections import Section
 from parrot_parents.stores.context import ContextPlan
-from parrot_parents.stores.markers import (
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.records.markers import (
     CHUNK_INDEX,
     DOCUMENT_ID,
     END_INDEX,
@@ -43,7 +44,6 @@ from parrot_parents.stores.markers import (
     START_INDEX,
     is_parent,
 )
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.results import SearchResult
 
 __all__ = [

@@ -38,7 +38,7 @@ import numpy as np
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.passages import Hit, Passage, PassageKind, branch_scores
 from parrot_parents.retrieval.trimming import Candidate, choose_sentences
-from parrot_parents.stores.sentences import SENTENCE_BREAK, only_headings
+from parrot_parents.stores.records.sentences import SENTENCE_BREAK, only_headings
 
 __all__ = ["PackResult", "SourceIndex", "pack"]
 
@@ -536,7 +536,7 @@ def _snap_to_sentences(
 ) -> tuple[int, int, bool]:
     """Shrink a window around its hits (``core``) to whole sentences: its start to the
     first sentence start before the hits, its end to the last sentence end after them
-    (the boundaries of :func:`~parrot_parents.stores.sentences.sentence_spans`).
+    (the boundaries of :func:`~parrot_parents.stores.records.sentences.sentence_spans`).
 
     Returns ``(start, end, whole)``; ``whole`` is False when a side could not be moved to
     a boundary without cutting into the hits (a sentence longer than the room around

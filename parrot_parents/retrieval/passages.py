@@ -19,7 +19,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 
 from parrot_parents.retrieval.sections import Section
-from parrot_parents.stores.markers import (
+from parrot_parents.stores.records.markers import (
     DOCUMENT_ID,
     END_INDEX,
     PARENT_DOCUMENT_ID,
@@ -27,8 +27,8 @@ from parrot_parents.stores.markers import (
     START_INDEX,
     row_kind,
 )
+from parrot_parents.stores.records.sentences import SentenceVectors
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.sentences import SentenceVectors
 
 __all__ = [
     "ContextStyle",
@@ -61,7 +61,7 @@ class Hit:
         via, via_kind: the indexed row (an ingestion strategy's text) through which the
             search reached this row, and its kind; None for a direct hit.
         stored_sentences: the child's sentences and their vectors as stored at ingest with
-            late chunking (:mod:`parrot_parents.stores.sentences`), for the packer's
+            late chunking (:mod:`parrot_parents.stores.records.sentences`), for the packer's
             sentence trimming (not in ``metadata``), decoded on first use
             (:attr:`sentences`). None when the row has none.
     """

@@ -1,7 +1,7 @@
 """Where a passage lies in its document: section path, ordinals, layer and pages.
 
 The loaders record on every row of a structured document (see
-:mod:`parrot_parents.stores.structure_markers`) its ``section_path`` (the headings from the
+:mod:`parrot_parents.stores.records.structure_markers`) its ``section_path`` (the headings from the
 root, joined by `` > ``), ``ordinal`` (the position of its section in the document, 1, 2,
 3…; 0 before the first heading), ``section_ordinal`` (the number in the heading: "4. Pay and
 Payroll" → 4), ``layer`` (``section``, ``table_row``, ``table`` or ``document``) and, for a
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from parrot_parents.stores.structure_markers import (
+from parrot_parents.stores.records.structure_markers import (
     LAYER,
     ORDINAL,
     PAGE,

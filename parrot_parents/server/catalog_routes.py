@@ -1,6 +1,7 @@
 """Handlers of ``/api/v1/collections``: list collections and documents, delete, drop.
 
-Thin edges over :mod:`parrot_parents.stores.catalog`, on the bots' database. Every route
+Thin edges over :mod:`parrot_parents.stores.postgres.collections.catalog`, on the bots' database.
+Every route
 needs the token; the writes (delete, drop) are refused on a server without one, as bot
 writes are.
 """
@@ -35,8 +36,8 @@ async def _engine(request: web.Request) -> AsyncEngine:
 
 async def _missing(request: web.Request, collection: str) -> web.Response | None:
     """A 404 when ``collection`` is not a collection of the database (else None)."""
-    from parrot_parents.stores.catalog import collection_names
     from parrot_parents.stores.identifiers import validate_identifier
+    from parrot_parents.stores.postgres.collections.catalog import collection_names
 
     validate_identifier(collection, "collection")
     if collection in await collection_names(await _engine(request)):
@@ -92,7 +93,7 @@ async def unknown_collection(request: web.Request, data: dict[str, Any]) -> web.
 @catalog_routes.get("/api/v1/collections")
 async def list_collections(request: web.Request) -> web.Response:
     """Every collection with its row counts, dimension, model, strategies, lexical backend."""
-    from parrot_parents.stores.catalog import list_collections as listing
+    from parrot_parents.stores.postgres.collections.catalog import list_collections as listing
 
     found = await listing(await _engine(request))
     return json_response({"collections": [c.to_dict() for c in found]})
@@ -101,7 +102,7 @@ async def list_collections(request: web.Request) -> web.Response:
 @catalog_routes.get("/api/v1/collections/{collection}/documents")
 async def list_documents(request: web.Request) -> web.Response:
     """A collection's documents: ids, sources, sizes (characters), row counts, times."""
-    from parrot_parents.stores.catalog import list_documents as listing
+    from parrot_parents.stores.postgres.collections.catalog import list_documents as listing
 
     collection = request.match_info["collection"]
     missing = await _missing(request, collection)
@@ -144,7 +145,7 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
 async def delete_documents(request: web.Request) -> web.Response:
     """Delete documents by id: ``{"document_ids": [...]}``; answers what was deleted
     (rows per id) and the ids that name no document."""
-    from parrot_parents.stores.catalog import delete_documents as delete
+    from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
 
     refused = _writes_refused(request)
     if refused is not None:
@@ -161,7 +162,7 @@ async def delete_documents(request: web.Request) -> web.Response:
 @catalog_routes.delete("/api/v1/collections/{collection}/documents/{document_id:.+}")
 async def delete_document(request: web.Request) -> web.Response:
     """Delete one document; 204, or 404 when no document has that id."""
-    from parrot_parents.stores.catalog import delete_documents as delete
+    from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
 
     refused = _writes_refused(request)
     if refused is not None:
@@ -188,7 +189,7 @@ async def delete_document(request: web.Request) -> web.Response:
 async def drop_collection(request: web.Request) -> web.Response:
     """Drop a collection and everything stored with it; 204. The bots on it are
     reloaded at once, so they report the missing collection instead of failing later."""
-    from parrot_parents.stores.catalog import drop_collection as drop
+    from parrot_parents.stores.postgres.collections.catalog import drop_collection as drop
 
     refused = _writes_refused(request)
     if refused is not None:

@@ -111,7 +111,7 @@ def _database_error(request: web.Request, exc: BaseException) -> web.Response:
     Decided by SQLSTATE (class 22, data exception: a client value the database cannot
     store), never by message text. Details go to the log only.
     """
-    from parrot_parents.stores.engine import store_error
+    from parrot_parents.stores.postgres.connections.engine import store_error
 
     err = store_error(exc, f"{request.method} {request.path}")
     if err.sqlstate is not None and err.sqlstate.startswith("22") and not err.unavailable:

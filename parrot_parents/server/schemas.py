@@ -17,7 +17,7 @@ from parrot_parents.errors import problem_text
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.server.timeouts import read_bytes
 from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
-from parrot_parents.stores.values import MAX_ID_BYTES
+from parrot_parents.stores.records.values import MAX_ID_BYTES
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
 __all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]

@@ -1,7 +1,7 @@
 """Vector stores and the hierarchy's storage conventions.
 
 The names below load on first use (:mod:`parrot_parents.lazy`): importing a light module
-such as ``parrot_parents.stores.embedded`` does not pull in SQLAlchemy.
+such as ``parrot_parents.embedded.server`` does not pull in SQLAlchemy.
 """
 
 from typing import TYPE_CHECKING
@@ -14,9 +14,9 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "AbstractStore": "parrot_parents.stores.abstract",
-        "HNSWIndex": "parrot_parents.stores.schema",
+        "HNSWIndex": "parrot_parents.stores.postgres.collections.schema",
         "HNSWQueryOptions": "parrot_parents.stores.search_options",
-        "PgVectorStore": "parrot_parents.stores.postgres",
+        "PgVectorStore": "parrot_parents.stores.postgres.store",
         "SearchResult": "parrot_parents.stores.results",
     },
     globals(),
@@ -25,6 +25,6 @@ __getattr__, __dir__ = lazy_exports(
 if TYPE_CHECKING:
     from parrot_parents.stores.abstract import AbstractStore
     from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.stores.postgres.collections.schema import HNSWIndex
     from parrot_parents.stores.results import SearchResult
-    from parrot_parents.stores.schema import HNSWIndex
     from parrot_parents.stores.search_options import HNSWQueryOptions

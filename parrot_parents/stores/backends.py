@@ -53,14 +53,15 @@ def open_store(
     """The store named by ``spec`` (see :func:`parse_store_spec`); nothing connects yet.
 
     ``dsn`` and ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
-    lexical branch of a new collection, :mod:`parrot_parents.stores.bm25_index`) are for
+    lexical branch of a new collection, :mod:`parrot_parents.stores.postgres.search.bm25_index`)
+    are for
     PostgreSQL; a Milvus cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
 
     Raises:
         ConfigurationError: a bad spec, collection name or lexical backend, or ``--dsn``
             or a lexical backend given with Milvus.
     """
-    from parrot_parents.stores.bm25_index import validate_lexical_choice
+    from parrot_parents.stores.postgres.search.bm25_index import validate_lexical_choice
 
     choice = validate_lexical_choice(lexical_backend)
     kind, uri = parse_store_spec(spec)

@@ -29,10 +29,11 @@ walks its members on every call, tens of microseconds). Who has what, and who as
   into the child's searched text): the loaders and the default ingestion strategy;
 * :class:`DocumentRows` (PostgreSQL): the HTTP document view;
 * :class:`ModelChecked` (PostgreSQL): the loaders, to refuse writing vectors of another
-  model than the collection's (:mod:`parrot_parents.stores.model_contract`), and the
+  model than the collection's (:mod:`parrot_parents.stores.postgres.collections.model_contract`),
+  and the
   query pipeline, to embed the question for sentence trimming through the same check;
 * :class:`LexicalRanking` (PostgreSQL): the query pipeline, to say in ``meta`` what
-  ranked the lexical branch (:mod:`parrot_parents.stores.bm25_index`).
+  ranked the lexical branch (:mod:`parrot_parents.stores.postgres.search.bm25_index`).
 
 A store without a capability still works everywhere: the caller takes the plain path
 (one write per document, no warning, a separate read for expansion), except where the
@@ -52,10 +53,10 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from parrot_parents.stores.context import Context, ContextPlan
-    from parrot_parents.stores.documents import DocumentRecord, DocumentState
+    from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
+    from parrot_parents.stores.postgres.writes.writer import VectorIndexDeferral
     from parrot_parents.stores.results import DocumentRow, SearchResult
     from parrot_parents.stores.search_options import Fusion, SearchMode
-    from parrot_parents.stores.writer import VectorIndexDeferral
 
 __all__ = [
     "BulkLoad",
@@ -122,7 +123,8 @@ class LexicalRanking(Protocol):
         """``(backend, why)`` for a search with ``filter`` and ``fusion``: ``why`` is None
         when the backend is the collection's own, else the reason it is not.
         ``exact_filter``: whether the search's filter plan ranked exactly
-        (:class:`~parrot_parents.stores.filter_plan.FilterPlan`). No I/O (only after the
+        (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`). No I/O (only
+        after the
         store is connected)."""
 
 
@@ -158,7 +160,8 @@ class ContentLookup(Protocol):
 @runtime_checkable
 class DocumentTable(ReplaceDocument, Protocol):
     """A documents table beside the collection: per document its text, hash, source and
-    chunk-policy version (:mod:`parrot_parents.stores.documents`), written in the same
+    chunk-policy version (:mod:`parrot_parents.stores.postgres.collections.documents`), written in
+    the same
     transaction as the document's rows."""
 
     @abstractmethod

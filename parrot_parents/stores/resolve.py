@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from parrot_parents.stores.markers import INDEXES, is_indexed
+from parrot_parents.stores.records.markers import INDEXES, is_indexed
 from parrot_parents.stores.results import SearchResult
 
 __all__ = ["INDEXED_KIND", "resolve_indexed", "targets_of"]

@@ -8,9 +8,9 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from parrot_parents.stores.filter_plan import FilterPlan
-from parrot_parents.stores.markers import RowKind, row_kind
-from parrot_parents.stores.sentences import SENTENCES, SentenceVectors
+from parrot_parents.stores.postgres.search.filter_plan import FilterPlan
+from parrot_parents.stores.records.markers import RowKind, row_kind
+from parrot_parents.stores.records.sentences import SENTENCES, SentenceVectors
 
 __all__ = ["DocumentRow", "SearchResult", "SearchResults"]
 
@@ -30,7 +30,8 @@ class SearchResult:
             None when the row was not in that branch's candidates.
         lexical_score: the BM25 score, when the lexical branch ran and found the row.
         fused_score: in ``hybrid`` mode, the weighted reciprocal-rank-fusion value the rows
-            are ordered by (higher is better; :mod:`parrot_parents.stores.hybrid`); None in
+            are ordered by (higher is better; :mod:`parrot_parents.stores.postgres.search.hybrid`);
+            None in
             the other modes, and from a store whose engine fuses without reporting ranks
             (Milvus, whose ``score`` is then the fused value).
         lexical_expansion: the lexemes pseudo-relevance feedback added to the query of
@@ -38,14 +39,15 @@ class SearchResult:
             search); None when it did not run (:class:`~parrot_parents.stores.
             search_options.PRF`).
         filter_plan: how the search that found the row planned its metadata filter
-            (:class:`~parrot_parents.stores.filter_plan.FilterPlan`; the same on every row
+            (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`; the same on
+            every row
             of one search); None without a filter, and from a store that does not plan
             (Milvus).
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
         stored_sentences: the row's stored sentences and their vectors, as stored
-            (:mod:`parrot_parents.stores.sentences`), taken out of the metadata, which keeps
+            (:mod:`parrot_parents.stores.records.sentences`), taken out of the metadata, which keeps
             only what a caller reads; decoded only when asked for (:attr:`sentences`).
     """
 

@@ -24,7 +24,8 @@ __all__ = [
 #: The default ``ef_search`` of :class:`HNSWQueryOptions`: the smallest that kept HNSW
 #: recall@10 at 0.95 or above for held-out children of real text (late-chunked HTML
 #: manuals, 101k children) with the default index build
-#: (:class:`~parrot_parents.stores.schema.HNSWIndex`, ``ef_construction=200``): 0.952, at
+#: (:class:`~parrot_parents.stores.postgres.collections.schema.HNSWIndex`,
+# ``ef_construction=200``): 0.952, at
 #: 1.45 ms p50 against 0.78 and 1.24 ms for pgvector's 40 on pgvector's build
 #: (``python -m benchmarks run hnsw_recall``, ``docs/performance.md``).
 DEFAULT_EF_SEARCH = 100
@@ -36,7 +37,7 @@ SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
 
 #: A metadata filter expected to keep at most this many children is ranked exactly, in a
 #: collection of up to 100k children; the threshold grows with a larger collection
-#: (measured crossings: :mod:`parrot_parents.stores.filter_plan`).
+#: (measured crossings: :mod:`parrot_parents.stores.postgres.search.filter_plan`).
 FILTER_EXACT_BELOW = 4000
 
 
@@ -156,7 +157,7 @@ class HNSWQueryOptions:
             index (default :data:`FILTER_EXACT_BELOW`, 4,000 children), in a collection
             of up to 100k children; above that the threshold grows as the collection's
             size to the power 0.6 (15,900 at a million by default;
-            :func:`~parrot_parents.stores.filter_plan.threshold`). 0 sends every
+            :func:`~parrot_parents.stores.postgres.search.filter_plan.threshold`). 0 sends every
             filtered search to the index first.
     """
 

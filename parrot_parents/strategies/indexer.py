@@ -47,7 +47,7 @@ from parrot_parents.loaders.indexing import (
     IndexedKind,
     with_table,
 )
-from parrot_parents.stores.markers import SEARCHABLE
+from parrot_parents.stores.records.markers import SEARCHABLE
 from parrot_parents.strategies import prompts
 from parrot_parents.strategies.guarded import GuardedModel
 from parrot_parents.strategies.spec import StrategySpec

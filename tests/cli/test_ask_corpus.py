@@ -7,7 +7,7 @@ import json
 import pytest
 
 from parrot_parents.cli.main import main
-from parrot_parents.stores.sentences import only_headings
+from parrot_parents.stores.records.sentences import only_headings
 from tests.conftest import REPO_ROOT, unique_table
 
 

@@ -69,7 +69,7 @@ def test_collections_lists_only_collections_with_counts(
     assert found["indexed"] == found["children"]
     assert found["strategies"] == ["contextual:context=extractive"]
     assert found["dimension"] == 384
-    # The model the collection records (parrot_parents.stores.model_contract).
+    # The model the collection records (parrot_parents.stores.postgres.collections.model_contract).
     assert found["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert found["reembedding"] is False
     assert (found["lexical_backend"], found["text_search_config"]) == ("sql", "english")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from parrot_parents.cli.main import main
-from parrot_parents.stores.diagnosis import cpu_features
+from parrot_parents.embedded.diagnosis import cpu_features
 from tests.conftest import REPO_ROOT
 
 

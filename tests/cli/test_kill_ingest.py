@@ -37,7 +37,7 @@ def _expected_rows(folder: Path) -> dict[str, int]:
 async def _rows_per_document(store: PgVectorStore) -> dict[str, int]:
     from sqlalchemy import func, select
 
-    from parrot_parents.stores.schema import meta_field
+    from parrot_parents.stores.postgres.collections.schema import meta_field
 
     engine, table = await store.ready()
     doc = meta_field(table, "document_id")

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from parrot_parents.cli.main import main
-from parrot_parents.stores.engine import make_engine
+from parrot_parents.stores.postgres.connections.engine import make_engine
 from tests.conftest import REPO_ROOT, unique_table
 
 EXAMPLES = REPO_ROOT / "examples" / "corpus"

@@ -19,7 +19,7 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.eval.questions import load_corpora, load_questions
 from parrot_parents.eval.runner import EvalConfig, run_eval
 from parrot_parents.eval.scorer import load_run, score_run
-from parrot_parents.stores.postgres import to_async_dsn
+from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 
 # Multi-byte characters early in each file make byte offsets differ from character ones.
 ALPHA = [

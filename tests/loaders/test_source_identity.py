@@ -93,6 +93,6 @@ def test_the_cli_and_python_name_a_file_alike(
     ],
 )
 def test_identity_order(metadata: dict[str, str], given: str | None, expected: str) -> None:
-    from parrot_parents.stores.ids import document_identity
+    from parrot_parents.stores.records.ids import document_identity
 
     assert document_identity(metadata, given, "text") == expected

@@ -136,7 +136,7 @@ def _batches(draw: st.DrawFn) -> list[tuple[str, dict]]:
 
 def _meta_ok(meta: dict) -> bool:
     from parrot_parents.errors import ConfigurationError
-    from parrot_parents.stores.values import normalize_metadata
+    from parrot_parents.stores.records.values import normalize_metadata
 
     try:
         normalize_metadata(meta)
@@ -155,7 +155,7 @@ async def test_loader_fuzz_loses_nothing_else_in_the_batch(
     from langchain_core.documents import Document
 
     from parrot_parents.loaders.text import TextLoader
-    from parrot_parents.stores.values import clean_text
+    from parrot_parents.stores.records.values import clean_text
 
     overlap = min(int(size * overlap_frac), size - 1)
     loader = TextLoader(

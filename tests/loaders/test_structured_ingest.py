@@ -11,9 +11,9 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders.reindex import reindex_stale
 from parrot_parents.loaders.text import TextLoader
-from parrot_parents.stores.outline import document_outline
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.outline import document_outline
 from tests.conftest import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples" / "corpus"

@@ -19,8 +19,9 @@ from parrot_parents import migrations
 from parrot_parents.bots.repository import bots_table
 from parrot_parents.bots.settings import validate_bot
 from parrot_parents.errors import BotConfigError, ConfigurationError
-from parrot_parents.stores.backfill import progress_table
-from parrot_parents.stores.postgres import PgVectorStore, to_async_dsn
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.backfill import progress_table
+from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 
 
 async def _query(dsn: str, fn: Any) -> Any:

@@ -15,7 +15,10 @@ from sqlalchemy import delete, text
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
-from parrot_parents.stores.markers import (
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.parents.in_table import InTableParentSearcher
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.records.markers import (
     CHUNK_INDEX,
     DOCUMENT_ID,
     PARENT_DOCUMENT_ID,
@@ -23,9 +26,6 @@ from parrot_parents.stores.markers import (
     START_INDEX,
     is_parent,
 )
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
-from parrot_parents.stores.parents.in_table import InTableParentSearcher
-from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.results import SearchResult
 
 # Long enough for 3 levels with small parent_chunks: several parents, many children.

@@ -7,13 +7,13 @@ from hypothesis import strategies as st
 
 from parrot_parents.retrieval.packing import SourceIndex, pack
 from parrot_parents.retrieval.passages import Hit, Passage
-from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.sentences import (
+from parrot_parents.stores.records.sentences import (
     SENTENCES,
     SentenceVectors,
     only_headings,
     sentence_spans,
 )
+from parrot_parents.stores.results import SearchResult
 
 SOURCE = "".join(f"Sentence {i:03d} of the source text. " for i in range(200))  # 6000 chars
 

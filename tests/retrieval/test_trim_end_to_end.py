@@ -8,7 +8,7 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.sentences import SENTENCES
+from parrot_parents.stores.records.sentences import SENTENCES
 
 FILLER = (
     "The office plants are watered on Mondays. Visitors sign in at the front desk. "

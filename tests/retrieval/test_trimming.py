@@ -11,8 +11,8 @@ from parrot_parents.errors import SchemaMismatchError
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import Hit, Passage
 from parrot_parents.retrieval.trimming import Candidate, choose_sentences
+from parrot_parents.stores.records.sentences import SENTENCES, SentenceVectors, sentence_spans
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.sentences import SENTENCES, SentenceVectors, sentence_spans
 
 DIM = 8
 WORDS = ["alpha", "beta", "gamma", "delta", "pay", "day", "fund", "rule"]

@@ -127,8 +127,8 @@ async def test_a_failed_bot_loads_once_its_collection_exists(
 async def test_database_gone_is_503_with_retry_after(
     make_client: MakeClient, manager: BotManager
 ) -> None:
-    from parrot_parents.stores.engine import make_engine
-    from parrot_parents.stores.read_pool import ReadPool
+    from parrot_parents.stores.postgres.connections.engine import make_engine
+    from parrot_parents.stores.postgres.connections.read_pool import ReadPool
 
     client = await make_client()
     store = manager.get("hr").store

@@ -13,9 +13,9 @@ from sqlalchemy import text
 
 from parrot_parents.cli.main import main
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.backfill import BackfillReport, backfill_markers
-from parrot_parents.stores.markers import CHILD_PREDICATE
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.backfill import BackfillReport, backfill_markers
+from parrot_parents.stores.records.markers import CHILD_PREDICATE
 
 DIM = 384
 

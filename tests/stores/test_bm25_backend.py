@@ -17,9 +17,13 @@ from sqlalchemy import text
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.cli.main import main as cli_main
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.bm25_index import bm25_index_name, bm25_unavailable, bm25_unsafe
-from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.connections.engine import make_engine
+from parrot_parents.stores.postgres.search.bm25_index import (
+    bm25_index_name,
+    bm25_unavailable,
+    bm25_unsafe,
+)
 from parrot_parents.stores.search_options import PRF, Fusion, HNSWQueryOptions
 from parrot_parents.sync import run_sync
 from tests.conftest import fresh_store, unique_table
@@ -345,8 +349,8 @@ async def test_moving_to_pg_textsearch_builds_the_indexes_again_with_the_memory_
     """The ``lexical_text`` column rewrites the table, and the rewrite builds the HNSW
     graph again: it gets a bulk load's ``maintenance_work_mem``, never a smaller session
     default (with which a large graph spills to disk and takes hours)."""
-    from parrot_parents.stores.creation import move_lexical_backend
-    from parrot_parents.stores.writer import maintenance_work_mem_kb
+    from parrot_parents.stores.postgres.collections.creation import move_lexical_backend
+    from parrot_parents.stores.postgres.writes.writer import maintenance_work_mem_kb
 
     s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings, lexical_backend="sql")
     try:

@@ -27,10 +27,10 @@ from parrot_parents.errors import (
     SchemaMismatchError,
     StoreError,
 )
-from parrot_parents.stores.creation import derived_names
-from parrot_parents.stores.engine import make_engine, store_error
 from parrot_parents.stores.identifiers import derived_name
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.creation import derived_names
+from parrot_parents.stores.postgres.connections.engine import make_engine, store_error
 from tests.conftest import REPO_ROOT, unique_table
 
 DIM = 3

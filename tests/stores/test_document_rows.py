@@ -58,7 +58,7 @@ async def _count(store: PgVectorStore, document_id: str) -> int:
     ingestion strategy (no document view shows them)."""
     from sqlalchemy import text
 
-    from parrot_parents.stores.markers import NOT_INDEXED_PREDICATE
+    from parrot_parents.stores.records.markers import NOT_INDEXED_PREDICATE
 
     async with store.engine.connect() as conn:
         result = await conn.execute(

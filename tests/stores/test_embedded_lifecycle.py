@@ -19,10 +19,10 @@ import psutil
 import pytest
 from langchain_core.documents import Document
 
+from parrot_parents.embedded import server as embedded
 from parrot_parents.errors import StoreError
-from parrot_parents.stores import embedded
-from parrot_parents.stores.engine import store_error
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.connections.engine import store_error
 from tests.conftest import REPO_ROOT, server_temp_dir, unique_table
 
 #: Seconds a child process may take to start or stop a server here (a shared 2-core box).
@@ -61,7 +61,7 @@ def _user(data: Path, *, wait_for_stdin: bool) -> subprocess.Popen[str]:
     code = textwrap.dedent(
         f"""
         import sys, time
-        from parrot_parents.stores.embedded import embedded_dsn
+        from parrot_parents.embedded.server import embedded_dsn
         print(embedded_dsn({str(data)!r}), flush=True)
         if {wait_for_stdin!r}:
             sys.stdin.readline()
@@ -85,7 +85,7 @@ def _user(data: Path, *, wait_for_stdin: bool) -> subprocess.Popen[str]:
 
 def _start_and_leave(data: Path) -> subprocess.CompletedProcess[str]:
     """A child process that starts (or joins) the server of ``data`` and exits at once."""
-    code = f"from parrot_parents.stores.embedded import embedded_dsn; embedded_dsn({str(data)!r})"
+    code = f"from parrot_parents.embedded.server import embedded_dsn; embedded_dsn({str(data)!r})"
     return subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO_ROOT,
@@ -297,7 +297,7 @@ def test_the_last_user_leaving_during_crash_recovery_stops_the_server_promptly(
     code = textwrap.dedent(
         f"""
         import asyncio, os, signal, asyncpg
-        from parrot_parents.stores.embedded import embedded_dsn
+        from parrot_parents.embedded.server import embedded_dsn
 
         async def main():
             dsn = embedded_dsn({str(data_dir)!r})
@@ -404,7 +404,7 @@ async def _shared_buffers_mb(dsn: str) -> int:
 
 
 def test_the_server_is_sized_for_the_machine_and_alter_system_still_wins(data_dir: Path) -> None:
-    from parrot_parents.stores.server_settings import (
+    from parrot_parents.embedded.settings import (
         SETTINGS_FILE,
         machine_memory,
         shared_buffers_mb,

@@ -2,7 +2,7 @@
 
 Run by root (as here and in CI) the server is a system user; the package must place what
 that user needs, not open the user's directories to all (see
-:mod:`parrot_parents.stores.system_user`). Run by another user the same must hold."""
+:mod:`parrot_parents.embedded.system_user`). Run by another user the same must hold."""
 
 from __future__ import annotations
 

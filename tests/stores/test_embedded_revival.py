@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from parrot_parents.embedded import server as embedded
+from parrot_parents.embedded.revival import restart_if_down
 from parrot_parents.errors import StoreError
-from parrot_parents.stores import embedded
-from parrot_parents.stores.catalog import collection_names, list_collections, list_documents
-from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.revival import restart_if_down
+from parrot_parents.stores.postgres.collections.catalog import (
+    collection_names,
+    list_collections,
+    list_documents,
+)
+from parrot_parents.stores.postgres.connections.engine import make_engine
 from tests.conftest import server_temp_dir, unique_table
 from tests.stores.test_embedded_lifecycle import _postmaster_pid, _stop_whatever_runs
 
@@ -63,7 +67,7 @@ async def test_the_embedded_server_stopped_under_a_store_is_started_again(
     await store.add_documents([Document(page_content=f"pump step {i}") for i in range(5)])
     query = await embeddings.aembed_query("pump step")
     assert len(await store.similarity_search_by_vector(query, limit=2)) == 2
-    caplog.set_level(logging.WARNING, logger="parrot_parents.stores.revival")
+    caplog.set_level(logging.WARNING, logger="parrot_parents.embedded.revival")
     try:
         # A search (the read pool), a write (the engine), and a new store's first open.
         _stop_immediately(data_dir)

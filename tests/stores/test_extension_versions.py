@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from sqlalchemy.engine import make_url
 
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.setup import ExtensionVersions
+from parrot_parents.stores.postgres.collections.setup import ExtensionVersions
 
 
 @pytest.fixture
@@ -52,7 +52,8 @@ async def test_a_newer_catalog_keeps_working_and_is_named(
 ) -> None:
     dsn, newer = newer_catalog_dsn
     store = PgVectorStore(dsn=dsn, table="docs", embedding=embeddings)
-    with caplog.at_level(logging.WARNING, logger="parrot_parents.stores.setup"):
+    with caplog.at_level(logging.WARNING,
+    logger="parrot_parents.stores.postgres.collections.setup"):
         await store.add_documents([Document(page_content="the pay day is the 15th")])
         hits = await store.similarity_search("when is pay day?", limit=1)
     await store.close()
@@ -62,7 +63,7 @@ async def test_a_newer_catalog_keeps_working_and_is_named(
     assert f"catalog records version {newer}" in notes[0]
     assert "keeps working" in notes[0]
 
-    from parrot_parents.stores.diagnosis import diagnose
+    from parrot_parents.embedded.diagnosis import diagnose
 
     report = await diagnose(dsn)
     assert report.extensions["vector"]["in_this_database"] == newer

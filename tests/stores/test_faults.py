@@ -58,7 +58,7 @@ def _pg_ctl(server: Any, *args: str) -> None:
 @pytest.fixture
 def own_server():
     """A private embedded server, so stopping it disturbs no other test."""
-    from parrot_parents.stores.embedded import get_server, release
+    from parrot_parents.embedded.server import get_server, release
 
     data = server_temp_dir("parrot-parents-fault-") / "data"
     try:
@@ -211,7 +211,7 @@ async def test_a_dropped_collection_is_named_by_the_servers_message(pg_dsn: str)
 async def test_a_refused_statement_carries_its_sqlstate_and_no_sql(store: PgVectorStore) -> None:
     from sqlalchemy import text
 
-    from parrot_parents.stores.engine import store_errors
+    from parrot_parents.stores.postgres.connections.engine import store_errors
 
     with pytest.raises(StoreError) as info:
         async with store_errors("dividing"), store.engine.connect() as conn:
@@ -265,7 +265,7 @@ async def test_a_cut_read_does_not_wait_for_a_server_that_is_gone(pg_dsn: str, e
     """A read cut twice waits for a server that is restarting (its socket stays, and
     answers that it cannot take sessions yet), never for one that is gone: once nothing
     listens, the read fails at once instead of after the recovery wait."""
-    from parrot_parents.stores.reads import RECOVERY_WAIT_S
+    from parrot_parents.stores.postgres.connections.reads import RECOVERY_WAIT_S
 
     async with _behind_a_proxy(pg_dsn, embeddings) as (proxy, store, query):
         assert len(await store.similarity_search_by_vector(query, limit=2)) == 2

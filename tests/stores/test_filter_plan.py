@@ -1,4 +1,5 @@
-"""Filtered search that plans (:mod:`parrot_parents.stores.filter_plan`): exact over the
+"""Filtered search that plans (:mod:`parrot_parents.stores.postgres.search.filter_plan`): exact
+over the
 children a selective filter keeps, the HNSW index for a broad one, an exact ranking after
 an index scan that came back short; the plan in ``meta``."""
 
@@ -16,9 +17,14 @@ from langchain_core.documents import Document
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores import filter_plan
-from parrot_parents.stores.filter_plan import THRESHOLD_AT, FilterPlan, scan_ceiling, threshold
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.search import filter_plan
+from parrot_parents.stores.postgres.search.filter_plan import (
+    THRESHOLD_AT,
+    FilterPlan,
+    scan_ceiling,
+    threshold,
+)
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
@@ -450,11 +456,11 @@ async def test_an_exact_hybrid_search_reads_the_kept_children_once_and_fuses_exa
     lexeme (at a million children, most of them for a common word)."""
     import json
 
-    from parrot_parents.stores.context_sql import search_with_context
     from parrot_parents.stores.filters import filter_params
-    from parrot_parents.stores.kept import kept_rows
-    from parrot_parents.stores.prepared import Prepared
-    from parrot_parents.stores.search_request import SearchRequest
+    from parrot_parents.stores.postgres.connections.prepared import Prepared
+    from parrot_parents.stores.postgres.search.context_sql import search_with_context
+    from parrot_parents.stores.postgres.search.kept import kept_rows
+    from parrot_parents.stores.postgres.search.request import SearchRequest
 
     store = await open_store()
     engine, table = await store.ready()

@@ -10,8 +10,8 @@ from langchain_core.documents import Document
 from sqlalchemy import text
 
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.read_pool import ReadConnection
-from parrot_parents.stores.schema import HNSWIndex
+from parrot_parents.stores.postgres.collections.schema import HNSWIndex
+from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 

@@ -15,14 +15,14 @@ from sqlalchemy import text
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
-from parrot_parents.stores.hybrid import (
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.search.hybrid import (
     BM25_B,
     BM25_K1,
     CANDIDATES,
     EXACT_CANDIDATES,
     CandidateRule,
 )
-from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.search_options import MIN_FUSION_DEPTH, Fusion, fusion_depth
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from parrot_parents.stores.markers import (
+from parrot_parents.stores.records.markers import (
     is_indexed,
     is_parent,
     is_searchable,
     normalize_markers,
     row_kind,
 )
-from parrot_parents.stores.rows import prepare_rows
+from parrot_parents.stores.records.rows import prepare_rows
 
 
 def test_an_indexed_row_is_neither_child_nor_parent() -> None:
@@ -40,9 +40,9 @@ def test_a_child_indexed_through_its_rows_gets_no_vector() -> None:
 
 def test_an_indexed_row_copies_no_key_that_a_filter_reads_on_its_target() -> None:
     from parrot_parents.loaders.indexing import INGESTION_KEY, ChunkIndexer
-    from parrot_parents.stores.markers import NOT_SHARED_WITH_INDEXED
-    from parrot_parents.stores.sentences import SENTENCES
-    from parrot_parents.stores.structure_markers import RETRIEVAL_PREAMBLE
+    from parrot_parents.stores.records.markers import NOT_SHARED_WITH_INDEXED
+    from parrot_parents.stores.records.sentences import SENTENCES
+    from parrot_parents.stores.records.structure_markers import RETRIEVAL_PREAMBLE
 
     child = {
         "document_id": "d",

@@ -1,4 +1,5 @@
-"""The row layout of a collection (:mod:`parrot_parents.stores.layout`): what a search
+"""The row layout of a collection (:mod:`parrot_parents.stores.postgres.collections.layout`): what
+a search
 reads from a child row stays in the row, and no row is refused for its size."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ import numpy as np
 from langchain_core.documents import Document
 from sqlalchemy import text
 
-from parrot_parents.stores.layout import INLINE_COLUMNS
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.layout import INLINE_COLUMNS
 from tests.conftest import fresh_store, unique_table
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from parrot_parents.stores.markers import is_parent, normalize_markers, row_kind
+from parrot_parents.stores.records.markers import is_parent, normalize_markers, row_kind
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.errors import ModelMismatchError, SchemaMismatchError
 from parrot_parents.loaders.reembed import reembed
 from parrot_parents.loaders.text import TextLoader
-from parrot_parents.stores.model_contract import ModelFingerprint, ModelRecord
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.model_contract import ModelFingerprint, ModelRecord
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table
 from tests.stores.tiny_embedder import build_tiny_embedder
@@ -125,7 +125,7 @@ async def test_reindex_model_rewrites_every_vector_in_a_resumable_pass(
     store: PgVectorStore, tiny: SentenceTransformerEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A store reads the record again after RECHECK_S seconds; here at once.
-    monkeypatch.setattr("parrot_parents.stores.model_contract.RECHECK_S", 0.0)
+    monkeypatch.setattr("parrot_parents.stores.postgres.collections.model_contract.RECHECK_S", 0.0)
     await _ingest(store, store.embedding)
     target = PgVectorStore(dsn=store._dsn, table=store.table, embedding=tiny)
     try:

@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from sqlalchemy import event
 
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.read_pool import READ_POOL_SIZE
+from parrot_parents.stores.postgres.connections.read_pool import READ_POOL_SIZE
 from tests.conftest import unique_table
 
 
@@ -48,7 +48,7 @@ async def test_an_exhausted_pool_is_reported_as_such(pg_dsn: str) -> None:
     """Every connection held by the caller: the error says so, not that pgvector is
     missing (it said "cannot prepare the pgvector extension: TimeoutError")."""
     from parrot_parents.errors import StoreError
-    from parrot_parents.stores.engine import make_engine
+    from parrot_parents.stores.postgres.connections.engine import make_engine
 
     engine = await make_engine(pg_dsn, pool_size=1, max_overflow=0, pool_timeout=0.5)
     held = await engine.connect()

@@ -7,7 +7,8 @@ from langchain_core.documents import Document
 from sqlalchemy import text
 
 from parrot_parents.errors import ConfigurationError, SchemaMismatchError
-from parrot_parents.stores.postgres import PgVectorStore, to_async_dsn
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 
@@ -268,7 +269,7 @@ async def test_lookup_indexes_exist_and_serve_the_store_queries(store: PgVectorS
     from sqlalchemy import select
     from sqlalchemy.dialects import postgresql
 
-    from parrot_parents.stores.schema import meta_field
+    from parrot_parents.stores.postgres.collections.schema import meta_field
 
     table = store.sa_table
     stmt = select(table.c.id).where(meta_field(table, "parent_document_id").in_(["p1", "p2"]))

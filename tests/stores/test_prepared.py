@@ -1,4 +1,5 @@
-"""Statements compiled once with their constants inline (:mod:`parrot_parents.stores.prepared`)."""
+"""Statements compiled once with their constants inline
+(:mod:`parrot_parents.stores.postgres.connections.prepared`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import pytest
 from sqlalchemy import MetaData, bindparam, select
 from sqlalchemy.dialects import postgresql
 
-from parrot_parents.stores.prepared import Prepared
-from parrot_parents.stores.schema import collection_table
+from parrot_parents.stores.postgres.collections.schema import collection_table
+from parrot_parents.stores.postgres.connections.prepared import Prepared
 
 DIALECT = postgresql.asyncpg.dialect()  # type: ignore[attr-defined]
 

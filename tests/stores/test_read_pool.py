@@ -12,9 +12,9 @@ import numpy as np
 from langchain_core.documents import Document
 from sqlalchemy import event, text
 
-from parrot_parents.stores.engine import make_engine
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.read_pool import ReadConnection
+from parrot_parents.stores.postgres.connections.engine import make_engine
+from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 

@@ -24,13 +24,13 @@ from langchain_core.documents import Document
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.loaders import TextLoader
 from parrot_parents.rerankers import AbstractReranker
-from parrot_parents.stores.bm25_index import bm25_index_name
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.prepared import Prepared
-from parrot_parents.stores.reads import read
+from parrot_parents.stores.postgres.connections.prepared import Prepared
+from parrot_parents.stores.postgres.connections.reads import read
+from parrot_parents.stores.postgres.search.bm25_index import bm25_index_name
+from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.search_options import HNSWQueryOptions
-from parrot_parents.stores.search_request import SearchRequest
 from tests.conftest import unique_table
 from tests.stores.wire import RoundTripProxy
 
@@ -214,7 +214,7 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
 ) -> None:
     store = random_rows
     engine, table = await store.ready()
-    from parrot_parents.stores.context_sql import search_with_context
+    from parrot_parents.stores.postgres.search.context_sql import search_with_context
 
     query = np.random.default_rng(1).standard_normal(384).astype(np.float32)
     index = f"{store.table[:40]}_embedding_hnsw"

@@ -1,4 +1,4 @@
-"""The embedded server's size rule (:mod:`parrot_parents.stores.server_settings`); a real
+"""The embedded server's size rule (:mod:`parrot_parents.embedded.settings`); a real
 server started with it is in ``test_embedded_lifecycle``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parrot_parents.stores.server_settings import (
+from parrot_parents.embedded.settings import (
     MAX_SHARED_BUFFERS_MB,
     MIN_SHARED_BUFFERS_MB,
     SETTINGS_FILE,

@@ -18,11 +18,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.loaders import TextLoader
 from parrot_parents.loaders.hierarchy import LateChunkingProcessor
-from parrot_parents.stores.documents import DocumentRecord
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.rows import prepare_rows
-from parrot_parents.stores.values import check_vector
-from parrot_parents.stores.writer import build_memory_kb, maintenance_work_mem_kb
+from parrot_parents.stores.postgres.collections.documents import DocumentRecord
+from parrot_parents.stores.postgres.writes.writer import build_memory_kb, maintenance_work_mem_kb
+from parrot_parents.stores.records.rows import prepare_rows
+from parrot_parents.stores.records.values import check_vector
 from parrot_parents.sync import run_sync
 from tests.conftest import unique_table
 from tests.stores.test_hybrid import _recount, _stats

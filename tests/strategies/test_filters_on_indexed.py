@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 from sqlalchemy.dialects import postgresql
 
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.target_filter import searched_filter
+from parrot_parents.stores.postgres.search.target_filter import searched_filter
 from tests.strategies.test_indexed_rows import ingest, rows
 
 QUESTION = "how long is the notice period to end the agreement"

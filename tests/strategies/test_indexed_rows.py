@@ -14,9 +14,9 @@ from sqlalchemy import select
 from parrot_parents.loaders.text import TextLoader
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.retrieval.pipeline import Retriever
-from parrot_parents.stores.markers import INDEXED_PREDICATE
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.records.markers import INDEXED_PREDICATE
 from parrot_parents.strategies import GuardedModel, PromptCache, StrategyIndexer, parse_strategy
 from tests.strategies.conftest import AGREEMENT, ScriptedLLM, failing
 

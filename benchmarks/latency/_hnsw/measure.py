@@ -2,7 +2,8 @@
 
 Each size gets its own table (``id``, ``embedding``) holding a random subset of the
 children (the held-out ones never among them) and the product's HNSW index, as the
-product defines it (:func:`parrot_parents.stores.schema.collection_table`), with the
+product defines it (:func:`parrot_parents.stores.postgres.collections.schema.collection_table`),
+with the
 build parameters of each candidate. Recall is
 :func:`benchmarks.latency._scale.recall.recall_at_10` (exact top 10 by a sequential
 scan, ties counted); latency is the kNN statement on one connection per ``ef_search``
@@ -60,7 +61,7 @@ def hnsw_definition(table: str, build: Build) -> str:
     from sqlalchemy.dialects import postgresql
     from sqlalchemy.schema import CreateIndex
 
-    from parrot_parents.stores.schema import HNSWIndex, collection_table
+    from parrot_parents.stores.postgres.collections.schema import HNSWIndex, collection_table
 
     t = collection_table(table, 384, hnsw=HNSWIndex(build.m, build.ef_construction))
     (index,) = [i for i in t.indexes if i.name is not None and i.name.endswith("hnsw")]

@@ -171,7 +171,8 @@ class SyntheticCollection:
             doc = self.doc_id(int(d))
             pieces = texts_child[k : k + c]
             text = " ".join(pieces)
-            parent_id = f"{doc}#doc:0-{len(text)}"  # ids as parrot_parents.stores.ids makes them
+            # ids as parrot_parents.stores.records.ids makes them
+            parent_id = f"{doc}#doc:0-{len(text)}"
             tenant = f"t{int(d) % TENANTS:02d}"
             source = f"synthetic/{doc}.txt"
             block.parent_ids.append(parent_id)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from parrot_parents.stores.model_contract import PROBE_TEXT
+from parrot_parents.stores.postgres.collections.model_contract import PROBE_TEXT
 
 __all__ = ["LangChainLookup", "LangChainModel", "LookupEmbedding"]
 

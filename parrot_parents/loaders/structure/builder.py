@@ -57,9 +57,9 @@ from parrot_parents.loaders.structure.sections import (
 )
 from parrot_parents.loaders.structure.summary import extractive_summary
 from parrot_parents.loaders.structure.tree import Heading, Structure, Table
-from parrot_parents.stores.ids import content_sha256, make_row_id
-from parrot_parents.stores.markers import OFFSETS_EXACT, PARENT_CHUNK
-from parrot_parents.stores.structure_markers import (
+from parrot_parents.stores.records.ids import content_sha256, make_row_id
+from parrot_parents.stores.records.markers import OFFSETS_EXACT, PARENT_CHUNK
+from parrot_parents.stores.records.structure_markers import (
     LAYER,
     LAYER_DOCUMENT,
     LAYER_SECTION,

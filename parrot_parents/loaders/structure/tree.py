@@ -3,7 +3,8 @@
 Offsets are Python ``str`` indices into the document text the rows are cut from (end
 exclusive), so ``text[h.start:h.end]`` is the heading's own source line(s) and
 ``text[t.start:t.end]`` the whole table. A :class:`Structure` is plain data: it is stored
-with the document (:mod:`parrot_parents.stores.documents`) so that ``reindex`` can re-chunk
+with the document (:mod:`parrot_parents.stores.postgres.collections.documents`) so that ``reindex``
+can re-chunk
 without reading the file again, and :meth:`Structure.to_dict`/:meth:`Structure.from_dict`
 round-trip it through JSON.
 """

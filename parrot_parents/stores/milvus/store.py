@@ -27,7 +27,6 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import validate_identifier
-from parrot_parents.stores.markers import INDEXES, is_indexed, is_parent
 from parrot_parents.stores.milvus.filters import in_list, literal, translate_filter
 from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
@@ -50,9 +49,10 @@ from parrot_parents.stores.protocols import (
     Vectors,
 )
 from parrot_parents.stores.questions import check_question
+from parrot_parents.stores.records.markers import INDEXES, is_indexed, is_parent
+from parrot_parents.stores.records.rows import check_document_rows, prepare_rows
 from parrot_parents.stores.resolve import INDEXED_KIND
 from parrot_parents.stores.results import SearchResult
-from parrot_parents.stores.rows import check_document_rows, prepare_rows
 from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
 
 __all__ = ["MilvusStore"]

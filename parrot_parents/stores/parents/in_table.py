@@ -11,10 +11,10 @@ from sqlalchemy import Text, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.markers import PARENT_PREDICATE
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.reads import read
+from parrot_parents.stores.postgres.connections.reads import read
+from parrot_parents.stores.records.markers import PARENT_PREDICATE
 from parrot_parents.stores.results import SearchResult
 
 __all__ = ["InTableParentSearcher", "InTableParentSearcherConfig"]

@@ -4,7 +4,7 @@ from parrot_parents.loaders.hierarchy import LateChunkingProcessor
 from parrot_parents.loaders.structure.markdown import read_markdown
 from parrot_parents.loaders.structure.sections import segments
 from parrot_parents.loaders.structure.summary import MAX_SECTIONS, extractive_summary
-from parrot_parents.stores.markers import OFFSETS_EXACT
+from parrot_parents.stores.records.markers import OFFSETS_EXACT
 
 REPORT = """# Tide report
 

@@ -17,7 +17,7 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
 from parrot_parents.stores.backends import parent_searcher_for
-from parrot_parents.stores.markers import is_parent
+from parrot_parents.stores.records.markers import is_parent
 from tests.retrieval.test_any_searcher import DOC, MemoryParentSearcher
 
 OTHER = "\n\n".join(

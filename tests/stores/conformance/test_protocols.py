@@ -16,8 +16,7 @@ from langchain_core.documents import Document
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
 from parrot_parents.stores.context import ContextPlan
-from parrot_parents.stores.documents import DocumentRecord
-from parrot_parents.stores.markers import is_parent
+from parrot_parents.stores.postgres.collections.documents import DocumentRecord
 from parrot_parents.stores.protocols import (
     BulkLoad,
     ContentLookup,
@@ -29,6 +28,7 @@ from parrot_parents.stores.protocols import (
     RowCount,
     SourceLookup,
 )
+from parrot_parents.stores.records.markers import is_parent
 from parrot_parents.strategies import StrategyIndexer, parse_strategy
 from tests.retrieval.test_any_searcher import DOC
 from tests.stores.conformance.test_conformance import _ingest, _split, _stored_ids

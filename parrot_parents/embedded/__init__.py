@@ -1,0 +1,1 @@
+"""The embedded PostgreSQL: started, found again, diagnosed and restarted; it stores nothing."""

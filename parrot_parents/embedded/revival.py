@@ -1,0 +1,117 @@
+"""Starting the embedded server again when a long-lived process finds it down.
+
+A service, a Python store or an adapter that uses the embedded server
+(:mod:`parrot_parents.embedded.server`) would otherwise answer "unavailable" for as long as
+nothing else starts it: after an immediate shutdown, a crash of the postmaster, an
+out-of-memory kill. So when a read or write finds nothing listening on the embedded
+server's socket (the connection refused, the socket file gone), it starts the server
+again and runs once more
+(:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`):
+
+* **only the library's own server**: the one whose DSN :func:`~parrot_parents.stores.
+  embedded.embedded_dsn` handed out in this process (no DSN given, none in the
+  environment). A server given by DSN is the operator's and is never started;
+* **under the data directory's lock**, the one that serialises every start and stop, so
+  that several processes (or threads) finding it down start it once; those that come
+  after find it running and retry;
+* **one warning** in the log, naming the data directory, for each start.
+
+A new engine (:func:`~parrot_parents.stores.postgres.connections.engine.make_engine`: a store
+opening, a bot
+loading) checks it too, before its first connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parrot_parents.embedded.server import embedded_servers, lock_path
+
+if TYPE_CHECKING:
+    from pgserver.postgres_server import PostgresServer
+
+__all__ = ["is_down", "restart_if_down", "revive"]
+
+logger = logging.getLogger(__name__)
+
+# An inter-process file lock does not exclude the threads of one process: this does.
+_THREADS = threading.Lock()
+
+
+def is_down(pgdata: Path) -> bool:
+    """True when no postmaster runs for ``pgdata``: no ``postmaster.pid``, or its process
+    is gone or a zombie (an exited server that nothing has reaped)."""
+    import psutil
+    from pgserver.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (OSError, ValueError, AssertionError):  # a file being written or cut short
+        return False
+    if info is None or info.process is None:
+        return True
+    try:
+        return bool(info.process.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:
+        return False
+
+
+def restart_if_down(server: PostgresServer) -> bool:
+    """Start ``server`` (pgserver's handle, held by this process) again when it is down,
+    under its data directory's lock; blocking (seconds).
+
+    Returns:
+        True when it runs after the call (started here or by another process meanwhile),
+        False when it could not be started (the reason is logged).
+    """
+    import fasteners
+
+    with _THREADS, fasteners.InterProcessLock(str(lock_path(server.pgdata))):
+        if not is_down(server.pgdata):
+            return True
+        try:
+            server.ensure_postgres_running()
+        except Exception as exc:
+            logger.warning(
+                "the embedded PostgreSQL of %s is down and could not be started again: %s: %s "
+                "(its log is %s)",
+                server.pgdata,
+                type(exc).__name__,
+                exc,
+                server.pgdata / "log",
+            )
+            return False
+    logger.warning(
+        "the embedded PostgreSQL of %s was not running (stopped or crashed); started it again",
+        server.pgdata,
+    )
+    return True
+
+
+def _socket_dir(server: PostgresServer) -> str | None:
+    info = getattr(server, "_postmaster_info", None)
+    socket_dir = getattr(info, "socket_dir", None)
+    return None if socket_dir is None else str(socket_dir)
+
+
+async def revive(target: Mapping[str, Any]) -> bool:
+    """Start the embedded server that ``target`` (``asyncpg.connect`` arguments: its
+    ``host`` is the socket directory) reaches, when this process uses it and it is down.
+
+    Returns:
+        True when that server runs again, so that the failed statement is worth running
+        once more; False for any other server (one given by DSN is never started), or
+        when the start failed.
+    """
+    host = target.get("host")
+    for server in embedded_servers():
+        if host is not None and str(host) == _socket_dir(server):
+            return not is_down(server.pgdata) or await asyncio.to_thread(restart_if_down, server)
+    return False

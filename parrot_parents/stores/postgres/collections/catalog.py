@@ -1,0 +1,394 @@
+"""What a database holds: its collections, their documents, and removing either.
+
+A collection is a table with the columns of
+:func:`~parrot_parents.stores.postgres.collections.schema.collection_table`: ``embedding`` of type
+``vector``,
+``document`` (text) and ``cmetadata`` (jsonb). Its helper tables (the documents table,
+the BM25 statistics), the bots table and the migrations' ``alembic_version`` lack those
+columns, so they are never listed. Everything is read from the catalog and the rows; no
+model is loaded and nothing is created.
+
+The edges (``parrot-parents collections|documents|delete|drop`` and the HTTP routes
+under ``/api/v1/collections``) call these functions and only format what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from parrot_parents.errors import CollectionNotFoundError
+from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.postgres.collections.documents import DocumentsTable
+from parrot_parents.stores.postgres.collections.model_contract import ModelContract
+from parrot_parents.stores.postgres.connections.reads import read
+from parrot_parents.stores.postgres.search.bm25_index import read_lexical_backend
+from parrot_parents.stores.postgres.search.lexical import read_text_search_config
+from parrot_parents.stores.records.markers import (
+    CHILD_PREDICATE,
+    INDEXED_PREDICATE,
+    PARENT_PREDICATE,
+)
+
+__all__ = [
+    "CollectionInfo",
+    "DeleteReport",
+    "DocumentInfo",
+    "collection_names",
+    "delete_documents",
+    "drop_collection",
+    "list_collections",
+    "list_documents",
+]
+
+_COLLECTIONS = text(
+    "SELECT c.relname FROM pg_class c"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = :schema AND c.relkind IN ('r', 'p')"
+    " AND (SELECT count(*) FROM pg_attribute a"
+    "      LEFT JOIN pg_type t ON t.oid = a.atttypid"
+    "      WHERE a.attrelid = c.oid AND NOT a.attisdropped AND a.attnum > 0"
+    "      AND ((a.attname = 'embedding' AND t.typname = 'vector')"
+    "        OR (a.attname = 'document' AND t.typname = 'text')"
+    "        OR (a.attname = 'cmetadata' AND t.typname = 'jsonb'))) = 3"
+    " ORDER BY c.relname"
+)
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    """One collection, as :func:`list_collections` finds it.
+
+    Attributes:
+        name: the table name.
+        schema: its PostgreSQL schema.
+        children: child rows (the searched units).
+        parents: parent rows (whole documents and parent chunks).
+        indexed: rows an ingestion strategy wrote (searched in place of a child).
+        documents: documents-table rows; None for a collection without that table.
+        dimension: the ``vector(n)`` length of ``embedding``; None when untyped.
+        embedding_model: the name of the embedding model the collection records
+            (:mod:`parrot_parents.stores.postgres.collections.model_contract`); None when it
+            records none.
+        model_fingerprint: that model's fingerprint digest (12 hex characters), or None.
+        reembedding: True while ``reindex --model`` has not finished (its vectors are of
+            two models; embedding searches are refused until it has).
+        strategies: the ingestion strategies its documents were indexed with
+            (``plain`` for documents ingested without one), sorted.
+        lexical_backend: what ranks its BM25, ``pg_textsearch`` or ``sql``
+            (:mod:`parrot_parents.stores.postgres.search.bm25_index`); None without a lexical
+            column.
+        text_search_config: the lexical column's configuration (``english``...), or None.
+    """
+
+    name: str
+    schema: str
+    children: int
+    parents: int
+    indexed: int
+    documents: int | None
+    dimension: int | None
+    embedding_model: str | None
+    model_fingerprint: str | None = None
+    reembedding: bool = False
+    strategies: list[str] = field(default_factory=list)
+    lexical_backend: str | None = None
+    text_search_config: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the attributes."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    """One document of a collection, as :func:`list_documents` finds it.
+
+    Attributes:
+        document_id: the id its rows carry.
+        source: the file it came from; None for documents given in code.
+        characters: the length of its text in characters; None when the collection has
+            no documents-table row for it.
+        children: its child rows.
+        parents: its parent rows.
+        ingested_at: when it was last written; None without a documents-table row.
+    """
+
+    document_id: str
+    source: str | None
+    characters: int | None
+    children: int
+    parents: int
+    ingested_at: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``ingested_at`` as ISO 8601 text, or None)."""
+        data = asdict(self)
+        data["ingested_at"] = None if self.ingested_at is None else self.ingested_at.isoformat()
+        return data
+
+
+@dataclass(frozen=True)
+class DeleteReport:
+    """What :func:`delete_documents` did.
+
+    Attributes:
+        deleted: ``{document_id: rows removed}`` of the documents that existed.
+        unknown: the ids that name no document of the collection, in the order given.
+    """
+
+    deleted: dict[str, int]
+    unknown: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"deleted": dict(self.deleted), "unknown": list(self.unknown)}
+
+
+def _q(schema: str, name: str) -> str:
+    """The quoted qualified name of validated identifiers."""
+    return f'"{schema}"."{name}"'
+
+
+async def _names(conn: AsyncConnection, schema: str) -> list[str]:
+    return [r[0] for r in (await conn.execute(_COLLECTIONS, {"schema": schema})).all()]
+
+
+async def _exists(conn: AsyncConnection, schema: str, name: str) -> bool:
+    found = await conn.execute(
+        text("SELECT to_regclass(format('%I.%I', CAST(:s AS text), CAST(:t AS text)))"),
+        {"s": schema, "t": name},
+    )
+    return found.scalar_one() is not None
+
+
+async def _require(conn: AsyncConnection, schema: str, collection: str) -> None:
+    """Raise unless ``schema.collection`` is a collection table."""
+    if collection not in await _names(conn, schema):
+        raise CollectionNotFoundError(
+            f"collection {collection!r} does not exist in schema {schema!r}",
+            hint="`parrot-parents collections` lists them; names are case-sensitive",
+        )
+
+
+async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo:
+    from parrot_parents.stores.postgres.collections.setup import stored_dimension
+
+    row = (
+        await conn.execute(
+            text(
+                f"SELECT count(*) FILTER (WHERE {CHILD_PREDICATE}) AS children,"
+                f" count(*) FILTER (WHERE {PARENT_PREDICATE}) AS parents,"
+                f" count(*) FILTER (WHERE {INDEXED_PREDICATE}) AS indexed,"
+                " coalesce(array_agg(DISTINCT coalesce("
+                "   cmetadata->'ingestion'->>'strategy', 'plain'))"
+                f"   FILTER (WHERE {PARENT_PREDICATE}), ARRAY[]::text[]) AS strategies"
+                f" FROM {_q(schema, name)}"
+            )
+        )
+    ).one()
+    docs = DocumentsTable(name, schema)
+    documents = None
+    if await _exists(conn, schema, docs.name):
+        documents = int((await conn.execute(text(f"SELECT count(*) FROM {docs.q}"))).scalar_one())
+    config = await conn.run_sync(read_text_search_config, name, schema)
+    record = await ModelContract(schema, name).read(conn)
+    return CollectionInfo(
+        name=name,
+        schema=schema,
+        children=int(row.children),
+        parents=int(row.parents),
+        indexed=int(row.indexed),
+        documents=documents,
+        dimension=await stored_dimension(conn, schema, name),
+        embedding_model=None if record is None else record.model.name,
+        model_fingerprint=None if record is None else record.model.digest,
+        reembedding=record is not None and record.reembedding,
+        strategies=sorted(row.strategies),
+        lexical_backend=(
+            None if config is None else await conn.run_sync(read_lexical_backend, name, schema)
+        ),
+        text_search_config=config,
+    )
+
+
+async def list_collections(engine: AsyncEngine, schema: str = "public") -> list[CollectionInfo]:
+    """Every collection of ``schema``, by name, with its row counts and settings.
+
+    Each collection's rows are counted once. Read as every read of the package is (a dead
+    pooled connection retried, a recovering server waited for, :mod:`~parrot_parents.
+    stores.reads`).
+
+    Raises:
+        ConfigurationError: a bad schema name.
+        StoreError: the database cannot be reached.
+    """
+    validate_identifier(schema, "schema")
+
+    async def work(conn: AsyncConnection) -> list[CollectionInfo]:
+        return [await _info(conn, schema, name) for name in await _names(conn, schema)]
+
+    return await read(engine, f"listing the collections of {schema!r}", work)
+
+
+async def list_documents(
+    engine: AsyncEngine, collection: str, schema: str = "public"
+) -> list[DocumentInfo]:
+    """The documents of a collection, by id: from its documents table and its rows.
+
+    A document with rows but no documents-table row (written by ``add_documents``, or
+    before the table existed) is listed with ``characters`` and ``ingested_at`` None.
+
+    Raises:
+        ConfigurationError: a bad collection or schema name.
+        CollectionNotFoundError: no such collection.
+        StoreError: the database cannot be reached.
+    """
+    validate_identifier(collection, "collection")
+    validate_identifier(schema, "schema")
+    rows_sql = (
+        "SELECT cmetadata->>'document_id' AS document_id,"
+        f" count(*) FILTER (WHERE {CHILD_PREDICATE}) AS children,"
+        f" count(*) FILTER (WHERE {PARENT_PREDICATE}) AS parents,"
+        " max(cmetadata->>'source') AS source"
+        f" FROM {_q(schema, collection)} WHERE cmetadata ? 'document_id' GROUP BY 1"
+    )
+
+    async def work(conn: AsyncConnection) -> list[Any]:
+        await _require(conn, schema, collection)
+        docs = DocumentsTable(collection, schema)
+        if await _exists(conn, schema, docs.name):
+            sql = (
+                f"WITH r AS ({rows_sql})"
+                " SELECT coalesce(d.document_id, r.document_id) AS document_id,"
+                " coalesce(d.source, r.source) AS source,"
+                " length(d.source_text) AS characters, d.ingested_at,"
+                " coalesce(r.children, 0) AS children, coalesce(r.parents, 0) AS parents"
+                f" FROM {docs.q} d FULL JOIN r ON r.document_id = d.document_id"
+                " ORDER BY 1"
+            )
+        else:
+            sql = (
+                "SELECT document_id, source, NULL::int AS characters,"
+                " NULL::timestamptz AS ingested_at, children, parents"
+                f" FROM ({rows_sql}) r ORDER BY 1"
+            )
+        return list((await conn.execute(text(sql))).all())
+
+    rows = await read(engine, f"listing the documents of {schema}.{collection}", work)
+    return [
+        DocumentInfo(
+            document_id=r.document_id,
+            source=r.source,
+            characters=None if r.characters is None else int(r.characters),
+            children=int(r.children),
+            parents=int(r.parents),
+            ingested_at=r.ingested_at,
+        )
+        for r in rows
+    ]
+
+
+async def _open(engine: AsyncEngine, collection: str, schema: str) -> Any:
+    """The collection's store on ``engine``, without its model (the table gives the
+    dimension); a :class:`~parrot_parents.stores.postgres.PgVectorStore`."""
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    async def work(conn: AsyncConnection) -> None:
+        await _require(conn, schema, collection)
+
+    await read(engine, f"opening {schema}.{collection}", work)
+    return PgVectorStore(engine=engine, table=collection, schema=schema, create=False)
+
+
+async def _known(
+    engine: AsyncEngine, collection: str, schema: str, document_ids: list[str]
+) -> set[str]:
+    """Those of ``document_ids`` that have rows or a documents-table row."""
+    docs = DocumentsTable(collection, schema)
+    sql = (
+        f"SELECT DISTINCT cmetadata->>'document_id' FROM {_q(schema, collection)}"
+        " WHERE cmetadata->>'document_id' = ANY(CAST(:ids AS text[]))"
+    )
+
+    async def work(conn: AsyncConnection) -> set[str]:
+        statement = sql
+        if await _exists(conn, schema, docs.name):
+            statement += (
+                f" UNION SELECT document_id FROM {docs.q}"
+                " WHERE document_id = ANY(CAST(:ids AS text[]))"
+            )
+        rows = (await conn.execute(text(statement), {"ids": document_ids})).all()
+        return {r[0] for r in rows}
+
+    return await read(engine, f"reading {schema}.{collection}", work)
+
+
+async def delete_documents(
+    engine: AsyncEngine,
+    collection: str,
+    document_ids: Sequence[str],
+    schema: str = "public",
+) -> DeleteReport:
+    """Delete documents from a collection: their children, parents and indexed rows and
+    their documents-table row, one document per transaction (the store's
+    :meth:`~parrot_parents.stores.postgres.PgVectorStore.delete`; the BM25 statistics are
+    kept exact by the collection's triggers).
+
+    Args:
+        document_ids: the ids to delete; repeats count once.
+
+    Returns:
+        The rows removed per known id, and the ids that name no document.
+
+    Raises:
+        ConfigurationError: a bad collection or schema name.
+        CollectionNotFoundError: no such collection.
+        StoreError: the database cannot be reached.
+    """
+    validate_identifier(collection, "collection")
+    validate_identifier(schema, "schema")
+    wanted = list(dict.fromkeys(str(d) for d in document_ids))
+    store = await _open(engine, collection, schema)
+    try:
+        known = await _known(engine, collection, schema, wanted)
+        deleted = {d: await store.delete(d) for d in wanted if d in known}
+    finally:
+        await store.close()
+    return DeleteReport(deleted=deleted, unknown=[d for d in wanted if d not in known])
+
+
+async def drop_collection(engine: AsyncEngine, collection: str, schema: str = "public") -> None:
+    """Drop a collection: its table, documents table and lexical statistics, at once.
+
+    Raises:
+        ConfigurationError: a bad collection or schema name.
+        CollectionNotFoundError: no such collection.
+        StoreError: the database cannot be reached.
+    """
+    validate_identifier(collection, "collection")
+    validate_identifier(schema, "schema")
+    store = await _open(engine, collection, schema)
+    try:
+        await store.drop()
+    finally:
+        await store.close()
+
+
+async def collection_names(engine: AsyncEngine, schema: str = "public") -> list[str]:
+    """The names of the collections of ``schema``, sorted; nothing else is read.
+
+    Raises:
+        ConfigurationError: a bad schema name.
+        StoreError: the database cannot be reached.
+    """
+    validate_identifier(schema, "schema")
+
+    async def work(conn: AsyncConnection) -> list[str]:
+        return await _names(conn, schema)
+
+    return await read(engine, f"listing the collections of {schema!r}", work)

@@ -1,0 +1,398 @@
+"""The embedding model of a collection: recorded with its vectors, checked before any embed.
+
+A vector is only comparable with vectors of the same model. The dimension is recorded by
+the ``embedding`` column's type (``vector(384)``); the model is recorded beside it, in the
+comment of that column, as ``parrot-parents model: {json}``::
+
+    {"model": {"name": ..., "dimension": 384, "probe": [...]},
+     "reembed_from": null | {...}, "cursor": null | "<last document id re-embedded>"}
+
+The column is the collection's own record of what its vectors are: it is dropped with the
+table, copied by ``pg_dump``, and read in one catalog query without loading a model.
+
+**Fingerprint.** ``probe`` is the model's L2-normalised vector of :data:`PROBE_TEXT`
+(5 decimals). Two models are the same when their probes have a cosine of at least
+:data:`SAME_MODEL_COSINE`: the same weights give the same probe to float rounding on any
+CPU (a hash of rounded values would flip on some coordinate near a rounding edge), while
+two different models, even of one dimension and architecture, are far apart. The name is
+shown, not compared: ``all-MiniLM-L6-v2`` and a local copy of its weights are one model.
+:attr:`ModelFingerprint.digest` is a short hash of the recorded probe, for people.
+
+**When it is checked.** A store compares its model with the record before it embeds a
+question (dense and hybrid searches) or a document, and a loader compares its own model
+before it writes vectors (:meth:`ModelContract.check`). The probe is computed once per
+embeddings object (when its model is needed anyway), the record is read at most every
+:data:`RECHECK_S` seconds, so a long-running service notices a re-embed made elsewhere.
+
+**Collections made before the record.** A collection without a record is accepted (a
+warning is logged once when it is searched) and records the model of its next write: the
+vectors already stored are taken to be that model's, as they were the only ones the
+collection could hold until then. ``parrot-parents reindex --model NAME`` records it now,
+re-embedding every document.
+
+**Re-embedding.** ``reindex --model NAME`` (:mod:`parrot_parents.loaders.reembed`) first
+records the new model with ``reembed_from`` (the old one) and a ``cursor``; each batch of
+documents it rewrites moves the cursor; the last clears ``reembed_from``. While
+``reembed_from`` is set the collection holds vectors of two models: every embedding
+search and write is refused, naming both and the command that finishes the pass (a
+lexical search embeds nothing and still runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from parrot_parents.errors import ModelMismatchError
+from parrot_parents.stores.postgres.connections.reads import read, write
+
+__all__ = [
+    "PROBE_TEXT",
+    "RECHECK_S",
+    "SAME_MODEL_COSINE",
+    "ModelContract",
+    "ModelFingerprint",
+    "ModelRecord",
+    "fingerprint",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The text every fingerprint embeds (never change it: recorded probes were made from it).
+PROBE_TEXT = (
+    "parrot-parents model fingerprint: the quick brown fox jumps over the lazy dog; "
+    "invoices are paid within 30 days. 0123456789"
+)
+#: Probes at least this similar (cosine) are one model.
+SAME_MODEL_COSINE = 0.999
+#: Seconds a store trusts the record it read before reading it again.
+RECHECK_S = 10.0
+_MARK = "parrot-parents model: "
+
+
+class Embeds(Protocol):
+    """What a fingerprint needs of an embeddings object."""
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class ModelFingerprint:
+    """A model's name (shown), dimension and probe vector (compared)."""
+
+    name: str
+    dimension: int
+    probe: tuple[float, ...]
+
+    @property
+    def digest(self) -> str:
+        """12 hex characters of the sha256 of the probe at 2 decimals (for people)."""
+        rounded = ",".join(f"{v:.2f}" for v in self.probe)
+        return hashlib.sha256(rounded.encode("ascii")).hexdigest()[:12]
+
+    def describe(self) -> str:
+        """``'NAME' (fingerprint 1a2b3c4d5e6f, 384 dimensions)``."""
+        return f"{self.name!r} (fingerprint {self.digest}, {self.dimension} dimensions)"
+
+    def same_model(self, other: ModelFingerprint) -> bool:
+        """Whether ``other`` makes the same vectors (same dimension, probes' cosine at
+        least :data:`SAME_MODEL_COSINE`)."""
+        if self.dimension != other.dimension or len(self.probe) != len(other.probe):
+            return False
+        dot = sum(a * b for a, b in zip(self.probe, other.probe, strict=True))
+        norm = math.sqrt(sum(a * a for a in self.probe) * sum(b * b for b in other.probe))
+        return norm > 0 and dot / norm >= SAME_MODEL_COSINE
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dimension": self.dimension, "probe": list(self.probe)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelFingerprint:
+        probe = tuple(float(v) for v in data["probe"])
+        return cls(name=str(data["name"]), dimension=int(data["dimension"]), probe=probe)
+
+    @classmethod
+    def of_vector(cls, name: str, vector: Sequence[float]) -> ModelFingerprint:
+        """The fingerprint of a model named ``name`` whose probe vector is ``vector``."""
+        values = [float(v) for v in vector]
+        norm = math.sqrt(sum(v * v for v in values)) or 1.0
+        return cls(name, len(values), tuple(round(v / norm, 5) for v in values))
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """A collection's record: its model, and an unfinished re-embed's origin and cursor."""
+
+    model: ModelFingerprint
+    reembed_from: ModelFingerprint | None = None
+    cursor: str | None = None
+
+    @property
+    def reembedding(self) -> bool:
+        """True while a re-embed is unfinished (the vectors are of two models)."""
+        return self.reembed_from is not None
+
+    def to_comment(self) -> str:
+        payload = {
+            "model": self.model.to_json(),
+            "reembed_from": None if self.reembed_from is None else self.reembed_from.to_json(),
+            "cursor": self.cursor,
+        }
+        return _MARK + json.dumps(payload, ensure_ascii=True, sort_keys=True)
+
+    @classmethod
+    def from_comment(cls, comment: str | None) -> ModelRecord | None:
+        """The record in a column comment; None for no comment or someone else's."""
+        if not comment or not comment.startswith(_MARK):
+            return None
+        try:
+            data = json.loads(comment[len(_MARK) :])
+            origin = data.get("reembed_from")
+            return cls(
+                model=ModelFingerprint.from_json(data["model"]),
+                reembed_from=None if origin is None else ModelFingerprint.from_json(origin),
+                cursor=data.get("cursor"),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            logger.warning("the embedding column's model record is unreadable; ignored")
+            return None
+
+
+_FINGERPRINTS: weakref.WeakKeyDictionary[Any, ModelFingerprint] = weakref.WeakKeyDictionary()
+
+
+def model_name(embedding: object) -> str:
+    """The name an embeddings object gives its model (its class name without one)."""
+    return str(getattr(embedding, "model_name", type(embedding).__name__))
+
+
+def fingerprint(embedding: Embeds) -> ModelFingerprint:
+    """The fingerprint of ``embedding``'s model (loads it; computed once per object).
+
+    Raises:
+        ModelLoadError: the model cannot be loaded.
+    """
+    found = _FINGERPRINTS.get(embedding)
+    if found is None:
+        found = ModelFingerprint.of_vector(model_name(embedding), embedding.embed_query(PROBE_TEXT))
+        _FINGERPRINTS[embedding] = found
+    return found
+
+
+def _literal(value: str) -> str:
+    """``value`` as an escaped string constant (a COMMENT takes no bound parameter).
+
+    ``E'...'`` with backslashes and quotes doubled reads the same whatever
+    ``standard_conforming_strings`` is; the JSON is ASCII, without control characters.
+    """
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+_READ = text(
+    "SELECT col_description(c.oid, a.attnum) FROM pg_attribute a"
+    " JOIN pg_class c ON c.oid = a.attrelid"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE n.nspname = :schema AND c.relname = :table"
+    " AND a.attname = 'embedding' AND NOT a.attisdropped"
+)
+
+
+class ModelContract:
+    """The model record of one collection, as one store reads, checks and writes it.
+
+    Every read and write of the record goes through the store's outage handling
+    (:func:`~parrot_parents.stores.postgres.connections.reads.read`,
+    :func:`~parrot_parents.stores.postgres.connections.reads.write`):
+    each is idempotent, so one that meets a pooled connection a restart left dead runs
+    again on a fresh one instead of failing.
+
+    Args:
+        schema, table: the collection (validated identifiers).
+    """
+
+    def __init__(self, schema: str, table: str) -> None:
+        self.schema = schema
+        self.table = table
+        #: Set by a re-embed pass: its own writes of the new model are let through.
+        self.reembedding = False
+        self._record: ModelRecord | None = None
+        self._read_at = -math.inf
+        self._passed: tuple[ModelRecord | None, ModelFingerprint, bool] | None = None
+        self._warned = False
+
+    def forget(self) -> None:
+        """Drop what was read (after a close or a drop): the next check reads again."""
+        self._record, self._read_at, self._passed = None, -math.inf, None
+
+    async def read(self, conn: AsyncConnection) -> ModelRecord | None:
+        """The record as the database has it now (also remembered)."""
+        params = {"schema": self.schema, "table": self.table}
+        comment = (await conn.execute(_READ, params)).scalar_one_or_none()
+        self._record = ModelRecord.from_comment(comment)
+        self._read_at = time.monotonic()
+        return self._record
+
+    async def write(self, conn: AsyncConnection, record: ModelRecord) -> None:
+        """Record ``record`` in ``conn``'s transaction (it commits with the caller's work)."""
+        await conn.execute(
+            text(
+                f'COMMENT ON COLUMN "{self.schema}"."{self.table}".embedding IS '
+                + _literal(record.to_comment())
+            )
+        )
+        self._record = record
+        self._read_at = time.monotonic()
+
+    async def lock(self, conn: AsyncConnection) -> None:
+        """Serialise the writers of the record until ``conn``'s transaction ends."""
+        await conn.execute(
+            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+            {"key": f"{self.schema}.{self.table}#model"},
+        )
+
+    async def record(self, engine: AsyncEngine, *, fresh: bool = False) -> ModelRecord | None:
+        """The record, read again when older than :data:`RECHECK_S` (or ``fresh``)."""
+        if fresh or time.monotonic() - self._read_at > RECHECK_S:
+            await read(engine, f"reading the model of {self.table}", self.read)
+        return self._record
+
+    async def check(self, engine: AsyncEngine, embedding: Embeds, *, writing: bool) -> None:
+        """Refuse ``embedding`` unless the collection's vectors are its model's.
+
+        A collection without a record gets ``embedding``'s model recorded when
+        ``writing`` (the write is about to store that model's vectors), and is accepted
+        with a warning when reading. Cheap once passed: the probe is computed once per
+        embeddings object, the record read at most every :data:`RECHECK_S` seconds.
+
+        Raises:
+            ModelMismatchError: another model, or an unfinished re-embed (both named).
+            ModelLoadError: ``embedding``'s model cannot be loaded.
+            StoreError: the database failed.
+        """
+        record = await self.record(engine)
+        actual = _FINGERPRINTS.get(embedding)
+        if actual is None:
+            actual = await asyncio.to_thread(fingerprint, embedding)
+        if self._passed == (record, actual, writing) or (
+            self._passed == (record, actual, True) and not writing
+        ):
+            return
+        if record is None and writing:
+            record = await self._claim(engine, actual)
+        if record is None:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "collection %r records no embedding model (made before models were "
+                    "recorded); its next write records %s",
+                    self.table,
+                    actual.describe(),
+                )
+        else:
+            self._compare(record, actual, writing=writing)
+        self._passed = (record, actual, writing)
+
+    async def _claim(self, engine: AsyncEngine, actual: ModelFingerprint) -> ModelRecord:
+        """Record ``actual`` on a collection without a record (under the record's lock,
+        so that two first writers agree)."""
+
+        async def claim(conn: AsyncConnection) -> ModelRecord:
+            await self.lock(conn)
+            record = await self.read(conn)
+            if record is None:
+                record = ModelRecord(actual)
+                await self.write(conn, record)
+            return record
+
+        return await write(engine, f"recording the model of {self.table}", claim)
+
+    async def begin_reembed(
+        self, engine: AsyncEngine, target: ModelFingerprint
+    ) -> ModelRecord | None:
+        """Start (or resume) a re-embed to ``target``: the record that the pass continues
+        from, or None when the collection is already ``target``'s (nothing to do).
+
+        A new pass records ``target`` with ``reembed_from`` (the model it replaces: from
+        then on, searches and other writes are refused) and no cursor; an unfinished pass
+        to ``target`` is resumed at its cursor; one to another model starts again from the
+        first document (it keeps the original ``reembed_from``).
+        """
+
+        async def begin(conn: AsyncConnection) -> tuple[ModelRecord | None, bool]:
+            await self.lock(conn)
+            record = await self.read(conn)
+            if record is not None and record.model.same_model(target):
+                return (record, True) if record.reembedding else (None, False)
+            if record is None:
+                origin = ModelFingerprint("(not recorded)", target.dimension, ())
+            else:
+                origin = record.reembed_from or record.model
+            record = ModelRecord(target, reembed_from=origin, cursor=None)
+            await self.write(conn, record)
+            return record, True
+
+        record, reembedding = await write(engine, f"recording the model of {self.table}", begin)
+        if reembedding:
+            self.reembedding = True
+        return record
+
+    async def advance_reembed(self, engine: AsyncEngine, cursor: str | None, *, done: bool) -> None:
+        """Record a re-embed's progress: every document up to ``cursor`` (by id) holds the
+        new model's vectors; ``done`` records the pass finished (one model again)."""
+
+        async def advance(conn: AsyncConnection) -> None:
+            await self.lock(conn)
+            record = await self.read(conn)
+            if record is None or not record.reembedding:
+                return
+            if done:
+                await self.write(conn, ModelRecord(record.model))
+            else:
+                await self.write(conn, ModelRecord(record.model, record.reembed_from, cursor))
+
+        await write(engine, f"recording the model of {self.table}", advance)
+
+    def _compare(self, record: ModelRecord, actual: ModelFingerprint, *, writing: bool) -> None:
+        finish = f"parrot-parents reindex --model {record.model.name} --collection {self.table}"
+        if record.reembed_from is not None:
+            if self.reembedding and writing and record.model.same_model(actual):
+                return
+            raise ModelMismatchError(
+                f"collection {self.table!r} is being re-embedded from "
+                f"{record.reembed_from.describe()} to {record.model.describe()}; it holds "
+                f"vectors of both, so it cannot be searched or written with "
+                f"{actual.describe()} until the pass finishes",
+                **_models(record.model, actual),
+                hint=f"finish it: `{finish}`",
+            )
+        if not record.model.same_model(actual):
+            raise ModelMismatchError(
+                f"collection {self.table!r} was embedded with {record.model.describe()}, "
+                f"but this {'write' if writing else 'search'} embeds with "
+                f"{actual.describe()}",
+                **_models(record.model, actual),
+                hint=f"use the collection's model (--model {record.model.name}), or "
+                f"re-embed it: `parrot-parents reindex --model {actual.name} "
+                f"--collection {self.table}`",
+            )
+
+
+def _models(recorded: ModelFingerprint, actual: ModelFingerprint) -> dict[str, Any]:
+    """The :class:`~parrot_parents.errors.ModelMismatchError` fields of two models."""
+    return {
+        "recorded": recorded.describe(),
+        "actual": actual.describe(),
+        "expected_dimension": recorded.dimension,
+        "actual_dimension": actual.dimension,
+    }

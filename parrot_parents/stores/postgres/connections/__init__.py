@@ -1,0 +1,1 @@
+"""How the store reaches PostgreSQL: the engine, the read pool, prepared statements and retries."""

@@ -1,0 +1,255 @@
+"""The store's private asyncpg pool, for its hot reads: one statement each.
+
+A search and the expansion after it are one prepared statement
+(:class:`~parrot_parents.stores.postgres.connections.prepared.Prepared`); a filtered search is two,
+the
+planner's estimate and the ranking, on one connection (:meth:`ReadPool.run`). They run
+here, on connections that asyncpg's own pool keeps, and never on the SQLAlchemy engine,
+which keeps DDL, writes, COPY, the other reads and alembic. So a caller's engine shared
+with the store (``PgVectorStore(engine=...)``) is never touched by a search.
+
+* **one round trip**: acquiring and releasing a pooled connection costs none; the
+  statement is prepared once per connection (asyncpg's statement cache) and then only
+  bound and executed;
+* **session settings at start-up**: the HNSW settings of the common search shape are the
+  connections' ``server_settings``; a search that needs other values sets them once on the
+  connection it runs on, which remembers them (:class:`ReadConnection`). No other code runs
+  on these connections, so nothing has to be put back at release; the pool's ``reset``
+  only rolls back a transaction left open;
+* **codecs**: pgvector's binary ``vector`` codec and JSON for ``json``/``jsonb``, set at
+  each connection's start (``init``);
+* **a dead connection is retried once**: after a server restart every pooled connection
+  is dead. The first one found so makes the pool replace all of them
+  (``expire_connections``), and the read runs once more on a fresh one; a recovering
+  server is waited for, and the embedded server started again when it is down, as
+  :func:`~parrot_parents.stores.postgres.connections.reads.through_outages` says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+import asyncpg
+
+from parrot_parents.stores.postgres.connections.engine import store_errors
+from parrot_parents.stores.postgres.connections.prepared import ConnectionDropped, Prepared
+from parrot_parents.stores.postgres.connections.reads import Settings, through_outages
+from parrot_parents.stores.postgres.connections.vector_codec import register_vector_codec
+
+__all__ = ["READ_POOL_SIZE", "ReadConnection", "ReadPool"]
+
+T = TypeVar("T")
+
+#: Connections the pool keeps open at most (it opens them as reads need them).
+READ_POOL_SIZE = 5
+
+
+class ReadConnection(asyncpg.Connection):
+    """An asyncpg connection that remembers the session settings applied to it."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The settings the session has, by name; None after an interrupted change.
+        self._session: dict[str, str | None] | None = {}
+
+    def started_with(self, settings: Mapping[str, str]) -> None:
+        """Record the settings the session started with (its ``server_settings``)."""
+        self._session = dict(settings)
+
+    async def fetch_with(
+        self, sql: str, args: Sequence[Any], settings: Settings
+    ) -> list[asyncpg.Record]:
+        """``sql``'s rows, after setting on the session what ``settings`` names (once per
+        change). A value of None means the start-up value (``reset_val``).
+
+        Raises:
+            ConnectionDropped: the connection was closed under it (asyncpg then detaches
+                the pool's proxy, so only the connection itself can tell).
+        """
+        try:
+            return await self._fetch_with(sql, args, settings)
+        except Exception as exc:
+            if self.is_closed():
+                raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
+            raise
+
+    async def _fetch_with(
+        self, sql: str, args: Sequence[Any], settings: Settings
+    ) -> list[asyncpg.Record]:
+        wanted = dict(settings)
+        session = self._session
+        if wanted and (session is None or any(session.get(k) != v for k, v in wanted.items())):
+            # Unknown until the server has answered: a cancelled change is sent again.
+            self._session = None
+            calls, values = [], []
+            for name, value in wanted.items():
+                values.append(name)
+                n = len(values)
+                if value is None:
+                    reset = f"(SELECT reset_val FROM pg_settings WHERE name = ${n})"
+                    calls.append(f"set_config(${n}, {reset}, false)")
+                else:
+                    values.append(value)
+                    calls.append(f"set_config(${n}, ${n + 1}, false)")
+            await self.execute(f"SELECT {', '.join(calls)}", *values)
+            self._session = {**(session or {}), **wanted}
+        return await self.fetch(sql, *args)
+
+
+async def _codecs(conn: asyncpg.Connection) -> None:
+    await register_vector_codec(conn)
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+def _read_connection(proxy: Any) -> ReadConnection:
+    """The pool's proxy as the :class:`ReadConnection` it stands for: it forwards every
+    attribute to it (asyncpg's ``PoolConnectionProxy``), and is invalid after release."""
+    return cast(ReadConnection, proxy)
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    # Only the store's own statements run here, outside transactions; the session's
+    # settings stay, as the connection remembers them.
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
+class ReadPool:
+    """A lazily opened asyncpg pool for one store (see the module docstring).
+
+    Args:
+        connect_kwargs: keyword arguments of ``asyncpg.connect`` (host, port, user,
+            password, database, ssl...), as SQLAlchemy's asyncpg dialect derives them from
+            the engine's URL.
+        server_settings: the sessions' start-up settings (GUC name -> value).
+        size: connections kept at most, default :data:`READ_POOL_SIZE`.
+    """
+
+    def __init__(
+        self,
+        connect_kwargs: Mapping[str, Any],
+        server_settings: Mapping[str, str],
+        size: int = READ_POOL_SIZE,
+    ) -> None:
+        self._connect_kwargs = dict(connect_kwargs)
+        self._server_settings = {
+            **dict(self._connect_kwargs.pop("server_settings", None) or {}),
+            **server_settings,
+        }
+        self.size = size
+        self._pool: asyncpg.Pool[asyncpg.Record] | None = None
+        self._loggers: list[Callable[[Any], None]] = []
+        #: Connections opened so far (each a server process and its start-up round trips).
+        self.opened = 0
+
+    async def _init(self, conn: asyncpg.Connection) -> None:
+        # asyncpg hands ``init`` the connection itself, of the pool's connection_class.
+        assert isinstance(conn, ReadConnection)
+        self.opened += 1
+        await _codecs(conn)
+        conn.started_with(self._server_settings)
+        for logger in self._loggers:
+            conn.add_query_logger(logger)
+
+    async def add_query_logger(self, callback: Callable[[Any], None]) -> None:
+        """Have asyncpg hand every statement of this pool to ``callback`` (an
+        ``asyncpg.LoggedQuery``), on the connections it opens from now on; open ones are
+        replaced at their next use. For measurements; it costs time on every read."""
+        self._loggers.append(callback)
+        if self._pool is not None:
+            await self._pool.expire_connections()
+
+    async def _open(self) -> asyncpg.Pool[asyncpg.Record]:
+        if self._pool is None:
+            self._pool = await asyncpg.create_pool(
+                min_size=0,
+                max_size=self.size,
+                init=self._init,
+                reset=_reset,
+                connection_class=ReadConnection,
+                server_settings=self._server_settings,
+                **self._connect_kwargs,
+            )
+        return self._pool
+
+    async def fetch(
+        self,
+        action: str,
+        prepared: Prepared,
+        params: Mapping[str, Any],
+        settings: Settings = (),
+    ) -> Sequence[Any]:
+        """The rows of ``prepared`` for ``params`` (one round trip; see the module), as
+        asyncpg ``Record``s: read by column name like mappings.
+
+        Args:
+            action: what is being done, for the error message ("search in public.docs").
+            prepared: the statement; params: its runtime values by name.
+            settings: session settings it needs, ``((name, value), ...)``.
+
+        Raises:
+            StoreError: the database failed or is unavailable (no SQL in the message).
+        """
+        args = prepared.args(params)
+        return await self.run(
+            lambda conn: conn.fetch_with(prepared.sql, args, settings), action=action
+        )
+
+    async def run(
+        self, work: Callable[[ReadConnection], Awaitable[T]], *, action: str = "read"
+    ) -> T:
+        """``work(conn)`` on a pooled connection: the most recently used one when it is idle
+        (asyncpg's pool hands out live connections last in, first out). It must only read,
+        and run its statements with :meth:`ReadConnection.fetch_with`: the whole of it runs
+        again on a fresh connection when its connection is cut, and waits for a recovering
+        server (:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`).
+
+        Raises:
+            StoreError: the database failed or is unavailable (no SQL in the message).
+        """
+
+        async def attempt() -> T:
+            async with store_errors(action):
+                pool = await self._open()
+                try:
+                    async with pool.acquire() as proxy:
+                        return await work(_read_connection(proxy))
+                except ConnectionDropped:
+                    # A restart closes every connection of the pool, not just this one.
+                    await pool.expire_connections()
+                    raise
+
+        return await through_outages(attempt, self._server_ready, lambda: self._connect_kwargs)
+
+    async def _server_ready(self) -> bool | None:
+        """Whether a new session can run a statement now (a probe after a cut
+        connection; see :func:`~parrot_parents.stores.postgres.connections.reads.through_outages`);
+        None when
+        nothing listens (the server is down, not restarting: a restarting one keeps its
+        socket and answers that it cannot take sessions yet)."""
+        try:
+            conn = await asyncpg.connect(**{"timeout": 5, **self._connect_kwargs})
+        except (ConnectionRefusedError, FileNotFoundError):
+            return None
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False
+        try:
+            await conn.fetchval("SELECT 1")
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=5)
+        return True
+
+    async def close(self) -> None:
+        """Close the pool's connections (waits for reads in flight). Safe to call twice."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

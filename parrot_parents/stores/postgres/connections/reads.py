@@ -1,0 +1,279 @@
+"""How the store reads and writes through its SQLAlchemy engine, with one error mapping and
+one retry policy for every path (the hot reads of
+:mod:`~parrot_parents.stores.postgres.connections.read_pool` use the same policy).
+
+* **a read is its statement**: the connection runs in autocommit, so a lone ``SELECT`` is
+  sent as is (asyncpg's cached prepared statement: one round trip);
+* **session settings stay in the read**: a read that needs settings (a filtered search's
+  HNSW settings) runs in a transaction and sets them with ``set_config(..., true)``, so
+  they end with it and the engine's connections, a caller's own among them when the
+  engine is shared, go back to the pool as they came;
+* **a retry on a dead connection**: without a pre-ping (it costs one to three round
+  trips per checkout), a pooled connection that the server dropped (a restart) fails on
+  first use; SQLAlchemy then invalidates the pool, and the read runs once more on a fresh
+  connection. Reads are idempotent, so the retry is safe; a server that is really down
+  fails the retry too and is reported as such;
+* **a bounded wait for a recovering server**: after a backend crash PostgreSQL ends every
+  connection and replays its log, refusing new ones meanwhile (SQLSTATE 57P02, 57P03).
+  Reads and writes then retry with backoff for up to :data:`RECOVERY_WAIT_S` seconds, and
+  go on once the server is back;
+* **the embedded server started again**: when nothing listens (the connection refused,
+  the socket gone) on the embedded server this process uses, it is started again and the
+  read or write runs once more (:mod:`~parrot_parents.embedded.revival`); a server given by
+  DSN is only reported down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import asyncpg
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from parrot_parents.embedded.revival import revive
+from parrot_parents.errors import StoreError
+from parrot_parents.stores.postgres.connections.engine import store_errors
+from parrot_parents.stores.postgres.connections.prepared import ConnectionDropped
+from parrot_parents.stores.postgres.connections.vector_codec import ensure_codec
+
+__all__ = [
+    "RECOVERY_WAIT_S",
+    "Settings",
+    "is_recovering",
+    "nothing_listens",
+    "read",
+    "through_outages",
+    "was_disconnect",
+    "write",
+]
+
+T = TypeVar("T")
+
+#: ``((name, value), ...)``: session settings a read needs, in a fixed order; a value of
+#: None means the session's default (its ``RESET`` value).
+Settings = tuple[tuple[str, str | None], ...]
+
+#: Seconds a read or write waits, at most, for a server that says it is restarting after a
+#: crash or replaying its log (SQLSTATE 57P02, 57P03), before it fails.
+RECOVERY_WAIT_S = 30.0
+
+#: Retries of a statement whose connection was cut, and the pause before the second.
+_CUT_RETRIES = 2
+_CUT_PAUSE_S = 0.5
+
+#: How a new connection fails when the server ends it during its start-up, as a server
+#: ending every session after a backend crashed does for a moment. Nothing ran on it, so
+#: it is retried as a cut. A refused connection (nothing listening) is not among them.
+_CLOSED_AT_START: tuple[type[BaseException], ...] = (
+    asyncpg.ConnectionDoesNotExistError,
+    ConnectionResetError,
+)
+
+#: SQLSTATEs of a server that will be back by itself shortly.
+_RECOVERING = frozenset({"57P02", "57P03"})
+
+
+def was_disconnect(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated", the
+    read pool's :class:`~parrot_parents.stores.postgres.connections.prepared.ConnectionDropped`, or
+    a connection
+    the server closed as it opened (:data:`_CLOSED_AT_START`)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (ConnectionDropped, *_CLOSED_AT_START)):
+            return True
+        if isinstance(cur, DBAPIError) and cur.connection_invalidated:
+            return True
+        cur = cur.__cause__
+    return False
+
+
+def nothing_listens(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is a refused connection or a missing socket
+    file: no server runs there, as opposed to one that ended a session."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (ConnectionRefusedError, FileNotFoundError)):
+            return True
+        cur = getattr(cur, "orig", None) or cur.__cause__
+    return False
+
+
+def is_recovering(exc: BaseException) -> bool:
+    """True when ``exc`` says the server is restarting after a crash or recovering."""
+    return isinstance(exc, StoreError) and exc.sqlstate in _RECOVERING
+
+
+async def through_outages(
+    attempt: Callable[[], Awaitable[T]],
+    ready: Callable[[], Awaitable[bool | None]] | None = None,
+    target: Callable[[], Mapping[str, Any]] | None = None,
+) -> T:
+    """``attempt()``, run once more at once when its pooled connection was dead, and again
+    with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
+    most :data:`RECOVERY_WAIT_S` seconds; then the last error is raised.
+
+    When nothing listens at ``target()`` (``asyncpg.connect`` arguments) and it is the
+    embedded server this process uses, the server is started again and ``attempt()`` runs
+    once more (:func:`~parrot_parents.embedded.revival.revive`).
+
+    A statement whose connection is cut is sent at most :data:`_CUT_RETRIES` more times:
+    it may be the one that crashes the server. Only the server's own "recovering" answers
+    are waited for beyond that. Before the second such retry, ``ready()`` (when given) is
+    awaited: a probe that returns True once a new session can run a statement, so that a
+    retry is not spent on a server still ending its sessions after a crash (how long that
+    takes depends on the machine's load, not on a fixed pause), and None when nothing
+    listens at all: a server that is down, not restarting, is not waited for.
+    """
+    deadline: float | None = None
+    delay = 0.05
+    cuts = 0
+    revived = False
+    while True:
+        try:
+            return await attempt()
+        except StoreError as exc:
+            if target is not None and not revived and nothing_listens(exc):
+                revived = True
+                if await revive(target()):
+                    continue
+                raise
+            if was_disconnect(exc) and cuts < _CUT_RETRIES:
+                # The first retry at once (a connection a restart left dead); the second
+                # after a pause, since a connection opened just as a backend crashed is
+                # ended with the others before the server starts refusing new ones.
+                if cuts:
+                    await _wait_ready(ready)
+                cuts += 1
+                continue
+            if not is_recovering(exc):
+                raise
+            now = time.monotonic()
+            deadline = deadline if deadline is not None else now + RECOVERY_WAIT_S
+            if now >= deadline:
+                raise
+            await asyncio.sleep(min(delay, deadline - now))
+            delay = min(delay * 2, 1.0)
+
+
+async def _wait_ready(ready: Callable[[], Awaitable[bool | None]] | None) -> None:
+    """A pause after a cut: until ``ready()`` says the server takes sessions again, or
+    that nothing listens (with backoff, at most :data:`RECOVERY_WAIT_S` seconds), or
+    :data:`_CUT_PAUSE_S` without a probe."""
+    await asyncio.sleep(_CUT_PAUSE_S)
+    if ready is None:
+        return
+    deadline = time.monotonic() + RECOVERY_WAIT_S
+    delay = 0.05
+    while await ready() is False and time.monotonic() < deadline:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+async def _set_local(conn: AsyncConnection, settings: Settings) -> None:
+    """Set ``settings`` for the current transaction only (``set_config(..., true)``)."""
+    calls, params = [], {}
+    for i, (name, value) in enumerate(settings):
+        params[f"n{i}"] = name
+        if value is None:
+            calls.append(
+                f"set_config(:n{i}, (SELECT reset_val FROM pg_settings WHERE name = :n{i}), true)"
+            )
+        else:
+            params[f"v{i}"] = value
+            calls.append(f"set_config(:n{i}, :v{i}, true)")
+    await conn.execute(text(f"SELECT {', '.join(calls)}"), params)
+
+
+async def read(
+    engine: AsyncEngine,
+    action: str,
+    work: Callable[[AsyncConnection], Awaitable[T]],
+    settings: Settings = (),
+) -> T:
+    """Run ``work(conn)`` with the vector codec in place: in autocommit, or in a
+    transaction holding ``settings`` when there are any; retried as
+    :func:`through_outages` says.
+
+    Args:
+        engine: the store's engine (possibly shared with the caller).
+        action: what is being done, for the error message ("search in public.docs").
+        work: the statements; it must only read.
+        settings: session settings it needs (``hnsw.ef_search`` ...), for this read only.
+
+    Raises:
+        StoreError: the database failed or is unavailable (no SQL in the message).
+    """
+
+    async def attempt() -> T:
+        async with store_errors(action), engine.connect() as conn:
+            await ensure_codec(conn)
+            if not settings:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                return await work(conn)
+            async with conn.begin():
+                await _set_local(conn, settings)
+                return await work(conn)
+
+    return await through_outages(attempt, target=lambda: _target(engine))
+
+
+def _target(engine: AsyncEngine) -> dict[str, Any]:
+    """The ``asyncpg.connect`` arguments of ``engine``'s URL, as its dialect reads it."""
+    _, kwargs = engine.dialect.create_connect_args(engine.url)
+    return dict(kwargs)
+
+
+async def write(
+    engine: AsyncEngine,
+    action: str,
+    work: Callable[[AsyncConnection], Awaitable[T]],
+    *,
+    retry_lock_conflicts: bool = False,
+) -> T:
+    """Run ``work(conn)`` in one transaction; retried as :func:`through_outages` says.
+
+    Only for idempotent work (the store's writes are: a replace deletes and writes the
+    same rows again, an upsert leaves one copy). A dead connection fails at ``BEGIN``,
+    before anything is written; a transaction cut short later is rolled back by the
+    server, so the retry starts from the state before it.
+
+    Args:
+        retry_lock_conflicts: run the transaction again, after a pause (50 ms doubling to
+            1 s; up to :data:`_LOCK_RETRIES` more times), when it was a deadlock's victim
+            or its ``lock_timeout`` ran out (SQLSTATE 40P01, 55P03): it was rolled back
+            whole, so running it again is safe.
+
+    Raises:
+        StoreError: the database failed or is unavailable (no SQL in the message).
+    """
+
+    async def attempt() -> T:
+        async with store_errors(action), engine.begin() as conn:
+            return await work(conn)
+
+    tries, delay = 0, 0.05
+    while True:
+        try:
+            return await through_outages(attempt, target=lambda: _target(engine))
+        except StoreError as exc:
+            conflict = exc.sqlstate in _LOCK_CONFLICTS
+            if not retry_lock_conflicts or not conflict or tries >= _LOCK_RETRIES:
+                raise
+            tries += 1
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+#: Deadlock victim, lock timeout: what ``write(retry_lock_conflicts=True)`` retries.
+_LOCK_CONFLICTS = frozenset({"40P01", "55P03"})
+_LOCK_RETRIES = 30

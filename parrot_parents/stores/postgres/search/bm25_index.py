@@ -1,0 +1,241 @@
+"""The lexical backend of a collection: pg_textsearch's ``bm25`` index where the server
+has it, else BM25 computed in SQL over the ``lexical`` tsvector.
+
+Backends (:data:`LexicalBackend`):
+
+``pg_textsearch``
+    A pg_textsearch (Tiger Data, https://github.com/timescale/pg_textsearch) ``bm25``
+    index over a stored generated column ``lexical_text``: the text the ``lexical``
+    tsvector indexes (a child's retrieval preamble, then its text; NULL for parents). The
+    index ranks with block-max WAND, so a top-k reads a few posting blocks instead of
+    every matching child. Its ``text_config`` is the collection's text-search
+    configuration, and ``k1``/``b`` are the SQL backend's
+    (:data:`~parrot_parents.stores.postgres.search.lexical.BM25_K1`, ``BM25_B``). Its BM25 is not
+    the SQL
+    backend's to the last digit: pg_textsearch measures a row's length in tokens, the SQL
+    backend in distinct lexemes; and after deletes and replaces its corpus statistics
+    follow its own upkeep (VACUUM) rather than the exact counts the SQL backend keeps. So
+    scores, and now and then the order of near ties, differ. pg_textsearch indexes only a
+    column, never an expression, hence the column; it costs the children's text once more
+    on disk.
+``sql``
+    BM25 computed in SQL from the collection's exact statistics
+    (:mod:`parrot_parents.stores.postgres.search.lexical`,
+    :mod:`parrot_parents.stores.postgres.search.hybrid`). It needs
+    nothing but PostgreSQL, and it also serves, on a ``pg_textsearch`` collection, the
+    searches that index cannot answer well: under a metadata filter (the index ranks
+    first and filters after) and with pseudo-relevance feedback (which reads the
+    statistics).
+
+The collection records its backend in the catalog itself: it is ``pg_textsearch``
+exactly when its ``bm25`` index exists. ``auto`` (the default) gives a new collection
+``pg_textsearch`` when the server can (the extension is installed and preloaded, and
+exists in the database or the role may create it) and its version is at least
+:data:`SAFE_VERSION`: pg_textsearch 1.0.0 can hang concurrent writers forever, unkillable
+(timescale/pg_textsearch#370, fixed in 1.1.0; seen here too, five concurrent upserts stuck
+on its LWLocks), and the embedded server ships 1.0.0. Asked for by name, ``pg_textsearch``
+is given on 1.0.0 too, with a warning. ``parrot-parents reindex --lexical BACKEND`` moves a
+collection from one to the other.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Literal, get_args
+
+from sqlalchemy import Connection, text
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.identifiers import derived_name, validate_identifier
+from parrot_parents.stores.postgres.search.lexical import (
+    BM25_B,
+    BM25_K1,
+    validate_text_search_config,
+)
+
+__all__ = [
+    "BM25_COLUMN",
+    "LEXICAL_BACKENDS",
+    "SAFE_VERSION",
+    "LexicalBackend",
+    "LexicalChoice",
+    "auto_bm25",
+    "bm25_index_name",
+    "bm25_unavailable",
+    "bm25_unsafe",
+    "check_lexical_choice",
+    "drop_bm25",
+    "ensure_bm25",
+    "read_lexical_backend",
+    "validate_lexical_choice",
+]
+
+LexicalBackend = Literal["pg_textsearch", "sql"]
+#: What a caller may ask for: a backend, or ``auto`` (``pg_textsearch`` where the server has it).
+LexicalChoice = Literal["auto", "pg_textsearch", "sql"]
+LEXICAL_BACKENDS: tuple[LexicalBackend, ...] = get_args(LexicalBackend)
+
+#: The first pg_textsearch release whose index does not hang concurrent writers.
+SAFE_VERSION = (1, 1, 0)
+
+#: The stored generated column the ``bm25`` index is built on.
+BM25_COLUMN = "lexical_text"
+_EXTENSION = "pg_textsearch"
+logger = logging.getLogger(__name__)
+# parrot_parents.stores.records.structure_markers.RETRIEVAL_PREAMBLE
+_PREAMBLE = "retrieval_preamble"
+
+
+def validate_lexical_choice(value: object) -> LexicalChoice:
+    """``auto``, ``pg_textsearch`` or ``sql``.
+
+    Raises:
+        ConfigurationError: anything else.
+    """
+    if value not in ("auto", *LEXICAL_BACKENDS):
+        raise ConfigurationError(
+            f"lexical backend must be one of auto, {', '.join(LEXICAL_BACKENDS)}; got {value!r}"
+        )
+    return value  # type: ignore[return-value]
+
+
+def check_lexical_choice(table: str, backend: LexicalBackend, wanted: LexicalChoice) -> None:
+    """Refuse ``pg_textsearch`` for a collection without its index. (Every collection
+    keeps the SQL backend's statistics, so ``sql`` can rank any of them.)
+
+    Raises:
+        ConfigurationError: naming the command that builds the index.
+    """
+    if wanted == "pg_textsearch" and backend != "pg_textsearch":
+        raise ConfigurationError(
+            f"collection {table!r} has no pg_textsearch index: it ranks BM25 in SQL",
+            hint=f"build it with `parrot-parents reindex --lexical {wanted} --collection {table}`",
+        )
+
+
+def bm25_index_name(table: str) -> str:
+    """The name of a collection's ``bm25`` index (in the collection's schema)."""
+    return derived_name(validate_identifier(table, "table"), "bm25")
+
+
+def _qualified(schema: str, name: str) -> str:
+    return f'"{validate_identifier(schema, "schema")}"."{name}"'
+
+
+def read_lexical_backend(conn: Connection, table: str, schema: str = "public") -> LexicalBackend:
+    """The collection's backend: ``pg_textsearch`` when its ``bm25`` index exists."""
+    found = conn.execute(
+        text("SELECT to_regclass(:name) IS NOT NULL"),
+        {"name": _qualified(schema, bm25_index_name(table))},
+    ).scalar_one()
+    return "pg_textsearch" if found else "sql"
+
+
+def bm25_unavailable(conn: Connection) -> str | None:
+    """Why this server cannot give a collection a ``bm25`` index, or None when it can.
+
+    The extension must be installed, listed in ``shared_preload_libraries`` and either
+    created in this database or creatable by this role (it is not a trusted extension:
+    creating it takes a superuser). Reads the catalog only; creates nothing.
+    """
+    row = conn.execute(
+        text(
+            "SELECT"
+            " EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = :ext),"
+            " EXISTS (SELECT 1 FROM pg_extension WHERE extname = :ext),"
+            " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),"
+            # Only roles that may read every setting see this one (NULL: cannot tell).
+            " CASE WHEN pg_has_role('pg_read_all_settings', 'USAGE') THEN"
+            "   :ext = ANY (string_to_array(replace("
+            "     current_setting('shared_preload_libraries'), ' ', ''), ','))"
+            " END"
+        ),
+        {"ext": _EXTENSION},
+    ).one()
+    available, created, superuser, preloaded = row
+    if not available:
+        return "the server has no pg_textsearch extension"
+    if preloaded is False:
+        return "pg_textsearch is not in shared_preload_libraries"
+    if not created and not superuser:
+        return "pg_textsearch is not created in this database and this role may not create it"
+    return None
+
+
+def bm25_unsafe(conn: Connection) -> str | None:
+    """Why ``auto`` should not choose pg_textsearch on this server though it can (a
+    release older than :data:`SAFE_VERSION`), or None."""
+    version = conn.execute(
+        text(
+            "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = :ext),"
+            " (SELECT default_version FROM pg_available_extensions WHERE name = :ext))"
+        ),
+        {"ext": _EXTENSION},
+    ).scalar_one_or_none()
+    if version is None:
+        return None
+    found = tuple(int(p) for p in re.findall(r"\d+", str(version))[:3])
+    if found >= SAFE_VERSION:
+        return None
+    safe = ".".join(map(str, SAFE_VERSION))
+    return (
+        f"pg_textsearch {version} can hang concurrent writers (timescale/pg_textsearch#370); "
+        f"{safe} or newer is needed"
+    )
+
+
+def auto_bm25(conn: Connection) -> bool:
+    """Whether ``auto`` gives a new collection pg_textsearch here: the server can
+    (:func:`bm25_unavailable`) and its release is safe (:func:`bm25_unsafe`)."""
+    return bm25_unavailable(conn) is None and bm25_unsafe(conn) is None
+
+
+def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
+    """Give a collection its ``lexical_text`` column and ``bm25`` index (idempotent).
+
+    Runs in the caller's transaction; on an existing table the column is added with one
+    table rewrite and the index is built over the rows already there.
+
+    Raises:
+        ConfigurationError: the server cannot (:func:`bm25_unavailable`).
+    """
+    reason = bm25_unavailable(conn)
+    if reason is not None:
+        raise ConfigurationError(
+            f"collection {table!r} cannot use the pg_textsearch lexical backend: {reason}",
+            hint="use the sql backend (it needs nothing but PostgreSQL)",
+        )
+    risk = bm25_unsafe(conn)
+    if risk is not None:
+        logger.warning("collection %r ranks BM25 with pg_textsearch, but %s", table, risk)
+    config = validate_text_search_config(config)
+    qt = _qualified(schema, validate_identifier(table, "table"))
+    # Two first creators in one database would race on the extension's catalog rows:
+    # the lock the pgvector extension is created under serialises them.
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('parrot_parents.extension'))"))
+    conn.execute(text(f"CREATE EXTENSION IF NOT EXISTS {_EXTENSION}"))
+    # NULL || text is NULL: a row without a preamble indexes exactly its text, as the
+    # tsvector does; parents (no embedding) are NULL and stay out of the index.
+    conn.execute(
+        text(
+            f'ALTER TABLE {qt} ADD COLUMN IF NOT EXISTS "{BM25_COLUMN}" text GENERATED ALWAYS AS'
+            " (CASE WHEN embedding IS NULL THEN NULL ELSE"
+            f" coalesce((cmetadata->>'{_PREAMBLE}') || E'\\n', '') || document END) STORED"
+        )
+    )
+    conn.execute(
+        text(
+            f'CREATE INDEX IF NOT EXISTS "{bm25_index_name(table)}" ON {qt}'
+            f' USING bm25 ("{BM25_COLUMN}")'
+            f" WITH (text_config = '{config}', k1 = {BM25_K1}, b = {BM25_B})"
+        )
+    )
+
+
+def drop_bm25(conn: Connection, table: str, schema: str = "public") -> None:
+    """Drop a collection's ``bm25`` index and its column (idempotent): the collection
+    is ``sql`` from then on."""
+    qt = _qualified(schema, validate_identifier(table, "table"))
+    conn.execute(text(f"DROP INDEX IF EXISTS {_qualified(schema, bm25_index_name(table))}"))
+    conn.execute(text(f'ALTER TABLE {qt} DROP COLUMN IF EXISTS "{BM25_COLUMN}"'))

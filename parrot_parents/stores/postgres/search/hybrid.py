@@ -1,0 +1,512 @@
+"""One SQL statement for dense, lexical (BM25) or hybrid search over the children.
+
+``dense``
+    pgvector cosine kNN on the HNSW index.
+``lexical``
+    BM25 over the ``lexical`` tsvector of the children, from the collection's exact
+    statistics (:mod:`parrot_parents.stores.postgres.search.lexical`): candidates are the children
+    that
+    hold a candidate query lexeme (GIN index, "Candidates" below), scored with every
+    query lexeme: ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
+    Or, given a collection's pg_textsearch ``bm25`` index
+    (:mod:`parrot_parents.stores.postgres.search.bm25_index`), the index's own top-k by BM25
+    (``ORDER BY lexical_text <@> to_bm25query(...) LIMIT k``: block-max WAND, no scan of
+    the matching children).
+``hybrid``
+    both branches, fused with weighted reciprocal rank fusion (Cormack, Clarke and
+    Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
+    Methods", SIGIR 2009): ``dense_weight / (k + dense_rank) + lexical_weight / (k +
+    lexical_rank)``, a missing rank adding nothing.
+
+Filters and the child predicate apply to both branches. Every result carries its rank in
+each branch (None when absent from it).
+
+Candidates
+    Scoring reads every candidate row, and a common query word makes most of a large
+    collection a candidate (scoring them all: 900 ms a query at 100k children, 1.2 s at
+    1M). A query lexeme held by more than ``max(2% of the children, 5,000)`` children
+    therefore does not generate candidates, unless it is among the two rarest of the query; it
+    still scores every candidate that holds it (:class:`CandidateRule`). This is an
+    approximation: a child holding only such common query lexemes is not ranked. Below
+    5,000 children no lexeme can be that common, and the search is exact BM25. On the
+    synthetic scale collections (docs/benchmarks.md, "At scale") the top 10
+    was identical to exact BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M.
+    :data:`EXACT_CANDIDATES` switches the rule off; the store does so under a metadata
+    filter, which may leave only children holding common query lexemes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy import (
+    Float,
+    Select,
+    Table,
+    Text,
+    all_,
+    any_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    literal_column,
+    null,
+    or_,
+    select,
+    true,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, aggregate_order_by
+from sqlalchemy.sql.elements import ColumnClause, ColumnElement
+
+from parrot_parents.stores.postgres.connections.vector_codec import QueryVector
+from parrot_parents.stores.postgres.search.bm25_index import BM25_COLUMN
+from parrot_parents.stores.postgres.search.lexical import (
+    BM25_B,
+    BM25_K1,
+    LexicalTables,
+    validate_text_search_config,
+)
+from parrot_parents.stores.search_options import PRF, Fusion, SearchMode, branch_depth
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "CANDIDATES",
+    "EXACT_CANDIDATES",
+    "CandidateRule",
+    "query_vector",
+    "search_statement",
+]
+
+
+@dataclass(frozen=True)
+class CandidateRule:
+    """Which query lexemes generate lexical candidates (every query lexeme still scores them).
+
+    A query lexeme generates candidates unless it is held by more than
+    ``max(df_fraction * n, df_floor)`` children; the ``keep`` rarest query lexemes always do.
+    """
+
+    df_fraction: float = 0.02
+    df_floor: int = 5000
+    keep: int = 2
+
+
+#: The product's rule: exact below 5,000 children (no lexeme can be held by more), and
+#: above, lexemes held by more than 2% of the children (and more than 5,000) only score.
+CANDIDATES = CandidateRule()
+#: Every query lexeme generates candidates: BM25 top-k over all matching children.
+EXACT_CANDIDATES = CandidateRule(df_fraction=1.0, df_floor=2**62, keep=2**30)
+
+
+def query_vector(table: Table) -> Any:
+    """The query embedding as a bound parameter (``query_vector``), so that a statement
+    can be built once and run with any vector."""
+    # Bound in pgvector's binary format (parrot_parents.stores.postgres.connections.vector_codec),
+    # not as text.
+    column_type = table.c.embedding.type
+    if not isinstance(column_type, VECTOR):
+        raise TypeError(f"{table.name}.embedding is {column_type!r}, not a pgvector VECTOR")
+    return bindparam("query_vector", type_=QueryVector(column_type.dim))
+
+
+def _dense(table: Table, where: list[Any], depth: int) -> Any:
+    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
+    knn = (
+        select(table.c.id, distance)
+        .where(table.c.embedding.is_not(None), *where)
+        .order_by(distance)
+        .limit(depth)
+        .subquery("knn")
+    )
+    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
+    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
+
+
+def _dense_kept(kept: Any, depth: int) -> Any:
+    """The dense branch as :func:`_dense` ranks it exactly, over the
+    :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`."""
+    knn = (
+        select(kept.c.id, kept.c.distance)
+        .where(kept.c.distance.is_not(None))
+        .order_by(kept.c.distance, kept.c.id)
+        .limit(depth)
+        .subquery("knn")
+    )
+    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
+    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
+
+
+def _qlex(lx: Table, terms: Any, keep_from: Any | None) -> Any:
+    """The lexicon rows of ``terms``, with their rank by df (among ``keep_from``'s
+    lexemes only, when given: the query's own rarest lexemes stay candidates)."""
+    if keep_from is None:
+        rank = func.row_number().over(order_by=(lx.c.df, lx.c.lexeme))
+        return (
+            select(lx.c.lexeme, lx.c.df, rank.label("df_rank"))
+            .where(lx.c.lexeme == any_(terms))
+            .subquery("qlex")
+        )
+    own = lx.c.lexeme == any_(keep_from)
+    rank = func.row_number().over(partition_by=own, order_by=(lx.c.df, lx.c.lexeme))
+    return (
+        select(lx.c.lexeme, lx.c.df, own.label("own"), rank.label("df_rank"))
+        .where(lx.c.lexeme == any_(terms))
+        .subquery("qlex_prf")
+    )
+
+
+def _candidates(
+    lx: Table, stats: Any, terms: Any, rule: CandidateRule, keep_from: Any | None = None
+) -> Any:
+    """The tsquery of the lexemes of ``terms`` that generate candidates (module docstring,
+    "Candidates"). A lexeme absent from the lexicon is in no child, so leaving it out of
+    the tsquery changes nothing."""
+    qlex = _qlex(lx, terms, keep_from)
+    kept = qlex.c.df_rank <= rule.keep
+    if keep_from is not None:
+        kept = kept & qlex.c.own
+    return (
+        select(cast(func.string_agg(func.quote_literal(qlex.c.lexeme), literal(" | ")), TSQUERY))
+        .select_from(qlex)
+        .join(stats, true())
+        .where(
+            or_(
+                qlex.c.df <= func.greatest(stats.c.n * float(rule.df_fraction), rule.df_floor),
+                kept,
+            )
+        )
+        .scalar_subquery()
+    )
+
+
+def _idf(lx: Table, stats: Any) -> Any:
+    """Lucene's BM25 idf of a lexicon row."""
+    return func.ln(1.0 + (stats.c.n - lx.c.df + 0.5) / (lx.c.df + 0.5))
+
+
+def _bm25(
+    table: Any,
+    stats: Any,
+    terms: Any,
+    tsquery: Any,
+    weights: Any,
+    where: list[Any],
+    depth: int,
+    name: str,
+) -> Any:
+    """The top ``depth`` children by BM25 over ``terms``: rows ``id, lexical_score``.
+
+    ``table``: the collection table, or the
+    :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`
+    (columns ``id`` and ``lexical``). ``weights`` has a row ``(lexeme, idf)`` per scoring
+    lexeme; its ``idf`` is the lexeme's idf, times its query weight under feedback."""
+    # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
+    # row otherwise, unnested then filtered: twice the time at 100k children):
+    # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
+    # positions of a kept lexeme are all its positions, so tf is unchanged.
+    only_query = func.ts_filter(
+        func.setweight(
+            func.setweight(table.c.lexical, literal_column("'D'::\"char\"")),
+            literal_column("'A'::\"char\""),
+            terms,
+        ),
+        literal_column("'{a}'::\"char\"[]"),
+    )
+    u = func.unnest(only_query).table_valued("lexeme", "positions", "weights", name="u")
+    # tf: the positions of the lexeme in the row; the length is ``length(tsvector)``, the
+    # number of distinct lexemes (see :mod:`parrot_parents.stores.postgres.search.lexical`).
+    tf = cast(func.array_length(u.c.positions, 1), Float)
+    norm = 1.0 - BM25_B + BM25_B * cast(func.length(table.c.lexical), Float) / stats.c.avgdl
+    score = func.sum(weights.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm))
+    return (
+        select(table.c.id, score.label("lexical_score"))
+        .select_from(table)
+        .join(u, true())
+        .join(weights, weights.c.lexeme == u.c.lexeme)
+        .join(stats, true())
+        .where(table.c.lexical.op("@@")(tsquery), *where)
+        .group_by(table.c.id)
+        .order_by(score.desc(), table.c.id)
+        .limit(depth)
+        .subquery(name)
+    )
+
+
+#: Feedback lexemes are 2 to 20 characters long (Anserini's RM3 term filter, without its
+#: ASCII rule, so that accented words stay).
+_FEEDBACK_LEXEME_LENGTH = (2, 20)
+
+
+def _feedback(
+    table: Table, lx: Table, stats: Any, terms: Any, first: Any, prf: PRF
+) -> tuple[Any, Any]:
+    """RM3 over the first pass's top children (:class:`PRF`): the CTE of weighted
+    lexemes ``(lexeme, idf)`` (idf times the mixed weight) and the array of the lexemes
+    added to the query, heaviest first."""
+    fb = first
+    row = table.alias("fb_row")
+    u = func.unnest(row.c.lexical).table_valued("lexeme", "positions", "weights", name="fu")
+    # Stripped positions read as one occurrence.
+    tf = cast(func.coalesce(func.array_length(u.c.positions, 1), 1), Float)
+    occ = (
+        select(
+            fb.c.lexical_score.label("s"),
+            u.c.lexeme,
+            # P(w|D): the lexeme's share of the child's lexeme occurrences.
+            (tf / func.sum(tf).over(partition_by=fb.c.id)).label("p"),
+        )
+        .select_from(fb.join(row, row.c.id == fb.c.id).join(u, true()))
+        .subquery("fb_occ")
+    )
+    # P(Q|D): the child's BM25 score over the feedback children's total.
+    total = select(func.sum(fb.c.lexical_score)).scalar_subquery()
+    rm_w = func.sum(occ.c.p * occ.c.s) / func.nullif(total, 0.0)
+    lo, hi = _FEEDBACK_LEXEME_LENGTH
+    rm = (
+        select(occ.c.lexeme, rm_w.label("w"))
+        .where(func.length(occ.c.lexeme).between(lo, hi))
+        .group_by(occ.c.lexeme)
+        .order_by(rm_w.desc(), occ.c.lexeme)
+        .limit(prf.fb_terms)
+        .cte("prf_rm")
+    )
+    lam = float(prf.original_weight)
+    q = func.unnest(terms).column_valued("qu")
+    qn = func.greatest(func.cardinality(terms), 1)
+    mixed = union_all(
+        select(q.label("lexeme"), (literal(lam, Float) / qn).label("w")),
+        select(
+            rm.c.lexeme,
+            (literal(1.0 - lam, Float) * rm.c.w / func.sum(rm.c.w).over()).label("w"),
+        ),
+    ).subquery("prf_mixed")
+    mix = (
+        select(mixed.c.lexeme, func.sum(mixed.c.w).label("w"))
+        .group_by(mixed.c.lexeme)
+        .cte("prf_terms")
+    )
+    weights = (
+        select(lx.c.lexeme, (_idf(lx, stats) * mix.c.w).label("idf"))
+        .select_from(lx)
+        .join(mix, mix.c.lexeme == lx.c.lexeme)
+        .join(stats, true())
+        .where(mix.c.w > 0.0)
+        .cte("prf_idf")
+    )
+    # Empty, not NULL, when feedback ran and added nothing (every heavy lexeme was the
+    # query's own, or the first pass found nothing).
+    added = func.coalesce(
+        cast(
+            select(func.array_agg(aggregate_order_by(rm.c.lexeme, rm.c.w.desc(), rm.c.lexeme)))
+            .where(rm.c.lexeme != all_(terms))
+            .scalar_subquery(),
+            ARRAY(Text),
+        ),
+        cast(literal_column("'{}'"), ARRAY(Text)),
+    )
+    return weights, added
+
+
+def _lexical(
+    table: Table,
+    lex: LexicalTables,
+    config: str,
+    where: list[Any],
+    depth: int,
+    rule: CandidateRule,
+    prf: PRF | None = None,
+    kept: Any | None = None,
+) -> tuple[Any, Any]:
+    """The lexical branch as a CTE ``(id, lexical_score, lexical_rank)``, and the array of
+    lexemes feedback added to the query (a NULL ``text[]`` without ``prf``). ``kept``:
+    rank the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` (``where`` applied there)
+    instead of the table's."""
+    # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
+    # 1 ms of work with semi-joins on a CTE of query terms), so the query's lexemes are
+    # one array, matched with ``= ANY`` (docs/benchmarks.md, "What hybrid search costs").
+    cfg: ColumnClause[Any] = literal_column(f"'{validate_text_search_config(config)}'::regconfig")
+    terms = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("lexical_query")))
+    q = select(terms.label("terms")).cte("qterms")
+    # The query's lexemes, once per statement (an InitPlan: uncorrelated scalar subquery).
+    # The ``@@`` operand must not reference a joined relation: as a join filter it could not
+    # use the GIN index, and every child would be read and matched.
+    terms_once = cast(select(q.c.terms).scalar_subquery(), ARRAY(Text))
+    st = lex.stats
+    stats = select(
+        cast(st.c.n, Float).label("n"),
+        (cast(st.c.total_len, Float) / func.greatest(st.c.n, 1)).label("avgdl"),
+    ).cte("lexstats")
+    lx = lex.lexicon
+    idf = (
+        select(lx.c.lexeme, _idf(lx, stats).label("idf"))
+        .select_from(lx)
+        .join(stats, true())
+        .where(lx.c.lexeme == any_(terms_once))
+        .cte("idf")
+    )
+    tsquery = _candidates(lx, stats, terms_once, rule)
+    added: Any = cast(null(), ARRAY(Text))
+    source, where = (table, where) if kept is None else (kept, [])
+    if prf is None:
+        top = _bm25(source, stats, terms_once, tsquery, idf, where, depth, "lexical_top")
+    else:
+        first = _bm25(source, stats, terms_once, tsquery, idf, where, prf.fb_docs, "fb_top")
+        first_cte = select(first.c.id, first.c.lexical_score).cte("prf_docs")
+        weights, added = _feedback(table, lx, stats, terms_once, first_cte, prf)
+        # The expanded query's lexemes, once per statement, as the query's are.
+        expanded = cast(select(func.array_agg(weights.c.lexeme)).scalar_subquery(), ARRAY(Text))
+        tsquery2 = _candidates(lx, stats, expanded, rule, keep_from=terms_once)
+        top = _bm25(source, stats, expanded, tsquery2, weights, where, depth, "lexical_top")
+    rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
+    return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical"), added
+
+
+def _bm25_index(table: Table, index: str, where: list[Any], depth: int) -> Any:
+    """The lexical branch from a pg_textsearch ``bm25`` index: its top ``depth`` children
+    as a CTE ``(id, lexical_score, lexical_rank)``. ``index`` is the schema-qualified
+    index name (a validated derived name, written into the statement)."""
+    column: ColumnClause[Any] = literal_column(f'"{table.name}"."{BM25_COLUMN}"')
+    query = func.to_bm25query(bindparam("lexical_query"), literal(index))
+    # ``<@>`` is the negated BM25 score, ascending, as an index can order by it. The ORDER
+    # BY must be exactly that expression for the index to serve it: no tie-break here.
+    distance = column.op("<@>", return_type=Float)(query)
+    top = (
+        select(table.c.id, (-distance).label("lexical_score"))
+        .where(column.is_not(None), *where)
+        .order_by(distance)
+        .limit(depth)
+        .subquery("lexical_top")
+    )
+    rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
+    # A plan that scans instead (a tiny table) also yields rows matching no query term.
+    return (
+        select(top.c.id, top.c.lexical_score, rank.label("lexical_rank"))
+        .where(top.c.lexical_score > 0.0)
+        .cte("lexical")
+    )
+
+
+def search_statement(
+    table: Table,
+    *,
+    mode: SearchMode,
+    limit: int,
+    where: list[ColumnElement[Any]],
+    with_vector: bool,
+    lexical: LexicalTables | None = None,
+    text_search_config: str | None = None,
+    fusion: Fusion | None = None,
+    candidates: CandidateRule = CANDIDATES,
+    bm25_index: str | None = None,
+    kept: Any | None = None,
+) -> Select[Any]:
+    """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
+    ``with_vector``, ``query_vector`` (its embedding).
+
+    Dense-only search stays the store's plain kNN statement.
+
+    Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
+    fused_score, lexical_expansion, ord`` (the 1-based rank), best first.
+    ``lexical_expansion`` is the array of lexemes pseudo-relevance feedback added to the
+    query, heaviest first (``fusion.prf``), the same on every row; NULL without it.
+    ``distance`` is the cosine distance when ``with_vector``; ``fused_score`` is the
+    weighted RRF value the rows are ordered by (``hybrid``; None in ``lexical`` mode).
+
+    Args:
+        table: the collection table.
+        mode: ``lexical`` or ``hybrid``.
+        limit: rows returned.
+        where: filters applied to both branches (child predicate, metadata filter).
+        with_vector: whether ``query_vector`` is bound (``hybrid`` needs it).
+        lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
+        fusion: RRF settings and the lexical branch's feedback (``fusion.prf``, see
+            :class:`~parrot_parents.stores.search_options.PRF`); defaults of
+            :class:`Fusion`.
+        candidates: which query lexemes generate lexical candidates (module docstring).
+        bm25_index: the schema-qualified name of the collection's pg_textsearch index:
+            the lexical branch is its top-k instead of BM25 in SQL (not with
+            ``fusion.prf``, which reads the SQL statistics).
+        kept: rank these rows of ``where`` only, every one of them
+            (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`, read once; the exact
+            plan of
+            a selective filter, :mod:`~parrot_parents.stores.postgres.search.filter_plan`): the
+            dense
+            branch compares each (never the HNSW index) and the lexical branch matches
+            each, never through the GIN index.
+    """
+    fusion = fusion or Fusion()
+    depth = branch_depth(mode, limit, fusion)
+    distance: Any = literal(None, Float)
+    if with_vector:
+        distance = table.c.embedding.cosine_distance(query_vector(table))
+    assert lexical is not None and text_search_config is not None
+    lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
+    if bm25_index is not None:
+        assert fusion.prf is None, "feedback reads the SQL statistics"
+        assert kept is None, "an exact search ranks the kept rows in SQL"
+        lex, added = _bm25_index(table, bm25_index, where, lex_depth), cast(null(), ARRAY(Text))
+    else:
+        lex, added = _lexical(
+            table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf, kept
+        )
+    if mode == "lexical":
+        return (
+            select(
+                table.c.id,
+                table.c.document,
+                table.c.cmetadata,
+                distance.label("distance"),
+                literal(None, Float).label("dense_rank"),
+                lex.c.lexical_rank,
+                lex.c.lexical_score,
+                literal(None, Float).label("fused_score"),
+                added.label("lexical_expansion"),
+                func.row_number().over(order_by=lex.c.lexical_rank).label("ord"),
+            )
+            .join(lex, lex.c.id == table.c.id)
+            .order_by(lex.c.lexical_rank)
+            .limit(limit)
+        )
+    assert with_vector
+    dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
+    fid = func.coalesce(dense.c.id, lex.c.id)
+    k = float(fusion.rrf_k)
+    fused = fusion.dense_weight * func.coalesce(
+        1.0 / (k + dense.c.dense_rank), 0.0
+    ) + fusion.lexical_weight * func.coalesce(1.0 / (k + lex.c.lexical_rank), 0.0)
+    top = (
+        select(
+            fid.label("id"),
+            dense.c.dense_rank,
+            lex.c.lexical_rank,
+            lex.c.lexical_score,
+            fused.label("fused"),
+        )
+        .select_from(dense.join(lex, dense.c.id == lex.c.id, full=True))
+        .order_by(fused.desc(), dense.c.dense_rank.asc().nulls_last(), fid)
+        .limit(limit)
+        .subquery("fused")
+    )
+    return (
+        select(
+            table.c.id,
+            table.c.document,
+            table.c.cmetadata,
+            distance.label("distance"),
+            top.c.dense_rank,
+            top.c.lexical_rank,
+            top.c.lexical_score,
+            top.c.fused.label("fused_score"),
+            added.label("lexical_expansion"),
+            func.row_number()
+            .over(order_by=(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id))
+            .label("ord"),
+        )
+        .join(top, top.c.id == table.c.id)
+        .order_by(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id)
+    )

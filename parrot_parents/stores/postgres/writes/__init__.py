@@ -1,0 +1,1 @@
+"""How rows enter and leave a PostgreSQL collection: the bulk writer."""

@@ -1,0 +1,2 @@
+"""What a stored row is, the same in every store: its ids, markers, metadata values and
+sentences."""

@@ -7,6 +7,8 @@ Client mistakes also derive from the matching built-in (``ValueError``,
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BotConfigError",
     "BotNotFoundError",
@@ -73,24 +75,11 @@ class ModelMismatchError(SchemaMismatchError):
         actual: the model that would embed, described alike.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        recorded: str,
-        actual: str,
-        expected_dimension: int | None = None,
-        actual_dimension: int | None = None,
-        hint: str | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, recorded: str, actual: str, **kwargs: Any) -> None:
+        """The keyword arguments of :class:`SchemaMismatchError` pass through."""
         self.recorded = recorded
         self.actual = actual
-        super().__init__(
-            message,
-            expected_dimension=expected_dimension,
-            actual_dimension=actual_dimension,
-            hint=hint,
-        )
+        super().__init__(message, **kwargs)
 
 
 class StoreError(ParrotParentsError):

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["is_package_loop", "package_loop", "run_sync"]
+__all__ = ["is_package_loop", "package_loop", "run_sync", "sync_twin"]
 
 T = TypeVar("T")
+S = TypeVar("S")
+P = ParamSpec("P")
 
 _LOCK = threading.Lock()
 _LOOP: asyncio.AbstractEventLoop | None = None
@@ -75,3 +77,19 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         coro.close()
         raise RuntimeError("run_sync() called from the package's own loop: use await")
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+def sync_twin(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], T]:
+    """The ``*_sync`` twin of an async method: it calls the method of the same name on
+    its object (an override included) through :func:`run_sync`."""
+    name = method.__name__
+
+    def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        bound: Callable[P, Coroutine[Any, Any, T]] = getattr(self, name)
+        return run_sync(bound(*args, **kwargs))
+
+    twin.__name__ = twin.__qualname__ = f"{name}_sync"
+    twin.__doc__ = f":meth:`{name}` from code without an event loop (:mod:`parrot_parents.sync`)."
+    return twin

@@ -14,7 +14,7 @@ from parrot_parents.llm.prompt import Answer, build_messages
 from parrot_parents.retrieval.options import RetrievalOptions, RetrievalOverrides
 from parrot_parents.retrieval.pipeline import Retrieval
 from parrot_parents.stores.questions import check_question
-from parrot_parents.sync import run_sync
+from parrot_parents.sync import run_sync, sync_twin
 
 if TYPE_CHECKING:
     from parrot_parents.plugins import Registries
@@ -189,39 +189,6 @@ class Chatbot(AbstractBot):
         meta["llm"] = completion.to_dict()
         return Answer(text=completion.text, passages=list(retrieval.passages), meta=meta)
 
-    # -- for code without an event loop ------------------------------------------------
-
-    def retrieve_sync(
-        self,
-        question: str,
-        options: RetrievalOptions | None = None,
-        **overrides: Unpack[RetrievalOverrides],
-    ) -> Retrieval:
-        """:meth:`retrieve` from code without an event loop (:mod:`parrot_parents.sync`)."""
-        return run_sync(self.retrieve(question, options, **overrides))
-
-    def get_vector_context_sync(
-        self,
-        question: str,
-        options: RetrievalOptions | None = None,
-        **overrides: Unpack[RetrievalOverrides],
-    ) -> tuple[str, dict[str, Any]]:
-        """:meth:`get_vector_context` from code without an event loop."""
-        return run_sync(self.get_vector_context(question, options, **overrides))
-
-    def ask_sync(
-        self,
-        question: str,
-        options: RetrievalOptions | None = None,
-        **kwargs: Any,
-    ) -> Answer:
-        """:meth:`ask` from code without an event loop (same keyword arguments)."""
-        return run_sync(self.ask(question, options, **kwargs))
-
-    def close_sync(self) -> None:
-        """:meth:`close` from code without an event loop."""
-        run_sync(self.close())
-
     async def close(self) -> None:
         """Release the reranker's model reference, and the store when the bot owns it
         (not when a :class:`~parrot_parents.bots.manager.BotManager` shares it). Safe to
@@ -230,6 +197,11 @@ class Chatbot(AbstractBot):
             self.reranker.close()
         if self.store is not None and self.owns_store:
             await self.store.close()
+
+    retrieve_sync = sync_twin(retrieve)
+    get_vector_context_sync = sync_twin(get_vector_context)
+    ask_sync = sync_twin(ask)
+    close_sync = sync_twin(close)
 
     async def __aenter__(self) -> Chatbot:
         return self

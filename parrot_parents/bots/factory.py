@@ -29,7 +29,14 @@ from parrot_parents.stores.identifiers import RESERVED_TABLE_NAMES
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.creation import collection_state
 
-__all__ = ["build_bot", "collection_exists", "load_bot", "row_store", "store_key"]
+__all__ = [
+    "build_bot",
+    "collection_exists",
+    "load_bot",
+    "require_collection",
+    "row_store",
+    "store_key",
+]
 
 B = TypeVar("B", bound=AbstractBot)
 
@@ -43,6 +50,15 @@ async def collection_exists(engine: AsyncEngine, collection: str, schema: str = 
     async with engine.connect() as conn:
         state = await conn.run_sync(collection_state, schema, collection)
     return state == "collection"
+
+
+async def require_collection(
+    engine: AsyncEngine, settings: BotSettings, hint: str | None = None
+) -> None:
+    """Raises BotConfigError on ``collection`` when the row's collection does not exist."""
+    if not await collection_exists(engine, settings.collection):
+        message = f"no collection named {settings.collection!r} in schema 'public'"
+        raise BotConfigError(settings.name, [("collection", message)], hint=hint)
 
 
 def row_store(
@@ -161,17 +177,7 @@ async def load_bot(
         settings = validate_bot(row, registries=registries)
         other = row_store(settings, registries=registries, embedding=embedding)
         if other is None:
-            engine = await repo.engine()
-            if not await collection_exists(engine, settings.collection):
-                raise BotConfigError(
-                    name,
-                    [
-                        (
-                            "collection",
-                            f"no collection named {settings.collection!r} in schema 'public'",
-                        )
-                    ],
-                )
+            await require_collection(await repo.engine(), settings)
     if other is not None:
         await connect_row_store(settings, other)
         try:

@@ -26,8 +26,8 @@ from sqlalchemy import text
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.bots.factory import (
     build_bot,
-    collection_exists,
     connect_row_store,
+    require_collection,
     row_store,
     store_key,
 )
@@ -258,13 +258,11 @@ class BotManager:
             return store
         engine = await self.repository.engine()
         # Checked for a store already open too: its collection may have been dropped since.
-        if not await collection_exists(engine, settings.collection):
-            raise BotConfigError(
-                settings.name,
-                [("collection", f"no collection named {settings.collection!r} in schema 'public'")],
-                hint=f"ingest into it, or run `parrot-parents migrate --collection "
-                f"{settings.collection}`",
-            )
+        await require_collection(
+            engine,
+            settings,
+            f"ingest into it, or run `parrot-parents migrate --collection {settings.collection}`",
+        )
         if store is not None:
             return store
         # Every collection shares the repository's engine: a server opens one pool.
@@ -286,13 +284,7 @@ class BotManager:
     async def health(self) -> dict[str, Any]:
         """``{"database": bool, "bots": {name: {"parent_searcher": bool | None}},
         "failed": [names]}``; ``parent_searcher`` is None for a bot without one."""
-        try:
-            engine = await self.repository.engine()
-            async with asyncio.timeout(_HEALTH_TIMEOUT_S), engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-            database = True
-        except Exception:
-            database = False
+        database = await self.database_ok()
         bots: dict[str, Any] = {}
         for name, bot in sorted(self.bots.items()):
             ok: bool | None = None
@@ -304,6 +296,16 @@ class BotManager:
                     ok = False
             bots[name] = {"parent_searcher": ok}
         return {"database": database, "bots": bots, "failed": sorted(self.errors)}
+
+    async def database_ok(self) -> bool:
+        """Whether the database answers ``SELECT 1`` within 5 seconds."""
+        try:
+            engine = await self.repository.engine()
+            async with asyncio.timeout(_HEALTH_TIMEOUT_S), engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except Exception:  # any failure to answer is "down"
+            return False
+        return True
 
     async def close(self) -> None:
         """Close the stores and the repository. Safe to call twice."""

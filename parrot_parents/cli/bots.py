@@ -11,13 +11,10 @@ import argparse
 import sys
 from typing import Any
 
+from parrot_parents.cli.collections import format_table
 from parrot_parents.cli.common import add_dsn_option, add_retrieval_options, print_json
 
 __all__ = ["register"]
-
-
-def _dsn(parser: argparse.ArgumentParser) -> None:
-    add_dsn_option(parser)
 
 
 def _json_arg(text: str) -> Any:
@@ -31,18 +28,26 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
 
 
+def _force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a collection that does not exist yet (the bot loads once it does)",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = subparsers.add_parser("bots", help="list, add, change and remove bot rows")
     sub = group.add_subparsers(dest="bots_command", required=True)
 
     p = sub.add_parser("list", help="list the bot rows (invalid ones are flagged)")
-    _dsn(p)
+    add_dsn_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_list)
 
     p = sub.add_parser("show", help="print one bot row as JSON")
     p.add_argument("name")
-    _dsn(p)
+    add_dsn_option(p)
     p.set_defaults(func=run_show)
 
     p = sub.add_parser("add", help="create a bot row")
@@ -68,12 +73,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help='JSON (default: \'{"type": "in_table"}\'), or none',
     )
     p.add_argument("--disabled", action="store_true", help="create it disabled")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="accept a collection that does not exist yet (the bot loads once it does)",
-    )
-    _dsn(p)
+    _force(p)
+    add_dsn_option(p)
     p.set_defaults(func=run_add)
 
     p = sub.add_parser(
@@ -85,17 +86,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("name")
     p.add_argument("assignments", nargs="+", metavar="key=value")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="accept a collection that does not exist yet (the bot loads once it does)",
-    )
-    _dsn(p)
+    _force(p)
+    add_dsn_option(p)
     p.set_defaults(func=run_set)
 
     p = sub.add_parser("remove", help="delete a bot row")
     p.add_argument("name")
-    _dsn(p)
+    add_dsn_option(p)
     p.set_defaults(func=run_remove)
 
 
@@ -141,7 +138,7 @@ async def run_list(args: argparse.Namespace) -> int:
         print("no bots (add one with `parrot-parents bots add NAME --collection C`)")
         return 0
     header = ("NAME", "COLLECTION", "EXPAND", "MODE", "LIMIT", "BUDGET", "RERANKER", "STATUS")
-    table = [header]
+    table = []
     for r in rows:
         reranker = (r["reranker_config"] or {}).get("type", "-") if r["reranker_config"] else "-"
         table.append(
@@ -156,10 +153,7 @@ async def run_list(args: argparse.Namespace) -> int:
                 r["status"],
             )
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    for row in table:
-        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
-        print("  ".join([*cells, row[-1]]))
+    print(format_table(header, table))
     return 0
 
 

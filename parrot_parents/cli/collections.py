@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from parrot_parents.cli.common import add_dsn_option, print_json, visible
@@ -15,22 +15,33 @@ from parrot_parents.cli.common import add_dsn_option, print_json, visible
 __all__ = ["format_table", "register"]
 
 
-def _schema(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default: public)")
+def _command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace], Awaitable[int]],
+    help: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(name, help=help, description=description)
+    add_dsn_option(p)
+    p.add_argument("--schema", default="public", help="PostgreSQL schema (default: public)")
+    p.set_defaults(func=func)
+    return p
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
+    p = _command(
+        subparsers,
         "collections",
+        run_collections,
         help="list the collections with their row counts, model, strategy and lexical backend",
     )
-    add_dsn_option(p)
-    _schema(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run_collections)
-
-    p = subparsers.add_parser(
-        "documents", help="list a collection's documents: ids, sources, sizes, ingest times"
+    p = _command(
+        subparsers,
+        "documents",
+        run_documents,
+        help="list a collection's documents: ids, sources, sizes, ingest times",
     )
     p.add_argument(
         "collection",
@@ -38,32 +49,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="documents",
         help="the collection (default: documents, the default collection)",
     )
-    add_dsn_option(p)
-    _schema(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run_documents)
-
-    p = subparsers.add_parser(
+    p = _command(
+        subparsers,
         "delete",
+        run_delete,
         help="delete documents (their children, parents and documents rows) from a collection",
         description="Exit status 1 when an id names no document (the others are deleted).",
     )
     p.add_argument("collection")
     p.add_argument("document_ids", nargs="+", metavar="DOCUMENT_ID")
-    add_dsn_option(p)
-    _schema(p)
-    p.set_defaults(func=run_delete)
-
-    p = subparsers.add_parser(
+    p = _command(
+        subparsers,
         "drop",
+        run_drop,
         help="drop a collection and everything stored with it",
         description="Asks for confirmation on a terminal; without one, --yes is required.",
     )
     p.add_argument("collection")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    add_dsn_option(p)
-    _schema(p)
-    p.set_defaults(func=run_drop)
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -101,67 +105,63 @@ async def _with_engine(dsn: str | None, work: Any) -> Any:
         await engine.dispose()
 
 
+def _print_listing(
+    args: argparse.Namespace,
+    found: Sequence[Any],
+    empty: str,
+    header: Sequence[str],
+    row: Callable[[Any], Sequence[str]],
+) -> int:
+    if args.json:
+        print_json([x.to_dict() for x in found])
+    elif not found:
+        print(empty)
+    else:
+        print(format_table(header, [row(x) for x in found]))
+    return 0
+
+
 async def run_collections(args: argparse.Namespace) -> int:
     from parrot_parents.stores.postgres.collections.catalog import list_collections
 
     found = await _with_engine(args.dsn, lambda e: list_collections(e, args.schema))
-    if args.json:
-        print_json([c.to_dict() for c in found])
-        return 0
-    if not found:
-        print("no collections (create one with `parrot-parents ingest DIR --collection NAME`)")
-        return 0
-    header = ("NAME", "DOCUMENTS", "PARENTS", "CHILDREN", "DIM", "MODEL", "STRATEGY", "LEXICAL")
-    print(
-        format_table(
-            header,
-            [
-                (
-                    c.name,
-                    _cell(c.documents),
-                    str(c.parents),
-                    str(c.children),
-                    _cell(c.dimension),
-                    _model(c),
-                    ",".join(c.strategies) or "-",
-                    _cell(c.lexical_backend)
-                    + (f" ({c.text_search_config})" if c.text_search_config else ""),
-                )
-                for c in found
-            ],
-        )
+    return _print_listing(
+        args,
+        found,
+        "no collections (create one with `parrot-parents ingest DIR --collection NAME`)",
+        ("NAME", "DOCUMENTS", "PARENTS", "CHILDREN", "DIM", "MODEL", "STRATEGY", "LEXICAL"),
+        lambda c: (
+            c.name,
+            _cell(c.documents),
+            str(c.parents),
+            str(c.children),
+            _cell(c.dimension),
+            _model(c),
+            ",".join(c.strategies) or "-",
+            _cell(c.lexical_backend)
+            + (f" ({c.text_search_config})" if c.text_search_config else ""),
+        ),
     )
-    return 0
 
 
 async def run_documents(args: argparse.Namespace) -> int:
     from parrot_parents.stores.postgres.collections.catalog import list_documents
 
     found = await _with_engine(args.dsn, lambda e: list_documents(e, args.collection, args.schema))
-    if args.json:
-        print_json([d.to_dict() for d in found])
-        return 0
-    if not found:
-        print(f"no documents in {args.collection!r}")
-        return 0
-    header = ("DOCUMENT_ID", "SOURCE", "CHARACTERS", "PARENTS", "CHILDREN", "INGESTED_AT")
-    print(
-        format_table(
-            header,
-            [
-                (
-                    d.document_id,
-                    _cell(d.source),
-                    _cell(d.characters),
-                    str(d.parents),
-                    str(d.children),
-                    "-" if d.ingested_at is None else d.ingested_at.isoformat(timespec="seconds"),
-                )
-                for d in found
-            ],
-        )
+    return _print_listing(
+        args,
+        found,
+        f"no documents in {args.collection!r}",
+        ("DOCUMENT_ID", "SOURCE", "CHARACTERS", "PARENTS", "CHILDREN", "INGESTED_AT"),
+        lambda d: (
+            d.document_id,
+            _cell(d.source),
+            _cell(d.characters),
+            str(d.parents),
+            str(d.children),
+            "-" if d.ingested_at is None else d.ingested_at.isoformat(timespec="seconds"),
+        ),
     )
-    return 0
 
 
 async def run_delete(args: argparse.Namespace) -> int:

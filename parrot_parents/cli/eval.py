@@ -24,13 +24,8 @@ from parrot_parents.cli.common import (
     print_json,
     retrieval_overrides,
 )
-from parrot_parents.loaders.defaults import (
-    DEFAULT_CHILD_OVERLAP,
-    DEFAULT_CHILD_SIZE,
-    DEFAULT_PARENT_OVERLAP,
-    DEFAULT_PARENT_SIZE,
-    DEFAULT_THRESHOLD,
-)
+from parrot_parents.cli.ingest import add_size_options
+from parrot_parents.loaders.defaults import DEFAULT_PARENT_SIZE, DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
@@ -63,44 +58,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--corpora", required=True, help="directory of <corpus_id>.md files")
     p.add_argument("--out", required=True, help="run file to write (JSONL)")
-    p.add_argument(
-        "--late-chunking",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="embed children with late chunking (default: on)",
-    )
-    p.add_argument(
-        "--child-size",
-        type=int,
-        default=DEFAULT_CHILD_SIZE,
-        help=f"maximum child size in characters (default {DEFAULT_CHILD_SIZE})",
-    )
-    p.add_argument(
-        "--child-overlap",
-        type=int,
-        default=DEFAULT_CHILD_OVERLAP,
-        help=f"child overlap in characters (default {DEFAULT_CHILD_OVERLAP})",
-    )
-    p.add_argument(
-        "--parent-size",
-        type=int,
-        default=None,
-        help="parent_chunk size in characters; the 3-level threshold defaults to "
+    add_size_options(
+        p,
+        parent_size="parent_chunk size in characters; the 3-level threshold defaults to "
         "it too, so any document longer than N is cut into N-character "
         f"parent_chunks (default: {DEFAULT_PARENT_SIZE}, threshold {DEFAULT_THRESHOLD})",
-    )
-    p.add_argument(
-        "--parent-threshold",
-        type=int,
-        default=None,
-        help="documents longer than this many characters get parent_chunks "
+        threshold="documents longer than this many characters get parent_chunks "
         f"(default: --parent-size, else {DEFAULT_THRESHOLD})",
-    )
-    p.add_argument(
-        "--parent-overlap",
-        type=int,
-        default=DEFAULT_PARENT_OVERLAP,
-        help=f"parent_chunk overlap in characters (default {DEFAULT_PARENT_OVERLAP})",
     )
     add_retrieval_options(p)  # nothing set: the package defaults (what Chatbot() does)
     add_strategy_option(p)

@@ -72,10 +72,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
-def add_chunking_options(p: argparse.ArgumentParser) -> None:
-    """The options that shape the rows (and so the chunk policy version); their defaults
-    are the loaders' own (:mod:`parrot_parents.loaders.defaults`), as ``TextLoader()``
-    has them."""
+def add_size_options(p: argparse.ArgumentParser, *, parent_size: str, threshold: str) -> None:
+    """``--child-size``, ``--child-overlap``, ``--parent-threshold``, ``--parent-size``,
+    ``--parent-overlap`` (characters) and ``--late-chunking``; ``parent_size`` and
+    ``threshold`` are the help of the two parent flags, whose defaults the command
+    resolves."""
     p.add_argument(
         "--child-size",
         type=int,
@@ -88,31 +89,32 @@ def add_chunking_options(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_CHILD_OVERLAP,
         help=f"child overlap in characters (default {DEFAULT_CHILD_OVERLAP})",
     )
-    p.add_argument(
-        "--parent-threshold",
-        type=int,
-        default=None,
-        help=f"documents longer than this (characters) get parent_chunks (default "
-        f"{DEFAULT_THRESHOLD}, or N x child size for a strategy with a group of N)",
-    )
-    p.add_argument(
-        "--parent-size",
-        type=int,
-        default=None,
-        help=f"parent_chunk size (chars; default {DEFAULT_PARENT_SIZE}, or N x child size "
-        "for a strategy with a group of N)",
-    )
+    p.add_argument("--parent-threshold", type=int, default=None, help=threshold)
+    p.add_argument("--parent-size", type=int, default=None, help=parent_size)
     p.add_argument(
         "--parent-overlap",
         type=int,
         default=DEFAULT_PARENT_OVERLAP,
-        help=f"parent_chunk overlap (chars; default {DEFAULT_PARENT_OVERLAP})",
+        help=f"parent_chunk overlap in characters (default {DEFAULT_PARENT_OVERLAP})",
     )
     p.add_argument(
         "--late-chunking",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="embed children with late chunking (default: on)",
+    )
+
+
+def add_chunking_options(p: argparse.ArgumentParser) -> None:
+    """The options that shape the rows (and so the chunk policy version); their defaults
+    are the loaders' own (:mod:`parrot_parents.loaders.defaults`), as ``TextLoader()``
+    has them."""
+    add_size_options(
+        p,
+        threshold=f"documents longer than this (characters) get parent_chunks (default "
+        f"{DEFAULT_THRESHOLD}, or N x child size for a strategy with a group of N)",
+        parent_size=f"parent_chunk size (chars; default {DEFAULT_PARENT_SIZE}, or N x child "
+        "size for a strategy with a group of N)",
     )
     p.add_argument(
         "--structure",

@@ -82,19 +82,32 @@ async def run(args: argparse.Namespace) -> int:
         f"reindex of {args.collection!r} to policy {report.policy}: "
         f"{report.reindexed} document(s) re-chunked in {report.batches} batch(es); {state}"
     )
-    for name, reason in report.failed.items():
+    return _failures(report.failed)
+
+
+def _failures(failed: dict[str, str]) -> int:
+    """Print each document that failed; the exit status (1 when any did)."""
+    for name, reason in failed.items():
         print(f"error: {name}: {reason}", file=sys.stderr)
-    return 1 if report.failed else 0
+    return 1 if failed else 0
+
+
+def _postgres_store(args: argparse.Namespace, flag: str) -> Any:
+    """The existing collection's PgVectorStore; None (said on stderr) for another store."""
+    from parrot_parents.stores.postgres import PgVectorStore
+
+    store = make_store(args, create=False)
+    if not isinstance(store, PgVectorStore):
+        print(f"error: reindex {flag} needs the postgres store", file=sys.stderr)
+        return None
+    return store
 
 
 async def _move_lexical(args: argparse.Namespace) -> int:
     import time
 
-    from parrot_parents.stores.postgres import PgVectorStore
-
-    store = make_store(args, create=False)
-    if not isinstance(store, PgVectorStore):
-        print("error: reindex --lexical needs the postgres store", file=sys.stderr)
+    store = _postgres_store(args, "--lexical")
+    if store is None:
         return 2
     try:
         await store.ready()  # a missing collection is reported before anything is said
@@ -118,11 +131,9 @@ async def _move_lexical(args: argparse.Namespace) -> int:
 
 async def _reembed(args: argparse.Namespace) -> int:
     from parrot_parents.loaders.reembed import ReembedReport, reembed
-    from parrot_parents.stores.postgres import PgVectorStore
 
-    store = make_store(args, create=False)
-    if not isinstance(store, PgVectorStore):
-        print("error: reindex --model needs the postgres store", file=sys.stderr)
+    store = _postgres_store(args, "--model")
+    if store is None:
         return 2
 
     def progress(r: ReembedReport) -> None:
@@ -141,9 +152,7 @@ async def _reembed(args: argparse.Namespace) -> int:
         f"re-embed of {args.collection!r} from {report.previous} to {report.model}: "
         f"{report.reembedded} document(s) in {report.batches} batch(es); {state}"
     )
-    for name, reason in report.failed.items():
-        print(f"error: {name}: {reason}", file=sys.stderr)
-    return 1 if report.failed else 0
+    return _failures(report.failed)
 
 
 async def _rebuild(

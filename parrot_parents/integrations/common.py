@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import asyncio
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.retrieval.passages import Passage
+from parrot_parents.stores.questions import check_question
+from parrot_parents.sync import package_loop
 
-__all__ = ["OPTION_NAMES", "call_options", "passage_metadata"]
+if TYPE_CHECKING:
+    from parrot_parents.bots.chatbot import Chatbot
+    from parrot_parents.retrieval.pipeline import Retrieval
+
+__all__ = ["OPTION_NAMES", "call_options", "on_loop", "passage_metadata", "retrieval"]
+
+T = TypeVar("T")
 
 #: The per-call options an adapter takes, as in ``Chatbot.get_vector_context``.
 OPTION_NAMES = tuple(RetrievalOptions.model_fields)
@@ -24,6 +33,26 @@ def call_options(fixed: Mapping[str, Any], overrides: Mapping[str, Any]) -> Retr
     """
     base = RetrievalOptions.from_overrides({k: v for k, v in fixed.items() if v is not None})
     return RetrievalOptions.from_overrides(dict(overrides)).over(base)
+
+
+def retrieval(
+    bot: Chatbot, query: str, fixed: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> Coroutine[Any, Any, Retrieval]:
+    """The bot's retrieval of ``query``, not started; the question and the options are
+    checked first, in the caller's thread, before any model loads.
+
+    Raises:
+        ConfigurationError: a bad question, option or value.
+    """
+    check_question(query)
+    return bot.retrieve(query, call_options(fixed, overrides))
+
+
+async def on_loop(coro: Coroutine[Any, Any, T], package: bool) -> T:
+    """Await ``coro`` on the package's loop (``package``: a bot made there) or here."""
+    if package:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, package_loop()))
+    return await coro
 
 
 def passage_metadata(passage: Passage) -> dict[str, Any]:

@@ -21,7 +21,6 @@ package's loop) awaits the bot there in ``ainvoke``, without blocking the caller
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection
 from typing import Any
 
@@ -34,11 +33,10 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, model_validator
 
 from parrot_parents.bots.chatbot import Chatbot
-from parrot_parents.integrations.common import call_options, passage_metadata
+from parrot_parents.integrations.common import on_loop, passage_metadata, retrieval
 from parrot_parents.retrieval.options import RetrievalOptions
 from parrot_parents.retrieval.pipeline import Retrieval
-from parrot_parents.stores.questions import check_question
-from parrot_parents.sync import package_loop, run_sync
+from parrot_parents.sync import run_sync
 
 __all__ = ["ParentChildRetriever", "to_documents"]
 
@@ -116,20 +114,13 @@ class ParentChildRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        check_question(query)  # in the caller's thread, before any model loads
-        options = call_options(self._fixed(), overrides)
-        return to_documents(run_sync(self.bot.retrieve(query, options)))
+        return to_documents(run_sync(retrieval(self.bot, query, self._fixed(), overrides)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        check_question(query)  # in the caller's thread, before any model loads
-        options = call_options(self._fixed(), overrides)
-        coro = self.bot.retrieve(query, options)
-        if self.on_package_loop:
-            future = asyncio.run_coroutine_threadsafe(coro, package_loop())
-            return to_documents(await asyncio.wrap_future(future))
-        return to_documents(await coro)
+        coro = retrieval(self.bot, query, self._fixed(), overrides)
+        return to_documents(await on_loop(coro, self.on_package_loop))
 
     @classmethod
     def from_bot(
@@ -162,9 +153,4 @@ class ParentChildRetriever(BaseRetriever):
 
     async def aclose(self) -> None:
         """Release the bot; for :meth:`afrom_bot` or a bot made on the running loop."""
-        if self.on_package_loop:
-            await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(self.bot.close(), package_loop())
-            )
-        else:
-            await self.bot.close()
+        await on_loop(self.bot.close(), self.on_package_loop)

@@ -21,7 +21,6 @@ awaits the bot on the caller's loop, or on the package's loop for a retriever ma
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 try:
@@ -34,10 +33,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from parrot_parents.bots.chatbot import Chatbot
-from parrot_parents.integrations.common import call_options, passage_metadata
+from parrot_parents.integrations.common import (
+    call_options,
+    on_loop,
+    passage_metadata,
+    retrieval,
+)
 from parrot_parents.retrieval.pipeline import Retrieval
-from parrot_parents.stores.questions import check_question
-from parrot_parents.sync import package_loop, run_sync
+from parrot_parents.sync import run_sync
 
 __all__ = ["ParentChildLlamaRetriever", "to_nodes"]
 
@@ -78,18 +81,11 @@ class ParentChildLlamaRetriever(BaseRetriever):
         self.on_package_loop = on_package_loop
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        check_question(query_bundle.query_str)  # in the caller's thread, before any model loads
-        options = call_options(self.options, {})
-        return to_nodes(run_sync(self.bot.retrieve(query_bundle.query_str, options)))
+        return to_nodes(run_sync(retrieval(self.bot, query_bundle.query_str, self.options, {})))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        check_question(query_bundle.query_str)  # in the caller's thread, before any model loads
-        options = call_options(self.options, {})
-        coro = self.bot.retrieve(query_bundle.query_str, options)
-        if self.on_package_loop:
-            future = asyncio.run_coroutine_threadsafe(coro, package_loop())
-            return to_nodes(await asyncio.wrap_future(future))
-        return to_nodes(await coro)
+        coro = retrieval(self.bot, query_bundle.query_str, self.options, {})
+        return to_nodes(await on_loop(coro, self.on_package_loop))
 
     @classmethod
     def from_bot(

@@ -4,7 +4,7 @@ service emit (``meta`` of ``ask --json`` and ``/context``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from parrot_parents.retrieval.passages import Hit
@@ -73,22 +73,7 @@ class ChildScore:
 
     @classmethod
     def from_hit(cls, hit: Hit) -> ChildScore:
-        return cls(
-            hit.id,
-            hit.score,
-            hit.rerank_score,
-            hit.rank,
-            hit.parent_id,
-            hit.dense_rank,
-            hit.lexical_rank,
-            hit.document_id,
-            hit.start_index,
-            hit.end_index,
-            hit.via,
-            hit.via_kind,
-            hit.dense_score,
-            hit.lexical_score,
-        )
+        return cls(**{f.name: getattr(hit, f.name) for f in fields(cls)})
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

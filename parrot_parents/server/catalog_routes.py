@@ -14,10 +14,17 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.server.middleware import json_error, json_response
-from parrot_parents.server.schemas import MAX_DOCUMENT_ID, BadRequest, id_too_long, read_object
+from parrot_parents.server.schemas import (
+    MAX_DOCUMENT_ID,
+    BadRequest,
+    ErrorAnswer,
+    id_too_long,
+    path_document_id,
+    read_object,
+)
 from parrot_parents.server.state import STATE, ServerState
 
-__all__ = ["MAX_DELETE_IDS", "catalog_routes", "unknown_collection"]
+__all__ = ["MAX_DELETE_IDS", "catalog_routes", "require_writes", "state", "unknown_collection"]
 
 catalog_routes = web.RouteTableDef()
 
@@ -25,65 +32,75 @@ catalog_routes = web.RouteTableDef()
 MAX_DELETE_IDS = 1000
 
 
-def _state(request: web.Request) -> ServerState:
+def state(request: web.Request) -> ServerState:
+    """The application's :class:`ServerState`."""
     return request.app[STATE]
 
 
 async def _engine(request: web.Request) -> AsyncEngine:
-    engine: AsyncEngine = await _state(request).manager.repository.engine()
+    engine: AsyncEngine = await state(request).manager.repository.engine()
     return engine
 
 
-async def _missing(request: web.Request, collection: str) -> web.Response | None:
-    """A 404 when ``collection`` is not a collection of the database (else None)."""
+def require_writes(request: web.Request, what: str, commands: str) -> None:
+    """Refuse a write on a server without a token.
+
+    Raises:
+        ErrorAnswer: 403 "{what} writes are disabled on a server without a token".
+    """
+    if not state(request).writes_enabled:
+        raise ErrorAnswer(
+            403,
+            f"{what} writes are disabled on a server without a token",
+            hint=f"start the server with --token (or PARROT_PARENTS_TOKEN), or use {commands}",
+        )
+
+
+def _require_collection_writes(request: web.Request) -> str:
+    """The path's collection, once writes are allowed (else a 403)."""
+    require_writes(request, "collection", "`parrot-parents delete` / `parrot-parents drop`")
+    return request.match_info["collection"]
+
+
+async def _require_collection(request: web.Request, collection: str) -> None:
+    """Raises ErrorAnswer (404) when ``collection`` is not a collection of the database."""
     from parrot_parents.stores.identifiers import validate_identifier
     from parrot_parents.stores.postgres.collections.catalog import collection_names
 
     validate_identifier(collection, "collection")
-    if collection in await collection_names(await _engine(request)):
-        return None
-    return json_error(
-        404,
-        f"no collection named {collection!r}",
-        request=request,
-        hint="GET /api/v1/collections lists them; names are case-sensitive",
-    )
+    if collection not in await collection_names(await _engine(request)):
+        raise ErrorAnswer(
+            404,
+            f"no collection named {collection!r}",
+            hint="GET /api/v1/collections lists them; names are case-sensitive",
+        )
 
 
-def _writes_refused(request: web.Request) -> web.Response | None:
-    if _state(request).writes_enabled:
-        return None
-    return json_error(
-        403,
-        "collection writes are disabled on a server without a token",
-        request=request,
-        hint="start the server with --token (or PARROT_PARENTS_TOKEN), or use "
-        "`parrot-parents delete` / `parrot-parents drop`",
-    )
+async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None:
+    """Refuse a bot write that names a collection that does not exist (the bot would
+    answer 503), unless the query has ``force=true``. A value that is not a valid name is
+    left to the row's validation.
 
-
-async def unknown_collection(request: web.Request, data: dict[str, Any]) -> web.Response | None:
-    """A 400 when a bot write names a collection that does not exist (the bot would
-    answer 503), unless the query has ``force=true``; None when the write may go on.
-    A value that is not a valid name is left to the row's validation."""
+    Raises:
+        ErrorAnswer: 400 "collection ... does not exist".
+    """
     from parrot_parents.bots.factory import collection_exists
     from parrot_parents.errors import ConfigurationError
     from parrot_parents.stores.identifiers import validate_identifier
 
     collection = data.get("collection")
     if not isinstance(collection, str) or request.query.get("force") == "true":
-        return None
+        return
     try:
         validate_identifier(collection, "collection")
     except ConfigurationError:
-        return None
+        return
     if await collection_exists(await _engine(request), collection):
-        return None
+        return
     message = f"collection {collection!r} does not exist"
-    return json_error(
+    raise ErrorAnswer(
         400,
         message,
-        request=request,
         details=[{"key": "collection", "message": message}],
         hint="ingest into it first (GET /api/v1/collections lists them), or add "
         "?force=true to save the bot anyway: it will not load until the collection exists",
@@ -105,9 +122,7 @@ async def list_documents(request: web.Request) -> web.Response:
     from parrot_parents.stores.postgres.collections.catalog import list_documents as listing
 
     collection = request.match_info["collection"]
-    missing = await _missing(request, collection)
-    if missing is not None:
-        return missing
+    await _require_collection(request, collection)
     found = await listing(await _engine(request), collection)
     return json_response({"collection": collection, "documents": [d.to_dict() for d in found]})
 
@@ -147,14 +162,9 @@ async def delete_documents(request: web.Request) -> web.Response:
     (rows per id) and the ids that name no document."""
     from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
 
-    refused = _writes_refused(request)
-    if refused is not None:
-        return refused
-    collection = request.match_info["collection"]
+    collection = _require_collection_writes(request)
     ids = _document_ids(await read_object(request))
-    missing = await _missing(request, collection)
-    if missing is not None:
-        return missing
+    await _require_collection(request, collection)
     report = await delete(await _engine(request), collection, ids)
     return json_response({"collection": collection, **report.to_dict()})
 
@@ -164,16 +174,9 @@ async def delete_document(request: web.Request) -> web.Response:
     """Delete one document; 204, or 404 when no document has that id."""
     from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
 
-    refused = _writes_refused(request)
-    if refused is not None:
-        return refused
-    collection = request.match_info["collection"]
-    document_id = request.match_info["document_id"]
-    if id_too_long(document_id):
-        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} bytes of UTF-8")
-    missing = await _missing(request, collection)
-    if missing is not None:
-        return missing
+    collection = _require_collection_writes(request)
+    document_id = path_document_id(request)
+    await _require_collection(request, collection)
     report = await delete(await _engine(request), collection, [document_id])
     if report.unknown:
         return json_error(
@@ -191,13 +194,8 @@ async def drop_collection(request: web.Request) -> web.Response:
     reloaded at once, so they report the missing collection instead of failing later."""
     from parrot_parents.stores.postgres.collections.catalog import drop_collection as drop
 
-    refused = _writes_refused(request)
-    if refused is not None:
-        return refused
-    collection = request.match_info["collection"]
-    missing = await _missing(request, collection)
-    if missing is not None:
-        return missing
+    collection = _require_collection_writes(request)
+    await _require_collection(request, collection)
     await drop(await _engine(request), collection)
-    await _state(request).manager.reload_collection(collection)
+    await state(request).manager.reload_collection(collection)
     return web.Response(status=204)

@@ -29,7 +29,7 @@ from parrot_parents.errors import (
     SchemaMismatchError,
     StoreError,
 )
-from parrot_parents.server.schemas import BadRequest
+from parrot_parents.server.schemas import ErrorAnswer
 from parrot_parents.server.state import REQUEST_ID, STATE
 
 if TYPE_CHECKING:
@@ -181,8 +181,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if exc.status == 408:
             # The rest of a late body is not waited for: the connection ends here.
             response.force_close()
-    except BadRequest as exc:
-        response = json_error(400, exc.message, request=request, details=exc.details)
+    except ErrorAnswer as exc:
+        response = json_error(
+            exc.status, exc.message, request=request, details=exc.details, hint=exc.hint
+        )
     except BotNotFoundError as exc:
         response = json_error(404, exc.message, request=request, hint=exc.hint)
     except BotConfigError as exc:

@@ -35,223 +35,188 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": _json(_ref("Error"))}
 
 
-_PASSAGE = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "text": {"type": "string"},
-        "source": {"type": ["string", "null"]},
-        "document_id": {"type": ["string", "null"]},
-        "start_index": {"type": ["integer", "null"], "description": "character offset"},
-        "end_index": {"type": ["integer", "null"], "description": "character offset"},
-        "score": {
-            "type": ["number", "null"],
-            "description": "the best hit's search score, higher is better: the fused "
-            "(weighted RRF) value in hybrid mode, the cosine similarity in dense mode, null "
-            "in lexical mode",
-        },
-        "dense_rank": {
-            "type": ["integer", "null"],
-            "description": "the best hit's 1-based rank in the dense branch (null: not in it)",
-        },
-        "dense_score": {
-            "type": ["number", "null"],
-            "description": "the best hit's cosine similarity (null: not in the dense branch)",
-        },
-        "lexical_rank": {
-            "type": ["integer", "null"],
-            "description": "the best hit's 1-based rank in the lexical (BM25) branch "
-            "(null: not in it)",
-        },
-        "lexical_score": {
-            "type": ["number", "null"],
-            "description": "the best hit's BM25 score (null: not in the lexical branch)",
-        },
-        "kind": {"enum": ["child", "parent", "parent_chunk", "window", "merged"]},
-        "child_ids": {"type": "array", "items": {"type": "string"}},
-        "section_path": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "heading titles from the document's root to the passage's "
-            "section (a parent's own section, a window's hit's); empty when unknown",
-        },
-        "section_ordinal": {
-            "type": ["integer", "null"],
-            "description": "the number in the section's heading ('4. Pay and Payroll': 4)",
-        },
-        "ordinal": {
-            "type": ["integer", "null"],
-            "description": "position of the section in the document (1-based, 0 before "
-            "the first heading)",
-        },
-        "layer": {
-            "type": ["string", "null"],
-            "description": "section, table_row, table or document",
-        },
-        "page": {
-            "type": ["integer", "null"],
-            "description": "first page (1-based) for sources with pages (PDF), else null",
-        },
-        "page_end": {
-            "type": ["integer", "null"],
-            "description": "last page (1-based) for sources with pages (PDF), else null",
-        },
-    },
-}
+def _field(kind: str, description: str | None = None, *, null: bool = False) -> dict[str, Any]:
+    field: dict[str, Any] = {"type": [kind, "null"] if null else kind}
+    if description is not None:
+        field["description"] = description
+    return field
+
+
+def _array(items: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    array: dict[str, Any] = {"type": "array"}
+    if description is not None:
+        array["description"] = description
+    array["items"] = items
+    return array
+
+
+def _object(**properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+_STRING = _field("string")
+_OFFSET = _field("integer", "character offset", null=True)
+_PASSAGE = _object(
+    id=_STRING,
+    text=_STRING,
+    source=_field("string", null=True),
+    document_id=_field("string", null=True),
+    start_index=_OFFSET,
+    end_index=_OFFSET,
+    score=_field(
+        "number",
+        "the best hit's search score, higher is better: the fused (weighted RRF) value in "
+        "hybrid mode, the cosine similarity in dense mode, null in lexical mode",
+        null=True,
+    ),
+    dense_rank=_field(
+        "integer", "the best hit's 1-based rank in the dense branch (null: not in it)", null=True
+    ),
+    dense_score=_field(
+        "number", "the best hit's cosine similarity (null: not in the dense branch)", null=True
+    ),
+    lexical_rank=_field(
+        "integer",
+        "the best hit's 1-based rank in the lexical (BM25) branch (null: not in it)",
+        null=True,
+    ),
+    lexical_score=_field(
+        "number", "the best hit's BM25 score (null: not in the lexical branch)", null=True
+    ),
+    kind={"enum": ["child", "parent", "parent_chunk", "window", "merged"]},
+    child_ids=_array(_STRING),
+    section_path=_array(
+        _STRING,
+        "heading titles from the document's root to the passage's section (a parent's own "
+        "section, a window's hit's); empty when unknown",
+    ),
+    section_ordinal=_field(
+        "integer", "the number in the section's heading ('4. Pay and Payroll': 4)", null=True
+    ),
+    ordinal=_field(
+        "integer",
+        "position of the section in the document (1-based, 0 before the first heading)",
+        null=True,
+    ),
+    layer=_field("string", "section, table_row, table or document", null=True),
+    page=_field(
+        "integer", "first page (1-based) for sources with pages (PDF), else null", null=True
+    ),
+    page_end=_field(
+        "integer", "last page (1-based) for sources with pages (PDF), else null", null=True
+    ),
+)
 _ERROR = {
     "type": "object",
     "required": ["error"],
     "properties": {
-        "error": {"type": "string"},
-        "hint": {"type": "string"},
-        "details": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"key": {"type": "string"}, "message": {"type": "string"}},
-            },
-        },
-        "request_id": {"type": "string"},
+        "error": _STRING,
+        "hint": _STRING,
+        "details": _array(_object(key=_STRING, message=_STRING)),
+        "request_id": _STRING,
     },
 }
-_CONTEXT_RESPONSE = {
-    "type": "object",
-    "properties": {
-        "bot": {"type": "string"},
-        "context": {"type": "string", "description": "passages joined under source headers"},
-        "passages": {"type": "array", "items": _ref("Passage")},
-        "meta": {
-            "type": "object",
-            "description": "children, parents, fallbacks, timings_ms; prf.terms when "
-            "pseudo-relevance feedback ran; lexical.backend (pg_textsearch or sql, with "
-            "lexical.why when not the collection's own) when a lexical branch ran; "
-            "filter_plan (estimate, search: exact, index, 'index, then exact', 'exact, "
-            "then index' or 'exact, then index, then exact', exact_below, children, "
-            "sampled) when a metadata filter was planned",
-        },
+_CONTEXT_RESPONSE = _object(
+    bot=_STRING,
+    context=_field("string", "passages joined under source headers"),
+    passages=_array(_ref("Passage")),
+    meta=_field(
+        "object",
+        "children, parents, fallbacks, timings_ms; prf.terms when pseudo-relevance feedback "
+        "ran; lexical.backend (pg_textsearch or sql, with lexical.why when not the "
+        "collection's own) when a lexical branch ran; filter_plan (estimate, search: exact, "
+        "index, 'index, then exact', 'exact, then index' or 'exact, then index, then exact', "
+        "exact_below, children, sampled) when a metadata filter was planned",
+    ),
+)
+_ASK_RESPONSE = _object(
+    bot=_STRING,
+    answer=_STRING,
+    passages=_array(_ref("Passage")),
+    meta=_field("object", "retrieval meta plus meta.llm"),
+)
+_ROW_KINDS = ("parent", "parent_chunk", "child")
+_DOCUMENT_ROW = _object(
+    id=_STRING,
+    kind={"enum": list(_ROW_KINDS)},
+    start_index=_OFFSET,
+    end_index=_OFFSET,
+    parent_document_id=_field("string", "a child's parent", null=True),
+    chunk_index=_field("integer", null=True),
+    length=_field("integer", "characters of the row's text"),
+)
+_DOCUMENT = _object(
+    bot=_STRING,
+    collection=_STRING,
+    document_id=_STRING,
+    counts={
+        "type": "object",
+        "description": "rows per kind",
+        "properties": {k: _field("integer") for k in _ROW_KINDS},
     },
-}
-_ASK_RESPONSE = {
-    "type": "object",
-    "properties": {
-        "bot": {"type": "string"},
-        "answer": {"type": "string"},
-        "passages": {"type": "array", "items": _ref("Passage")},
-        "meta": {"type": "object", "description": "retrieval meta plus meta.llm"},
-    },
-}
-_DOCUMENT_ROW = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "kind": {"enum": ["parent", "parent_chunk", "child"]},
-        "start_index": {"type": ["integer", "null"], "description": "character offset"},
-        "end_index": {"type": ["integer", "null"], "description": "character offset"},
-        "parent_document_id": {"type": ["string", "null"], "description": "a child's parent"},
-        "chunk_index": {"type": ["integer", "null"]},
-        "length": {"type": "integer", "description": "characters of the row's text"},
-    },
-}
-_DOCUMENT = {
-    "type": "object",
-    "properties": {
-        "bot": {"type": "string"},
-        "collection": {"type": "string"},
-        "document_id": {"type": "string"},
-        "counts": {
-            "type": "object",
-            "description": "rows per kind",
-            "properties": {k: {"type": "integer"} for k in ("parent", "parent_chunk", "child")},
-        },
-        "rows": {
-            "type": "array",
-            "description": "parents first, then by start_index and id; no row text",
-            "items": _ref("DocumentRow"),
-        },
-    },
-}
+    rows=_array(_ref("DocumentRow"), "parents first, then by start_index and id; no row text"),
+)
+_DATE_TIME = {"type": "string", "format": "date-time"}
 _BOT = {
     "allOf": [
         _ref("BotSettings"),
-        {
-            "type": "object",
-            "properties": {
-                "status": {"enum": ["loaded", "failed", "disabled"]},
-                "error": {"type": "string"},
-                "created_at": {"type": "string", "format": "date-time"},
-                "updated_at": {"type": "string", "format": "date-time"},
-            },
-        },
+        _object(
+            status={"enum": ["loaded", "failed", "disabled"]},
+            error=_STRING,
+            created_at=_DATE_TIME,
+            updated_at=_DATE_TIME,
+        ),
     ]
 }
-_HEALTH = {
-    "type": "object",
-    "properties": {
-        "status": {"enum": ["ok", "degraded", "unavailable"]},
-        "database": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
-        "bots": {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "properties": {"parent_searcher": {"type": ["boolean", "null"]}},
-            },
-        },
-        "failed_bots": {"type": "array", "items": {"type": "string"}},
+_HEALTH = _object(
+    status={"enum": ["ok", "degraded", "unavailable"]},
+    database=_object(ok=_field("boolean")),
+    bots={
+        "type": "object",
+        "additionalProperties": _object(parent_searcher=_field("boolean", null=True)),
     },
-}
+    failed_bots=_array(_STRING),
+)
 _LIVENESS = {
     "type": "object",
     "required": ["status"],
     "properties": {"status": {"enum": ["ok", "unavailable"]}},
 }
-_COLLECTION = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "schema": {"type": "string"},
-        "children": {"type": "integer", "description": "child rows (the searched units)"},
-        "parents": {"type": "integer", "description": "parent rows"},
-        "indexed": {"type": "integer", "description": "rows an ingestion strategy wrote"},
-        "documents": {
-            "type": ["integer", "null"],
-            "description": "documents-table rows (null: the collection has no such table)",
-        },
-        "dimension": {"type": ["integer", "null"], "description": "embedding length"},
-        "embedding_model": {
-            "type": ["string", "null"],
-            "description": "the model the collection records (null: none recorded)",
-        },
-        "model_fingerprint": {
-            "type": ["string", "null"],
-            "description": "12 hex characters identifying the recorded model's vectors",
-        },
-        "reembedding": {
-            "type": "boolean",
-            "description": "a `reindex --model` pass is unfinished",
-        },
-        "strategies": {"type": "array", "items": {"type": "string"}},
-        "lexical_backend": {
-            "type": ["string", "null"],
-            "description": "what ranks BM25: pg_textsearch (its bm25 index) or sql; null "
-            "without a lexical index",
-        },
-        "text_search_config": {"type": ["string", "null"]},
-    },
-}
-_DOCUMENT_INFO = {
-    "type": "object",
-    "properties": {
-        "document_id": {"type": "string"},
-        "source": {"type": ["string", "null"]},
-        "characters": {
-            "type": ["integer", "null"],
-            "description": "length of the text in characters (null: no documents-table row)",
-        },
-        "children": {"type": "integer"},
-        "parents": {"type": "integer"},
-        "ingested_at": {"type": ["string", "null"], "format": "date-time"},
-    },
-}
+_COLLECTION = _object(
+    name=_STRING,
+    schema=_STRING,
+    children=_field("integer", "child rows (the searched units)"),
+    parents=_field("integer", "parent rows"),
+    indexed=_field("integer", "rows an ingestion strategy wrote"),
+    documents=_field(
+        "integer", "documents-table rows (null: the collection has no such table)", null=True
+    ),
+    dimension=_field("integer", "embedding length", null=True),
+    embedding_model=_field(
+        "string", "the model the collection records (null: none recorded)", null=True
+    ),
+    model_fingerprint=_field(
+        "string", "12 hex characters identifying the recorded model's vectors", null=True
+    ),
+    reembedding=_field("boolean", "a `reindex --model` pass is unfinished"),
+    strategies=_array(_STRING),
+    lexical_backend=_field(
+        "string",
+        "what ranks BM25: pg_textsearch (its bm25 index) or sql; null without a lexical index",
+        null=True,
+    ),
+    text_search_config=_field("string", null=True),
+)
+_DOCUMENT_INFO = _object(
+    document_id=_STRING,
+    source=_field("string", null=True),
+    characters=_field(
+        "integer", "length of the text in characters (null: no documents-table row)", null=True
+    ),
+    children=_field("integer"),
+    parents=_field("integer"),
+    ingested_at={"type": ["string", "null"], "format": "date-time"},
+)
 _DELETE_REQUEST = {
     "type": "object",
     "required": ["document_ids"],
@@ -265,22 +230,15 @@ _DELETE_REQUEST = {
         }
     },
 }
-_DELETE_REPORT = {
-    "type": "object",
-    "properties": {
-        "collection": {"type": "string"},
-        "deleted": {
-            "type": "object",
-            "description": "rows removed, by document id",
-            "additionalProperties": {"type": "integer"},
-        },
-        "unknown": {
-            "type": "array",
-            "description": "ids that name no document",
-            "items": {"type": "string"},
-        },
+_DELETE_REPORT = _object(
+    collection=_STRING,
+    deleted={
+        "type": "object",
+        "description": "rows removed, by document id",
+        "additionalProperties": _field("integer"),
     },
-}
+    unknown=_array(_STRING, "ids that name no document"),
+)
 
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
 _COLLECTION_NAME = {
@@ -297,9 +255,36 @@ _FORCE = {
     "schema": {"enum": ["true", "false"]},
 }
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
+_UNAUTHORIZED = _error("missing or wrong bearer token (when the server has one)")
 _COMMON = {
-    "401": _error("missing or wrong bearer token (when the server has one)"),
+    "401": _UNAUTHORIZED,
     "404": _error("no bot of that name, or its collection was dropped"),
+}
+_BAD = {"400": _error("malformed body: the message and details say what is wrong")}
+_BIG = {"413": _error("body larger than the limit (64 KiB by default)")}
+_UNAVAILABLE = {
+    "503": {
+        **_error(
+            "the bot failed to load (it is retried on the next request), or the "
+            "database is unavailable (retry after Retry-After seconds)"
+        ),
+        "headers": {
+            "Retry-After": {
+                "description": "seconds to wait (database outages)",
+                "schema": {"type": "integer"},
+            }
+        },
+    }
+}
+_BOT_WRITES = {"403": _error("bot writes are disabled (the server has no token)")}
+_COLLECTION_WRITES = {"403": _error("collection writes are disabled (the server has no token)")}
+_NO_COLLECTION = {"404": _error("no collection of that name")}
+_BAD_NAME = {"400": _error("not a valid collection name")}
+_UNKNOWN_COLLECTION = {
+    "400": _error(
+        "malformed body, or a collection that does not exist (add ?force=true to save "
+        "the bot anyway)"
+    )
 }
 
 
@@ -310,8 +295,171 @@ def _op(summary: str, responses: dict[str, Any], body: str | None = None) -> dic
     return op
 
 
-def _ok(schema_name: str, description: str = "OK") -> dict[str, Any]:
-    return {"description": description, "content": _json(_ref(schema_name))}
+def _ok(schema: str | dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    content = _ref(schema) if isinstance(schema, str) else schema
+    return {"description": description, "content": _json(content)}
+
+
+def _document_id(description: str) -> dict[str, Any]:
+    return {
+        "name": "document_id",
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string", "maxLength": 1024},
+    }
+
+
+def _collection_paths() -> dict[str, Any]:
+    return {
+        "/api/v1/collections": {
+            "get": _op(
+                "The collections, with row counts, model, strategies and lexical backend",
+                {
+                    "200": _ok(_object(collections=_array(_ref("Collection")))),
+                    "401": _UNAUTHORIZED,
+                    **_UNAVAILABLE,
+                },
+            )
+        },
+        "/api/v1/collections/{collection}": {
+            "parameters": [_COLLECTION_NAME],
+            "delete": _op(
+                "Drop a collection and everything stored with it",
+                {
+                    "204": {"description": "dropped"},
+                    **_BAD_NAME,
+                    "401": _UNAUTHORIZED,
+                    **_COLLECTION_WRITES,
+                    **_NO_COLLECTION,
+                    **_UNAVAILABLE,
+                },
+            ),
+        },
+        "/api/v1/collections/{collection}/documents": {
+            "parameters": [_COLLECTION_NAME],
+            "get": _op(
+                "A collection's documents: ids, sources, sizes and ingest times",
+                {
+                    "200": _ok(_object(collection=_STRING, documents=_array(_ref("DocumentInfo")))),
+                    **_BAD_NAME,
+                    "401": _UNAUTHORIZED,
+                    **_NO_COLLECTION,
+                    **_UNAVAILABLE,
+                },
+            ),
+        },
+        "/api/v1/collections/{collection}/documents/delete": {
+            "parameters": [_COLLECTION_NAME],
+            "post": _op(
+                "Delete documents (children, parents and documents-table rows) by id",
+                {
+                    "200": _ok("DeleteReport"),
+                    **_BAD,
+                    **_BIG,
+                    "401": _UNAUTHORIZED,
+                    **_COLLECTION_WRITES,
+                    **_NO_COLLECTION,
+                    **_UNAVAILABLE,
+                },
+                "DeleteRequest",
+            ),
+        },
+        "/api/v1/collections/{collection}/documents/{document_id}": {
+            "parameters": [
+                _COLLECTION_NAME,
+                _document_id("URL-encoded; at most 1024 bytes of UTF-8"),
+            ],
+            "delete": _op(
+                "Delete one document",
+                {
+                    "204": {"description": "deleted"},
+                    **_BAD,
+                    "401": _UNAUTHORIZED,
+                    **_COLLECTION_WRITES,
+                    "404": _error("no collection of that name, or no document of that id"),
+                    **_UNAVAILABLE,
+                },
+            ),
+        },
+    }
+
+
+def _bot_paths() -> dict[str, Any]:
+    writes = {**_UNKNOWN_COLLECTION, **_BOT_WRITES, **_COMMON}
+    return {
+        "/api/v1/bots": {
+            "get": _op(
+                "The bots, loaded and failed",
+                {"200": _ok(_object(bots=_array(_ref("Bot")))), "401": _UNAUTHORIZED},
+            )
+        },
+        "/api/v1/bots/{name}": {
+            "parameters": [_NAME],
+            "get": _op("One bot's row and load status", {"200": _ok("Bot"), **_COMMON}),
+            "put": {
+                **_op(
+                    "Create a bot, or replace its settings",
+                    {"200": _ok("Bot"), "201": _ok("Bot", "created"), **writes},
+                    "BotWrite",
+                ),
+                "parameters": [_FORCE],
+            },
+            "patch": {
+                **_op(
+                    'Change some settings, e.g. {"expand_to_parent": true}',
+                    {"200": _ok("Bot"), **writes},
+                    "BotPatch",
+                ),
+                "parameters": [_FORCE],
+            },
+            "delete": _op(
+                "Remove a bot", {"204": {"description": "removed"}, **_BOT_WRITES, **_COMMON}
+            ),
+        },
+        "/api/v1/bots/{name}/context": {
+            "parameters": [_NAME],
+            "post": _op(
+                "Retrieve the passages for a question",
+                {"200": _ok("ContextResponse"), **_BAD, **_BIG, **_COMMON, **_UNAVAILABLE},
+                "ContextRequest",
+            ),
+        },
+        "/api/v1/bots/{name}/ask": {
+            "parameters": [_NAME],
+            "post": _op(
+                "Answer a question with the LLM, from the bot's passages",
+                {
+                    "200": _ok("AskResponse"),
+                    **_BAD,
+                    **_BIG,
+                    **_COMMON,
+                    "501": _error("no LLM is configured"),
+                    "502": _error("the LLM request failed"),
+                    **_UNAVAILABLE,
+                },
+                "AskRequest",
+            ),
+        },
+        "/api/v1/bots/{name}/documents/{document_id}": {
+            "parameters": [
+                _NAME,
+                _document_id(
+                    "the document_id of the rows (URL-encoded; at most 1024 bytes of UTF-8)"
+                ),
+            ],
+            "get": _op(
+                "One document's stored hierarchy (the inspector's document view)",
+                {
+                    "200": _ok("Document"),
+                    **_BAD,
+                    "401": _UNAUTHORIZED,
+                    "404": _error("no bot of that name, or no rows of that document"),
+                    **_UNAVAILABLE,
+                },
+            ),
+        },
+    }
 
 
 @cache
@@ -321,15 +469,13 @@ def build_spec() -> dict[str, Any]:
         m.__name__: m.model_json_schema(ref_template=_REF)
         for m in (ContextRequest, AskRequest, BotSettings)
     }
-    put = dict(schemas["BotSettings"], required=["collection"], title="BotWrite")
-    patch = {
-        "type": "object",
-        "description": "Any subset of the BotSettings keys; dotted keys such as "
-        "'reranker_config.batch_size' change one key of a JSON config.",
-    }
     schemas.update(
-        BotWrite=put,
-        BotPatch=patch,
+        BotWrite=dict(schemas["BotSettings"], required=["collection"], title="BotWrite"),
+        BotPatch={
+            "type": "object",
+            "description": "Any subset of the BotSettings keys; dotted keys such as "
+            "'reranker_config.batch_size' change one key of a JSON config.",
+        },
         Passage=_PASSAGE,
         Error=_ERROR,
         ContextResponse=_CONTEXT_RESPONSE,
@@ -344,160 +490,6 @@ def build_spec() -> dict[str, Any]:
         DocumentRow=_DOCUMENT_ROW,
         Document=_DOCUMENT,
     )
-    bad = {"400": _error("malformed body: the message and details say what is wrong")}
-    big = {"413": _error("body larger than the limit (64 KiB by default)")}
-    unavailable = {
-        "503": {
-            **_error(
-                "the bot failed to load (it is retried on the next request), or the "
-                "database is unavailable (retry after Retry-After seconds)"
-            ),
-            "headers": {
-                "Retry-After": {
-                    "description": "seconds to wait (database outages)",
-                    "schema": {"type": "integer"},
-                }
-            },
-        }
-    }
-    writes = {"403": _error("bot writes are disabled (the server has no token)")}
-    no_collection = {"404": _error("no collection of that name")}
-    collection_writes = {"403": _error("collection writes are disabled (the server has no token)")}
-    unknown_collection = {
-        "400": _error(
-            "malformed body, or a collection that does not exist (add ?force=true to save "
-            "the bot anyway)"
-        )
-    }
-    collection_paths = {
-        "/api/v1/collections": {
-            "get": _op(
-                "The collections, with row counts, model, strategies and lexical backend",
-                {
-                    "200": {
-                        "description": "OK",
-                        "content": _json(
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "collections": {"type": "array", "items": _ref("Collection")}
-                                },
-                            }
-                        ),
-                    },
-                    "401": _COMMON["401"],
-                    **unavailable,
-                },
-            )
-        },
-        "/api/v1/collections/{collection}": {
-            "parameters": [_COLLECTION_NAME],
-            "delete": _op(
-                "Drop a collection and everything stored with it",
-                {
-                    "204": {"description": "dropped"},
-                    "400": _error("not a valid collection name"),
-                    "401": _COMMON["401"],
-                    **collection_writes,
-                    **no_collection,
-                    **unavailable,
-                },
-            ),
-        },
-        "/api/v1/collections/{collection}/documents": {
-            "parameters": [_COLLECTION_NAME],
-            "get": _op(
-                "A collection's documents: ids, sources, sizes and ingest times",
-                {
-                    "200": {
-                        "description": "OK",
-                        "content": _json(
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "collection": {"type": "string"},
-                                    "documents": {
-                                        "type": "array",
-                                        "items": _ref("DocumentInfo"),
-                                    },
-                                },
-                            }
-                        ),
-                    },
-                    "400": _error("not a valid collection name"),
-                    "401": _COMMON["401"],
-                    **no_collection,
-                    **unavailable,
-                },
-            ),
-        },
-        "/api/v1/collections/{collection}/documents/delete": {
-            "parameters": [_COLLECTION_NAME],
-            "post": _op(
-                "Delete documents (children, parents and documents-table rows) by id",
-                {
-                    "200": _ok("DeleteReport"),
-                    **bad,
-                    **big,
-                    "401": _COMMON["401"],
-                    **collection_writes,
-                    **no_collection,
-                    **unavailable,
-                },
-                "DeleteRequest",
-            ),
-        },
-        "/api/v1/collections/{collection}/documents/{document_id}": {
-            "parameters": [
-                _COLLECTION_NAME,
-                {
-                    "name": "document_id",
-                    "in": "path",
-                    "required": True,
-                    "description": "URL-encoded; at most 1024 bytes of UTF-8",
-                    "schema": {"type": "string", "maxLength": 1024},
-                },
-            ],
-            "delete": _op(
-                "Delete one document",
-                {
-                    "204": {"description": "deleted"},
-                    **bad,
-                    "401": _COMMON["401"],
-                    **collection_writes,
-                    "404": _error("no collection of that name, or no document of that id"),
-                    **unavailable,
-                },
-            ),
-        },
-    }
-    bot_path = {
-        "parameters": [_NAME],
-        "get": _op("One bot's row and load status", {"200": _ok("Bot"), **_COMMON}),
-        "put": {
-            **_op(
-                "Create a bot, or replace its settings",
-                {
-                    "200": _ok("Bot"),
-                    "201": _ok("Bot", "created"),
-                    **unknown_collection,
-                    **writes,
-                    **_COMMON,
-                },
-                "BotWrite",
-            ),
-            "parameters": [_FORCE],
-        },
-        "patch": {
-            **_op(
-                'Change some settings, e.g. {"expand_to_parent": true}',
-                {"200": _ok("Bot"), **unknown_collection, **writes, **_COMMON},
-                "BotPatch",
-            ),
-            "parameters": [_FORCE],
-        },
-        "delete": _op("Remove a bot", {"204": {"description": "removed"}, **writes, **_COMMON}),
-    }
     paths = {
         "/health": {
             "get": {
@@ -514,80 +506,16 @@ def build_spec() -> dict[str, Any]:
                 "Database and each bot's parent-searcher readiness",
                 {
                     "200": _ok("Health", "the database is up"),
-                    "401": _COMMON["401"],
+                    "401": _UNAUTHORIZED,
                     "503": _ok("Health", "the database is down"),
                 },
             )
         },
-        "/api/v1/bots": {
-            "get": _op(
-                "The bots, loaded and failed",
-                {
-                    "200": {
-                        "description": "OK",
-                        "content": _json(
-                            {
-                                "type": "object",
-                                "properties": {"bots": {"type": "array", "items": _ref("Bot")}},
-                            }
-                        ),
-                    },
-                    "401": _COMMON["401"],
-                },
-            )
-        },
-        "/api/v1/bots/{name}": bot_path,
-        "/api/v1/bots/{name}/context": {
-            "parameters": [_NAME],
-            "post": _op(
-                "Retrieve the passages for a question",
-                {"200": _ok("ContextResponse"), **bad, **big, **_COMMON, **unavailable},
-                "ContextRequest",
-            ),
-        },
-        "/api/v1/bots/{name}/ask": {
-            "parameters": [_NAME],
-            "post": _op(
-                "Answer a question with the LLM, from the bot's passages",
-                {
-                    "200": _ok("AskResponse"),
-                    **bad,
-                    **big,
-                    **_COMMON,
-                    "501": _error("no LLM is configured"),
-                    "502": _error("the LLM request failed"),
-                    **unavailable,
-                },
-                "AskRequest",
-            ),
-        },
-        "/api/v1/bots/{name}/documents/{document_id}": {
-            "parameters": [
-                _NAME,
-                {
-                    "name": "document_id",
-                    "in": "path",
-                    "required": True,
-                    "description": "the document_id of the rows (URL-encoded; at most 1024 "
-                    "bytes of UTF-8)",
-                    "schema": {"type": "string", "maxLength": 1024},
-                },
-            ],
-            "get": _op(
-                "One document's stored hierarchy (the inspector's document view)",
-                {
-                    "200": _ok("Document"),
-                    **bad,
-                    "401": _COMMON["401"],
-                    "404": _error("no bot of that name, or no rows of that document"),
-                    **unavailable,
-                },
-            ),
-        },
+        **_bot_paths(),
         "/api/v1/reload": {
             "post": _op("Rebuild every bot from its row now", {"200": {"description": "OK"}})
         },
-        **collection_paths,
+        **_collection_paths(),
     }
     return {
         "openapi": "3.1.0",

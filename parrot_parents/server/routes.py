@@ -5,28 +5,25 @@ See :mod:`parrot_parents.server.openapi` (served at ``/openapi.json``) for the c
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from aiohttp import web
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
-from parrot_parents.server.catalog_routes import unknown_collection
+from parrot_parents.server.catalog_routes import require_writes, state, unknown_collection
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import (
-    MAX_DOCUMENT_ID,
     AskRequest,
-    BadRequest,
     ContextRequest,
-    id_too_long,
+    ErrorAnswer,
+    path_document_id,
     read_body,
     read_object,
 )
-from parrot_parents.server.state import REQUEST_ID, STATE, ServerState
+from parrot_parents.server.state import REQUEST_ID
 from parrot_parents.stores.protocols import DocumentRows
 
 __all__ = ["routes"]
@@ -35,17 +32,12 @@ logger = logging.getLogger("parrot_parents.server")
 routes = web.RouteTableDef()
 
 
-def _state(request: web.Request) -> ServerState:
-    return request.app[STATE]
-
-
 async def _refresh(request: web.Request) -> None:
     """Pick up changed bot rows (cheap when nothing changed); keep serving on failure."""
-    state = _state(request)
-    if not state.auto_reload:
+    if not state(request).auto_reload:
         return
     try:
-        await state.manager.refresh()
+        await state(request).manager.refresh()
     except (StoreError, SQLAlchemyError) as exc:
         logger.warning("[%s] could not refresh the bots: %s", request[REQUEST_ID], exc)
 
@@ -69,35 +61,28 @@ def _describe(bot: Chatbot) -> dict[str, Any]:
     return {**data, "status": "loaded"}
 
 
-def _lookup(request: web.Request) -> Chatbot | web.Response:
+async def _lookup(request: web.Request) -> Chatbot:
+    """The path's bot, after a refresh; a bot that failed to load is a 503."""
+    await _refresh(request)
     name = request.match_info["name"]
     try:
-        return _state(request).manager.get(name)
+        return state(request).manager.get(name)
     except BotConfigError:
-        reason = _state(request).manager.errors.get(name, "invalid configuration")
-        return json_error(
+        reason = state(request).manager.errors.get(name, "invalid configuration")
+        raise ErrorAnswer(
             503,
             f"bot {name!r} is not available: it failed to load",
-            request=request,
             details=[{"key": "", "message": reason}],
             hint="fix its row (`parrot-parents bots set`), it reloads on the next request",
-        )
-
-
-#: Seconds the public health check waits for the database.
-HEALTH_TIMEOUT_S = 5.0
+        ) from None
 
 
 @routes.get("/health")
 async def health(request: web.Request) -> web.Response:
     """Liveness, served without a token: ``{"status": "ok"}``, or 503 with
-    ``{"status": "unavailable"}`` when the database does not answer. Nothing about the
-    bots: their state is ``GET /api/v1/health``, behind the token."""
-    try:
-        engine = await _state(request).manager.repository.engine()
-        async with asyncio.timeout(HEALTH_TIMEOUT_S), engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
-    except Exception:  # any failure to answer is "unavailable"; the details are logged
+    ``{"status": "unavailable"}`` when the database does not answer within 5 seconds.
+    Nothing about the bots: their state is ``GET /api/v1/health``, behind the token."""
+    if not await state(request).manager.database_ok():
         logger.warning("[%s] health: the database does not answer", request[REQUEST_ID])
         return json_response({"status": "unavailable"}, status=503)
     return json_response({"status": "ok"})
@@ -107,7 +92,7 @@ async def health(request: web.Request) -> web.Response:
 async def bots_health(request: web.Request) -> web.Response:
     """Database and each bot's parent-searcher readiness; 503 when the database is down."""
     await _refresh(request)
-    h = await _state(request).manager.health()
+    h = await state(request).manager.health()
     searchers_ok = all(b["parent_searcher"] is not False for b in h["bots"].values())
     if not h["database"]:
         status = "unavailable"
@@ -128,7 +113,7 @@ async def bots_health(request: web.Request) -> web.Response:
 async def list_bots(request: web.Request) -> web.Response:
     """The loaded bots, and the enabled rows that failed to load."""
     await _refresh(request)
-    manager = _state(request).manager
+    manager = state(request).manager
     bots = [_describe(b) for _, b in sorted(manager.bots.items())]
     failed = [
         {"name": n, "status": "failed", "error": reason}
@@ -145,7 +130,7 @@ async def get_bot(request: web.Request) -> web.Response:
 
 
 async def _bot_row(request: web.Request, name: str, status: int = 200) -> web.Response:
-    manager = _state(request).manager
+    manager = state(request).manager
     row = await manager.repository.get_row(name)
     row = {k: v for k, v in row.items() if k != "id"}
     if name in manager.bots:
@@ -157,21 +142,15 @@ async def _bot_row(request: web.Request, name: str, status: int = 200) -> web.Re
     return json_response(row, status=status)
 
 
-def _writes_refused(request: web.Request) -> web.Response | None:
-    if _state(request).writes_enabled:
-        return None
-    return json_error(
-        403,
-        "bot writes are disabled on a server without a token",
-        request=request,
-        hint="start the server with --token (or PARROT_PARENTS_TOKEN), or use "
-        "`parrot-parents bots`",
-    )
+def _require_bot_writes(request: web.Request) -> str:
+    """The path's bot name, once writes are allowed (else a 403)."""
+    require_writes(request, "bot", "`parrot-parents bots`")
+    return request.match_info["name"]
 
 
 async def _after_write(request: web.Request, name: str, status: int) -> web.Response:
     """Load the change at once, then answer with the row and its load status."""
-    await _state(request).manager.refresh()
+    await state(request).manager.refresh()
     if status == 204:
         return web.Response(status=204)
     return await _bot_row(request, name, status)
@@ -180,48 +159,35 @@ async def _after_write(request: web.Request, name: str, status: int) -> web.Resp
 @routes.put("/api/v1/bots/{name}")
 async def put_bot(request: web.Request) -> web.Response:
     """Create the bot, or replace all its settings (absent keys take their defaults)."""
-    refused = _writes_refused(request)
-    if refused is not None:
-        return refused
-    name = request.match_info["name"]
+    name = _require_bot_writes(request)
     data = await read_object(request)
-    unknown = await unknown_collection(request, data)
-    if unknown is not None:
-        return unknown
-    _, created = await _state(request).manager.repository.put(name, data)
+    await unknown_collection(request, data)
+    _, created = await state(request).manager.repository.put(name, data)
     return await _after_write(request, name, 201 if created else 200)
 
 
 @routes.patch("/api/v1/bots/{name}")
 async def patch_bot(request: web.Request) -> web.Response:
     """Change some settings, e.g. ``{"expand_to_parent": true}``; validated as a whole."""
-    refused = _writes_refused(request)
-    if refused is not None:
-        return refused
-    name = request.match_info["name"]
+    name = _require_bot_writes(request)
     changes = await read_object(request)
-    unknown = await unknown_collection(request, changes)
-    if unknown is not None:
-        return unknown
-    settings = await _state(request).manager.repository.update(name, changes)
+    await unknown_collection(request, changes)
+    settings = await state(request).manager.repository.update(name, changes)
     return await _after_write(request, settings.name, 200)
 
 
 @routes.delete("/api/v1/bots/{name}")
 async def delete_bot(request: web.Request) -> web.Response:
     """Remove the bot's row."""
-    refused = _writes_refused(request)
-    if refused is not None:
-        return refused
-    name = request.match_info["name"]
-    await _state(request).manager.repository.delete(name)
+    name = _require_bot_writes(request)
+    await state(request).manager.repository.delete(name)
     return await _after_write(request, name, 204)
 
 
 @routes.post("/api/v1/reload")
 async def reload(request: web.Request) -> web.Response:
     """Rebuild every bot from its row now."""
-    report = await _state(request).manager.reload()
+    report = await state(request).manager.reload()
     return json_response(
         {"loaded": report.loaded, "failed": report.failed, "removed": report.removed}
     )
@@ -230,10 +196,7 @@ async def reload(request: web.Request) -> web.Response:
 @routes.post("/api/v1/bots/{name}/context")
 async def context(request: web.Request) -> web.Response:
     """The passages a bot retrieves for a question, with ``meta``."""
-    await _refresh(request)
-    bot = _lookup(request)
-    if isinstance(bot, web.Response):
-        return bot
+    bot = await _lookup(request)
     body = await read_body(request, ContextRequest)
     retrieval = await bot.retrieve(body.question, body.options())
     return json_response(
@@ -249,13 +212,8 @@ async def context(request: web.Request) -> web.Response:
 @routes.get("/api/v1/bots/{name}/documents/{document_id:.+}")
 async def document_rows(request: web.Request) -> web.Response:
     """One document's stored hierarchy: its rows (no text), parents first, with counts."""
-    await _refresh(request)
-    bot = _lookup(request)
-    if isinstance(bot, web.Response):
-        return bot
-    document_id = request.match_info["document_id"]
-    if id_too_long(document_id):
-        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} bytes of UTF-8")
+    bot = await _lookup(request)
+    document_id = path_document_id(request)
     store = bot.store
     if not isinstance(store, DocumentRows):
         return json_error(
@@ -287,17 +245,14 @@ async def document_rows(request: web.Request) -> web.Response:
 @routes.post("/api/v1/bots/{name}/ask")
 async def ask(request: web.Request) -> web.Response:
     """The LLM's answer from the bot's passages; 501 when no LLM is configured."""
-    llm = _state(request).llm
+    llm = state(request).llm
     if llm is None:
         raise LLMNotConfiguredError(
             "no LLM is configured on this server",
             hint="set PARROT_PARENTS_LLM_BASE_URL and PARROT_PARENTS_LLM_MODEL before "
             "`parrot-parents serve`, or use /context",
         )
-    await _refresh(request)
-    bot = _lookup(request)
-    if isinstance(bot, web.Response):
-        return bot
+    bot = await _lookup(request)
     body = await read_body(request, AskRequest)
     answer = await bot.ask(body.question, body.options(), llm=llm, max_tokens=body.max_tokens)
     data = answer.to_dict()

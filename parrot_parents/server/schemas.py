@@ -20,7 +20,7 @@ from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
 from parrot_parents.stores.records.values import MAX_ID_BYTES
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
-__all__ = ["AskRequest", "BadRequest", "ContextRequest", "read_body"]
+__all__ = ["AskRequest", "BadRequest", "ContextRequest", "ErrorAnswer", "read_body"]
 
 #: Longest document id the routes accept: the store's own limit, in bytes of UTF-8, so
 #: every id that can be stored can be read and deleted.
@@ -35,13 +35,41 @@ def id_too_long(document_id: str) -> bool:
 M = TypeVar("M", bound=BaseModel)
 
 
-class BadRequest(Exception):
+class ErrorAnswer(Exception):
+    """An error answer a handler raises; the error middleware sends it as JSON."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        details: list[dict[str, str]] | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.details = details or []
+        self.hint = hint
+
+
+class BadRequest(ErrorAnswer):
     """A body that cannot be used; becomes a 400 with ``message`` and ``details``."""
 
     def __init__(self, message: str, details: list[dict[str, str]] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details or []
+        super().__init__(400, message, details=details)
+
+
+def path_document_id(request: web.Request) -> str:
+    """The ``document_id`` of the path.
+
+    Raises:
+        BadRequest: longer than :data:`MAX_DOCUMENT_ID` bytes of UTF-8.
+    """
+    document_id = request.match_info["document_id"]
+    if id_too_long(document_id):
+        raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} bytes of UTF-8")
+    return document_id
 
 
 class _Question(BaseModel):

@@ -1,14 +1,7 @@
 """Alembic migrations of parrot-parents, shipped in the wheel as ``parrot_parents.migrations``.
 
-The revisions (``versions/``) create, in order:
-
-* ``0001`` the ``vector`` extension and the named collection tables with their indexes
-  (the same ``Table`` the store builds:
-  :func:`parrot_parents.stores.postgres.collections.schema.collection_table`);
-* ``0002`` the ``bots`` table, its CHECK constraints and its ``updated_at`` trigger;
-* ``0003`` ``parrot_parents_backfill``, the checkpoints of the marker backfill;
-* ``0004`` the bots' search settings and the collections' lexical index;
-* ``0005`` each named collection's documents table, backfilled (chunk policy, issue 12).
+The revisions (``versions/``) each say what they create; :func:`history` (``parrot-parents
+migrate --history``) lists them, oldest first.
 
 Alembic records the applied revision in ``parrot_parents_alembic_version``, so the package
 can share a database with an application's own alembic history.
@@ -55,7 +48,6 @@ __all__ = [
 
 #: Table where alembic records the applied revision.
 VERSION_TABLE = "parrot_parents_alembic_version"
-#: Embedding length of collections created by the migrations (all-MiniLM-L6-v2).
 
 T = TypeVar("T")
 

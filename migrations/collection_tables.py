@@ -56,17 +56,15 @@ def ensure_collections(
 
     Existing tables keep their content; every named collection gets its lexical index and
     BM25 statistics when it lacks them
-    (:func:`~parrot_parents.stores.postgres.search.lexical.ensure_lexical`),
-    and its documents table, backfilled from its parents
+    (:func:`~parrot_parents.stores.postgres.search.lexical.ensure_lexical`), and its
+    documents table, backfilled from its parents
     (:func:`~parrot_parents.stores.postgres.collections.documents.backfill_documents`). A
-    collection created
-    here gets the lexical backend a store would give it: pg_textsearch's ``bm25`` index
-    where the server has it (:mod:`parrot_parents.stores.postgres.search.bm25_index`); an existing
-    one
-    keeps its own. Every named collection gets the row layout of
-    :mod:`parrot_parents.stores.postgres.collections.layout` (existing rows keep theirs until the
-    table is
-    rewritten, e.g. by ``VACUUM FULL``).
+    collection created here gets the lexical backend a store would give it: pg_textsearch's
+    ``bm25`` index where the server has it
+    (:mod:`parrot_parents.stores.postgres.search.bm25_index`); an existing one keeps its
+    own. Every named collection gets the row layout of
+    :mod:`parrot_parents.stores.postgres.collections.layout` (existing rows keep theirs
+    until the table is rewritten, e.g. by ``VACUUM FULL``).
     """
     validate_identifier(schema, "schema")
     conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))

@@ -6,8 +6,8 @@ predates retrieval preambles
 ``<collection>_documents`` is created and filled from the stored parents, with a NULL
 policy version, so that ``parrot-parents reindex --stale`` re-cuts those documents
 (:func:`parrot_parents.stores.postgres.collections.documents.backfill_documents`). Other
-collections get the
-table when a store opens them, and their rows as they are ingested again.
+collections get the table when a store opens them, and their rows as they are ingested
+again.
 
 Revision ID: 0006
 Revises: 0005

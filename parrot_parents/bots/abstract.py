@@ -32,20 +32,13 @@ class AbstractBot:
         name: the bot's name.
         store: the vector store searched for children.
         parent_searcher: every read expansion needs; default None (spec FEAT-128).
-        expand_to_parent: default of the per-call ``expand_to_parent``; default False.
-        context_search_limit: children kept after search and rerank, 1..100; default None:
-            10, or 20 when a budget is set (``retrieval.options.BUDGETED_LIMIT``).
+        expand_to_parent, context_search_limit, rerank_candidates, context_budget,
+            expansion_mode, search_mode, rrf_k, dense_weight, lexical_weight, trim, prf:
+            the defaults of the per-call options of the same names (``limit``, ``budget``
+            and ``mode`` for the three spelled as in the spec), with their limits and units
+            (``context_budget`` in characters of passage text); None: the package default
+            (:mod:`parrot_parents.retrieval.options`).
         reranker: optional cross-encoder reranker applied to the children.
-        rerank_candidates: children searched before reranking; default 4 x limit.
-        context_budget: context budget in characters of passage text (the unit of the
-            shared scorer's ``recall@Bc``); None (default) means no budget.
-        expansion_mode: ``parent`` (default), ``auto_merge:T`` or ``window:N``.
-        search_mode, rrf_k, dense_weight, lexical_weight: how children are searched
-            (``dense``, ``lexical`` or ``hybrid``) and fused; None: the package default.
-        trim: with a budget, hand over the hits that do not fit whole as their best
-            sentences; None: the package default (on).
-        prf: pseudo-relevance feedback (RM3) in the lexical branch; None: the package
-            default (off). PostgreSQL stores only.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
         settings: the validated ``bots`` row the bot was built from (its retrieval
             settings are also given one by one above); None (default) for a bot made in

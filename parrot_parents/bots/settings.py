@@ -14,20 +14,11 @@ A row, with defaults::
     collection              required; the table searched (a SQL identifier)
     expand_to_parent        False
     expansion_mode          "parent"    | "auto_merge:T" (0 < T <= 1) | "window:N" (N >= 1)
-    context_search_limit    None        children kept after search/rerank, 1..100; None:
-                                        10, or 20 when a budget is set
-    rerank_candidates       None        children searched before reranking, 1..1000; None:
-                                        4 x the limit
-    context_budget          None        context budget in characters of passage text,
-                                        1..10_000_000
-    search_mode             None        "dense" | "lexical" | "hybrid"; None: the default
-    rrf_k                   None        RRF constant 1..1000; None: the default (60)
-    dense_weight            None        fusion weight 0..10; None: the default (1.0)
-    lexical_weight          None        fusion weight 0..10; None: the default (1.0)
-    trim                    None        sentence trimming under a budget; None: the
-                                        default (on)
-    prf                     None        pseudo-relevance feedback (RM3) in the lexical
-                                        branch; None: the default (off)
+    context_search_limit, rerank_candidates, context_budget, search_mode, rrf_k,
+    dense_weight, lexical_weight, trim, prf
+                            None        the package default; limits, units (a budget in
+                                        characters) and defaults as in the options' table
+                                        (:mod:`parrot_parents.retrieval.options`)
     reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
     parent_searcher_config  {"type": "in_table"}
     enabled                 True

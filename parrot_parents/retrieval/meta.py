@@ -118,8 +118,8 @@ class RetrievalMeta:
         lexical: what ranked the lexical branch, for a lexical or hybrid search on a store
             that says so: ``{"backend": "pg_textsearch"}`` (pg_textsearch's index) or
             ``{"backend": "sql"}`` (BM25 in SQL), with ``"why"`` when it is not the
-            collection's own backend (:mod:`parrot_parents.stores.postgres.search.bm25_index`); None
-            otherwise.
+            collection's own backend
+            (:mod:`parrot_parents.stores.postgres.search.bm25_index`); None otherwise.
         filter_plan: how a search with a metadata filter ranked, on a store that plans
             it: ``{"estimate": children the planner expected the filter to keep,
             "search": "exact" | "index" | "index, then exact" | "exact, then index" |
@@ -127,8 +127,8 @@ class RetrievalMeta:
             "exact_below": the threshold, "children": the planner's estimate of the
             collection's children, which the threshold grows with, "sampled": whether the
             estimate was counted on a sample of the table}``
-            (:mod:`parrot_parents.stores.postgres.search.filter_plan`); also when the filter kept
-            nothing; None without a filter or such a store.
+            (:mod:`parrot_parents.stores.postgres.search.filter_plan`); also when the
+            filter kept nothing; None without a filter or such a store.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.

@@ -149,11 +149,9 @@ class TextLoader(AbstractLoader):
             - len(set(self.report.failed) - failed_before)
             - (len(self.report.unchanged) - unchanged_before)
         )
-        for row in rows:
-            if row.metadata.get("is_chunk"):
-                self.report.children += 1
-            else:
-                self.report.parents += 1
+        children = sum(1 for row in rows if row.metadata.get("is_chunk"))
+        self.report.children += children
+        self.report.parents += len(rows) - children
         return self.report
 
     def ingest_sync(self, vector_store: AbstractStore, **kwargs: Any) -> IngestReport:

@@ -362,32 +362,22 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
     ) -> list[SearchResult]:
         """The ``limit`` children best matching ``query``, best first.
 
-        Args:
-            query: question text.
-            limit: rows wanted, 1..10000, default 10. When at least ``limit`` children
-                match ``filter``, exactly ``limit`` come back (Milvus filters before the
-                vector search).
-            include_parents: accepted for interface compatibility; parents have no vector
-                here, so they are never returned.
-            filter: metadata filter (:mod:`parrot_parents.stores.milvus.filters`).
-            search_mode: ``"dense"`` (default: cosine similarity of the embeddings),
-                ``"lexical"`` (the engine's BM25 over the analyzed ``text`` field) or
-                ``"hybrid"`` (both, fused by the engine with reciprocal rank fusion,
-                k=60, Cormack et al. 2009).
-            fusion: the RRF constant of ``hybrid`` (``fusion.rrf_k``); the engine's RRF
-                weighs both branches equally, so other weights are refused, and the
-                engine's BM25 takes no weighted query terms, so pseudo-relevance feedback
-                (``fusion.prf``) is refused in ``lexical`` and ``hybrid`` mode.
+        ``limit``: 1..10000, default 10; when at least ``limit`` children match ``filter``
+        (:mod:`parrot_parents.stores.milvus.filters`), exactly ``limit`` come back.
+        ``include_parents`` is accepted for the interface: parents have no vector here.
+        ``search_mode``: ``"dense"`` (cosine similarity), ``"lexical"`` (the engine's BM25
+        over the searched text) or ``"hybrid"`` (both, fused by the engine's reciprocal
+        rank fusion with k = ``fusion.rrf_k``, default 60, Cormack et al. 2009). The engine
+        weighs both branches equally and takes no weighted query terms, so unequal
+        ``fusion`` weights, and ``fusion.prf`` outside ``dense``, are refused.
 
-        Returns:
-            :class:`SearchResult` rows. ``score``: cosine similarity (dense), BM25 score
-            (lexical) or RRF score (hybrid), higher is better; ``distance`` is the cosine
-            distance for dense and None otherwise.
+        Returns :class:`SearchResult` rows; ``score``: cosine similarity (dense), BM25
+        score (lexical) or RRF score (hybrid), higher is better; ``distance``: the cosine
+        distance (dense), else None.
 
         Raises:
             ConfigurationError: a bad ``query`` (:mod:`parrot_parents.stores.questions`),
-                ``limit``, ``filter`` or ``search_mode``, or ``fusion.prf`` outside
-                ``dense`` mode; before the model loads.
+                ``limit``, ``filter``, ``search_mode`` or ``fusion``; before the model loads.
             StoreError: Milvus refused the search.
         """
         check_question(query)

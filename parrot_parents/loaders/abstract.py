@@ -10,24 +10,14 @@ import shlex
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, ModelLoadError, StoreError
-from parrot_parents.loaders.defaults import (
-    DEFAULT_CHILD_OVERLAP,
-    DEFAULT_CHILD_SIZE,
-    DEFAULT_DOCUMENT_LAYER,
-    DEFAULT_LATE_CHUNKING,
-    DEFAULT_PARENT_OVERLAP,
-    DEFAULT_PARENT_SIZE,
-    DEFAULT_PREAMBLE,
-    DEFAULT_SECTION_PARENTS,
-    DEFAULT_THRESHOLD,
-)
+from parrot_parents.loaders import defaults
 from parrot_parents.loaders.extractive import ExtractiveIndexer
 from parrot_parents.loaders.hierarchy import (
     HIERARCHY_OWNED,
@@ -60,7 +50,14 @@ from parrot_parents.stores.protocols import (
 from parrot_parents.stores.records.ids import content_sha256, document_identity, named_by_content
 from parrot_parents.stores.records.values import check_document_id, clean_text, normalize_metadata
 
-__all__ = ["DEFAULT_INDEXER", "AbstractLoader", "IngestReport", "wants_bulk_load"]
+__all__ = [
+    "DEFAULT_INDEXER",
+    "AbstractLoader",
+    "IngestReport",
+    "LoaderOptions",
+    "ParentSizes",
+    "wants_bulk_load",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -103,50 +100,60 @@ class IngestReport:
     index_build_seconds: float | None = None
 
 
+class LoaderOptions(TypedDict, total=False):
+    """The keywords of :class:`AbstractLoader`, which its subclasses pass on."""
+
+    child_chunk_size: int
+    child_chunk_overlap: int
+    late_chunking: bool
+    embedding: SentenceTransformerEmbeddings | None
+    indexer: RowIndexer | Literal["default"] | None
+    section_parents: bool
+    preamble: bool
+    document_layer: bool
+
+
+class ParentSizes(TypedDict, total=False):
+    """The parent sizes of :meth:`AbstractLoader.chunk_documents` (characters; an absent
+    one is its default)."""
+
+    parent_chunk_threshold_tokens: int
+    parent_chunk_size_tokens: int
+    parent_chunk_overlap_tokens: int
+
+
 class AbstractLoader(ABC):
     """Loads documents and turns them into the parent/child hierarchy.
 
     Args:
-        child_chunk_size: maximum child length in characters (default
-            :data:`~parrot_parents.loaders.hierarchy.DEFAULT_CHILD_SIZE`).
-        child_chunk_overlap: characters shared by neighbouring children (default 0).
-        late_chunking: embed children with late chunking, default True (see
-            :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor`).
-        embedding: the embedding model; all-MiniLM-L6-v2 by default.
+        child_chunk_size, child_chunk_overlap, late_chunking, embedding, section_parents,
+        preamble, document_layer: how documents are cut and embedded, as
+            :class:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor` takes them
+            (sizes in characters); the defaults are :mod:`parrot_parents.loaders.defaults`:
+            children of 400 characters without overlap, late chunking, section parents
+            and preambles on, no document layer, all-MiniLM-L6-v2.
         indexer: an ingestion strategy's :class:`~parrot_parents.loaders.indexing.RowIndexer`
             adding indexed rows to each document's write (it needs a store with
-            :class:`~parrot_parents.stores.protocols.IndexedRows`: PostgreSQL); None writes
-            the hierarchy alone (``plain``). The
-            default, :data:`DEFAULT_INDEXER`, is the package's default strategy: each
-            child indexed under its document's name and heading path
+            :class:`~parrot_parents.stores.protocols.IndexedRows`); None writes the
+            hierarchy alone (``plain``). The default, :data:`DEFAULT_INDEXER`, is the
+            package's default strategy
             (:class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`) on a store
-            that can search such rows, nothing more on one that cannot, as
+            that can search indexed rows, none on one that cannot, as
             ``parrot-parents ingest`` does.
-        section_parents: parents follow the sections of documents that come with a
-            structure (``metadata["structure"]``, set by the readers), and tables give
-            ``table_row`` children; default True (see
-            :mod:`parrot_parents.loaders.structure` and
-            :data:`~parrot_parents.loaders.hierarchy.DEFAULT_SECTION_PARENTS`).
-        preamble: children of structured documents are embedded and lexically indexed
-            with their title and section path (never returned); default True.
-        document_layer: one extractive ``document`` overview row per structured document
-            (not a source span: ``eval`` refuses it); default False.
     """
 
     def __init__(
         self,
         *,
-        child_chunk_size: int = DEFAULT_CHILD_SIZE,
-        child_chunk_overlap: int = DEFAULT_CHILD_OVERLAP,
-        late_chunking: bool = DEFAULT_LATE_CHUNKING,
+        child_chunk_size: int = defaults.DEFAULT_CHILD_SIZE,
+        child_chunk_overlap: int = defaults.DEFAULT_CHILD_OVERLAP,
+        late_chunking: bool = defaults.DEFAULT_LATE_CHUNKING,
         embedding: SentenceTransformerEmbeddings | None = None,
         indexer: RowIndexer | Literal["default"] | None = DEFAULT_INDEXER,
-        section_parents: bool = DEFAULT_SECTION_PARENTS,
-        preamble: bool = DEFAULT_PREAMBLE,
-        document_layer: bool = DEFAULT_DOCUMENT_LAYER,
+        section_parents: bool = defaults.DEFAULT_SECTION_PARENTS,
+        preamble: bool = defaults.DEFAULT_PREAMBLE,
+        document_layer: bool = defaults.DEFAULT_DOCUMENT_LAYER,
     ) -> None:
-        #: The strategy's indexer (None: plain); the default one is left out for a store
-        #: that cannot search indexed rows (:meth:`indexer_for`).
         if isinstance(indexer, str) and indexer != DEFAULT_INDEXER:
             raise ConfigurationError(
                 f"indexer must be a RowIndexer, None or {DEFAULT_INDEXER!r}, got {indexer!r}"
@@ -168,32 +175,13 @@ class AbstractLoader(ABC):
     def load(self) -> list[Document]:
         """Read the sources; one ``Document`` per source with ``metadata["document_id"]``."""
 
-    async def _chunk_with_late_chunking(
-        self,
-        documents: Sequence[Document],
-        vector_store: AbstractStore | None = None,
-        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
-        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
-        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
-        **kwargs: Any,
-    ) -> list[Document]:
-        """The spec's (FEAT-128) name for :meth:`chunk_documents`; same arguments."""
-        return await self.chunk_documents(
-            documents,
-            vector_store,
-            parent_chunk_threshold_tokens,
-            parent_chunk_size_tokens,
-            parent_chunk_overlap_tokens,
-            **kwargs,
-        )
-
     async def chunk_documents(
         self,
         documents: Sequence[Document],
         vector_store: AbstractStore | None = None,
-        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
-        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
-        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        parent_chunk_threshold_tokens: int = defaults.DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = defaults.DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = defaults.DEFAULT_PARENT_OVERLAP,
         *,
         progress: IngestProgress | Callable[[int], object] | None = None,
         batch_documents: int = 8,
@@ -409,6 +397,9 @@ class AbstractLoader(ABC):
             self.report.strategy = indexer.report()
         return out
 
+    #: The spec's (FEAT-128) name for :meth:`chunk_documents`.
+    _chunk_with_late_chunking = chunk_documents
+
     async def _write_batch(
         self,
         store: AbstractStore,
@@ -463,9 +454,9 @@ class AbstractLoader(ABC):
 
     def policy(
         self,
-        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
-        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
-        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
+        parent_chunk_threshold_tokens: int = defaults.DEFAULT_THRESHOLD,
+        parent_chunk_size_tokens: int = defaults.DEFAULT_PARENT_SIZE,
+        parent_chunk_overlap_tokens: int = defaults.DEFAULT_PARENT_OVERLAP,
         *,
         vector_store: AbstractStore | None = None,
     ) -> ChunkPolicy:

@@ -53,6 +53,7 @@ from parrot_parents.stores.records.sentences import SENTENCES, SentenceVectors, 
 from parrot_parents.stores.records.structure_markers import RETRIEVAL_PREAMBLE
 
 if TYPE_CHECKING:
+    from parrot_parents.embeddings.late_chunking import LateChunkingEmbedder
     from parrot_parents.loaders.structure.tree import Structure
 
 __all__ = [
@@ -166,7 +167,7 @@ class LateChunkingProcessor:
         self.section_parents = section_parents
         self.preamble = preamble
         self.document_layer = document_layer
-        self._late: Any = None
+        self._late: LateChunkingEmbedder | None = None
         #: Children embedded in windows because they exceed the model's window (non-late).
         self.windowed_children = 0
 
@@ -292,11 +293,17 @@ class LateChunkingProcessor:
     def warm_up(self) -> None:
         """Load the model (and check it qualifies for late chunking when enabled)."""
         self.embedding.warm_up()
-        if self.late_chunking and self._late is None:
+        if self.late_chunking:
+            self._late_embedder()
+
+    def _late_embedder(self) -> LateChunkingEmbedder:
+        if self._late is None:
             from parrot_parents.embeddings.late_chunking import LateChunkingEmbedder
 
-            self._late = LateChunkingEmbedder(self.embedding)
-            self._late.warm_up()
+            late = LateChunkingEmbedder(self.embedding)
+            late.warm_up()
+            self._late = late
+        return self._late
 
     async def embed_hierarchies(
         self,
@@ -353,7 +360,6 @@ class LateChunkingProcessor:
         if not self.late_chunking:
             await self._embed_each([c for _, kids in groups for c in kids])
             return
-        self.warm_up()
         items: list[tuple[str, list[tuple[int, int]]]] = []
         sentences: list[list[list[tuple[int, int]]]] = []
         for parent, kids in groups:
@@ -372,8 +378,7 @@ class LateChunkingProcessor:
             spans = [(c.start_index - offset, c.end_index - offset) for c in kids]
             spans += [(s - offset, e - offset) for own in kid_sentences for s, e in own]
             items.append((head + parent.page_content, spans))
-        assert self._late is not None  # set by warm_up with late chunking on
-        results = await self._late.aembed_spans(items)
+        results = await self._late_embedder().aembed_spans(items)
         for (_, kids), kid_sentences, vectors in zip(groups, sentences, results, strict=True):
             rest = len(kids)  # the children's vectors first, then their sentences'
             for i, (child, own) in enumerate(zip(kids, kid_sentences, strict=True)):
@@ -406,12 +411,7 @@ class LateChunkingProcessor:
         if not long:
             return
         try:
-            if self._late is None:
-                from parrot_parents.embeddings.late_chunking import LateChunkingEmbedder
-
-                late = LateChunkingEmbedder(self.embedding)
-                late.warm_up()
-                self._late = late
+            late = self._late_embedder()
         except (ValueError, ParrotParentsError) as exc:
             raise ConfigurationError(
                 f"{len(long)} child(ren) exceed the model's token window and the model "
@@ -419,7 +419,7 @@ class LateChunkingProcessor:
                 hint="use a smaller child_chunk_size",
             ) from exc
         order = sorted(long)
-        results = await self._late.aembed_spans([(texts[i], [(0, len(texts[i]))]) for i in order])
+        results = await late.aembed_spans([(texts[i], [(0, len(texts[i]))]) for i in order])
         for i, spans in zip(order, results, strict=True):
             children[i].embedding = spans[0]
         self.windowed_children += len(order)
@@ -460,22 +460,6 @@ class LateChunkingProcessor:
             parent_chunk_size_tokens=parent_chunk_size_tokens,
             parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             force_three_level=True,
-        )
-        await self.embed_hierarchies([hierarchy])
-        return hierarchy.parents, hierarchy.children
-
-    async def process_document_two_level(
-        self,
-        document_text: str,
-        document_id: str,
-        metadata: dict[str, Any] | None = None,
-    ) -> tuple[list[Document], list[ChunkInfo]]:
-        """Store the whole document as the parent and embed its children."""
-        hierarchy = self.build_hierarchy(
-            document_text,
-            document_id,
-            metadata,
-            parent_chunk_threshold_tokens=max(len(document_text), 1),
         )
         await self.embed_hierarchies([hierarchy])
         return hierarchy.parents, hierarchy.children

@@ -7,11 +7,8 @@ indexed rows of each document (``document_type: "indexed"``, see
 their text is indexed only through those rows. The rows are written in the same
 transaction as the document's hierarchy, so a re-ingest replaces them too.
 
-:class:`ChunkIndexer` is what every indexer shares: the rows, their ids and markers, the
-per-document ingestion record and the report. The package's default strategy
-(:class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`, no model) is one; the
-model-backed strategies (:mod:`parrot_parents.strategies`) live above the loaders, since
-the loaders never call a model.
+:class:`ChunkIndexer` is what every indexer shares; the model-backed strategies
+(:mod:`parrot_parents.strategies`) live above the loaders, which never call a model.
 """
 
 from __future__ import annotations
@@ -56,8 +53,6 @@ INGESTION_KEY = "ingestion"
 #: document summary.
 IndexedKind = Literal["context", "question", "proposition", "summary"]
 
-# The structure keys (``layer``, ``section_path``, ``ordinal``, ``section_ordinal``) are
-# copied, so that a filter on structure finds a child through its indexed rows.
 _TAGS: dict[IndexedKind, str] = {
     "context": "ctx",
     "question": "q",
@@ -146,10 +141,10 @@ class ChunkIndexer:
     """Indexed rows, one set per child (or, for a per-document strategy, per parent).
 
     A subclass says what the rows of a document hold (:meth:`document_rows`). An
-    enriched child (every child of an
-    enriched document) is marked ``searchable: false``: it is indexed only through its
-    rows, and returned when they hit. A chunk that got no text keeps no row and stays
-    indexed as itself. Indexed rows are marked ``offsets_exact: false``; the rows they
+    enriched child (every child of an enriched document, for ``summary``) is marked
+    ``searchable: false``: it is indexed only through its rows, and returned when they
+    hit. A chunk that got no text (a failed model call) keeps no row and stays indexed
+    as itself. Indexed rows are marked ``offsets_exact: false``; the rows they
     resolve to keep their exact offsets.
 
     Args:

@@ -22,16 +22,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Unpack
 
 from sqlalchemy import exists, select
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.loaders.abstract import AbstractLoader
-from parrot_parents.loaders.defaults import (
-    DEFAULT_PARENT_OVERLAP,
-    DEFAULT_PARENT_SIZE,
-    DEFAULT_THRESHOLD,
-)
+from parrot_parents.loaders.abstract import AbstractLoader, ParentSizes
 from parrot_parents.loaders.reindex import rebuild
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.model_contract import fingerprint
@@ -61,15 +57,14 @@ async def reembed(
     loader: AbstractLoader,
     store: PgVectorStore,
     *,
-    parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
-    parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
-    parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
     batch_size: int = 16,
     max_batches: int | None = None,
     on_batch: Callable[[ReembedReport], None] | None = None,
+    **sizes: Unpack[ParentSizes],
 ) -> ReembedReport:
-    """Rebuild every document of ``store`` with ``loader``'s model and settings (sizes in
-    characters), and record that model as the collection's (see the module docstring).
+    """Rebuild every document of ``store`` with ``loader``'s model and settings (parent
+    sizes in characters, see :class:`~.abstract.ParentSizes`), and record that model as the
+    collection's (see the module docstring).
 
     ``max_batches`` stops after that many batches (the collection stays refused until a
     later run finishes). ``report.finished`` says whether the pass is complete.
@@ -101,14 +96,7 @@ async def reembed(
             contract.reembedding = False
             report.finished = True
             break
-        failed = await rebuild(
-            loader,
-            store,
-            records,
-            parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
-            parent_chunk_size_tokens=parent_chunk_size_tokens,
-            parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-        )
+        failed = await rebuild(loader, store, records, **sizes)
         report.batches += 1
         for r in records:
             # A failed document is reported under its source, else its id (the loader's name).

@@ -14,23 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.loaders.abstract import AbstractLoader
-from parrot_parents.loaders.defaults import (
-    DEFAULT_PARENT_OVERLAP,
-    DEFAULT_PARENT_SIZE,
-    DEFAULT_THRESHOLD,
-)
+from parrot_parents.loaders.abstract import AbstractLoader, ParentSizes
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, reader_for, structure_of
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord
 from parrot_parents.stores.protocols import DocumentTable
 
-__all__ = ["READERS", "ReindexReport", "rebuild", "reindex_stale", "stored_document"]
+__all__ = [
+    "READERS",
+    "ReindexReport",
+    "rebuild",
+    "reindex_stale",
+    "stored_document",
+]
 
 READERS = ("text", "markdown", "html", "pdf")
 
@@ -66,10 +67,7 @@ async def rebuild(
     loader: AbstractLoader,
     store: AbstractStore,
     records: list[DocumentRecord],
-    *,
-    parent_chunk_threshold_tokens: int,
-    parent_chunk_size_tokens: int,
-    parent_chunk_overlap_tokens: int,
+    **sizes: Unpack[ParentSizes],
 ) -> dict[str, str]:
     """Rebuild stored documents from their text with ``loader`` (even when unchanged),
     replacing their rows.
@@ -80,12 +78,7 @@ async def rebuild(
     """
     failed_before = set(loader.report.failed)
     await loader.chunk_documents(
-        [stored_document(r) for r in records],
-        vector_store=store,
-        parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
-        parent_chunk_size_tokens=parent_chunk_size_tokens,
-        parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-        skip_unchanged=False,
+        [stored_document(r) for r in records], vector_store=store, skip_unchanged=False, **sizes
     )
     return {k: v for k, v in loader.report.failed.items() if k not in failed_before}
 
@@ -94,15 +87,14 @@ async def reindex_stale(
     loader: AbstractLoader,
     store: AbstractStore,
     *,
-    parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
-    parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
-    parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
     batch_size: int = 16,
     max_batches: int | None = None,
     on_batch: Callable[[ReindexReport], None] | None = None,
+    **sizes: Unpack[ParentSizes],
 ) -> ReindexReport:
-    """Re-chunk, with ``loader``'s settings and these parent sizes (characters), every
-    document of ``store`` whose policy version is not the one they give.
+    """Re-chunk, with ``loader``'s settings and these parent sizes (characters, see
+    :class:`~.abstract.ParentSizes`), every document of ``store`` whose policy version is
+    not the one they give.
 
     Raises:
         ConfigurationError: ``batch_size`` below 1, or a store without a documents table
@@ -115,12 +107,7 @@ async def reindex_stale(
         raise ConfigurationError(
             f"{type(store).__name__} keeps no documents table", hint="use the postgres store"
         )
-    policy = loader.policy(
-        parent_chunk_threshold_tokens,
-        parent_chunk_size_tokens,
-        parent_chunk_overlap_tokens,
-        vector_store=store,
-    )
+    policy = loader.policy(vector_store=store, **sizes)
     report = ReindexReport(policy=policy.version())
     versions = [policy.version(r) for r in READERS]
     while max_batches is None or report.batches < max_batches:
@@ -128,14 +115,7 @@ async def reindex_stale(
         if not records:
             report.finished = True
             break
-        failed = await rebuild(
-            loader,
-            store,
-            records,
-            parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
-            parent_chunk_size_tokens=parent_chunk_size_tokens,
-            parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-        )
+        failed = await rebuild(loader, store, records, **sizes)
         report.failed.update(failed)
         report.reindexed += len(records) - len(failed)
         report.batches += 1

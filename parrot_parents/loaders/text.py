@@ -4,30 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Unpack
 
 from langchain_core.documents import Document
 
-from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import DocumentReadError
 from parrot_parents.loaders.abstract import (
-    DEFAULT_INDEXER,
     AbstractLoader,
     IngestReport,
+    LoaderOptions,
+    ParentSizes,
     wants_bulk_load,
 )
-from parrot_parents.loaders.defaults import (
-    DEFAULT_CHILD_OVERLAP,
-    DEFAULT_CHILD_SIZE,
-    DEFAULT_DOCUMENT_LAYER,
-    DEFAULT_LATE_CHUNKING,
-    DEFAULT_PARENT_OVERLAP,
-    DEFAULT_PARENT_SIZE,
-    DEFAULT_PREAMBLE,
-    DEFAULT_SECTION_PARENTS,
-    DEFAULT_THRESHOLD,
-)
-from parrot_parents.loaders.indexing import RowIndexer
 from parrot_parents.loaders.progress import IngestProgress
 from parrot_parents.loaders.readers import OnBadBytes, discover_files, utf8_name
 from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, read_document
@@ -57,8 +45,7 @@ class TextLoader(AbstractLoader):
             (stable identity; see :func:`~parrot_parents.loaders.readers.discover_files`).
         id_prefix: a prefix for every id, replacing the root-name prefix added when
             several paths are given.
-        child_chunk_size, child_chunk_overlap, late_chunking, embedding, indexer,
-        section_parents, preamble, document_layer: see
+        options: the keywords of
             :class:`~parrot_parents.loaders.abstract.AbstractLoader`; the defaults are
             those of ``parrot-parents ingest`` (:mod:`parrot_parents.loaders.defaults`),
             its default strategy included, so both write the same rows.
@@ -71,25 +58,9 @@ class TextLoader(AbstractLoader):
         on_bad_bytes: OnBadBytes = "error",
         root: str | Path | None = None,
         id_prefix: str | None = None,
-        child_chunk_size: int = DEFAULT_CHILD_SIZE,
-        child_chunk_overlap: int = DEFAULT_CHILD_OVERLAP,
-        late_chunking: bool = DEFAULT_LATE_CHUNKING,
-        embedding: SentenceTransformerEmbeddings | None = None,
-        indexer: RowIndexer | Literal["default"] | None = DEFAULT_INDEXER,
-        section_parents: bool = DEFAULT_SECTION_PARENTS,
-        preamble: bool = DEFAULT_PREAMBLE,
-        document_layer: bool = DEFAULT_DOCUMENT_LAYER,
+        **options: Unpack[LoaderOptions],
     ) -> None:
-        super().__init__(
-            child_chunk_size=child_chunk_size,
-            child_chunk_overlap=child_chunk_overlap,
-            late_chunking=late_chunking,
-            embedding=embedding,
-            indexer=indexer,
-            section_parents=section_parents,
-            preamble=preamble,
-            document_layer=document_layer,
-        )
+        super().__init__(**options)
         if paths is None:
             self.paths: list[str | Path] = []
         elif isinstance(paths, str | Path):
@@ -144,12 +115,10 @@ class TextLoader(AbstractLoader):
         self,
         vector_store: AbstractStore,
         *,
-        parent_chunk_threshold_tokens: int = DEFAULT_THRESHOLD,
-        parent_chunk_size_tokens: int = DEFAULT_PARENT_SIZE,
-        parent_chunk_overlap_tokens: int = DEFAULT_PARENT_OVERLAP,
         progress: IngestProgress | Callable[[int], object] | None = None,
         skip_unchanged: bool = True,
         bulk_load: bool | None = None,
+        **sizes: Unpack[ParentSizes],
     ) -> IngestReport:
         """Load the files and write their hierarchies to ``vector_store``.
 
@@ -157,8 +126,9 @@ class TextLoader(AbstractLoader):
         skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
         ``bulk_load``: defer the vector index and build it once after the load; None
         (default) does so into a new or empty collection (:func:`wants_bulk_load`); the
-        build time is ``report.index_build_seconds``. ``progress``: as
-        :meth:`~parrot_parents.loaders.abstract.AbstractLoader.chunk_documents` takes it.
+        build time is ``report.index_build_seconds``. ``progress`` and the parent
+        ``sizes`` (characters): as
+        :meth:`~parrot_parents.loaders.abstract.AbstractLoader.chunk_documents` takes them.
 
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
@@ -169,23 +139,19 @@ class TextLoader(AbstractLoader):
         rows = await self.chunk_documents(
             docs,
             vector_store=vector_store,
-            parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
-            parent_chunk_size_tokens=parent_chunk_size_tokens,
-            parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
             progress=progress,
             skip_unchanged=skip_unchanged,
             bulk_load=bulk,
+            **sizes,
         )
         self.report.documents += (
             len(docs)
             - len(set(self.report.failed) - failed_before)
             - (len(self.report.unchanged) - unchanged_before)
         )
-        for row in rows:
-            if row.metadata.get("is_chunk"):
-                self.report.children += 1
-            else:
-                self.report.parents += 1
+        children = sum(1 for row in rows if row.metadata.get("is_chunk"))
+        self.report.children += children
+        self.report.parents += len(rows) - children
         return self.report
 
     def ingest_sync(self, vector_store: AbstractStore, **kwargs: Any) -> IngestReport:

@@ -74,7 +74,7 @@ class ModelStats:
 
 
 class GuardedModel:
-    """A model client behind the guarded path (see the module docstring).
+    """A model client behind the guarded path (the module docstring).
 
     Args:
         client: the chat client.

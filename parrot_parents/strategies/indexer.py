@@ -22,11 +22,7 @@ The rows of a ``table_row`` child also name its table's caption and column heade
 stands under them, a context note sits above them, so whatever the strategy a table row is
 searched with its headers.
 
-An enriched child (every child of an enriched document, for ``summary``) is marked
-``searchable: false``: it is indexed only through its rows, and returned when they hit.
-A chunk whose call failed keeps no row and stays indexed as itself. ``enriched`` counts
-the chunks (documents, for ``summary``) that got rows, of ``of``; the indexed rows are
-marked ``offsets_exact: false``, the rows they resolve to keep their exact offsets.
+Markers, counts and the failed-call rule: :class:`~parrot_parents.loaders.indexing.ChunkIndexer`.
 """
 
 from __future__ import annotations

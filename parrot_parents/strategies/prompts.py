@@ -64,22 +64,24 @@ def contextual_messages(document: str, chunk: str) -> list[dict[str, str]]:
 
 def questions_messages(chunk: str, count: int) -> list[dict[str, str]]:
     """Ask for ``count`` questions that ``chunk`` answers."""
-    return _msgs(
-        f"<chunk>\n{chunk}\n</chunk>\n\n"
+    return _list_messages(
+        chunk,
         f"Write {count} distinct questions that this chunk answers, each one standing on "
-        "its own (no pronouns pointing outside the question). Reply with a JSON array of "
-        "strings only."
+        "its own (no pronouns pointing outside the question).",
     )
 
 
 def propositions_messages(chunk: str, count: int) -> list[dict[str, str]]:
     """Ask for at most ``count`` atomic, self-contained facts stated in ``chunk``."""
-    return _msgs(
-        f"<chunk>\n{chunk}\n</chunk>\n\n"
+    return _list_messages(
+        chunk,
         f"List at most {count} atomic facts stated in this chunk. Each fact is one short "
-        "sentence that stands on its own: replace pronouns by the names they refer to. "
-        "Reply with a JSON array of strings only."
+        "sentence that stands on its own: replace pronouns by the names they refer to.",
     )
+
+
+def _list_messages(chunk: str, ask: str) -> list[dict[str, str]]:
+    return _msgs(f"<chunk>\n{chunk}\n</chunk>\n\n{ask} Reply with a JSON array of strings only.")
 
 
 def summary_messages(document: str) -> list[dict[str, str]]:

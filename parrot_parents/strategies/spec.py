@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal, TypeGuard, get_args
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders.defaults import DEFAULT_STRATEGY
@@ -65,16 +65,7 @@ StrategyName = Literal[
     "propositions",
     "summary",
 ]
-STRATEGY_NAMES: tuple[StrategyName, ...] = (
-    "plain",
-    "parent-document",
-    "sentence-window",
-    "hierarchical",
-    "contextual",
-    "hypothetical-questions",
-    "propositions",
-    "summary",
-)
+STRATEGY_NAMES: tuple[StrategyName, ...] = get_args(StrategyName)
 FREE: frozenset[str] = frozenset({"plain", "parent-document", "sentence-window", "hierarchical"})
 
 #: Characters of the source document put into a prompt (contextual, summary).

@@ -204,6 +204,13 @@ def build_rows(
         parts = path if has_top and path else [title, *path]
         return PATH_SEPARATOR.join(parts) or None
 
+    def section_row(seg: Segment | None, **meta: Any) -> dict[str, Any]:
+        """``meta`` of a section row with the keys of ``seg`` and, when on, its preamble."""
+        row = {LAYER: LAYER_SECTION, **meta, **_section_meta(seg)}
+        if (p := preamble_for(seg)) is not None:
+            row[RETRIEVAL_PREAMBLE] = p
+        return row
+
     digest = content_sha256(text)
     parents: list[Document] = []
     # (start, end, parent id) regions inside which children are cut.
@@ -229,9 +236,7 @@ def build_rows(
         for unit in units:
             for p_start, p_end in _pieces(text, unit, sizes, runs):
                 seg = index.at(p_start) if p_start != unit.start else unit.first
-                meta = {"document_type": PARENT_CHUNK, LAYER: LAYER_SECTION, **_section_meta(seg)}
-                if (p := preamble_for(seg)) is not None:
-                    meta[RETRIEVAL_PREAMBLE] = p
+                meta = section_row(seg, document_type=PARENT_CHUNK)
                 regions.append((p_start, p_end, add_parent("parent_chunk", p_start, p_end, meta)))
     else:
         doc_id = add_parent(
@@ -265,13 +270,8 @@ def build_rows(
             )
             alone.extend((s, e, parent_id) for s, e in dropped)
             for start, end in kept:
-                if (start, end) in spans:  # overlapping parent_chunks cut it twice
-                    continue
-                seg = index.main(start, end)
-                meta = {LAYER: LAYER_SECTION, **_section_meta(seg)}
-                if (p := preamble_for(seg)) is not None:
-                    meta[RETRIEVAL_PREAMBLE] = p
-                spans[(start, end)] = (parent_id, meta)
+                if (start, end) not in spans:  # overlapping parent_chunks cut it twice
+                    spans[(start, end)] = (parent_id, section_row(index.main(start, end)))
 
     for table in tables:
         table_id = make_row_id(document_id, "table", table.start, table.end)
@@ -293,11 +293,7 @@ def build_rows(
     if not spans:
         # Headings and nothing else: they stay children, or the document could not be found.
         for start, end, parent_id in alone:
-            seg = index.main(start, end)
-            meta = {LAYER: LAYER_SECTION, **_section_meta(seg)}
-            if (p := preamble_for(seg)) is not None:
-                meta[RETRIEVAL_PREAMBLE] = p
-            spans[(start, end)] = (parent_id, meta)
+            spans[(start, end)] = (parent_id, section_row(index.main(start, end)))
 
     children: list[ChunkInfo] = []
     for (start, end), (parent_id, meta) in sorted(spans.items()):
@@ -341,9 +337,7 @@ def _overview_row(
     meta = {
         **base,
         LAYER: LAYER_DOCUMENT,
-        SECTION_PATH: "",
-        ORDINAL: 0,
-        SECTION_ORDINAL: 0,
+        **_section_meta(None),
         "is_chunk": True,
         OFFSETS_EXACT: False,
         "summary_sections": list(overview.ordinals),

@@ -12,6 +12,7 @@ is what the rows are cut from and what is returned.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 
 from parrot_parents.loaders.structure.tree import Heading, Structure, Table
@@ -82,27 +83,19 @@ class _Reader(HTMLParser):
         self.stack: list[_TableState] = []
         self.caption_start: int | None = None
 
-    # -- text ----------------------------------------------------------------------
     @property
     def length(self) -> int:
         return len(self.text)
-
-    def _tail(self, n: int) -> str:
-        return self.text[-n:]
-
-    def _emit(self, s: str) -> None:
-        self.text += s
 
     def _break(self, newlines: int) -> None:
         """End the current line with ``newlines`` line breaks (none at the very start)."""
         if self.length == 0:
             return
-        tail = self._tail(newlines)
-        if tail.endswith(" "):  # no trailing space before a break
+        if self.text.endswith(" "):  # no trailing space before a break
             self.text = self.text.rstrip(" ")
-            tail = self._tail(newlines)
+        tail = self.text[-newlines:]
         have = len(tail) - len(tail.rstrip("\n"))
-        self._emit("\n" * max(0, newlines - have))
+        self.text += "\n" * max(0, newlines - have)
 
     def handle_data(self, data: str) -> None:
         if self.in_title:
@@ -111,15 +104,13 @@ class _Reader(HTMLParser):
         if self.skip:
             return
         if self.pre:
-            self._emit(data)
+            self.text += data
             return
         text = _SPACE.sub(" ", data)
-        tail = self._tail(1)
-        if text.startswith(" ") and (self.length == 0 or tail in (" ", "\n")):
+        if text.startswith(" ") and (self.length == 0 or self.text[-1] in (" ", "\n")):
             text = text[1:]
-        self._emit(text)
+        self.text += text
 
-    # -- tags ----------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
             self.in_title = True
@@ -148,7 +139,7 @@ class _Reader(HTMLParser):
         elif tag in ("td", "th") and self.stack:
             t = self.stack[-1]
             if t.row_cells:
-                self._emit(" | ")
+                self.text += " | "
             t.row_cells += 1
             t.row_all_th &= tag == "th"
             t.cell_start = self.length
@@ -162,9 +153,6 @@ class _Reader(HTMLParser):
         if tag not in ("br", "hr"):
             self.handle_endtag(tag)
 
-    def _text_since(self, start: int) -> str:
-        return self.text[start:]
-
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
             self.in_title = False
@@ -177,13 +165,13 @@ class _Reader(HTMLParser):
         if re.fullmatch(r"h[1-6]", tag) and self.heading is not None:
             level, start = self.heading
             self.heading = None
-            title = " ".join(self._text_since(start).split())
+            title = " ".join(self.text[start:].split())
             end = _rstrip_end(self, start)
             if title:
                 self.headings.append(Heading(level, title, start, end))
             self._break(2)
         elif tag == "caption" and self.stack and self.caption_start is not None:
-            caption = " ".join(self._text_since(self.caption_start).split())
+            caption = " ".join(self.text[self.caption_start :].split())
             self.stack[-1].caption = caption or None
             self.caption_start = None
             self._break(1)
@@ -192,7 +180,7 @@ class _Reader(HTMLParser):
         elif tag in ("td", "th") and self.stack:
             t = self.stack[-1]
             if t.cell_start is not None:
-                t.row_texts.append(" ".join(self._text_since(t.cell_start).split()))
+                t.row_texts.append(" ".join(self.text[t.cell_start :].split()))
                 t.cell_start = None
         elif tag == "tr" and self.stack:
             t = self.stack[-1]
@@ -221,11 +209,7 @@ class _Reader(HTMLParser):
 
 
 def _rstrip_end(reader: _Reader, start: int) -> int:
-    text = reader.text
-    end = len(text)
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return end
+    return max(start, len(reader.text.rstrip()))
 
 
 def read_html(html: str) -> tuple[str, Structure]:
@@ -238,19 +222,6 @@ def read_html(html: str) -> tuple[str, Structure]:
     n = len(text)
     headings = tuple(Heading(h.level, h.title, h.start, min(h.end, n)) for h in reader.headings)
     tables = tuple(
-        sorted(
-            (
-                Table(
-                    t.start,
-                    min(t.end, n),
-                    t.header,
-                    t.columns,
-                    t.rows,
-                    t.caption,
-                )
-                for t in reader.tables
-            ),
-            key=lambda t: t.start,
-        )
+        sorted((replace(t, end=min(t.end, n)) for t in reader.tables), key=lambda t: t.start)
     )
     return text, Structure("html", headings, tables, title=reader.title or None)

@@ -13,8 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.milvus.settings import MILVUS_TOKEN_ENV, MILVUS_URI_ENV
 from parrot_parents.stores.milvus.store import MilvusStore
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
-from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.parents.abstract import StoreParentSearcher
 
 __all__ = [
     "MILVUS_TOKEN_ENV",
@@ -30,7 +29,7 @@ class MilvusParentSearcherConfig(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class MilvusParentSearcher(AbstractParentSearcher):
+class MilvusParentSearcher(StoreParentSearcher):
     """Every read of expansion, against the two collections of a :class:`MilvusStore`.
 
     * :meth:`fetch`: primary-key ``get`` on ``<collection>__parents`` (parent mode);
@@ -38,23 +37,11 @@ class MilvusParentSearcher(AbstractParentSearcher):
     * :meth:`fetch_children`: one query ``parent_document_id in [...]`` (auto_merge);
     * :meth:`fetch_neighbours`: one query ORing ``document_id == d and lo <= chunk_index
       <= hi`` per range (window).
-
-    Args:
-        store: the :class:`MilvusStore` holding parents and children.
-
-    Raises:
-        ConfigurationError: ``store`` is not a MilvusStore.
     """
 
     config_model = MilvusParentSearcherConfig
+    store_class = MilvusStore
     store: MilvusStore
-
-    def __init__(self, store: MilvusStore) -> None:
-        if not isinstance(store, MilvusStore):
-            raise ConfigurationError(
-                f"MilvusParentSearcher needs a MilvusStore, got {type(store).__name__}"
-            )
-        self.store = store
 
     @classmethod
     def open_store(cls, collection: str, *, embedding: Any = None) -> MilvusStore:
@@ -79,14 +66,6 @@ class MilvusParentSearcher(AbstractParentSearcher):
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
         """Parents by id; see :meth:`AbstractParentSearcher.fetch`."""
         return await self.store.fetch_parents(parent_ids)
-
-    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """Children per parent, ordered by ``start_index``; see the base."""
-        return await self.store.fetch_children(parent_ids)
-
-    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
-        """Children per document by ``chunk_index`` range; see the base."""
-        return await self.store.fetch_chunk_ranges(ranges)
 
     async def health_check(self) -> bool:
         """True when the parents collection answers."""

@@ -28,14 +28,11 @@ from parrot_parents.errors import ConfigurationError, SchemaMismatchError, Store
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.milvus.filters import in_list, literal, translate_filter
+from parrot_parents.stores.milvus.rows import FOLDED_KIND, entities, fold, milvus_rows
 from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
-    MAX_ID_BYTES,
-    MAX_TEXT_BYTES,
     PARENT_FIELDS,
     PARENTS_SUFFIX,
-    PLACEHOLDER_VECTOR,
-    SCALAR_DEFAULTS,
     SEARCH_TEXT,
     VIA,
     children_schema,
@@ -49,9 +46,8 @@ from parrot_parents.stores.protocols import (
     Vectors,
 )
 from parrot_parents.stores.questions import check_question
-from parrot_parents.stores.records.markers import INDEXES, is_indexed, is_parent
-from parrot_parents.stores.records.rows import check_document_rows, prepare_rows
-from parrot_parents.stores.resolve import INDEXED_KIND
+from parrot_parents.stores.records.markers import is_parent
+from parrot_parents.stores.records.rows import check_document_rows
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
 
@@ -64,8 +60,6 @@ _MAX_LIMIT = 10_000
 QUERY_WINDOW = 16_384
 #: RRF constant of hybrid search (Cormack et al., 2009), the engine's default.
 RRF_K = 60
-#: The one kind of indexed row a child can be searched through here (one per child).
-_FOLDED_KIND = "context"
 #: Key of the per-document ingestion record on parent rows (loaders.indexing.INGESTION_KEY).
 _INGESTION = "ingestion"
 
@@ -242,68 +236,6 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
 
     # -- writes ------------------------------------------------------------------------
 
-    def _rows(
-        self, documents: Sequence[Document], embeddings: Vectors | None
-    ) -> list[dict[str, Any]]:
-        rows = prepare_rows(documents, embeddings, self.dimension)
-        for row in rows:
-            if len(row["id"].encode("utf-8")) > MAX_ID_BYTES:
-                raise ConfigurationError(
-                    f"row id {row['id'][:80]!r}... is over {MAX_ID_BYTES} bytes"
-                )
-            if len(row["document"].encode("utf-8")) > MAX_TEXT_BYTES:
-                raise ConfigurationError(
-                    f"row {row['id']!r} holds {len(row['document'].encode('utf-8'))} bytes of "
-                    f"text; Milvus keeps at most {MAX_TEXT_BYTES}",
-                    hint="ingest with a smaller parent threshold / parent size",
-                )
-        return rows
-
-    def _fold(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``rows`` without their indexed rows, each folded into the child it stands
-        for: the child's ``search_text`` becomes the row's text (its vector is then made
-        from that text) and its ``via`` the row's id.
-
-        Raises:
-            ConfigurationError: an indexed row of another kind than ``context``, a second
-                one for the same child, or one whose child is not among ``rows``.
-        """
-        by_id = {r["id"]: r for r in rows if not is_indexed(r["cmetadata"])}
-        kept: list[dict[str, Any]] = []
-        for row in rows:
-            meta = row["cmetadata"]
-            if not is_indexed(meta):
-                kept.append(row)
-                continue
-            target = by_id.get(str(meta.get(INDEXES)))
-            kind = meta.get(INDEXED_KIND)
-            problem = None
-            if kind != _FOLDED_KIND:
-                problem = f"is a {kind!r} row; Milvus keeps one searched text per child"
-            elif target is None or is_parent(target["cmetadata"]):
-                problem = f"stands for {meta.get(INDEXES)!r}, which is no child in this write"
-            elif "search_text" in target:
-                problem = f"is a second searched text for child {target['id']!r}"
-            if problem is not None:
-                raise ConfigurationError(
-                    f"indexed row {row['id']!r} {problem}",
-                    hint="on Milvus use contextual:extractive (the default), contextual, or "
-                    "a free strategy (plain, parent-document, sentence-window, hierarchical)",
-                )
-            assert target is not None
-            target["search_text"] = row["document"]
-            target["via"] = row["id"]
-            target["embedding"] = None  # the vector of the searched text, as on PostgreSQL
-        if not self._search_text and len(kept) < len(rows) and not self._warned_legacy:
-            self._warned_legacy = True
-            logger.warning(
-                "Milvus collection %r predates search_text: its BM25 index sees each child's "
-                "own text, only the embedding sees the indexed rows; ingest into a new "
-                "collection to search both",
-                self.collection,
-            )
-        return kept
-
     async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
         """Embed, in batches, the children given no vector: their searched text."""
         todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
@@ -315,53 +247,26 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             for row, vector in zip(batch, vectors, strict=True):
                 row["embedding"] = vector
 
-    def _entities(
-        self, rows: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """``(children, parents)`` as Milvus entities."""
-        children, parents = [], []
-        for row in rows:
-            meta = row["cmetadata"]
-            scalars = {
-                k: (meta.get(k) if isinstance(meta.get(k), type(d)) else d)
-                for k, d in SCALAR_DEFAULTS.items()
-            }
-            if is_parent(meta):
-                parents.append(
-                    {
-                        "id": row["id"],
-                        "text": row["document"],
-                        "document_id": scalars["document_id"],
-                        "metadata": meta,
-                        "no_vector": PLACEHOLDER_VECTOR,
-                    }
-                )
-            else:
-                searched = (
-                    {SEARCH_TEXT: row.get("search_text", row["document"]), VIA: row.get("via", "")}
-                    if self._search_text
-                    else {}
-                )
-                children.append(
-                    {
-                        "id": row["id"],
-                        "text": row["document"],
-                        **searched,
-                        "embedding": [float(x) for x in row["embedding"]],
-                        **scalars,
-                        "metadata": meta,
-                    }
-                )
-        return children, parents
-
-    async def _upsert(self, rows: list[dict[str, Any]]) -> None:
+    async def _upsert(self, rows: list[dict[str, Any]]) -> list[str]:
+        """Fold, embed and write ``rows`` (parents first: a child is never visible before
+        the parent it points to); the ids of the rows written."""
+        kept = fold(rows)
+        if not self._search_text and len(kept) < len(rows) and not self._warned_legacy:
+            self._warned_legacy = True
+            logger.warning(
+                "Milvus collection %r predates search_text: its BM25 index sees each child's "
+                "own text, only the embedding sees the indexed rows; ingest into a new "
+                "collection to search both",
+                self.collection,
+            )
+        await self._embed_missing(kept)
         client = await self.ready()
-        children, parents = self._entities(rows)
-        # Parents first: a child is never visible before the parent it points to.
+        children, parents = entities(kept, self._search_text)
         if parents:
             await self._call(client.upsert, self.parents_collection, data=parents)
         if children:
             await self._call(client.upsert, self.collection, data=children)
+        return [r["id"] for r in kept]
 
     async def add_documents(
         self,
@@ -384,12 +289,9 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
                 or id over Milvus's VARCHAR limit (checked before anything is written).
             StoreError: Milvus refused the write.
         """
-        rows = self._rows(documents, embeddings)
-        ids = [r["id"] for r in rows]
-        rows = self._fold(rows)
-        await self._embed_missing(rows)
+        rows = milvus_rows(documents, embeddings, self.dimension)
         await self._upsert(rows)
-        return ids
+        return [r["id"] for r in rows]
 
     async def replace_document(
         self,
@@ -410,13 +312,10 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             ConfigurationError: a row of another document, or as :meth:`add_documents`.
             StoreError: Milvus refused the write.
         """
-        rows = check_document_rows(document_id, self._rows(documents, embeddings))
-        ids = [r["id"] for r in rows]
-        rows = self._fold(rows)
-        await self._embed_missing(rows)
-        await self._upsert(rows)
-        await self._delete_where(self._doc_filter(document_id, [r["id"] for r in rows]))
-        return ids
+        rows = check_document_rows(document_id, milvus_rows(documents, embeddings, self.dimension))
+        written = await self._upsert(rows)
+        await self._delete_where(self._doc_filter(document_id, written))
+        return [r["id"] for r in rows]
 
     @staticmethod
     def _doc_filter(document_id: str, keep: Sequence[str] = ()) -> str:
@@ -463,32 +362,22 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
     ) -> list[SearchResult]:
         """The ``limit`` children best matching ``query``, best first.
 
-        Args:
-            query: question text.
-            limit: rows wanted, 1..10000, default 10. When at least ``limit`` children
-                match ``filter``, exactly ``limit`` come back (Milvus filters before the
-                vector search).
-            include_parents: accepted for interface compatibility; parents have no vector
-                here, so they are never returned.
-            filter: metadata filter (:mod:`parrot_parents.stores.milvus.filters`).
-            search_mode: ``"dense"`` (default: cosine similarity of the embeddings),
-                ``"lexical"`` (the engine's BM25 over the analyzed ``text`` field) or
-                ``"hybrid"`` (both, fused by the engine with reciprocal rank fusion,
-                k=60, Cormack et al. 2009).
-            fusion: the RRF constant of ``hybrid`` (``fusion.rrf_k``); the engine's RRF
-                weighs both branches equally, so other weights are refused, and the
-                engine's BM25 takes no weighted query terms, so pseudo-relevance feedback
-                (``fusion.prf``) is refused in ``lexical`` and ``hybrid`` mode.
+        ``limit``: 1..10000, default 10; when at least ``limit`` children match ``filter``
+        (:mod:`parrot_parents.stores.milvus.filters`), exactly ``limit`` come back.
+        ``include_parents`` is accepted for the interface: parents have no vector here.
+        ``search_mode``: ``"dense"`` (cosine similarity), ``"lexical"`` (the engine's BM25
+        over the searched text) or ``"hybrid"`` (both, fused by the engine's reciprocal
+        rank fusion with k = ``fusion.rrf_k``, default 60, Cormack et al. 2009). The engine
+        weighs both branches equally and takes no weighted query terms, so unequal
+        ``fusion`` weights, and ``fusion.prf`` outside ``dense``, are refused.
 
-        Returns:
-            :class:`SearchResult` rows. ``score``: cosine similarity (dense), BM25 score
-            (lexical) or RRF score (hybrid), higher is better; ``distance`` is the cosine
-            distance for dense and None otherwise.
+        Returns :class:`SearchResult` rows; ``score``: cosine similarity (dense), BM25
+        score (lexical) or RRF score (hybrid), higher is better; ``distance``: the cosine
+        distance (dense), else None.
 
         Raises:
             ConfigurationError: a bad ``query`` (:mod:`parrot_parents.stores.questions`),
-                ``limit``, ``filter`` or ``search_mode``, or ``fusion.prf`` outside
-                ``dense`` mode; before the model loads.
+                ``limit``, ``filter``, ``search_mode`` or ``fusion``; before the model loads.
             StoreError: Milvus refused the search.
         """
         check_question(query)
@@ -635,16 +524,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         if not ids:
             return {}
         rows = await self.query_children(in_list("parent_document_id", ids))
-        out: dict[str, list[SearchResult]] = defaultdict(list)
-        for r in sorted(
-            rows,
-            key=lambda r: (
-                str(r.metadata.get("parent_document_id")),
-                _int(r.metadata.get("start_index")),
-            ),
-        ):
-            out[str(r.metadata["parent_document_id"])].append(r)
-        return dict(out)
+        return _grouped(rows, "parent_document_id", "start_index")
 
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
@@ -658,14 +538,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             f" and chunk_index <= {int(hi)})"
             for d, lo, hi in ranges
         )
-        rows = await self.query_children(expr)
-        out: dict[str, list[SearchResult]] = defaultdict(list)
-        for r in sorted(
-            rows,
-            key=lambda r: (str(r.metadata.get("document_id")), _int(r.metadata.get("chunk_index"))),
-        ):
-            out[str(r.metadata["document_id"])].append(r)
-        return dict(out)
+        return _grouped(await self.query_children(expr), "document_id", "chunk_index")
 
     async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
         """``{document_id: {source, ...}}`` of the stored rows of those documents."""
@@ -731,8 +604,14 @@ def _check_limit(limit: object) -> None:
         raise ConfigurationError(f"limit must be an int in [1, {_MAX_LIMIT}], got {limit!r}")
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else -1
+def _grouped(rows: list[SearchResult], key: str, order: str) -> dict[str, list[SearchResult]]:
+    """``rows`` by their ``metadata[key]``, each list ordered by ``metadata[order]``."""
+    out: dict[str, list[SearchResult]] = defaultdict(list)
+    for r in rows:
+        out[str(r.metadata[key])].append(r)
+    for group in out.values():
+        group.sort(key=lambda r: v if isinstance(v := r.metadata.get(order), int) else -1)
+    return dict(out)
 
 
 def _result(hit: Any, score: float, distance: float | None = None) -> SearchResult:
@@ -745,7 +624,7 @@ def _result(hit: Any, score: float, distance: float | None = None) -> SearchResu
         score=score,
         distance=distance,
         via=via,
-        via_kind=_FOLDED_KIND if via else None,
+        via_kind=FOLDED_KIND if via else None,
     )
 
 

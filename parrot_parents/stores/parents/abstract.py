@@ -14,17 +14,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from langchain_core.documents import Document
 from pydantic import BaseModel
 
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.results import SearchResult
 
 if TYPE_CHECKING:
     from parrot_parents.stores.abstract import AbstractStore
 
-__all__ = ["AbstractParentSearcher", "ChunkRange"]
+__all__ = ["AbstractParentSearcher", "ChildReads", "ChunkRange", "StoreParentSearcher"]
 
 #: ``(document_id, lo, hi)``: the children of a document with ``lo <= chunk_index <= hi``.
 ChunkRange = tuple[str, int, int]
@@ -108,3 +109,51 @@ class AbstractParentSearcher(ABC):
     def to_dict(self) -> dict[str, Any]:
         """Configuration of this searcher, for the bots table (``parent_searcher_config``)."""
         return {"type": type(self).__name__}
+
+
+@runtime_checkable
+class ChildReads(Protocol):
+    """A store that answers the children reads of expansion itself."""
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """As :meth:`AbstractParentSearcher.fetch_children`."""
+        ...
+
+    async def fetch_chunk_ranges(
+        self, ranges: Sequence[ChunkRange]
+    ) -> dict[str, list[SearchResult]]:
+        """As :meth:`AbstractParentSearcher.fetch_neighbours`."""
+        ...
+
+
+class StoreParentSearcher(AbstractParentSearcher):
+    """Reads the parents kept beside their children in one store of :attr:`store_class`,
+    and the children through the store's own reads (:class:`ChildReads`).
+
+    Args:
+        store: the store holding parents and children.
+
+    Raises:
+        ConfigurationError: ``store`` is not a :attr:`store_class`.
+    """
+
+    #: The kind of store this searcher reads.
+    store_class: ClassVar[type[AbstractStore]]
+    store: AbstractStore
+
+    def __init__(self, store: AbstractStore) -> None:
+        if not isinstance(store, self.store_class) or not isinstance(store, ChildReads):
+            raise ConfigurationError(
+                f"{type(self).__name__} needs a {self.store_class.__name__}, "
+                f"got {type(store).__name__}"
+            )
+        self.store = store
+        self._reads = store
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        """One read of the store; see :meth:`AbstractParentSearcher.fetch_children`."""
+        return await self._reads.fetch_children(parent_ids)
+
+    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
+        """One read of the store; see :meth:`AbstractParentSearcher.fetch_neighbours`."""
+        return await self._reads.fetch_chunk_ranges(ranges)

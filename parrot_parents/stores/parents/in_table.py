@@ -10,12 +10,10 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Text, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.parents.abstract import StoreParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.records.markers import PARENT_PREDICATE
-from parrot_parents.stores.results import SearchResult
 
 __all__ = ["InTableParentSearcher", "InTableParentSearcherConfig"]
 
@@ -26,7 +24,7 @@ class InTableParentSearcherConfig(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class InTableParentSearcher(AbstractParentSearcher):
+class InTableParentSearcher(StoreParentSearcher):
     """Fetches parents from the store's own table with one parameterised statement.
 
     The statement (spec FEAT-128)::
@@ -37,24 +35,16 @@ class InTableParentSearcher(AbstractParentSearcher):
                OR cmetadata->>'document_type' = 'parent_chunk')
 
     Children are never returned, even when their id is asked for. The two other reads
-    (:meth:`fetch_children`, :meth:`fetch_neighbours`) are one statement each as well.
-
-    Args:
-        store: the :class:`PgVectorStore` holding parents and children.
-
-    Raises:
-        ConfigurationError: ``store`` is not a PgVectorStore.
+    (:meth:`fetch_children`, :meth:`fetch_neighbours`) are one statement each as well,
+    over the ``parent_document_id`` and ``document_id`` expression indexes.
     """
 
     config_model = InTableParentSearcherConfig
+    store_class = PgVectorStore
     store: PgVectorStore
 
     def __init__(self, store: PgVectorStore) -> None:
-        if not isinstance(store, PgVectorStore):
-            raise ConfigurationError(
-                f"InTableParentSearcher needs a PgVectorStore, got {type(store).__name__}"
-            )
-        self.store = store
+        super().__init__(store)
         self._fetch: Any = None
 
     def reads_from(self, store: Any) -> bool:
@@ -87,14 +77,6 @@ class InTableParentSearcher(AbstractParentSearcher):
             r.id: Document(id=r.id, page_content=r.document, metadata=dict(r.cmetadata or {}))
             for r in rows
         }
-
-    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """One statement over the ``parent_document_id`` expression index; see the base."""
-        return await self.store.fetch_children(parent_ids)
-
-    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
-        """One statement over the ``document_id`` expression index; see the base."""
-        return await self.store.fetch_chunk_ranges(ranges)
 
     async def health_check(self) -> bool:
         """True when the table answers a trivial query."""

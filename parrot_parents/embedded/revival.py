@@ -8,17 +8,17 @@ server's socket (the connection refused, the socket file gone), it starts the se
 again and runs once more
 (:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`):
 
-* **only the library's own server**: the one whose DSN :func:`~parrot_parents.stores.
-  embedded.embedded_dsn` handed out in this process (no DSN given, none in the
-  environment). A server given by DSN is the operator's and is never started;
+* **only the library's own server**: the one whose DSN
+  :func:`~parrot_parents.embedded.server.embedded_dsn` handed out in this process (no
+  DSN given, none in the environment). A server given by DSN is the operator's and is
+  never started;
 * **under the data directory's lock**, the one that serialises every start and stop, so
   that several processes (or threads) finding it down start it once; those that come
   after find it running and retry;
 * **one warning** in the log, naming the data directory, for each start.
 
-A new engine (:func:`~parrot_parents.stores.postgres.connections.engine.make_engine`: a store
-opening, a bot
-loading) checks it too, before its first connection.
+A new engine (:func:`~parrot_parents.stores.postgres.connections.engine.make_engine`: a
+store opening, a bot loading) checks it too, before its first connection.
 """
 
 from __future__ import annotations

@@ -81,8 +81,8 @@ logger = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _SERVERS: dict[Path, PostgresServer] = {}
 #: Data directories whose DSN :func:`embedded_dsn` handed out: the library's own servers,
-#: which this process starts again when it finds them down (:mod:`~parrot_parents.stores.
-#: revival`); a server given by DSN is never among them.
+#: which this process starts again when it finds them down
+#: (:mod:`~parrot_parents.embedded.revival`); a server given by DSN is never among them.
 _HANDED_OUT: set[Path] = set()
 _SERVER_CLASS: type[PostgresServer] | None = None
 _WARNED_LEFT = False

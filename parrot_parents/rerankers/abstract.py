@@ -12,9 +12,15 @@ from langchain_core.documents import Document
 from pydantic import BaseModel
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.plugins import RERANKERS, RERANKERS_GROUP
+from parrot_parents.plugins import RERANKERS_GROUP, Registry
 
-__all__ = ["ENTRY_POINT_GROUP", "AbstractReranker", "RerankedDocument", "reranker_class"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "RERANKERS",
+    "AbstractReranker",
+    "RerankedDocument",
+    "reranker_class",
+]
 
 #: Entry-point group where third-party rerankers register ``type name -> class``.
 ENTRY_POINT_GROUP = RERANKERS_GROUP
@@ -137,7 +143,7 @@ class AbstractReranker(ABC):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AbstractReranker:
         """Build a reranker from a :meth:`to_dict` mapping; the class is looked up in the one
-        plugin registry (:data:`parrot_parents.plugins.RERANKERS`).
+        plugin registry (:data:`RERANKERS`).
 
         On :class:`AbstractReranker` the class is chosen by ``data["type"]`` (built-in types,
         then the ``parrot_parents.rerankers`` entry points). On a subclass ``"type"`` may be
@@ -165,6 +171,15 @@ class AbstractReranker(ABC):
         except TypeError as exc:
             # A wrong/unknown key is a config mistake, not a programming error.
             raise ConfigurationError(f"invalid {target.__name__} config {params!r}: {exc}") from exc
+
+
+#: Rerankers by type name: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
+RERANKERS: Registry[AbstractReranker] = Registry(
+    "reranker",
+    RERANKERS_GROUP,
+    AbstractReranker,
+    {"cross_encoder": ("parrot_parents.rerankers.cross_encoder:CrossEncoderReranker", None)},
+)
 
 
 def reranker_class(type_name: str) -> type[AbstractReranker]:

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from langchain_core.documents import Document
 from pydantic import BaseModel
 
+from parrot_parents.plugins import PARENT_SEARCHERS_GROUP, Registry
 from parrot_parents.stores.results import SearchResult
 
 if TYPE_CHECKING:
     from parrot_parents.stores.abstract import AbstractStore
 
-__all__ = ["AbstractParentSearcher", "ChunkRange"]
+__all__ = ["PARENT_SEARCHERS", "AbstractParentSearcher", "ChunkRange"]
 
 #: ``(document_id, lo, hi)``: the children of a document with ``lo <= chunk_index <= hi``.
 ChunkRange = tuple[str, int, int]
@@ -108,3 +109,16 @@ class AbstractParentSearcher(ABC):
     def to_dict(self) -> dict[str, Any]:
         """Configuration of this searcher, for the bots table (``parent_searcher_config``)."""
         return {"type": type(self).__name__}
+
+
+#: Parent searchers by type name: ``in_table``, ``milvus``, plus the entry points of
+#: ``parrot_parents.parent_searchers``.
+PARENT_SEARCHERS: Registry[AbstractParentSearcher] = Registry(
+    "parent searcher",
+    PARENT_SEARCHERS_GROUP,
+    AbstractParentSearcher,
+    {
+        "in_table": ("parrot_parents.stores.parents.in_table:InTableParentSearcher", None),
+        "milvus": ("parrot_parents.stores.milvus.parents:MilvusParentSearcher", None),
+    },
+)

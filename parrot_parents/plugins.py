@@ -102,10 +102,7 @@ class Registry(Generic[T]):
                 name already registered (unless ``replace``).
         """
         _check_name(name, self.kind)
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise ConfigurationError(
-                f"{self.kind} type {name!r} must be a subclass of {self.base.__name__}, got {cls!r}"
-            )
+        self._check_class(name, cls)
         if name in self._registered and not replace:
             raise ConfigurationError(f"{self.kind} type {name!r} is already registered")
         self._registered[name] = _Entry(cls, config_model)
@@ -114,10 +111,6 @@ class Registry(Generic[T]):
         if self._entry_points is None:
             self._entry_points = {ep.name: ep for ep in entry_points(group=self.group)}
         return self._entry_points
-
-    def refresh(self) -> None:
-        """Forget the cached entry points (after installing a package at run time)."""
-        self._entry_points = None
 
     def names(self) -> list[str]:
         """Every known type name, sorted."""
@@ -157,15 +150,20 @@ class Registry(Generic[T]):
                     f"{self.kind} type {name!r} ({ep.value}) failed to load: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        cls = _load(entry.target) if isinstance(entry.target, str) else entry.target
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise ConfigurationError(
-                f"{self.kind} type {name!r} is {cls!r}, not a subclass of {self.base.__name__}"
-            )
+        cls = self._check_class(
+            name, _load(entry.target) if isinstance(entry.target, str) else entry.target
+        )
         model = entry.config_model or getattr(cls, "config_model", None)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             model = _model_from_signature(cls)
         return cls, model
+
+    def _check_class(self, name: str, cls: object) -> type[T]:
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise ConfigurationError(
+                f"{self.kind} type {name!r} must be a subclass of {self.base.__name__}, got {cls!r}"
+            )
+        return cls
 
     def validate(self, config: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """Check ``{"type": name, **params}``; return ``(name, params)``.

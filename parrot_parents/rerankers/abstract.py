@@ -14,16 +14,7 @@ from pydantic import BaseModel
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.plugins import RERANKERS_GROUP, Registry
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "RERANKERS",
-    "AbstractReranker",
-    "RerankedDocument",
-    "reranker_class",
-]
-
-#: Entry-point group where third-party rerankers register ``type name -> class``.
-ENTRY_POINT_GROUP = RERANKERS_GROUP
+__all__ = ["RERANKERS", "AbstractReranker", "RerankedDocument"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +171,3 @@ RERANKERS: Registry[AbstractReranker] = Registry(
     AbstractReranker,
     {"cross_encoder": ("parrot_parents.rerankers.cross_encoder:CrossEncoderReranker", None)},
 )
-
-
-def reranker_class(type_name: str) -> type[AbstractReranker]:
-    """Return the reranker class registered under ``type_name``.
-
-    Raises:
-        ConfigurationError: no built-in type or entry point has that name.
-    """
-    return RERANKERS.get(type_name)

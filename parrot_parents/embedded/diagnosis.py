@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from parrot_parents.embedded.server import handle_records, lock_path
+from parrot_parents.embedded.server import handle_records, lock_path, process_alive
 
 __all__ = ["Findings", "cpu_features", "embedded_findings", "package_findings", "pg_version"]
 
@@ -104,8 +104,6 @@ def _lock_held_elsewhere(lock: Path) -> bool | None:
 
 def _postmaster(pid_file: Path) -> dict[str, Any] | None:
     """The pid and status that ``postmaster.pid`` records, and whether that pid runs."""
-    import psutil
-
     if not pid_file.exists():
         return None
     lines = pid_file.read_text(errors="replace").splitlines()
@@ -113,7 +111,7 @@ def _postmaster(pid_file: Path) -> dict[str, Any] | None:
     return {
         "pid": pid,
         "status": lines[7].strip() if len(lines) > 7 else None,
-        "running": pid is not None and pid > 0 and psutil.pid_exists(pid),
+        "running": pid is not None and pid > 0 and process_alive(pid),
     }
 
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parrot_parents.embedded.server import embedded_servers, lock_path
+from parrot_parents.embedded.server import embedded_servers, lock_path, process_alive
 
 if TYPE_CHECKING:
     from pgserver.postgres_server import PostgresServer
@@ -46,21 +46,13 @@ _THREADS = threading.Lock()
 def is_down(pgdata: Path) -> bool:
     """True when no postmaster runs for ``pgdata``: no ``postmaster.pid``, or its process
     is gone or a zombie (an exited server that nothing has reaped)."""
-    import psutil
     from pgserver.utils import PostmasterInfo
 
     try:
         info = PostmasterInfo.read_from_pgdata(pgdata)
     except (OSError, ValueError, AssertionError):  # a file being written or cut short
         return False
-    if info is None or info.process is None:
-        return True
-    try:
-        return bool(info.process.status() == psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.AccessDenied:
-        return False
+    return info is None or info.process is None or not process_alive(info.process.pid)
 
 
 def restart_if_down(server: PostgresServer) -> bool:

@@ -22,8 +22,10 @@ beside the class), or, when it has none, from the keyword parameters of its ``__
 (their annotations give the types; resources such as ``store`` are injected by the loader,
 never read from the row).
 
-This module sits below the plugins it names: base classes and built-ins are given as
-``"module:Class"`` strings and imported on first use.
+This module knows no kind of plugin, and imports none: each kind's own module makes its
+registry with its base class (:data:`parrot_parents.rerankers.abstract.RERANKERS`,
+:data:`parrot_parents.stores.parents.abstract.PARENT_SEARCHERS`), and names its built-ins,
+which import that module, as ``"module:Class"`` strings, imported on first use.
 """
 
 from __future__ import annotations
@@ -35,26 +37,13 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from parrot_parents.errors import ConfigurationError
 
-if TYPE_CHECKING:
-    # Types only: the plugin kinds live in higher layers, which import this module.
-    from parrot_parents.rerankers.abstract import AbstractReranker
-    from parrot_parents.stores.parents.abstract import AbstractParentSearcher
-
-__all__ = [
-    "PARENT_SEARCHERS",
-    "PARENT_SEARCHERS_GROUP",
-    "RERANKERS",
-    "RERANKERS_GROUP",
-    "Registries",
-    "Registry",
-    "default_registries",
-]
+__all__ = ["PARENT_SEARCHERS_GROUP", "RERANKERS_GROUP", "Registry"]
 
 PARENT_SEARCHERS_GROUP = "parrot_parents.parent_searchers"
 RERANKERS_GROUP = "parrot_parents.rerankers"
@@ -79,7 +68,7 @@ class Registry(Generic[T]):
     Args:
         kind: human name used in errors, e.g. ``"parent searcher"``.
         group: entry-point group scanned for installed types.
-        base: every resolved class must subclass it (a class or ``"module:Class"``).
+        base: every resolved class must subclass it.
         builtins: ``{name: (target, config_model)}``; ``target`` is a class or a trusted
             ``"module:Class"`` string, ``config_model`` a pydantic model or None.
     """
@@ -88,24 +77,15 @@ class Registry(Generic[T]):
         self,
         kind: str,
         group: str,
-        base: type[T] | str,
+        base: type[Any],  # not type[T]: mypy refuses an abstract class there
         builtins: Mapping[str, tuple[type | str, type[BaseModel] | None]],
     ) -> None:
         self.kind = kind
         self.group = group
-        self._base = base
+        self.base: type[T] = base
         self._builtins = {name: _Entry(t, m) for name, (t, m) in builtins.items()}
         self._registered: dict[str, _Entry] = {}
         self._entry_points: dict[str, EntryPoint] | None = None
-
-    @property
-    def base(self) -> type[T]:
-        """The class every plugin of this kind subclasses (imported on first use)."""
-        if isinstance(self._base, str):
-            loaded: type[T] = _load(self._base)
-            self._base = loaded
-            return loaded
-        return self._base
 
     def register(
         self,
@@ -122,10 +102,7 @@ class Registry(Generic[T]):
                 name already registered (unless ``replace``).
         """
         _check_name(name, self.kind)
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise ConfigurationError(
-                f"{self.kind} type {name!r} must be a subclass of {self.base.__name__}, got {cls!r}"
-            )
+        self._check_class(name, cls)
         if name in self._registered and not replace:
             raise ConfigurationError(f"{self.kind} type {name!r} is already registered")
         self._registered[name] = _Entry(cls, config_model)
@@ -134,10 +111,6 @@ class Registry(Generic[T]):
         if self._entry_points is None:
             self._entry_points = {ep.name: ep for ep in entry_points(group=self.group)}
         return self._entry_points
-
-    def refresh(self) -> None:
-        """Forget the cached entry points (after installing a package at run time)."""
-        self._entry_points = None
 
     def names(self) -> list[str]:
         """Every known type name, sorted."""
@@ -177,15 +150,20 @@ class Registry(Generic[T]):
                     f"{self.kind} type {name!r} ({ep.value}) failed to load: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        cls = _load(entry.target) if isinstance(entry.target, str) else entry.target
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise ConfigurationError(
-                f"{self.kind} type {name!r} is {cls!r}, not a subclass of {self.base.__name__}"
-            )
+        cls = self._check_class(
+            name, _load(entry.target) if isinstance(entry.target, str) else entry.target
+        )
         model = entry.config_model or getattr(cls, "config_model", None)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             model = _model_from_signature(cls)
         return cls, model
+
+    def _check_class(self, name: str, cls: object) -> type[T]:
+        if not (isinstance(cls, type) and issubclass(cls, self.base)):
+            raise ConfigurationError(
+                f"{self.kind} type {name!r} must be a subclass of {self.base.__name__}, got {cls!r}"
+            )
+        return cls
 
     def validate(self, config: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """Check ``{"type": name, **params}``; return ``(name, params)``.
@@ -261,36 +239,3 @@ def _model_from_signature(cls: type[Any]) -> type[BaseModel]:
         __config__=ConfigDict(strict=True, extra="forbid", arbitrary_types_allowed=True),
         **fields,
     )
-
-
-@dataclass(frozen=True)
-class Registries:
-    """The two registries a bot row is resolved with."""
-
-    parent_searchers: Registry[AbstractParentSearcher]
-    rerankers: Registry[AbstractReranker]
-
-
-#: Parent searchers: ``in_table``, ``milvus``, plus the entry points of
-#: ``parrot_parents.parent_searchers``.
-PARENT_SEARCHERS: Registry[AbstractParentSearcher] = Registry(
-    "parent searcher",
-    PARENT_SEARCHERS_GROUP,
-    "parrot_parents.stores.parents.abstract:AbstractParentSearcher",
-    {
-        "in_table": ("parrot_parents.stores.parents.in_table:InTableParentSearcher", None),
-        "milvus": ("parrot_parents.stores.milvus.parents:MilvusParentSearcher", None),
-    },
-)
-#: Rerankers: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
-RERANKERS: Registry[AbstractReranker] = Registry(
-    "reranker",
-    RERANKERS_GROUP,
-    "parrot_parents.rerankers.abstract:AbstractReranker",
-    {"cross_encoder": ("parrot_parents.rerankers.cross_encoder:CrossEncoderReranker", None)},
-)
-
-
-def default_registries() -> Registries:
-    """The process-wide registries (built-in types plus installed entry points)."""
-    return Registries(parent_searchers=PARENT_SEARCHERS, rerankers=RERANKERS)

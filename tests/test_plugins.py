@@ -9,15 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.bots.settings import validate_bot
 from parrot_parents.errors import BotConfigError, ConfigurationError
-from parrot_parents.plugins import (
-    PARENT_SEARCHERS_GROUP,
-    RERANKERS_GROUP,
-    Registries,
-    Registry,
-    default_registries,
-)
+from parrot_parents.plugins import PARENT_SEARCHERS_GROUP, RERANKERS_GROUP, Registry
 from parrot_parents.rerankers.abstract import AbstractReranker
 from parrot_parents.rerankers.cross_encoder import CrossEncoderReranker
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher

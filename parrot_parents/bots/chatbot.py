@@ -17,7 +17,7 @@ from parrot_parents.stores.questions import check_question
 from parrot_parents.sync import run_sync, sync_twin
 
 if TYPE_CHECKING:
-    from parrot_parents.plugins import Registries
+    from parrot_parents.bots.registries import Registries
 
 __all__ = ["Chatbot"]
 

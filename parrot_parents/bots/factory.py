@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.bots.abstract import AbstractBot
+from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.bots.settings import BotSettings, validate_bot
 from parrot_parents.errors import (
@@ -23,7 +24,6 @@ from parrot_parents.errors import (
     SchemaMismatchError,
     StoreError,
 )
-from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import RESERVED_TABLE_NAMES
 from parrot_parents.stores.postgres import PgVectorStore

@@ -31,6 +31,7 @@ from parrot_parents.bots.factory import (
     row_store,
     store_key,
 )
+from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.bots.settings import BotSettings, validate_bot
 from parrot_parents.errors import (
@@ -39,7 +40,6 @@ from parrot_parents.errors import (
     ParrotParentsError,
     SchemaMismatchError,
 )
-from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.postgres import PgVectorStore
 

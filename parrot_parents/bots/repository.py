@@ -32,9 +32,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from parrot_parents.bots.registries import Registries
 from parrot_parents.bots.settings import BotSettings, apply_changes, validate_bot
 from parrot_parents.errors import BotConfigError, BotNotFoundError, StoreError
-from parrot_parents.plugins import Registries
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.postgres.connections.engine import make_engine, store_error
 

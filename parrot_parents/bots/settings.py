@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.errors import BotConfigError, ConfigurationError, NamedProblem
-from parrot_parents.plugins import Registries, default_registries
 from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
 from parrot_parents.retrieval.options import (
     DEFAULTS,

@@ -1,14 +1,75 @@
 """``parrot-parents doctor``: the server, its extensions and versions, the CPU features
-that matter, and the embedded server's data directory, lock and pid records."""
+that matter, and the embedded server's data directory, lock and pid records.
+
+The facts of the machine and the embedded server come from
+:mod:`parrot_parents.embedded.diagnosis`, those of the server from
+:mod:`parrot_parents.stores.postgres.collections.server_facts`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from parrot_parents.cli.common import add_dsn_option, print_json
 
-__all__ = ["format_report", "register"]
+__all__ = ["Report", "diagnose", "format_report", "register"]
+
+
+@dataclass
+class Report:
+    """The doctor's findings; ``problems`` is empty when everything is healthy."""
+
+    package: dict[str, str | None]
+    cpu: dict[str, Any]
+    server: dict[str, Any] = field(default_factory=dict)
+    extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    embedded: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def diagnose(dsn: str | None) -> Report:
+    """Gather the report for ``dsn`` (None: ``$PARROT_PARENTS_DSN``, else the embedded
+    server, whose records are read before it is started for the report). Failures to
+    reach the server are recorded in ``problems``, never raised."""
+    from parrot_parents.embedded.diagnosis import (
+        cpu_features,
+        embedded_findings,
+        package_findings,
+        pg_version,
+    )
+    from parrot_parents.embedded.server import DSN_ENV, default_data_dir
+    from parrot_parents.errors import ParrotParentsError
+    from parrot_parents.stores.postgres.collections.server_facts import server_facts
+
+    packages = package_findings()
+    report = Report(package=packages.facts, cpu=cpu_features(), problems=packages.problems)
+    dsn = dsn or os.environ.get(DSN_ENV) or None
+    report.server["where"] = "external" if dsn else "embedded"
+    embedded = None if dsn else embedded_findings(default_data_dir().expanduser().resolve())
+    if embedded is not None:
+        report.embedded = embedded.facts
+        report.notes += embedded.notes
+        report.problems += embedded.problems
+    try:
+        server = await server_facts(dsn)
+    except ParrotParentsError as exc:
+        report.problems.append(str(exc))
+    else:
+        report.server.update(server.server)
+        report.extensions = server.extensions
+        report.notes += server.notes
+        report.problems += server.problems
+    if embedded is not None:  # a new data directory is initialised by now
+        embedded.facts["pg_version"] = pg_version(Path(embedded.facts["data_dir"]))
+    return report
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,7 +87,7 @@ def _yes(value: Any) -> str:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """The report as aligned text lines (see :class:`~parrot_parents.embedded.diagnosis.Report`)."""
+    """The report as aligned text lines (see :class:`Report`)."""
     lines = []
     pkg = report["package"]
     lines.append(
@@ -79,8 +140,6 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from parrot_parents.embedded.diagnosis import diagnose
-
     report = (await diagnose(args.dsn)).as_dict()
     if args.json:
         print_json(report)

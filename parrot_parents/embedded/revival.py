@@ -8,17 +8,17 @@ server's socket (the connection refused, the socket file gone), it starts the se
 again and runs once more
 (:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`):
 
-* **only the library's own server**: the one whose DSN :func:`~parrot_parents.stores.
-  embedded.embedded_dsn` handed out in this process (no DSN given, none in the
-  environment). A server given by DSN is the operator's and is never started;
+* **only the library's own server**: the one whose DSN
+  :func:`~parrot_parents.embedded.server.embedded_dsn` handed out in this process (no
+  DSN given, none in the environment). A server given by DSN is the operator's and is
+  never started;
 * **under the data directory's lock**, the one that serialises every start and stop, so
   that several processes (or threads) finding it down start it once; those that come
   after find it running and retry;
 * **one warning** in the log, naming the data directory, for each start.
 
-A new engine (:func:`~parrot_parents.stores.postgres.connections.engine.make_engine`: a store
-opening, a bot
-loading) checks it too, before its first connection.
+A new engine (:func:`~parrot_parents.stores.postgres.connections.engine.make_engine`: a
+store opening, a bot loading) checks it too, before its first connection.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from parrot_parents.embedded.server import embedded_servers, lock_path
+from parrot_parents.embedded.server import embedded_servers, lock_path, process_alive
 
 if TYPE_CHECKING:
     from pgserver.postgres_server import PostgresServer
@@ -46,21 +46,13 @@ _THREADS = threading.Lock()
 def is_down(pgdata: Path) -> bool:
     """True when no postmaster runs for ``pgdata``: no ``postmaster.pid``, or its process
     is gone or a zombie (an exited server that nothing has reaped)."""
-    import psutil
     from pgserver.utils import PostmasterInfo
 
     try:
         info = PostmasterInfo.read_from_pgdata(pgdata)
     except (OSError, ValueError, AssertionError):  # a file being written or cut short
         return False
-    if info is None or info.process is None:
-        return True
-    try:
-        return bool(info.process.status() == psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.AccessDenied:
-        return False
+    return info is None or info.process is None or not process_alive(info.process.pid)
 
 
 def restart_if_down(server: PostgresServer) -> bool:

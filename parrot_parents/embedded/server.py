@@ -62,6 +62,7 @@ __all__ = [
     "get_server",
     "handle_records",
     "lock_path",
+    "process_alive",
     "release",
     "resolve_dsn",
     "runtime_dir",
@@ -81,8 +82,8 @@ logger = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _SERVERS: dict[Path, PostgresServer] = {}
 #: Data directories whose DSN :func:`embedded_dsn` handed out: the library's own servers,
-#: which this process starts again when it finds them down (:mod:`~parrot_parents.stores.
-#: revival`); a server given by DSN is never among them.
+#: which this process starts again when it finds them down
+#: (:mod:`~parrot_parents.embedded.revival`); a server given by DSN is never among them.
 _HANDED_OUT: set[Path] = set()
 _SERVER_CLASS: type[PostgresServer] | None = None
 _WARNED_LEFT = False
@@ -144,7 +145,8 @@ def runtime_dir() -> Path:
     return path
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an exited process not reaped)."""
     import psutil
 
     try:
@@ -178,7 +180,7 @@ def handle_records(data_dir: str | os.PathLike[str]) -> list[HandleRecord]:
         pids = None
     if not isinstance(pids, list) or not all(isinstance(p, int) for p in pids):
         raise ValueError(f"{path} is not a list of pids")
-    return [HandleRecord(pid, _alive(pid)) for pid in pids]
+    return [HandleRecord(pid, process_alive(pid)) for pid in pids]
 
 
 def _prune(handles: Any) -> None:
@@ -198,7 +200,7 @@ def _prune(handles: Any) -> None:
         logger.warning("%s is not a list of pids; starting it again empty", handles.path)
         handles.put([])
         return
-    live = [pid for pid in pids if _alive(pid)]
+    live = [pid for pid in pids if process_alive(pid)]
     if live != pids:
         handles.put(live)
 

@@ -12,12 +12,9 @@ from langchain_core.documents import Document
 from pydantic import BaseModel
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.plugins import RERANKERS, RERANKERS_GROUP
+from parrot_parents.plugins import RERANKERS_GROUP, Registry
 
-__all__ = ["ENTRY_POINT_GROUP", "AbstractReranker", "RerankedDocument", "reranker_class"]
-
-#: Entry-point group where third-party rerankers register ``type name -> class``.
-ENTRY_POINT_GROUP = RERANKERS_GROUP
+__all__ = ["RERANKERS", "AbstractReranker", "RerankedDocument"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +134,7 @@ class AbstractReranker(ABC):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AbstractReranker:
         """Build a reranker from a :meth:`to_dict` mapping; the class is looked up in the one
-        plugin registry (:data:`parrot_parents.plugins.RERANKERS`).
+        plugin registry (:data:`RERANKERS`).
 
         On :class:`AbstractReranker` the class is chosen by ``data["type"]`` (built-in types,
         then the ``parrot_parents.rerankers`` entry points). On a subclass ``"type"`` may be
@@ -167,10 +164,10 @@ class AbstractReranker(ABC):
             raise ConfigurationError(f"invalid {target.__name__} config {params!r}: {exc}") from exc
 
 
-def reranker_class(type_name: str) -> type[AbstractReranker]:
-    """Return the reranker class registered under ``type_name``.
-
-    Raises:
-        ConfigurationError: no built-in type or entry point has that name.
-    """
-    return RERANKERS.get(type_name)
+#: Rerankers by type name: ``cross_encoder`` plus the ``parrot_parents.rerankers`` entry points.
+RERANKERS: Registry[AbstractReranker] = Registry(
+    "reranker",
+    RERANKERS_GROUP,
+    AbstractReranker,
+    {"cross_encoder": ("parrot_parents.rerankers.cross_encoder:CrossEncoderReranker", None)},
+)

@@ -336,7 +336,7 @@ async def test_a_failing_stage_is_reported_without_sql(
 ) -> None:
     from sqlalchemy.exc import ProgrammingError
 
-    from parrot_parents.plugins import default_registries
+    from parrot_parents.bots.registries import default_registries
     from parrot_parents.server.app import create_app
     from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 

@@ -63,9 +63,9 @@ async def test_a_newer_catalog_keeps_working_and_is_named(
     assert f"catalog records version {newer}" in notes[0]
     assert "keeps working" in notes[0]
 
-    from parrot_parents.embedded.diagnosis import diagnose
+    from parrot_parents.stores.postgres.collections.server_facts import server_facts
 
-    report = await diagnose(dsn)
+    report = await server_facts(dsn)
     assert report.extensions["vector"]["in_this_database"] == newer
     assert any(newer in note for note in report.notes)
     assert not report.problems

@@ -20,12 +20,19 @@ from langchain_core.documents import Document
 from pydantic import BaseModel
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.plugins import PARENT_SEARCHERS_GROUP, Registry
 from parrot_parents.stores.results import SearchResult
 
 if TYPE_CHECKING:
     from parrot_parents.stores.abstract import AbstractStore
 
-__all__ = ["AbstractParentSearcher", "ChildReads", "ChunkRange", "StoreParentSearcher"]
+__all__ = [
+    "PARENT_SEARCHERS",
+    "AbstractParentSearcher",
+    "ChildReads",
+    "ChunkRange",
+    "StoreParentSearcher",
+]
 
 #: ``(document_id, lo, hi)``: the children of a document with ``lo <= chunk_index <= hi``.
 ChunkRange = tuple[str, int, int]
@@ -157,3 +164,16 @@ class StoreParentSearcher(AbstractParentSearcher):
     async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
         """One read of the store; see :meth:`AbstractParentSearcher.fetch_neighbours`."""
         return await self._reads.fetch_chunk_ranges(ranges)
+
+
+#: Parent searchers by type name: ``in_table``, ``milvus``, plus the entry points of
+#: ``parrot_parents.parent_searchers``.
+PARENT_SEARCHERS: Registry[AbstractParentSearcher] = Registry(
+    "parent searcher",
+    PARENT_SEARCHERS_GROUP,
+    AbstractParentSearcher,
+    {
+        "in_table": ("parrot_parents.stores.parents.in_table:InTableParentSearcher", None),
+        "milvus": ("parrot_parents.stores.milvus.parents:MilvusParentSearcher", None),
+    },
+)

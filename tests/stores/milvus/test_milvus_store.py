@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from parrot_parents.bots.registries import default_registries
 from parrot_parents.errors import ConfigurationError, SchemaMismatchError
-from parrot_parents.plugins import default_registries
 from parrot_parents.sync import run_sync
 from tests.conftest import REPO_ROOT, unique_table
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from parrot_parents.embedded import server as embedded
+from parrot_parents.embedded import system_user
 from parrot_parents.errors import StoreError
-from parrot_parents.stores import embedded, system_user
 from tests.conftest import REPO_ROOT
 
 ROOT = system_user.runs_as_root()
@@ -86,7 +87,8 @@ def test_the_default_server_leaves_home_and_its_parents_as_they_were(
 
         import asyncpg
 
-        from parrot_parents.stores import embedded, system_user
+        from parrot_parents.embedded import server as embedded
+        from parrot_parents.embedded import system_user
 
         system_user.SYSTEM_BASE = Path({str(system_base)!r})
 

@@ -43,6 +43,7 @@ from typing import Any
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     Float,
+    Integer,
     Select,
     Table,
     Text,
@@ -78,6 +79,7 @@ __all__ = [
     "CANDIDATES",
     "EXACT_CANDIDATES",
     "CandidateRule",
+    "dense_statement",
     "query_vector",
     "search_statement",
 ]
@@ -112,6 +114,47 @@ def query_vector(table: Table) -> Any:
     if not isinstance(column_type, VECTOR):
         raise TypeError(f"{table.name}.embedding is {column_type!r}, not a pgvector VECTOR")
     return bindparam("query_vector", type_=QueryVector(column_type.dim))
+
+
+def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None) -> Any:
+    """The dense search statement (the columns of :func:`search_statement`): the kNN of
+    ``query_vector`` on the HNSW index, or over ``kept`` (the exact ranking of a selective
+    filter, :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`)."""
+    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
+    # The kNN in a subquery, numbered outside it: a window function beside the
+    # ORDER BY ... LIMIT would read every row before the limit.
+    if kept is None:
+        knn = (
+            select(table.c.id, table.c.document, table.c.cmetadata, distance)
+            .where(table.c.embedding.is_not(None), *where)
+            .order_by(distance)
+            .limit(limit)
+            .subquery("knn")
+        )
+    else:
+        top = (
+            select(kept.c.id, kept.c.distance)
+            .order_by(kept.c.distance, kept.c.id)
+            .limit(limit)
+            .subquery("kept_top")
+        )
+        knn = (
+            select(table.c.id, table.c.document, table.c.cmetadata, top.c.distance)
+            .join(top, top.c.id == table.c.id)
+            .subquery("knn")
+        )
+    return select(
+        knn.c.id,
+        knn.c.document,
+        knn.c.cmetadata,
+        knn.c.distance,
+        cast(null(), Integer).label("dense_rank"),
+        cast(null(), Integer).label("lexical_rank"),
+        cast(null(), Float).label("lexical_score"),
+        cast(null(), Float).label("fused_score"),
+        cast(null(), ARRAY(Text)).label("lexical_expansion"),
+        func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
+    )
 
 
 def _dense(table: Table, where: list[Any], depth: int) -> Any:
@@ -408,7 +451,7 @@ def search_statement(
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
 
-    Dense-only search stays the store's plain kNN statement.
+    Dense-only search is :func:`dense_statement`.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
     fused_score, lexical_expansion, ord`` (the 1-based rank), best first.

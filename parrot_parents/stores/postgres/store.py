@@ -206,9 +206,7 @@ class PgVectorStore(
             engine,
             lambda: start_up_settings(self.search_options),
         )
-        self.lifecycle = CollectionLifecycle(
-            self, self.connections, dimension, wanted_config, wanted_backend
-        )
+        self.lifecycle = CollectionLifecycle(self, dimension, wanted_config, wanted_backend)
         self.searcher = Searcher(self, self.connections.statements, wanted_backend)
         self.writes = DocumentWrites(self, self.lifecycle)
         self.reads = CollectionReads(self)
@@ -470,18 +468,34 @@ class PgVectorStore(
         ``lexical`` mode; ``hybrid`` also needs the ``query`` text, checked as a question)."""
         if query is not None:
             check_question(query)
+        results, _ = await self._search(
+            search_mode, limit, vector, query, filter, fusion, include_parents
+        )
+        return results
+
+    async def _search(
+        self,
+        mode: SearchMode,
+        limit: int,
+        vector: Sequence[float] | None,
+        query: str | None,
+        filter: dict[str, Any] | None,
+        fusion: Fusion | None,
+        include_parents: bool = False,
+        plan: ContextPlan | None = None,
+    ) -> tuple[list[SearchResult], Context | None]:
         request = SearchRequest.build(
-            mode=search_mode,
+            mode=mode,
             limit=limit,
             dimension=self.dimension,
             vector=vector,
             text=query,
             filter=filter,
             fusion=fusion,
+            plan=plan,
             include_parents=include_parents,
         )
-        results, _ = await self.searcher.search(request)
-        return results
+        return await self.searcher.search(request)
 
     def lexical_ranking(
         self,
@@ -503,17 +517,7 @@ class PgVectorStore(
         vector: Sequence[float] | None = None,
     ) -> tuple[list[SearchResult], Context]:
         mode, vector = await self.searcher.question(query, search_mode, limit, filter, vector)
-        request = SearchRequest.build(
-            mode=mode,
-            limit=limit,
-            dimension=self.dimension,
-            vector=vector,
-            text=query,
-            filter=filter,
-            fusion=fusion,
-            plan=plan,
-        )
-        results, context = await self.searcher.search(request)
+        results, context = await self._search(mode, limit, vector, query, filter, fusion, plan=plan)
         assert context is not None
         return results, context
 

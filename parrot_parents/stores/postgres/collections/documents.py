@@ -22,7 +22,7 @@ files), and "is this content stored under another id".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import (
@@ -65,14 +65,7 @@ class DocumentRecord:
         ) == (self.content_sha256, self.policy_version, self.source)
 
     def values(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "source": self.source,
-            "content_sha256": self.content_sha256,
-            "policy_version": self.policy_version,
-            "metadata": self.metadata,
-            "source_text": self.source_text,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class OpenedStore(Protocol):
     (``text_search_config``, ``lexical_backend``) once the collection is open."""
 
     name: CollectionName
+    connections: Connections
     create: bool
     hnsw: HNSWIndex
     embedding: SentenceTransformerEmbeddings
@@ -76,7 +77,6 @@ class CollectionLifecycle:
 
     Args:
         store: the store.
-        connections: its pools.
         dimension: the ``dimension`` given, or None (the table's, else the model's).
         wanted_config, wanted_backend: the ``text_search_config`` and ``lexical_backend``
             given (checked).
@@ -85,13 +85,12 @@ class CollectionLifecycle:
     def __init__(
         self,
         store: OpenedStore,
-        connections: Connections,
         dimension: int | None,
         wanted_config: str | None,
         wanted_backend: LexicalChoice,
     ) -> None:
         self._store = store
-        self._connections = connections
+        self._connections = store.connections
         self._dimension = dimension
         self.wanted_config = wanted_config
         self.wanted_backend = wanted_backend

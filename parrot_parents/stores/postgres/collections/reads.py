@@ -101,21 +101,17 @@ class CollectionReads:
         return dict(out)
 
     async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
-        ids = _unique(document_ids)
-        if not ids:
-            return {}
-        table = await self._table()
-        doc_key = meta_field(table, "document_id")
-        stmt = (
-            select(doc_key.label("doc"), table.c.cmetadata["source"].astext.label("source"))
-            .where(doc_key.in_(ids))
-            .distinct()
-        )
         out: dict[str, set[str]] = {}
-        for r in await self._rows(stmt):
-            out.setdefault(r.doc, set())
-            if r.source is not None:
-                out[r.doc].add(r.source)
+        ids = _unique(document_ids)
+        if ids:
+            table = await self._table()
+            doc = meta_field(table, "document_id")
+            source = table.c.cmetadata["source"].astext
+            stmt = select(doc.label("doc"), source.label("source")).where(doc.in_(ids)).distinct()
+            for r in await self._rows(stmt):
+                out.setdefault(r.doc, set())
+                if r.source is not None:
+                    out[r.doc].add(r.source)
         return out
 
     async def document_rows(self, document_id: str) -> list[DocumentRow]:

@@ -57,7 +57,15 @@ from parrot_parents.stores.records.markers import (
 )
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["HIT_COLUMNS", "Split", "search_with_context", "seeded_statement", "split_rows"]
+__all__ = [
+    "HIT_COLUMNS",
+    "RANK_TYPES",
+    "Split",
+    "search_with_context",
+    "seeded_statement",
+    "split_rows",
+    "unranked",
+]
 
 #: Columns of ``hits`` (the ranked statement must provide them, in any order).
 HIT_COLUMNS = (
@@ -74,6 +82,22 @@ HIT_COLUMNS = (
 )
 
 
+#: The types of the ranking columns of ``hits``.
+RANK_TYPES: dict[str, Any] = {
+    "distance": Float,
+    "dense_rank": Integer,
+    "lexical_rank": Integer,
+    "lexical_score": Float,
+    "fused_score": Float,
+    "lexical_expansion": ARRAY(Text),
+}
+
+
+def unranked(*names: str) -> list[Any]:
+    """The ranking columns ``names``, NULL (of their :data:`RANK_TYPES`)."""
+    return [cast(null(), RANK_TYPES[name]).label(name) for name in names]
+
+
 def _key(column: Any, key: str) -> Any:
     """``column ->> 'key'`` with a literal key (small CTEs: no index to match)."""
     return column.op("->>", return_type=Text)(literal_column(f"'{key}'"))
@@ -87,12 +111,7 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         source.c.id,
         source.c.document,
         source.c.cmetadata,
-        cast(null(), Float).label("distance"),
-        cast(null(), Integer).label("dense_rank"),
-        cast(null(), Integer).label("lexical_rank"),
-        cast(null(), Float).label("lexical_score"),
-        cast(null(), Float).label("fused_score"),
-        cast(null(), ARRAY(Text)).label("lexical_expansion"),
+        *unranked(*RANK_TYPES),
     )
 
 

@@ -43,7 +43,6 @@ from typing import Any
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     Float,
-    Integer,
     Select,
     Table,
     Text,
@@ -65,6 +64,7 @@ from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
 from parrot_parents.stores.postgres.connections.vector_codec import QueryVector
 from parrot_parents.stores.postgres.search.bm25_index import BM25_COLUMN
+from parrot_parents.stores.postgres.search.context_sql import unranked
 from parrot_parents.stores.postgres.search.lexical import (
     BM25_B,
     BM25_K1,
@@ -148,11 +148,9 @@ def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None
         knn.c.document,
         knn.c.cmetadata,
         knn.c.distance,
-        cast(null(), Integer).label("dense_rank"),
-        cast(null(), Integer).label("lexical_rank"),
-        cast(null(), Float).label("lexical_score"),
-        cast(null(), Float).label("fused_score"),
-        cast(null(), ARRAY(Text)).label("lexical_expansion"),
+        *unranked(
+            "dense_rank", "lexical_rank", "lexical_score", "fused_score", "lexical_expansion"
+        ),
         func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
     )
 
@@ -498,58 +496,48 @@ def search_statement(
             table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf, kept
         )
     if mode == "lexical":
-        return (
+        ranked: Any = lex
+        ranks = (literal(None, Float), lex.c.lexical_rank, lex.c.lexical_score)
+        fused_score: Any = literal(None, Float)
+        order: tuple[Any, ...] = (lex.c.lexical_rank,)
+    else:
+        assert with_vector
+        dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
+        fid = func.coalesce(dense.c.id, lex.c.id)
+        k = float(fusion.rrf_k)
+        fused = fusion.dense_weight * func.coalesce(
+            1.0 / (k + dense.c.dense_rank), 0.0
+        ) + fusion.lexical_weight * func.coalesce(1.0 / (k + lex.c.lexical_rank), 0.0)
+        ranked = (
             select(
-                table.c.id,
-                table.c.document,
-                table.c.cmetadata,
-                distance.label("distance"),
-                literal(None, Float).label("dense_rank"),
+                fid.label("id"),
+                dense.c.dense_rank,
                 lex.c.lexical_rank,
                 lex.c.lexical_score,
-                literal(None, Float).label("fused_score"),
-                added.label("lexical_expansion"),
-                func.row_number().over(order_by=lex.c.lexical_rank).label("ord"),
+                fused.label("fused"),
             )
-            .join(lex, lex.c.id == table.c.id)
-            .order_by(lex.c.lexical_rank)
+            .select_from(dense.join(lex, dense.c.id == lex.c.id, full=True))
+            .order_by(fused.desc(), dense.c.dense_rank.asc().nulls_last(), fid)
             .limit(limit)
+            .subquery("fused")
         )
-    assert with_vector
-    dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
-    fid = func.coalesce(dense.c.id, lex.c.id)
-    k = float(fusion.rrf_k)
-    fused = fusion.dense_weight * func.coalesce(
-        1.0 / (k + dense.c.dense_rank), 0.0
-    ) + fusion.lexical_weight * func.coalesce(1.0 / (k + lex.c.lexical_rank), 0.0)
-    top = (
-        select(
-            fid.label("id"),
-            dense.c.dense_rank,
-            lex.c.lexical_rank,
-            lex.c.lexical_score,
-            fused.label("fused"),
-        )
-        .select_from(dense.join(lex, dense.c.id == lex.c.id, full=True))
-        .order_by(fused.desc(), dense.c.dense_rank.asc().nulls_last(), fid)
-        .limit(limit)
-        .subquery("fused")
-    )
+        ranks = (ranked.c.dense_rank, ranked.c.lexical_rank, ranked.c.lexical_score)
+        fused_score = ranked.c.fused
+        order = (ranked.c.fused.desc(), ranked.c.dense_rank.asc().nulls_last(), table.c.id)
     return (
         select(
             table.c.id,
             table.c.document,
             table.c.cmetadata,
             distance.label("distance"),
-            top.c.dense_rank,
-            top.c.lexical_rank,
-            top.c.lexical_score,
-            top.c.fused.label("fused_score"),
+            ranks[0].label("dense_rank"),
+            ranks[1].label("lexical_rank"),
+            ranks[2].label("lexical_score"),
+            fused_score.label("fused_score"),
             added.label("lexical_expansion"),
-            func.row_number()
-            .over(order_by=(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id))
-            .label("ord"),
+            func.row_number().over(order_by=order).label("ord"),
         )
-        .join(top, top.c.id == table.c.id)
-        .order_by(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id)
+        .join(ranked, ranked.c.id == table.c.id)
+        .order_by(*order)
+        .limit(limit)
     )

@@ -14,20 +14,36 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from langchain_core.documents import Document
 from pydantic import BaseModel
 
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.results import SearchResult
 
 if TYPE_CHECKING:
     from parrot_parents.stores.abstract import AbstractStore
 
-__all__ = ["AbstractParentSearcher", "ChunkRange"]
+__all__ = ["AbstractParentSearcher", "ChunkRange", "checked_store"]
+
+S = TypeVar("S")
 
 #: ``(document_id, lo, hi)``: the children of a document with ``lo <= chunk_index <= hi``.
 ChunkRange = tuple[str, int, int]
+
+
+def checked_store(searcher: type, store: object, kind: type[S]) -> S:
+    """``store``, for a ``searcher`` that reads only stores of ``kind``.
+
+    Raises:
+        ConfigurationError: ``store`` is not a ``kind``.
+    """
+    if not isinstance(store, kind):
+        raise ConfigurationError(
+            f"{searcher.__name__} needs a {kind.__name__}, got {type(store).__name__}"
+        )
+    return store
 
 
 class AbstractParentSearcher(ABC):

@@ -10,8 +10,11 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Text, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.parents.abstract import (
+    AbstractParentSearcher,
+    ChunkRange,
+    checked_store,
+)
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.records.markers import PARENT_PREDICATE
@@ -50,11 +53,7 @@ class InTableParentSearcher(AbstractParentSearcher):
     store: PgVectorStore
 
     def __init__(self, store: PgVectorStore) -> None:
-        if not isinstance(store, PgVectorStore):
-            raise ConfigurationError(
-                f"InTableParentSearcher needs a PgVectorStore, got {type(store).__name__}"
-            )
-        self.store = store
+        self.store = checked_store(type(self), store, PgVectorStore)
         self._fetch: Any = None
 
     def reads_from(self, store: Any) -> bool:

@@ -25,7 +25,6 @@ from typing import Any
 
 from langchain_core.documents import Document
 from sqlalchemy import (
-    Float,
     Integer,
     Select,
     Table,
@@ -46,6 +45,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.postgres.collections.schema import meta_field
+from parrot_parents.stores.postgres.search.hybrid import RANK_TYPES, unranked
 from parrot_parents.stores.postgres.search.kept import over_cap
 from parrot_parents.stores.records.markers import (
     CHILD_PREDICATE,
@@ -59,12 +59,10 @@ from parrot_parents.stores.results import SearchResult
 
 __all__ = [
     "HIT_COLUMNS",
-    "RANK_TYPES",
     "Split",
     "search_with_context",
     "seeded_statement",
     "split_rows",
-    "unranked",
 ]
 
 #: Columns of ``hits`` (the ranked statement must provide them, in any order).
@@ -80,22 +78,6 @@ HIT_COLUMNS = (
     "lexical_expansion",
     "ord",
 )
-
-
-#: The types of the ranking columns of ``hits``.
-RANK_TYPES: dict[str, Any] = {
-    "distance": Float,
-    "dense_rank": Integer,
-    "lexical_rank": Integer,
-    "lexical_score": Float,
-    "fused_score": Float,
-    "lexical_expansion": ARRAY(Text),
-}
-
-
-def unranked(*names: str) -> list[Any]:
-    """The ranking columns ``names``, NULL (of their :data:`RANK_TYPES`)."""
-    return [cast(null(), RANK_TYPES[name]).label(name) for name in names]
 
 
 def _key(column: Any, key: str) -> Any:

@@ -43,6 +43,7 @@ from typing import Any
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     Float,
+    Integer,
     Select,
     Table,
     Text,
@@ -64,7 +65,6 @@ from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
 from parrot_parents.stores.postgres.connections.vector_codec import QueryVector
 from parrot_parents.stores.postgres.search.bm25_index import BM25_COLUMN
-from parrot_parents.stores.postgres.search.context_sql import unranked
 from parrot_parents.stores.postgres.search.lexical import (
     BM25_B,
     BM25_K1,
@@ -78,10 +78,12 @@ __all__ = [
     "BM25_K1",
     "CANDIDATES",
     "EXACT_CANDIDATES",
+    "RANK_TYPES",
     "CandidateRule",
     "dense_statement",
     "query_vector",
     "search_statement",
+    "unranked",
 ]
 
 
@@ -103,6 +105,22 @@ class CandidateRule:
 CANDIDATES = CandidateRule()
 #: Every query lexeme generates candidates: BM25 top-k over all matching children.
 EXACT_CANDIDATES = CandidateRule(df_fraction=1.0, df_floor=2**62, keep=2**30)
+
+
+#: The types of the ranking columns of ``hits``.
+RANK_TYPES: dict[str, Any] = {
+    "distance": Float,
+    "dense_rank": Integer,
+    "lexical_rank": Integer,
+    "lexical_score": Float,
+    "fused_score": Float,
+    "lexical_expansion": ARRAY(Text),
+}
+
+
+def unranked(*names: str) -> list[Any]:
+    """The ranking columns ``names``, NULL (of their :data:`RANK_TYPES`)."""
+    return [cast(null(), RANK_TYPES[name]).label(name) for name in names]
 
 
 def query_vector(table: Table) -> Any:

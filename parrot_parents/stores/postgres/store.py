@@ -49,7 +49,6 @@ from parrot_parents.stores.postgres.search.lexical import (
     LexicalTables,
     validate_text_search_config,
 )
-from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.postgres.search.searcher import Searcher
 from parrot_parents.stores.postgres.writes.documents import DocumentWrites
 from parrot_parents.stores.postgres.writes.writer import VectorIndexDeferral, vector_index_exists
@@ -468,34 +467,10 @@ class PgVectorStore(
         ``lexical`` mode; ``hybrid`` also needs the ``query`` text, checked as a question)."""
         if query is not None:
             check_question(query)
-        results, _ = await self._search(
+        results, _ = await self.searcher.run(
             search_mode, limit, vector, query, filter, fusion, include_parents
         )
         return results
-
-    async def _search(
-        self,
-        mode: SearchMode,
-        limit: int,
-        vector: Sequence[float] | None,
-        query: str | None,
-        filter: dict[str, Any] | None,
-        fusion: Fusion | None,
-        include_parents: bool = False,
-        plan: ContextPlan | None = None,
-    ) -> tuple[list[SearchResult], Context | None]:
-        request = SearchRequest.build(
-            mode=mode,
-            limit=limit,
-            dimension=self.dimension,
-            vector=vector,
-            text=query,
-            filter=filter,
-            fusion=fusion,
-            plan=plan,
-            include_parents=include_parents,
-        )
-        return await self.searcher.search(request)
 
     def lexical_ranking(
         self,
@@ -517,7 +492,9 @@ class PgVectorStore(
         vector: Sequence[float] | None = None,
     ) -> tuple[list[SearchResult], Context]:
         mode, vector = await self.searcher.question(query, search_mode, limit, filter, vector)
-        results, context = await self._search(mode, limit, vector, query, filter, fusion, plan=plan)
+        results, context = await self.searcher.run(
+            mode, limit, vector, query, filter, fusion, plan=plan
+        )
         assert context is not None
         return results, context
 

@@ -93,6 +93,9 @@ class SearchedStore(Protocol):
     lexical_backend: LexicalBackend | None
 
     @property
+    def dimension(self) -> int: ...
+
+    @property
     def read_pool(self) -> ReadPool: ...
 
     async def ready(self) -> tuple[AsyncEngine, Table]: ...
@@ -137,6 +140,31 @@ class Searcher:
         if vector is None and mode != "lexical":
             vector = await self._store.embed_question(query)
         return mode, vector
+
+    async def run(
+        self,
+        mode: SearchMode,
+        limit: int,
+        vector: Sequence[float] | None,
+        query: str | None,
+        filter: dict[str, Any] | None,
+        fusion: Fusion | None,
+        include_parents: bool = False,
+        plan: ContextPlan | None = None,
+    ) -> tuple[list[SearchResult], Context | None]:
+        """:meth:`search` of the request of these arguments (checked)."""
+        request = SearchRequest.build(
+            mode=mode,
+            limit=limit,
+            dimension=self._store.dimension,
+            vector=vector,
+            text=query,
+            filter=filter,
+            fusion=fusion,
+            plan=plan,
+            include_parents=include_parents,
+        )
+        return await self.search(request)
 
     async def search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
         """The results of ``request`` (and its context when it has a plan); after a

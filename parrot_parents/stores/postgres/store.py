@@ -132,13 +132,10 @@ class PgVectorStore(
     or ``async with store``) creates the extension, the table and its indexes when
     missing, and checks an existing table's embedding dimension.
 
-    A store may be used from several event loops, in any order: ``await`` in your loop,
-    the ``*_sync`` twins (the package's loop thread, :mod:`parrot_parents.sync`), each
-    ``asyncio.run``. Connection pools belong to the loop that opens them, so each loop
-    gets its own pair (the engine's and the read pool), opened on its first use there
-    (:mod:`parrot_parents.stores.postgres.connections.pools`); a shared ``engine`` serves the
-    loop that connected the store, other loops get a private engine of its URL.
-    :meth:`close` releases the pools of every loop.
+    A store may be used from several event loops, in any order (``await``, the ``*_sync``
+    twins, each ``asyncio.run``): each loop gets its own pools, opened on its first use
+    there (:mod:`parrot_parents.stores.postgres.connections.pools`), and :meth:`close`
+    releases those of every loop.
 
     Raises:
         ConfigurationError: bad identifiers or parameters (at construction).

@@ -2,10 +2,12 @@
 event loop it is used from, opened on first use there, and the statements compiled for
 them.
 
-The pools of the loop that connected the store are its "home"; every other loop gets its
-own pair (:mod:`parrot_parents.stores.postgres.connections.per_loop`): a private engine of
-the home engine's URL and a read pool. A shared engine (one the caller made) serves the home
-loop only and is never disposed of here.
+A store is used from the caller's loop (``await``), the package's loop thread behind the
+``*_sync`` twins (:mod:`parrot_parents.sync`) and each ``asyncio.run``; a pool belongs to the
+loop that opens it. The pools of the loop that connected the store are its "home"; every
+other loop gets its own pair (:mod:`parrot_parents.stores.postgres.connections.per_loop`): a
+private engine of the home engine's URL and a read pool. A shared engine (one the caller
+made) serves the home loop only and is never disposed of here.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
-from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.identifiers import collection_name, validate_identifier
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.postgres.collections.layout import apply_layout
 from parrot_parents.stores.postgres.collections.schema import collection_table
@@ -97,4 +97,4 @@ def drop_collections(conn: Connection, names: Sequence[str], schema: str = "publ
         validate_identifier(name, "collection")
         conn.execute(text(f'DROP TABLE IF EXISTS "{schema}"."{name}"'))
         drop_lexical(conn, name, schema)
-        DocumentsTable(name, schema).drop(conn)
+        DocumentsTable(collection_name(name, schema, reserved=True)).drop(conn)

@@ -20,6 +20,7 @@ from alembic import op
 from sqlalchemy import inspect
 
 from parrot_parents.migrations.collection_tables import migration_options
+from parrot_parents.stores.identifiers import collection_name
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable, backfill_documents
 from parrot_parents.stores.postgres.search.lexical import ensure_lexical
 
@@ -42,4 +43,4 @@ def downgrade() -> None:
     names, _, schema = migration_options()
     conn = op.get_bind()
     for name in names:
-        DocumentsTable(name, schema).drop(conn)
+        DocumentsTable(collection_name(name, schema, reserved=True)).drop(conn)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 from parrot_parents.errors import ConfigurationError
 
@@ -24,7 +25,9 @@ __all__ = [
     "MAX_IDENTIFIER_BYTES",
     "RESERVED_TABLE_NAMES",
     "SHORT_NAME_BYTES",
+    "CollectionName",
     "check_collection_name",
+    "collection_name",
     "derived_name",
     "validate_identifier",
 ]
@@ -77,6 +80,38 @@ def check_collection_name(value: object, what: str = "collection") -> str:
             hint="choose another collection name",
         )
     return name
+
+
+@dataclass(frozen=True)
+class CollectionName:
+    """A collection's schema and table, both checked: made by :func:`collection_name`, so
+    that what takes one never validates it again."""
+
+    schema: str
+    table: str
+
+    @property
+    def qualified(self) -> str:
+        """``schema.table``."""
+        return f"{self.schema}.{self.table}"
+
+    def quoted(self, name: str | None = None) -> str:
+        """``"schema"."name"`` (default: the table), for SQL text."""
+        return f'"{self.schema}"."{name or self.table}"'
+
+
+def collection_name(
+    table: object, schema: object = "public", *, what: str = "collection", reserved: bool = False
+) -> CollectionName:
+    """The checked name of the collection ``table`` in ``schema``: where a name enters.
+
+    ``reserved``: allow the project's own table names (readers of any table).
+
+    Raises:
+        ConfigurationError: a bad identifier, or (unless ``reserved``) a reserved name.
+    """
+    checked = validate_identifier(table, what) if reserved else check_collection_name(table, what)
+    return CollectionName(validate_identifier(schema, "schema"), checked)
 
 
 def derived_name(table: str, suffix: str) -> str:

@@ -121,11 +121,12 @@ class LexicalRanking(Protocol):
         exact_filter: bool = True,
     ) -> tuple[str, str | None]:
         """``(backend, why)`` for a search with ``filter`` and ``fusion``: ``why`` is None
-        when the backend is the collection's own, else the reason it is not.
-        ``exact_filter``: whether the search's filter plan ranked exactly
-        (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`). No I/O (only
-        after the
-        store is connected)."""
+        when the backend is the collection's own
+        (:mod:`parrot_parents.stores.postgres.search.bm25_index`), else the reason it is not.
+        ``exact_filter``: whether the search's filter plan ranks exactly (a filter expected
+        to keep few children,
+        :class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`); False for a
+        broad one. No I/O (only after the store is connected)."""
 
 
 @runtime_checkable
@@ -154,7 +155,11 @@ class ContentLookup(Protocol):
     @abstractmethod
     async def documents_with_content(self, digests: Sequence[str]) -> dict[str, set[str]]:
         """``{content_sha256: {document_id, ...}}`` of the stored documents whose whole
-        text has that hash (hex); digests nobody holds are absent."""
+        text has that hash (hex); digests nobody holds are absent.
+
+        Parents carry the hash of their whole document (see the loaders); one statement,
+        served by the GIN index. Loaders use it to warn when a file is already stored under
+        another id (the same file reached by two spellings of its path)."""
 
 
 @runtime_checkable
@@ -173,29 +178,47 @@ class DocumentTable(ReplaceDocument, Protocol):
         embeddings: Vectors | None = None,
         record: DocumentRecord | None = None,
     ) -> list[str]:
-        """:meth:`ReplaceDocument.replace_document` in one transaction; ``record``, when
-        given, is written to the documents table in it."""
+        """Atomically replace every row of ``document_id`` by ``documents``.
+
+        Used by the loaders: re-chunking a document with other sizes leaves no stale rows.
+        Delete and insert run in one transaction, so readers never see a half-written
+        document, and a failure keeps the previous version. ``record``, when given, is
+        written to the documents table in the same transaction. ``embeddings`` as in
+        ``add_documents``.
+        """
 
     @abstractmethod
     async def replace_documents(self, batch: Sequence[DocumentWriteItem]) -> list[list[str]]:
-        """Replace several documents in one transaction: all of them, or none (each
-        then keeps its previous version). Returns each document's row ids, in input order.
+        """Replace several documents in ONE transaction (one round trip of rows).
+
+        Each item is ``(document_id, documents, embeddings, record)`` as the arguments of
+        :meth:`replace_document`. The rows go through a binary COPY (straight into the
+        collection, or into a temporary table and one upsert when a row id is held by
+        another document; :mod:`parrot_parents.stores.postgres.writes.writer`), under the
+        advisory locks of every document. The batch is atomic as a whole: when any
+        document's write fails, no document of the batch is changed (each keeps its
+        previous version); write one document per call to isolate failures.
+
+        Returns:
+            The row ids of each document, in input order.
 
         Raises:
-            ConfigurationError, StoreError: as :meth:`replace_document`, for the batch.
+            ConfigurationError: a row that belongs to another document, a bad value.
+            StoreError: the database refused the write (nothing of the batch is kept).
         """
 
     @abstractmethod
     async def document_states(self, document_ids: Sequence[str]) -> dict[str, DocumentState]:
-        """The stored hash, policy version and source of each id; ids without a
-        documents row are absent."""
+        """The stored hash, policy version and source of each id; one statement. Ids
+        without a documents row are absent."""
 
     @abstractmethod
     async def stale_documents(
         self, policy_versions: Sequence[str], *, after: str | None = None, limit: int = 100
     ) -> list[DocumentRecord]:
         """Up to ``limit`` documents stored under none of ``policy_versions``, in id
-        order after the id ``after``, with their stored text and metadata."""
+        order after the id ``after``, with their stored text and metadata (structure
+        included)."""
 
 
 @runtime_checkable
@@ -204,13 +227,24 @@ class BulkLoad(RowCount, Protocol):
 
     @abstractmethod
     def bulk_load(self, *, parallel_workers: int | None = None) -> VectorIndexDeferral:
-        """``async with store.bulk_load() as load:``: the vector index is dropped on
-        entry and built again when the block ends (also after an error);
-        ``load.build_seconds`` is the build time. Needs a connected store."""
+        """Defer the HNSW index over a bulk load (for a new or empty collection).
+
+        ``async with store.bulk_load() as load:`` drops the vector index, and builds it
+        again when the block ends (also after an error), with the same name and parameters,
+        ``maintenance_work_mem`` sized for the rows (see
+        :class:`~parrot_parents.stores.postgres.writes.writer.VectorIndexDeferral`);
+        ``load.build_seconds`` is the build time. Building once is far cheaper than keeping
+        the graph up to date row by row (docs/benchmarks.md, "scale_write"). Searches during
+        the load scan the table. Connect first.
+
+        Args:
+            parallel_workers: ``max_parallel_maintenance_workers`` for the build; None
+                keeps the server's setting.
+        """
 
     @abstractmethod
     async def vector_index_exists(self) -> bool:
-        """Whether the collection's vector index exists (absent after a failed build)."""
+        """Whether the collection's HNSW index exists (absent after a failed bulk build)."""
 
 
 @runtime_checkable
@@ -230,8 +264,21 @@ class ContextSearch(Protocol):
         fusion: Fusion | None = None,
         vector: Sequence[float] | None = None,
     ) -> tuple[list[SearchResult], Context]:
-        """``similarity_search`` over the children, and ``plan``'s reads; the results are
-        exactly those ``similarity_search`` returns.
+        """``similarity_search`` over the children, and what ``plan`` names (parents, a
+        window's neighbours, a parent's children) read in the same statement: one round
+        trip for the search and the expansion after it.
+
+        Args:
+            query: the question (embedded unless ``vector`` is given, and matched lexically
+                in ``lexical``/``hybrid`` mode).
+            plan: the reads to join (:class:`~parrot_parents.stores.context.ContextPlan`).
+            limit, filter, search_mode, fusion: as ``similarity_search``.
+            vector: the query embedding, when already computed.
+
+        Returns:
+            ``(results, context)``: the results exactly as ``similarity_search`` returns
+            them, and a :class:`~parrot_parents.stores.context.Context` for
+            :class:`~parrot_parents.stores.parents.prefetched.PrefetchedParentSearcher`.
 
         Raises:
             As ``similarity_search``.
@@ -241,7 +288,13 @@ class ContextSearch(Protocol):
     async def fetch_context(
         self, rows: Sequence[tuple[str, dict[str, Any]]], plan: ContextPlan
     ) -> Context:
-        """``plan``'s reads for ``(id, metadata)`` rows already found (after a reranker)."""
+        """``plan``'s reads for rows already found (after a reranker), in one statement.
+
+        Args:
+            rows: ``(id, metadata)`` of the retrievable rows kept (children, or parents
+                reached through a summary), as the search returned them.
+            plan: what to read.
+        """
 
 
 @runtime_checkable
@@ -253,7 +306,8 @@ class IndexedRows(Protocol):
     @abstractmethod
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
         """``{document_id: record}``: the strategy's record of each document indexed by
-        one (``strategy``, ``enriched``, ``of``, ``indexed_rows``, ``model``)."""
+        one (``strategy``, ``enriched``, ``of``, ``indexed_rows``, ``model``), as recorded
+        on its parent rows; documents ingested without one are absent."""
 
 
 @runtime_checkable
@@ -263,7 +317,8 @@ class DocumentRows(Protocol):
     @abstractmethod
     async def document_rows(self, document_id: str) -> list[DocumentRow]:
         """Every row of ``document_id``, parents first, then by ``start_index`` and id;
-        an unknown document gives ``[]``.
+        an unknown document gives ``[]``. One parameterised statement; the row texts stay in
+        the database (only their length in characters is read).
 
         Raises:
             ConfigurationError: ``document_id`` is not a non-empty string.
@@ -276,20 +331,31 @@ class ModelChecked(Protocol):
 
     @abstractmethod
     async def check_model(self, embedding: Any = None, *, writing: bool = False) -> None:
-        """Refuse ``embedding`` (default: the store's) unless the collection's vectors are
-        its model's; record it on a collection without a record when ``writing``.
+        """Refuse to embed with a model other than the collection's.
+
+        ``embedding`` (default: the store's) is compared with the model recorded with the
+        collection's vectors
+        (:class:`~parrot_parents.stores.postgres.collections.model_contract.ModelContract`);
+        a collection without a record gets this model recorded when ``writing``. Searches
+        and writes that embed call it; a loader calls it with its own model before writing
+        the vectors it made. Loads the model (once per embeddings object).
 
         Raises:
-            ModelMismatchError: another model, or an unfinished re-embed.
+            ModelMismatchError: another model (of any dimension, when the collection
+                records its model), or a collection in the middle of a re-embed.
+            SchemaMismatchError: the model's vectors have another length than the
+                collection's column (or the column a write would make).
+            StoreError: the database failed.
         """
 
     @abstractmethod
     async def embed_question(self, question: str) -> list[float]:
         """``question``'s vector in the collection's space: embedded with the store's model
-        once :meth:`check_model` passes, as every search that embeds does.
+        once :meth:`check_model` passes, the one way a question's vector for this
+        collection is made (searches, sentence trimming).
 
         Raises:
-            ModelMismatchError: another model (of any dimension), or an unfinished re-embed.
+            ModelMismatchError, SchemaMismatchError: as :meth:`check_model`.
         """
 
 

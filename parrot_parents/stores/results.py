@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document
@@ -152,12 +152,4 @@ class DocumentRow:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "start_index": self.start_index,
-            "end_index": self.end_index,
-            "parent_document_id": self.parent_document_id,
-            "chunk_index": self.chunk_index,
-            "length": self.length,
-        }
+        return asdict(self)

@@ -335,7 +335,7 @@ async def test_a_bot_from_the_database_owns_its_store(
     bot = await Chatbot.from_database("hr", dsn=bots_dsn, embedding=embeddings)
     assert bot.owns_store
     await bot.close()
-    assert bot.store._engine is None  # type: ignore[union-attr]
+    assert bot.store.connections.home_engine is None  # type: ignore[union-attr]
 
 
 async def test_every_collection_shares_one_pool(

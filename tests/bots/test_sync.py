@@ -51,4 +51,4 @@ def test_the_store_closes_without_an_event_loop(pg_dsn: str, embeddings) -> None
     run_sync(store.connect())
     run_sync(store.drop())
     store.close_sync()
-    assert store._engine is None
+    assert store.connections.home_engine is None

@@ -68,7 +68,7 @@ def fresh(pg_dsn: str) -> PgVectorStore:
 
 def _untouched(store: PgVectorStore) -> None:
     assert store.embedding._model is None, "a model was loaded"
-    assert store._engine is None, "the store connected"
+    assert store.connections.home_engine is None, "the store connected"
 
 
 def _surfaces(store: PgVectorStore) -> dict[str, Callable[[Any], Awaitable[Any]]]:

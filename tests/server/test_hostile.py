@@ -132,11 +132,11 @@ async def test_database_gone_is_503_with_retry_after(
 
     client = await make_client()
     store = manager.get("hr").store
-    live, live_reads = store._engine, store._reads
+    live, live_reads = store.connections.home_engine, store.connections.home_reads
     # Point both pools at a server that is not there: what a stopped PostgreSQL looks like.
     gone = {"host": "127.0.0.1", "port": 9, "user": "postgres", "database": "gone"}
-    store._engine = await make_engine("postgresql://postgres@127.0.0.1:9/gone")
-    store._reads = ReadPool(gone, {})
+    store.connections.home_engine = await make_engine("postgresql://postgres@127.0.0.1:9/gone")
+    store.connections.home_reads = ReadPool(gone, {})
     try:
         resps = await asyncio.gather(*(client.post(URL, json=QUESTION) for _ in range(3)))
         for resp in resps:
@@ -145,8 +145,8 @@ async def test_database_gone_is_503_with_retry_after(
             assert resp.headers["Retry-After"].isdigit()
             assert "SELECT" not in raw and "Traceback" not in raw
     finally:
-        await store._engine.dispose()
-        await store._reads.close()
-        store._engine, store._reads = live, live_reads
+        await store.connections.home_engine.dispose()
+        await store.connections.home_reads.close()
+        store.connections.home_engine, store.connections.home_reads = live, live_reads
     resp = await client.post(URL, json=QUESTION)
     assert resp.status == 200

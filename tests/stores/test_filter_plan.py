@@ -469,19 +469,19 @@ async def test_an_exact_hybrid_search_reads_the_kept_children_once_and_fuses_exa
     request = SearchRequest.build(
         mode="hybrid", limit=10, dimension=384, vector=q, text=question, filter=rare
     )
-    where = store._where(table, request)
+    where = store.searcher.where(table, request)
     kept = kept_rows(table, where, lexical=True, vector=True, capped=False)
-    ranked = store._statement(table, request, where, exact=True, kept=kept)
+    ranked = store.searcher.statement(table, request, where, exact=True, kept=kept)
     prepared = Prepared.compile(search_with_context(table, ranked, None), engine.dialect)
     args = prepared.args({"query_vector": q, "lexical_query": question, **filter_params(where[-1])})
 
     async def explain(conn: Any) -> Any:
         sql = f"EXPLAIN (FORMAT JSON) {prepared.sql}"
-        rows = await conn.fetch_with(sql, args, store._settings(request))
+        rows = await conn.fetch_with(sql, args, store.searcher.settings(request))
         plan = rows[0][0]
         return json.loads(plan) if isinstance(plan, str) else plan
 
-    plan = await store._read_pool().run(explain)
+    plan = await store.read_pool.run(explain)
     scans = [
         n
         for n in _nodes(plan)

@@ -55,12 +55,12 @@ async def test_a_default_search_runs_at_the_default_ef_search(pg_dsn: str) -> No
         # The read pool's session holds the setting after a search, filtered or not: a
         # search sets what it needs on the session when it differs.
         assert len(await store.similarity_search_by_vector(vectors[0], limit=5)) == 5
-        await store._read_pool().run(setting)
+        await store.read_pool.run(setting)
         found = await store.similarity_search_by_vector(
             vectors[0], limit=5, filter={"group": {"$eq": 1}}
         )
         assert found and all(r.metadata["group"] == 1 for r in found)
-        await store._read_pool().run(setting)
+        await store.read_pool.run(setting)
         assert seen == [str(MEASURED)] * 2
     finally:
         await store.drop()

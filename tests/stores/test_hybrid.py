@@ -407,7 +407,7 @@ async def test_a_reused_statement_answers_each_question_afresh(
     second = await store.similarity_search("paid leave carried over", limit=2, search_mode=mode)
     assert first[0].metadata["document_id"] == "msa"
     assert second[0].metadata["document_id"] == "leave"
-    cached = len(store._statements)
+    cached = len(store.connections.statements)
     assert cached >= 1
     sizes = []
     for doc in ("pay", "cars"):
@@ -415,7 +415,7 @@ async def test_a_reused_statement_answers_each_question_afresh(
             "paid cars", limit=2, search_mode=mode, filter={"document_id": doc}
         )
         assert hits and {h.metadata["document_id"] for h in hits} == {doc}
-        sizes.append(len(store._statements))
+        sizes.append(len(store.connections.statements))
     assert sizes[0] == sizes[1] > cached
 
 

@@ -84,7 +84,7 @@ async def test_another_name_for_the_same_weights_is_the_same_model(
 ) -> None:
     await _ingest(store, store.embedding)
     alias = PgVectorStore(
-        dsn=store._dsn,
+        dsn=store.connections.dsn,
         table=store.table,
         embedding=SentenceTransformerEmbeddings("all-MiniLM-L6-v2"),
     )
@@ -103,7 +103,7 @@ async def test_a_collection_without_a_record_is_searched_and_records_at_its_next
     await store.close()
     assert await store.similarity_search("Falcon price", limit=1)
     await store.add_documents([Document("Spare rotors cost 20 euros.", metadata={"source": "r"})])
-    stranger = PgVectorStore(dsn=store._dsn, table=store.table, embedding=tiny)
+    stranger = PgVectorStore(dsn=store.connections.dsn, table=store.table, embedding=tiny)
     try:
         with pytest.raises(ModelMismatchError):
             await stranger.similarity_search("rotor")
@@ -127,7 +127,7 @@ async def test_reindex_model_rewrites_every_vector_in_a_resumable_pass(
     # A store reads the record again after RECHECK_S seconds; here at once.
     monkeypatch.setattr("parrot_parents.stores.postgres.collections.model_contract.RECHECK_S", 0.0)
     await _ingest(store, store.embedding)
-    target = PgVectorStore(dsn=store._dsn, table=store.table, embedding=tiny)
+    target = PgVectorStore(dsn=store.connections.dsn, table=store.table, embedding=tiny)
     try:
         loader = TextLoader(embedding=tiny, late_chunking=False)
         first = await reembed(loader, target, batch_size=1, max_batches=1)  # "killed"
@@ -139,7 +139,7 @@ async def test_reindex_model_rewrites_every_vector_in_a_resumable_pass(
             assert tiny.model_name in str(info.value)
         assert await store.similarity_search("Falcon", search_mode="lexical")
         resumed = TextLoader(embedding=tiny, late_chunking=False)
-        fresh = PgVectorStore(dsn=store._dsn, table=store.table, embedding=tiny)
+        fresh = PgVectorStore(dsn=store.connections.dsn, table=store.table, embedding=tiny)
         try:
             second = await reembed(resumed, fresh, batch_size=1)
             assert second.finished and second.reembedded == 2  # resumed after the first
@@ -183,7 +183,9 @@ async def test_a_collection_is_opened_and_searched_lexically_without_loading_a_m
 ) -> None:
     await _ingest(store, store.embedding)
     fresh = SentenceTransformerEmbeddings()
-    reader = PgVectorStore(dsn=store._dsn, table=store.table, embedding=fresh, create=create)
+    reader = PgVectorStore(
+        dsn=store.connections.dsn, table=store.table, embedding=fresh, create=create
+    )
     try:
         got = await reader.similarity_search("Falcon price", search_mode="lexical", limit=2)
         assert got and "Falcon" in got[0].content
@@ -202,7 +204,7 @@ async def test_a_model_of_another_dimension_is_refused_before_it_embeds_or_is_re
     async with store.engine.begin() as conn:  # no record: only the column can refuse it
         await conn.execute(text(f'COMMENT ON COLUMN "public"."{store.table}".embedding IS NULL'))
     small = SentenceTransformerEmbeddings(str(build_tiny_embedder(tmp_path, dimension=16)))
-    other = PgVectorStore(dsn=store._dsn, table=store.table, embedding=small)
+    other = PgVectorStore(dsn=store.connections.dsn, table=store.table, embedding=small)
     rows = f'SELECT count(*) FROM "public"."{store.table}"'
     try:
         async with store.engine.connect() as conn:
@@ -225,7 +227,7 @@ async def test_a_dropped_collection_is_made_again_with_the_models_dimension(
 ) -> None:
     await _ingest(store, store.embedding)
     small = SentenceTransformerEmbeddings(str(build_tiny_embedder(tmp_path, dimension=16)))
-    reopened = PgVectorStore(dsn=store._dsn, table=store.table, embedding=small)
+    reopened = PgVectorStore(dsn=store.connections.dsn, table=store.table, embedding=small)
     try:
         await reopened.connect()
         assert reopened.dimension == 384  # the table's, until it is dropped
@@ -284,7 +286,7 @@ async def test_an_embeddings_object_without_a_dimension_searches_an_existing_col
     await _ingest(store, store.embedding)
     wrapped = _LangChainWrapped(store.embedding)
     reader = PgVectorStore(
-        dsn=store._dsn,
+        dsn=store.connections.dsn,
         table=store.table,
         embedding=wrapped,
         dimension=dimension,  # type: ignore[arg-type]

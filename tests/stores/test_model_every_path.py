@@ -71,7 +71,7 @@ async def test_every_option_that_embeds_refuses_another_model(
     own = await Chatbot(store=ingested).retrieve(QUESTION, search_mode="lexical", budget=250)
     assert own.meta.packing is not None and own.meta.packing["trim"] == "sentences"
     model = SentenceTransformerEmbeddings(str(others[dimension]))
-    other = PgVectorStore(dsn=ingested._dsn, table=ingested.table, embedding=model)
+    other = PgVectorStore(dsn=ingested.connections.dsn, table=ingested.table, embedding=model)
     bot = Chatbot(store=other, parent_searcher=parent_searcher_for(other))
     try:
         for search_mode, budget, trim, expand in COMBINATIONS:
@@ -100,7 +100,7 @@ async def test_a_lexical_call_without_trimming_loads_no_model(
     ingested: PgVectorStore, others: dict[int, Path]
 ) -> None:
     model = SentenceTransformerEmbeddings(str(others[256]))
-    other = PgVectorStore(dsn=ingested._dsn, table=ingested.table, embedding=model)
+    other = PgVectorStore(dsn=ingested.connections.dsn, table=ingested.table, embedding=model)
     try:
         bot = Chatbot(store=other)
         got = await bot.retrieve(QUESTION, search_mode="lexical", budget=250, trim=False)

@@ -73,7 +73,7 @@ async def _session_matches(store: PgVectorStore) -> None:
             actual = await conn.fetchval("SELECT current_setting($1)", name)
             assert value is None or actual == value, (name, value, actual)
 
-    await store._read_pool().run(check)
+    await store.read_pool.run(check)
 
 
 async def test_a_search_cancelled_half_way_leaves_a_true_record(pg_dsn: str) -> None:

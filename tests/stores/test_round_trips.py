@@ -222,7 +222,7 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
         request = SearchRequest.build(
             mode=search_mode, limit=10, dimension=384, vector=query, text="row"
         )
-        ranked = store._statement(table, request)
+        ranked = store.searcher.statement(table, request)
         # The SQL exactly as the store sends it (constants inline).
         prepared = Prepared.compile(search_with_context(table, ranked, None), engine.dialect)
         args = prepared.args({"query_vector": query, "lexical_query": "row"})
@@ -234,7 +234,7 @@ async def test_the_planner_keeps_the_hnsw_index_at_every_ef_search(
 
         for ef_search in (40, 100, 200, 400, 1000):
             store.search_options = HNSWQueryOptions(ef_search=ef_search)
-            settings = store._settings(request)
+            settings = store.searcher.settings(request)
             plan = await read(engine, "explain", explain, settings)
             assert index in _index_names(plan), (search_mode, ef_search, json.dumps(plan)[:1500])
             if search_mode == "hybrid":
@@ -256,7 +256,7 @@ async def _plans(store: PgVectorStore) -> tuple[int, int]:
             store.qualified_name,
         )
 
-    row = await store._read_pool().run(count)
+    row = await store.read_pool.run(count)
     return row["g"] or 0, row["c"] or 0
 
 

@@ -1,2 +1,2 @@
-"""A PostgreSQL collection as a thing: its creation, schema, model contract, documents table,
-catalog and backfill."""
+"""A PostgreSQL collection as a thing: its lifecycle (open, create, drop), schema, model
+contract, documents table, reads other than searches, catalog and backfill."""

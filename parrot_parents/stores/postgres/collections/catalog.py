@@ -23,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import CollectionNotFoundError
-from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.identifiers import CollectionName, collection_name, validate_identifier
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
 from parrot_parents.stores.postgres.connections.reads import read
@@ -149,11 +149,6 @@ class DeleteReport:
         return {"deleted": dict(self.deleted), "unknown": list(self.unknown)}
 
 
-def _q(schema: str, name: str) -> str:
-    """The quoted qualified name of validated identifiers."""
-    return f'"{schema}"."{name}"'
-
-
 async def _names(conn: AsyncConnection, schema: str) -> list[str]:
     return [r[0] for r in (await conn.execute(_COLLECTIONS, {"schema": schema})).all()]
 
@@ -166,11 +161,11 @@ async def _exists(conn: AsyncConnection, schema: str, name: str) -> bool:
     return found.scalar_one() is not None
 
 
-async def _require(conn: AsyncConnection, schema: str, collection: str) -> None:
-    """Raise unless ``schema.collection`` is a collection table."""
-    if collection not in await _names(conn, schema):
+async def _require(conn: AsyncConnection, name: CollectionName) -> None:
+    """Raise unless ``name`` is a collection table."""
+    if name.table not in await _names(conn, name.schema):
         raise CollectionNotFoundError(
-            f"collection {collection!r} does not exist in schema {schema!r}",
+            f"collection {name.table!r} does not exist in schema {name.schema!r}",
             hint="`parrot-parents collections` lists them; names are case-sensitive",
         )
 
@@ -178,6 +173,8 @@ async def _require(conn: AsyncConnection, schema: str, collection: str) -> None:
 async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo:
     from parrot_parents.stores.postgres.collections.setup import stored_dimension
 
+    # A name the server lists is a table's own: quoted, never validated again.
+    collection = CollectionName(schema, name)
     row = (
         await conn.execute(
             text(
@@ -187,16 +184,16 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
                 " coalesce(array_agg(DISTINCT coalesce("
                 "   cmetadata->'ingestion'->>'strategy', 'plain'))"
                 f"   FILTER (WHERE {PARENT_PREDICATE}), ARRAY[]::text[]) AS strategies"
-                f" FROM {_q(schema, name)}"
+                f" FROM {collection.quoted()}"
             )
         )
     ).one()
-    docs = DocumentsTable(name, schema)
+    docs = DocumentsTable(collection)
     documents = None
     if await _exists(conn, schema, docs.name):
         documents = int((await conn.execute(text(f"SELECT count(*) FROM {docs.q}"))).scalar_one())
     config = await conn.run_sync(read_text_search_config, name, schema)
-    record = await ModelContract(schema, name).read(conn)
+    record = await ModelContract(collection).read(conn)
     return CollectionInfo(
         name=name,
         schema=schema,
@@ -248,20 +245,19 @@ async def list_documents(
         CollectionNotFoundError: no such collection.
         StoreError: the database cannot be reached.
     """
-    validate_identifier(collection, "collection")
-    validate_identifier(schema, "schema")
+    name = collection_name(collection, schema, reserved=True)
     rows_sql = (
         "SELECT cmetadata->>'document_id' AS document_id,"
         f" count(*) FILTER (WHERE {CHILD_PREDICATE}) AS children,"
         f" count(*) FILTER (WHERE {PARENT_PREDICATE}) AS parents,"
         " max(cmetadata->>'source') AS source"
-        f" FROM {_q(schema, collection)} WHERE cmetadata ? 'document_id' GROUP BY 1"
+        f" FROM {name.quoted()} WHERE cmetadata ? 'document_id' GROUP BY 1"
     )
 
     async def work(conn: AsyncConnection) -> list[Any]:
-        await _require(conn, schema, collection)
-        docs = DocumentsTable(collection, schema)
-        if await _exists(conn, schema, docs.name):
+        await _require(conn, name)
+        docs = DocumentsTable(name)
+        if await _exists(conn, name.schema, docs.name):
             sql = (
                 f"WITH r AS ({rows_sql})"
                 " SELECT coalesce(d.document_id, r.document_id) AS document_id,"
@@ -279,7 +275,7 @@ async def list_documents(
             )
         return list((await conn.execute(text(sql))).all())
 
-    rows = await read(engine, f"listing the documents of {schema}.{collection}", work)
+    rows = await read(engine, f"listing the documents of {name.qualified}", work)
     return [
         DocumentInfo(
             document_id=r.document_id,
@@ -293,31 +289,29 @@ async def list_documents(
     ]
 
 
-async def _open(engine: AsyncEngine, collection: str, schema: str) -> Any:
+async def _open(engine: AsyncEngine, name: CollectionName) -> Any:
     """The collection's store on ``engine``, without its model (the table gives the
     dimension); a :class:`~parrot_parents.stores.postgres.PgVectorStore`."""
     from parrot_parents.stores.postgres import PgVectorStore
 
     async def work(conn: AsyncConnection) -> None:
-        await _require(conn, schema, collection)
+        await _require(conn, name)
 
-    await read(engine, f"opening {schema}.{collection}", work)
-    return PgVectorStore(engine=engine, table=collection, schema=schema, create=False)
+    await read(engine, f"opening {name.qualified}", work)
+    return PgVectorStore(engine=engine, table=name.table, schema=name.schema, create=False)
 
 
-async def _known(
-    engine: AsyncEngine, collection: str, schema: str, document_ids: list[str]
-) -> set[str]:
+async def _known(engine: AsyncEngine, name: CollectionName, document_ids: list[str]) -> set[str]:
     """Those of ``document_ids`` that have rows or a documents-table row."""
-    docs = DocumentsTable(collection, schema)
+    docs = DocumentsTable(name)
     sql = (
-        f"SELECT DISTINCT cmetadata->>'document_id' FROM {_q(schema, collection)}"
+        f"SELECT DISTINCT cmetadata->>'document_id' FROM {name.quoted()}"
         " WHERE cmetadata->>'document_id' = ANY(CAST(:ids AS text[]))"
     )
 
     async def work(conn: AsyncConnection) -> set[str]:
         statement = sql
-        if await _exists(conn, schema, docs.name):
+        if await _exists(conn, name.schema, docs.name):
             statement += (
                 f" UNION SELECT document_id FROM {docs.q}"
                 " WHERE document_id = ANY(CAST(:ids AS text[]))"
@@ -325,7 +319,7 @@ async def _known(
         rows = (await conn.execute(text(statement), {"ids": document_ids})).all()
         return {r[0] for r in rows}
 
-    return await read(engine, f"reading {schema}.{collection}", work)
+    return await read(engine, f"reading {name.qualified}", work)
 
 
 async def delete_documents(
@@ -350,12 +344,11 @@ async def delete_documents(
         CollectionNotFoundError: no such collection.
         StoreError: the database cannot be reached.
     """
-    validate_identifier(collection, "collection")
-    validate_identifier(schema, "schema")
+    name = collection_name(collection, schema, reserved=True)
     wanted = list(dict.fromkeys(str(d) for d in document_ids))
-    store = await _open(engine, collection, schema)
+    store = await _open(engine, name)
     try:
-        known = await _known(engine, collection, schema, wanted)
+        known = await _known(engine, name, wanted)
         deleted = {d: await store.delete(d) for d in wanted if d in known}
     finally:
         await store.close()
@@ -370,9 +363,7 @@ async def drop_collection(engine: AsyncEngine, collection: str, schema: str = "p
         CollectionNotFoundError: no such collection.
         StoreError: the database cannot be reached.
     """
-    validate_identifier(collection, "collection")
-    validate_identifier(schema, "schema")
-    store = await _open(engine, collection, schema)
+    store = await _open(engine, collection_name(collection, schema, reserved=True))
     try:
         await store.drop()
     finally:

@@ -22,7 +22,7 @@ files), and "is this content stored under another id".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import (
@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from parrot_parents.stores.identifiers import derived_name, validate_identifier
+from parrot_parents.stores.identifiers import CollectionName, collection_name, derived_name
 
 __all__ = ["DocumentRecord", "DocumentState", "DocumentsTable", "backfill_documents"]
 
@@ -65,14 +65,7 @@ class DocumentRecord:
         ) == (self.content_sha256, self.policy_version, self.source)
 
     def values(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "source": self.source,
-            "content_sha256": self.content_sha256,
-            "policy_version": self.policy_version,
-            "metadata": self.metadata,
-            "source_text": self.source_text,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -87,9 +80,8 @@ class DocumentState:
 class DocumentsTable:
     """The SQLAlchemy table and statements of one collection's documents table."""
 
-    def __init__(self, table: str, schema: str = "public") -> None:
-        validate_identifier(table, "table")
-        self.schema = validate_identifier(schema, "schema")
+    def __init__(self, name: CollectionName) -> None:
+        table, self.schema = name.table, name.schema
         self.name = derived_name(table, "documents")
         md = MetaData()
         self.table = Table(
@@ -104,7 +96,7 @@ class DocumentsTable:
             ),
             Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
             Column("source_text", Text, nullable=False),
-            schema=schema,
+            schema=self.schema,
         )
         Index(derived_name(table, "documents_sha"), self.table.c.content_sha256)
 
@@ -183,9 +175,10 @@ def backfill_documents(conn: Connection, table: str, schema: str = "public") -> 
     offset stays right. ``policy_version`` is NULL (unknown), so ``reindex --stale`` re-cuts
     them; the hash is the one the parents carry. Returns the documents added.
     """
-    docs = DocumentsTable(table, schema)
+    name = collection_name(table, schema, what="table", reserved=True)
+    docs = DocumentsTable(name)
     docs.create(conn)
-    qt = f'"{schema}"."{validate_identifier(table, "table")}"'
+    qt = name.quoted()
     rows = conn.execute(
         text(
             f"SELECT r.cmetadata->>'document_id' AS doc, r.document AS body,"

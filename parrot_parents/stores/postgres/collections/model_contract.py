@@ -55,6 +55,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import ModelMismatchError
+from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.connections.reads import read, write
 
 __all__ = [
@@ -218,12 +219,12 @@ class ModelContract:
     again on a fresh one instead of failing.
 
     Args:
-        schema, table: the collection (validated identifiers).
+        name: the collection.
     """
 
-    def __init__(self, schema: str, table: str) -> None:
-        self.schema = schema
-        self.table = table
+    def __init__(self, name: CollectionName) -> None:
+        self.schema = name.schema
+        self.table = name.table
         #: Set by a re-embed pass: its own writes of the new model are let through.
         self.reembedding = False
         self._record: ModelRecord | None = None

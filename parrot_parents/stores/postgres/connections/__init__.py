@@ -1,1 +1,2 @@
-"""How the store reaches PostgreSQL: the engine, the read pool, prepared statements and retries."""
+"""How the store reaches PostgreSQL: the pools of each event loop, the engine, the read pool,
+prepared statements and retries."""

@@ -1,2 +1,2 @@
-"""How a PostgreSQL collection is searched: the request, its statements, the lexical backends and
-the filter plans."""
+"""How a PostgreSQL collection is searched: the searcher, the request, its statements, the
+lexical backends and the filter plans."""

@@ -25,7 +25,6 @@ from typing import Any
 
 from langchain_core.documents import Document
 from sqlalchemy import (
-    Float,
     Integer,
     Select,
     Table,
@@ -46,6 +45,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.postgres.collections.schema import meta_field
+from parrot_parents.stores.postgres.search.hybrid import RANK_TYPES, unranked
 from parrot_parents.stores.postgres.search.kept import over_cap
 from parrot_parents.stores.records.markers import (
     CHILD_PREDICATE,
@@ -57,7 +57,13 @@ from parrot_parents.stores.records.markers import (
 )
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["HIT_COLUMNS", "Split", "search_with_context", "seeded_statement", "split_rows"]
+__all__ = [
+    "HIT_COLUMNS",
+    "Split",
+    "search_with_context",
+    "seeded_statement",
+    "split_rows",
+]
 
 #: Columns of ``hits`` (the ranked statement must provide them, in any order).
 HIT_COLUMNS = (
@@ -87,12 +93,7 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         source.c.id,
         source.c.document,
         source.c.cmetadata,
-        cast(null(), Float).label("distance"),
-        cast(null(), Integer).label("dense_rank"),
-        cast(null(), Integer).label("lexical_rank"),
-        cast(null(), Float).label("lexical_score"),
-        cast(null(), Float).label("fused_score"),
-        cast(null(), ARRAY(Text)).label("lexical_expansion"),
+        *unranked(*RANK_TYPES),
     )
 
 

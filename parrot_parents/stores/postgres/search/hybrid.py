@@ -43,6 +43,7 @@ from typing import Any
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     Float,
+    Integer,
     Select,
     Table,
     Text,
@@ -77,9 +78,12 @@ __all__ = [
     "BM25_K1",
     "CANDIDATES",
     "EXACT_CANDIDATES",
+    "RANK_TYPES",
     "CandidateRule",
+    "dense_statement",
     "query_vector",
     "search_statement",
+    "unranked",
 ]
 
 
@@ -103,6 +107,22 @@ CANDIDATES = CandidateRule()
 EXACT_CANDIDATES = CandidateRule(df_fraction=1.0, df_floor=2**62, keep=2**30)
 
 
+#: The types of the ranking columns of ``hits``.
+RANK_TYPES: dict[str, Any] = {
+    "distance": Float,
+    "dense_rank": Integer,
+    "lexical_rank": Integer,
+    "lexical_score": Float,
+    "fused_score": Float,
+    "lexical_expansion": ARRAY(Text),
+}
+
+
+def unranked(*names: str) -> list[Any]:
+    """The ranking columns ``names``, NULL (of their :data:`RANK_TYPES`)."""
+    return [cast(null(), RANK_TYPES[name]).label(name) for name in names]
+
+
 def query_vector(table: Table) -> Any:
     """The query embedding as a bound parameter (``query_vector``), so that a statement
     can be built once and run with any vector."""
@@ -112,6 +132,45 @@ def query_vector(table: Table) -> Any:
     if not isinstance(column_type, VECTOR):
         raise TypeError(f"{table.name}.embedding is {column_type!r}, not a pgvector VECTOR")
     return bindparam("query_vector", type_=QueryVector(column_type.dim))
+
+
+def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None) -> Any:
+    """The dense search statement (the columns of :func:`search_statement`): the kNN of
+    ``query_vector`` on the HNSW index, or over ``kept`` (the exact ranking of a selective
+    filter, :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`)."""
+    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
+    # The kNN in a subquery, numbered outside it: a window function beside the
+    # ORDER BY ... LIMIT would read every row before the limit.
+    if kept is None:
+        knn = (
+            select(table.c.id, table.c.document, table.c.cmetadata, distance)
+            .where(table.c.embedding.is_not(None), *where)
+            .order_by(distance)
+            .limit(limit)
+            .subquery("knn")
+        )
+    else:
+        top = (
+            select(kept.c.id, kept.c.distance)
+            .order_by(kept.c.distance, kept.c.id)
+            .limit(limit)
+            .subquery("kept_top")
+        )
+        knn = (
+            select(table.c.id, table.c.document, table.c.cmetadata, top.c.distance)
+            .join(top, top.c.id == table.c.id)
+            .subquery("knn")
+        )
+    return select(
+        knn.c.id,
+        knn.c.document,
+        knn.c.cmetadata,
+        knn.c.distance,
+        *unranked(
+            "dense_rank", "lexical_rank", "lexical_score", "fused_score", "lexical_expansion"
+        ),
+        func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
+    )
 
 
 def _dense(table: Table, where: list[Any], depth: int) -> Any:
@@ -408,7 +467,7 @@ def search_statement(
     """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
     ``with_vector``, ``query_vector`` (its embedding).
 
-    Dense-only search stays the store's plain kNN statement.
+    Dense-only search is :func:`dense_statement`.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
     fused_score, lexical_expansion, ord`` (the 1-based rank), best first.
@@ -455,58 +514,48 @@ def search_statement(
             table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf, kept
         )
     if mode == "lexical":
-        return (
+        ranked: Any = lex
+        ranks = (literal(None, Float), lex.c.lexical_rank, lex.c.lexical_score)
+        fused_score: Any = literal(None, Float)
+        order: tuple[Any, ...] = (lex.c.lexical_rank,)
+    else:
+        assert with_vector
+        dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
+        fid = func.coalesce(dense.c.id, lex.c.id)
+        k = float(fusion.rrf_k)
+        fused = fusion.dense_weight * func.coalesce(
+            1.0 / (k + dense.c.dense_rank), 0.0
+        ) + fusion.lexical_weight * func.coalesce(1.0 / (k + lex.c.lexical_rank), 0.0)
+        ranked = (
             select(
-                table.c.id,
-                table.c.document,
-                table.c.cmetadata,
-                distance.label("distance"),
-                literal(None, Float).label("dense_rank"),
+                fid.label("id"),
+                dense.c.dense_rank,
                 lex.c.lexical_rank,
                 lex.c.lexical_score,
-                literal(None, Float).label("fused_score"),
-                added.label("lexical_expansion"),
-                func.row_number().over(order_by=lex.c.lexical_rank).label("ord"),
+                fused.label("fused"),
             )
-            .join(lex, lex.c.id == table.c.id)
-            .order_by(lex.c.lexical_rank)
+            .select_from(dense.join(lex, dense.c.id == lex.c.id, full=True))
+            .order_by(fused.desc(), dense.c.dense_rank.asc().nulls_last(), fid)
             .limit(limit)
+            .subquery("fused")
         )
-    assert with_vector
-    dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
-    fid = func.coalesce(dense.c.id, lex.c.id)
-    k = float(fusion.rrf_k)
-    fused = fusion.dense_weight * func.coalesce(
-        1.0 / (k + dense.c.dense_rank), 0.0
-    ) + fusion.lexical_weight * func.coalesce(1.0 / (k + lex.c.lexical_rank), 0.0)
-    top = (
-        select(
-            fid.label("id"),
-            dense.c.dense_rank,
-            lex.c.lexical_rank,
-            lex.c.lexical_score,
-            fused.label("fused"),
-        )
-        .select_from(dense.join(lex, dense.c.id == lex.c.id, full=True))
-        .order_by(fused.desc(), dense.c.dense_rank.asc().nulls_last(), fid)
-        .limit(limit)
-        .subquery("fused")
-    )
+        ranks = (ranked.c.dense_rank, ranked.c.lexical_rank, ranked.c.lexical_score)
+        fused_score = ranked.c.fused
+        order = (ranked.c.fused.desc(), ranked.c.dense_rank.asc().nulls_last(), table.c.id)
     return (
         select(
             table.c.id,
             table.c.document,
             table.c.cmetadata,
             distance.label("distance"),
-            top.c.dense_rank,
-            top.c.lexical_rank,
-            top.c.lexical_score,
-            top.c.fused.label("fused_score"),
+            ranks[0].label("dense_rank"),
+            ranks[1].label("lexical_rank"),
+            ranks[2].label("lexical_score"),
+            fused_score.label("fused_score"),
             added.label("lexical_expansion"),
-            func.row_number()
-            .over(order_by=(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id))
-            .label("ord"),
+            func.row_number().over(order_by=order).label("ord"),
         )
-        .join(top, top.c.id == table.c.id)
-        .order_by(top.c.fused.desc(), top.c.dense_rank.asc().nulls_last(), table.c.id)
+        .join(ranked, ranked.c.id == table.c.id)
+        .order_by(*order)
+        .limit(limit)
     )

@@ -31,7 +31,7 @@ import re
 from sqlalchemy import BigInteger, Boolean, Column, Connection, MetaData, Table, Text, text
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.identifiers import derived_name, validate_identifier
+from parrot_parents.stores.identifiers import CollectionName, collection_name, derived_name
 
 __all__ = [
     "BM25_B",
@@ -82,9 +82,9 @@ def lexical_expression(config: str) -> str:
 class LexicalTables:
     """Names and SQLAlchemy tables of a collection's BM25 statistics."""
 
-    def __init__(self, table: str, schema: str = "public") -> None:
-        self.table = validate_identifier(table, "table")
-        self.schema = validate_identifier(schema, "schema")
+    def __init__(self, name: CollectionName) -> None:
+        self.table = table = name.table
+        self.schema = schema = name.schema
         self.lexicon_name = derived_name(table, "lexicon")
         self.stats_name = derived_name(table, "lexstats")
         self.function_name = derived_name(table, "lexstats_fn")
@@ -154,7 +154,7 @@ def ensure_lexical(
     Raises:
         ConfigurationError: ``config`` differs from the existing column's.
     """
-    t = LexicalTables(table, schema)
+    t = LexicalTables(collection_name(table, schema, what="table", reserved=True))
     existing = read_text_search_config(conn, table, schema)
     wanted = validate_text_search_config(config or existing or DEFAULT_TEXT_SEARCH_CONFIG)
     if existing is not None and config is not None and existing != config:
@@ -296,6 +296,6 @@ END"""
 
 def drop_lexical(conn: Connection, table: str, schema: str = "public") -> None:
     """Drop the statistics tables and the trigger function (after the collection)."""
-    t = LexicalTables(table, schema)
+    t = LexicalTables(collection_name(table, schema, what="table", reserved=True))
     conn.execute(text(f"DROP TABLE IF EXISTS {t.q(t.lexicon_name)}, {t.q(t.stats_name)}"))
     conn.execute(text(f"DROP FUNCTION IF EXISTS {t.q(t.function_name)}() CASCADE"))

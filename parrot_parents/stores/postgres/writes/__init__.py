@@ -1,1 +1,1 @@
-"""How rows enter and leave a PostgreSQL collection: the bulk writer."""
+"""How rows enter and leave a PostgreSQL collection: the document writes and the bulk writer."""

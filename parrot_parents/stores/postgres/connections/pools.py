@@ -1,0 +1,227 @@
+"""A store's connections: the engine (writes, DDL) and the read pool (searches) of each
+event loop it is used from, opened on first use there, and the statements compiled for
+them.
+
+A store is used from the caller's loop (``await``), the package's loop thread behind the
+``*_sync`` twins (:mod:`parrot_parents.sync`) and each ``asyncio.run``; a pool belongs to the
+loop that opens it. The pools of the loop that connected the store are its "home"; every
+other loop gets its own pair (:mod:`parrot_parents.stores.postgres.connections.per_loop`): a
+private engine of the home engine's URL and a read pool. A shared engine (one the caller
+made) serves the home loop only and is never disposed of here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, NamedTuple, TypeVar
+
+from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from parrot_parents.errors import StoreError
+from parrot_parents.stores.postgres.connections.engine import engine_for_url, make_engine
+from parrot_parents.stores.postgres.connections.per_loop import PerLoop, release_all, running_loop
+from parrot_parents.stores.postgres.connections.prepared import Prepared
+from parrot_parents.stores.postgres.connections.read_pool import ReadPool
+from parrot_parents.stores.search_options import HNSWQueryOptions
+
+__all__ = ["Connections", "Pools", "Statements", "start_up_settings"]
+
+T = TypeVar("T")
+
+#: SQLSTATE of an internal error of the server (``cache lookup failed``...).
+_INTERNAL_ERROR = "XX000"
+
+_NOT_CONNECTED = "the store is not connected"
+
+
+class Pools(NamedTuple):
+    """The connection pools of one event loop."""
+
+    engine: AsyncEngine
+    reads: ReadPool
+    owns_engine: bool
+
+
+def start_up_settings(opts: HNSWQueryOptions) -> dict[str, str]:
+    """The read pool's session settings: those of an unfiltered search at the default
+    depth, so that most searches set nothing."""
+    return {
+        "hnsw.ef_search": str(opts.ef_search),
+        "hnsw.iterative_scan": opts.iterative_scan,
+        "hnsw.max_scan_tuples": str(opts.max_scan_tuples),
+        "enable_seqscan": "off",
+    }
+
+
+class Statements:
+    """Statements compiled once by their shape, remembered (at most 256)."""
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[Any, ...], Prepared] = {}
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def get(self, key: tuple[Any, ...]) -> Prepared | None:
+        return self._known.get(key)
+
+    def compiled(self, key: tuple[Any, ...], statement: Any, dialect: Dialect) -> Prepared:
+        """``statement`` compiled for ``dialect``, remembered under ``key``."""
+        return self.remember(key, Prepared.compile(statement, dialect))
+
+    def remember(self, key: tuple[Any, ...], prepared: Prepared) -> Prepared:
+        if len(self._known) >= self.LIMIT:
+            self._known.clear()
+        self._known[key] = prepared
+        return prepared
+
+    def clear(self) -> None:
+        self._known.clear()
+
+
+class Connections:
+    """The pools of every event loop a store is used from.
+
+    Args:
+        dsn: as :class:`~parrot_parents.stores.postgres.PgVectorStore`'s (ignored with
+            ``shared``).
+        engine_kwargs: for each engine made here; its ``connect_args`` reach the read pools.
+        shared: the caller's engine, or None.
+        settings: the read pools' start-up settings, asked when a pool is made.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None,
+        engine_kwargs: dict[str, Any],
+        shared: AsyncEngine | None,
+        settings: Callable[[], dict[str, str]],
+    ) -> None:
+        self.dsn = dsn
+        self.engine_kwargs = engine_kwargs
+        self.shared = shared
+        self._settings = settings
+        #: The pools of the loop that connected the store (None until then, and after close).
+        self.home_engine: AsyncEngine | None = None
+        self.home_reads: ReadPool | None = None
+        self._home: asyncio.AbstractEventLoop | None = None
+        self._elsewhere: PerLoop[Pools] = PerLoop(self._new_pools)
+        self._lock = threading.Lock()
+        #: Search statements without a filter, compiled once by their shape.
+        self.statements = Statements()
+        # An asyncio lock binds to one loop: each loop that connects has its own.
+        self.connect_locks: PerLoop[asyncio.Lock] = PerLoop(asyncio.Lock)
+
+    def pools(self) -> Pools:
+        """The pools of the running event loop (those of the home loop when none runs).
+
+        Raises:
+            StoreError: not connected.
+        """
+        engine, reads = self.home_engine, self.home_reads
+        if engine is None or reads is None:
+            raise StoreError(_NOT_CONNECTED, hint="await store.connect() first")
+        loop = running_loop()
+        if loop is None or loop is self._home:
+            return Pools(engine, reads, engine is not self.shared)
+        return self._elsewhere.get(loop)
+
+    def _new_pools(self) -> Pools:
+        """Pools for one more event loop: an engine of the home engine's URL (no I/O)."""
+        home = self.home_engine
+        if home is None:
+            raise StoreError(_NOT_CONNECTED, hint="await store.connect() first")
+        engine = engine_for_url(home.url, **self.engine_kwargs)
+        return Pools(engine, ReadPool(self._connect_kwargs(engine), self._settings()), True)
+
+    def _connect_kwargs(self, engine: AsyncEngine) -> dict[str, Any]:
+        """``asyncpg.connect`` arguments for a read pool: the engine's URL, as its dialect
+        reads it, and the ``connect_args`` given in ``engine_kwargs``."""
+        import asyncpg
+
+        _, from_url = engine.dialect.create_connect_args(engine.url)
+        known = inspect.signature(asyncpg.connect).parameters
+        merged = {**from_url, **dict(self.engine_kwargs.get("connect_args") or {})}
+        return {k: v for k, v in merged.items() if k in known}
+
+    async def new_engine(self) -> AsyncEngine:
+        """The engine to connect with: the shared one, else a new one of ``dsn``."""
+        return self.shared or await make_engine(self.dsn, **self.engine_kwargs)
+
+    async def discard(self, engine: AsyncEngine) -> None:
+        """Dispose of an engine from :meth:`new_engine` that failed to connect."""
+        if engine is not self.shared:
+            await engine.dispose()
+
+    def adopt(self, engine: AsyncEngine, loop: asyncio.AbstractEventLoop) -> None:
+        """Make ``engine`` and a new read pool of it the pools of ``loop``: the home ones
+        when no loop has connected, else that loop's (another connected meanwhile)."""
+        reads = ReadPool(self._connect_kwargs(engine), self._settings())
+        with self._lock:
+            if self.home_engine is None:
+                self.home_reads, self.home_engine, self._home = reads, engine, loop
+                return
+        self._elsewhere.put(loop, Pools(engine, reads, engine is not self.shared))
+
+    async def close(self) -> None:
+        """Close the pools of every loop, each on its own loop (see
+        :func:`~parrot_parents.stores.postgres.connections.per_loop.release_all`), and
+        forget the statements. Safe to call twice."""
+        with self._lock:
+            engine, self.home_engine = self.home_engine, None
+            reads, self.home_reads = self.home_reads, None
+            home, self._home = self._home, None
+        items: list[tuple[asyncio.AbstractEventLoop | None, Pools]] = []
+        if engine is not None and reads is not None:
+            items.append((home, Pools(engine, reads, engine is not self.shared)))
+        items.extend(self._elsewhere.take_all())
+        self.statements.clear()
+        if items:
+            # One shielded step: a cancelled close still closes every pool.
+            await asyncio.shield(release_all(items, _release))
+
+
+async def through_catalog_change(
+    attempt: Callable[[], Awaitable[T]], close: Callable[[], Awaitable[None]]
+) -> T:
+    """``attempt()``, run once more after ``close()`` when the server reports an internal
+    error (SQLSTATE XX000).
+
+    The connections keep type OIDs: the vector codec and prepared statements. When the
+    ``vector`` extension is dropped and created again under a running store, its type
+    gets a new OID and every statement on those connections fails with "cache lookup
+    failed for type". Closing the store drops them (the read pool, the statements, an
+    engine of its own); the retry reconnects. A second failure is raised with the
+    likely cause and the fix.
+    """
+    try:
+        return await attempt()
+    except StoreError as exc:
+        if exc.sqlstate != _INTERNAL_ERROR:
+            raise
+    await close()
+    try:
+        return await attempt()
+    except StoreError as exc:
+        if exc.sqlstate != _INTERNAL_ERROR:
+            raise
+        raise StoreError(
+            f"{exc.message}; the server's catalog may have changed under the store's "
+            "connections (the vector extension dropped and created again)",
+            hint="close the store and open it again (restart the service); an engine "
+            "shared with the store keeps its own connections, dispose of it too",
+            sqlstate=exc.sqlstate,
+        ) from exc
+
+
+async def _release(pools: Pools) -> None:
+    """Close one loop's pools, on that loop (the engine only when the store made it)."""
+    await pools.reads.close()
+    if pools.owns_engine:
+        await pools.engine.dispose()

@@ -1,0 +1,526 @@
+"""A collection's searches: the statement of each request, its session settings, the plan
+of a filtered one, and the context read with it, run on the read pool.
+
+:class:`Searcher` is the search part of
+:class:`~parrot_parents.stores.postgres.PgVectorStore`; it reads what it needs of the store
+through :class:`SearchedStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from sqlalchemy import Table, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from parrot_parents.errors import LexicalIndexMissingError
+from parrot_parents.stores.context import Context, ContextPlan
+from parrot_parents.stores.filters import (
+    compile_filter,
+    estimated_part,
+    filter_params,
+    has_unestimated,
+)
+from parrot_parents.stores.identifiers import CollectionName
+from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
+from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT, Prepared
+from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
+from parrot_parents.stores.postgres.connections.reads import Settings
+from parrot_parents.stores.postgres.search.bm25_index import (
+    LexicalBackend,
+    LexicalChoice,
+    bm25_index_name,
+)
+from parrot_parents.stores.postgres.search.context_sql import (
+    Split,
+    search_with_context,
+    seeded_statement,
+    split_rows,
+)
+from parrot_parents.stores.postgres.search.filter_plan import (
+    FilterPlan,
+    estimate_statement,
+    estimated_rows,
+    sample_percent,
+    sample_statement,
+    sampled_rows,
+    scan_ceiling,
+    threshold,
+)
+from parrot_parents.stores.postgres.search.hybrid import (
+    EXACT_CANDIDATES,
+    CandidateRule,
+    dense_statement,
+    search_statement,
+)
+from parrot_parents.stores.postgres.search.kept import KEPT_LIMIT, kept_rows
+from parrot_parents.stores.postgres.search.lexical import LexicalTables
+from parrot_parents.stores.postgres.search.request import (
+    MAX_LIMIT,
+    SearchRequest,
+    check_limit_and_filter,
+)
+from parrot_parents.stores.postgres.search.target_filter import (
+    reads_hierarchy,
+    searched_filter,
+    targets_kept,
+)
+from parrot_parents.stores.questions import check_question
+from parrot_parents.stores.records.markers import INDEXED_CONTAINMENT, SEARCH_PREDICATE
+from parrot_parents.stores.resolve import resolve_indexed
+from parrot_parents.stores.results import SearchResult, SearchResults
+from parrot_parents.stores.search_options import (
+    Fusion,
+    HNSWQueryOptions,
+    SearchMode,
+    check_search_mode,
+)
+
+__all__ = ["SearchedStore", "Searcher"]
+
+
+class SearchedStore(Protocol):
+    """What a :class:`Searcher` reads of its store (at each search: a caller may change
+    the options between searches)."""
+
+    name: CollectionName
+    search_options: HNSWQueryOptions
+    lexical: LexicalTables
+    lexical_candidates: CandidateRule
+    text_search_config: str | None
+    lexical_backend: LexicalBackend | None
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def read_pool(self) -> ReadPool: ...
+
+    async def ready(self) -> tuple[AsyncEngine, Table]: ...
+
+    async def embed_question(self, question: str) -> list[float]: ...
+
+    async def close(self) -> None: ...
+
+
+class Searcher:
+    """Runs a store's search requests.
+
+    Args:
+        store: the store searched.
+        statements: where compiled statements are kept (the connections').
+        wanted_backend: the ``lexical_backend`` the store was opened with.
+    """
+
+    def __init__(
+        self, store: SearchedStore, statements: Statements, wanted_backend: LexicalChoice
+    ) -> None:
+        self._store = store
+        self._statements = statements
+        self._wanted_backend = wanted_backend
+        self._indexed_rows_seen = False
+
+    async def question(
+        self,
+        query: str,
+        search_mode: SearchMode,
+        limit: int,
+        filter: dict[str, Any] | None,
+        vector: Sequence[float] | None,
+    ) -> tuple[SearchMode, Sequence[float] | None]:
+        """A search's mode and vector: every argument checked before the model loads or
+        anything connects, then the collection opened, then ``query`` embedded (unless
+        ``vector`` is given, or the search is lexical)."""
+        check_question(query)
+        mode = check_search_mode(search_mode)
+        check_limit_and_filter(limit, filter)
+        await self._store.ready()
+        if vector is None and mode != "lexical":
+            vector = await self._store.embed_question(query)
+        return mode, vector
+
+    async def run(
+        self,
+        mode: SearchMode,
+        limit: int,
+        vector: Sequence[float] | None,
+        query: str | None,
+        filter: dict[str, Any] | None,
+        fusion: Fusion | None,
+        include_parents: bool = False,
+        plan: ContextPlan | None = None,
+    ) -> tuple[list[SearchResult], Context | None]:
+        """:meth:`search` of the request of these arguments (checked)."""
+        request = SearchRequest.build(
+            mode=mode,
+            limit=limit,
+            dimension=self._store.dimension,
+            vector=vector,
+            text=query,
+            filter=filter,
+            fusion=fusion,
+            plan=plan,
+            include_parents=include_parents,
+        )
+        return await self.search(request)
+
+    async def search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
+        """The results of ``request`` (and its context when it has a plan); after a
+        change of the server's catalog, once more on fresh connections."""
+        return await through_catalog_change(lambda: self._search(request), self._store.close)
+
+    async def _search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
+        store = self._store
+        engine, table = await store.ready()
+        if request.mode != "dense" and store.text_search_config is None:
+            raise LexicalIndexMissingError(
+                f"collection {store.name.table!r} has no lexical index",
+                hint=f"run `parrot-parents migrate --collection {store.name.table}`",
+            )
+        # A hit on an indexed row resolves to its retrievable row (read in the same
+        # statement); several hits on one row keep the best. Dedup can leave fewer than
+        # ``limit``: search deeper, then cut.
+        fetch = request
+        while True:
+            split, plan = await self._ranked(engine, table, fetch)
+            found = split.hits
+            resolved = resolve_indexed(found, split.targets)
+            exhausted = len(found) < fetch.limit or fetch.limit >= MAX_LIMIT
+            if len(resolved) >= request.limit or exhausted:
+                results = resolved[: request.limit]
+                if plan is not None:
+                    results = [replace(r, filter_plan=plan) for r in results]
+                return SearchResults(results, filter_plan=plan), split.context
+            fetch = fetch.deeper(min(MAX_LIMIT, fetch.limit * 4))
+
+    def settings(self, request: SearchRequest, index_only: bool = False) -> Settings:
+        """The session settings a search's statement needs, every one that any search
+        statement changes: they stay on the read pool's connection after it.
+
+        Without a filter, sequential scans are disabled: on a small table with a large
+        ``ef_search`` the planner costs the HNSW scan above a full scan and sort, and picks
+        the full scan, several times slower (37 ms against 6.5 ms at 10k rows with
+        ``ef_search`` 200). It pays at the default ``ef_search`` too: at 100k children the
+        store's statements ran at p50 0.94 ms (dense) and 34 ms (hybrid) with it off,
+        against 1.39 ms and 54 ms with it on (interleaved, 40 queries). With a filter the
+        statement is planned for the filter's values (a custom plan each time: a generic
+        one would not know how many children they keep), and the planner stays free,
+        unless ``index_only``: a dense ranking kept on the HNSW index
+        (:mod:`~parrot_parents.stores.postgres.search.filter_plan`).
+        """
+        hnsw: Settings = ()
+        if request.mode != "lexical":
+            opts = self._store.search_options
+            hnsw = (
+                ("hnsw.ef_search", str(max(opts.ef_search, min(request.depth, 1000)))),
+                ("hnsw.iterative_scan", opts.iterative_scan),
+                ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
+            )
+        if not request.filter:
+            seqscan: Settings = () if request.mode == "lexical" else (("enable_seqscan", "off"),)
+            return (*hnsw, *seqscan, ("enable_bitmapscan", None), ("plan_cache_mode", None))
+        scans = "off" if index_only else None
+        return (
+            *hnsw,
+            ("enable_seqscan", scans),
+            ("enable_bitmapscan", scans),
+            ("plan_cache_mode", "force_custom_plan"),
+        )
+
+    async def _ranked(
+        self, engine: AsyncEngine, table: Table, request: SearchRequest
+    ) -> tuple[Split, FilterPlan | None]:
+        """The ranked rows of one search statement, with the targets of indexed hits and
+        the plan's reads; one round trip on the read pool. With a metadata filter, also
+        how the search was planned (:mod:`~parrot_parents.stores.postgres.search.filter_plan`):
+        the planner's estimate first, and an exact ranking after a dense or hybrid index
+        search that came back short, on the same connection."""
+        store = self._store
+        # The text-search configuration and candidate rule are written into a lexical
+        # statement, so they are part of its shape.
+        key = request.shape(
+            store.lexical_candidates, store.text_search_config, store.lexical_backend
+        )
+        params: dict[str, Any] = {}
+        if request.vector is not None:
+            params["query_vector"] = request.vector
+        if request.mode != "dense":
+            params["lexical_query"] = request.text
+        if request.plan is not None and request.plan.window is not None:
+            params["window_n"] = request.plan.window
+        action = f"search in {store.name.qualified}"
+        dense = request.mode == "dense"
+        statements = self._statements
+        if not request.filter:
+            # Built once (building took longer than PostgreSQL took to plan and run it),
+            # constants inline, run on the read pool.
+            prepared = statements.get(key) or statements.compiled(
+                key,
+                search_with_context(table, self.statement(table, request), request.plan),
+                engine.dialect,
+            )
+            rows = await store.read_pool.fetch(action, prepared, params, self.settings(request))
+            return split_rows(rows, request.plan, dense=dense), None
+        # A filter's values are parameters under names its structure fixes, so its
+        # statements are prepared once per structure: the filter's SQL is in their key.
+        hierarchy = reads_hierarchy(request.filter)
+
+        async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
+            targets = hierarchy and await self._has_indexed_rows(conn)
+            where = self.where(table, request, targets=targets)
+            shape = str(where[-1].compile(dialect=engine.dialect))
+            params.update(filter_params(where[-1]))
+
+            def ranking(exact: bool, capped: bool = False) -> Prepared:
+                ranked_key = (*key, shape, exact, capped)
+                known = statements.get(ranked_key)
+                if known is not None:
+                    return known
+                if not exact:
+                    scanned = self.where(table, request, targets, few=False)
+                    ranked = self.statement(table, request, scanned)
+                    return statements.compiled(
+                        ranked_key, search_with_context(table, ranked, request.plan), engine.dialect
+                    )
+                # The lexical branch alone is better served by the GIN index, the filter
+                # checked on the children holding a query lexeme, than by reading every
+                # child the filter keeps (measured: docs/performance.md).
+                kept = (
+                    None
+                    if request.mode == "lexical"
+                    else kept_rows(
+                        table,
+                        where,
+                        lexical=request.mode != "dense",
+                        vector=request.vector is not None,
+                        capped=capped,
+                    )
+                )
+                ranked = self.statement(table, request, where, exact=True, kept=kept)
+                statement = search_with_context(
+                    table, ranked, request.plan, kept if capped else None
+                )
+                return statements.compiled(ranked_key, statement, engine.dialect)
+
+            async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
+                statement = ranking(exact, capped=cap is not None)
+                settings = self.settings(request, index_only)
+                run = params if cap is None else {**params, KEPT_LIMIT: cap + 1}
+                rows: Sequence[Any] = await conn.fetch_with(
+                    statement.sql, statement.args(run), settings
+                )
+                return split_rows(rows, request.plan, dense=dense)
+
+            plan = await self._filter_plan(
+                conn, engine, table, request, where, shape, params, targets
+            )
+            if plan.exact:
+                # At most the threshold's rows read: the estimate may be a guess. (The
+                # lexical branch alone reads the children holding a query lexeme.)
+                cap = None if request.mode == "lexical" else plan.exact_below
+                split = await rank(exact=True, cap=cap)
+                if not split.over_cap:
+                    return split, plan
+                plan = plan.then_index()
+            # The index plan is ours, not the planner's: a dense statement is kept off
+            # scans that would rank every child the filter keeps. (In hybrid mode the
+            # lexical branch needs the GIN bitmap scans, so the planner stays free.)
+            split = await rank(exact=False, index_only=dense)
+            # Only a dense ranking can come back short of what the filter keeps: the
+            # lexical branch's candidates are every child holding a query lexeme.
+            if request.mode != "lexical" and len(split.hits) < request.limit:
+                plan = plan.then_exact()
+                split = await rank(exact=True)
+            return split, plan
+
+        return await store.read_pool.run(work, action=action)
+
+    async def _filter_plan(
+        self,
+        conn: ReadConnection,
+        engine: AsyncEngine,
+        table: Table,
+        request: SearchRequest,
+        where: list[Any],
+        shape: str,
+        params: Mapping[str, Any],
+        targets: bool,
+    ) -> FilterPlan:
+        """How to rank a filtered search
+        (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
+        of the children the filter keeps; for a range or a pattern it would rank exactly, a
+        sample's count instead, unless the filter's other ANDed conditions bound it.
+        ``where``: the search's predicates (the compiled filter last, ``shape`` its SQL);
+        ``params``: their values; ``targets``: the filter is judged on indexed rows'
+        targets (never sampled)."""
+        flt = dict(request.filter or {})
+        dialect = engine.dialect
+        statements = self._statements
+
+        async def estimate(kept: list[Any], shape: str, args: Mapping[str, Any]) -> tuple[int, int]:
+            """The planner's ``(kept, children)`` for the predicates ``kept`` (the last
+            one's SQL ``shape``)."""
+            key = ("estimate", request.include_parents, shape)
+            statement = statements.get(key) or statements.remember(
+                key,
+                estimate_statement(
+                    table,
+                    targets_kept(table, flt, request.include_parents) if targets else kept,
+                    dialect,
+                    with_vector=not targets,
+                ),
+            )
+            return estimated_rows(await conn.fetch_with(statement.sql, statement.args(args), ()))
+
+        opts = self._store.search_options
+        below = opts.filter_exact_below
+        kept, children = await estimate(where, shape, params)
+        most = threshold(below, children)
+        if targets or not has_unestimated(flt) or kept > most:
+            return FilterPlan.for_estimate(kept, children, below)
+        # The planner's share for a range or a pattern is a constant: count a sample,
+        # unless the conditions it does estimate keep few enough on their own.
+        part = estimated_part(flt)
+        if part:
+            bound = compile_filter(table.c.cmetadata, part)
+            bound_shape = str(bound.compile(dialect=dialect))
+            bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
+            if bounded[0] <= most:
+                return FilterPlan.for_estimate(kept, children, below)
+        key = ("sample", request.include_parents, shape)
+        sample = statements.get(key) or statements.remember(
+            key, sample_statement(table, where, dialect)
+        )
+        run = {**params, SAMPLE_PERCENT: sample_percent(children)}
+        sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
+        if sampled is None:
+            return FilterPlan.for_estimate(kept, children, below)
+        # Nothing bounds the filter, so a dense or hybrid exact ranking would read the
+        # whole table: in a table larger than the threshold, that pays only where the
+        # HNSW scan would come back short. (Lexical search alone reads the children
+        # holding a query lexeme, never the table: it keeps the threshold.)
+        scanned = children > most and request.mode != "lexical"
+        # The scan's bound: the tuples an iterative scan may visit, else the candidate list.
+        visits = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search
+        ceiling = scan_ceiling(children, request.limit, visits) if scanned else None
+        return FilterPlan.for_estimate(sampled, children, below, sampled=True, ceiling=ceiling)
+
+    @staticmethod
+    def where(
+        table: Table, request: SearchRequest, targets: bool = False, few: bool = True
+    ) -> list[Any]:
+        """The search's predicates: the child predicate and the compiled filter.
+
+        ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
+        so an indexed row is judged by its target's metadata, in the form for few kept
+        rows or for an index scan (``few``;
+        :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`)."""
+        where: list[Any] = []
+        if not request.include_parents:
+            where.append(text(SEARCH_PREDICATE))
+        if request.filter:
+            flt = dict(request.filter)
+            if targets:
+                where.append(searched_filter(table, flt, few=few))
+            else:
+                where.append(compile_filter(table.c.cmetadata, flt))
+        return where
+
+    async def _has_indexed_rows(self, conn: ReadConnection) -> bool:
+        """Whether the collection holds indexed rows (an ingestion strategy's): asked
+        until the answer is yes (one lookup on the metadata GIN index), which then stays,
+        as indexed rows are written by ingestion and rarely all deleted."""
+        if self._indexed_rows_seen:
+            return True
+        found = await conn.fetch_with(
+            f"SELECT EXISTS (SELECT 1 FROM {self._store.name.qualified}"
+            f" WHERE {INDEXED_CONTAINMENT})",
+            (),
+            (),
+        )
+        self._indexed_rows_seen = bool(found[0][0])
+        return self._indexed_rows_seen
+
+    def statement(
+        self,
+        table: Table,
+        request: SearchRequest,
+        where: list[Any] | None = None,
+        exact: bool = False,
+        kept: Any | None = None,
+    ) -> Any:
+        """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
+        ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
+        (:meth:`where`), when the caller has them already. ``exact``: the ranking of a
+        selective filter (:mod:`~parrot_parents.stores.postgres.search.filter_plan`), never
+        through an index but the GIN index of the query's lexemes; in dense and hybrid mode
+        over ``kept``, the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` of
+        ``where``, every one compared with the query."""
+        if where is None:
+            where = self.where(table, request)
+        if request.mode == "dense":
+            assert kept is not None or not exact, "an exact dense ranking ranks the kept rows"
+            return dense_statement(table, request.limit, where, kept)
+        store = self._store
+        assert store.text_search_config is not None
+        return search_statement(
+            table,
+            mode=request.mode,
+            limit=request.limit,
+            where=where,
+            with_vector=request.vector is not None,
+            lexical=store.lexical,
+            text_search_config=store.text_search_config,
+            fusion=request.fusion,
+            # A selective filter may leave only children holding common query lexemes:
+            # every query lexeme then brings candidates (few, as the filter keeps few).
+            candidates=EXACT_CANDIDATES if request.filter and exact else store.lexical_candidates,
+            bm25_index=self._bm25_index(request, exact),
+            kept=kept,
+        )
+
+    def _bm25_index(self, request: SearchRequest, exact: bool) -> str | None:
+        """The qualified name of the ``bm25`` index that ranks this search's lexical
+        branch; None when BM25 in SQL ranks it."""
+        if self.lexical_ranking(request.filter, request.fusion, exact)[0] != "pg_textsearch":
+            return None
+        return self._store.name.quoted(bm25_index_name(self._store.name.table))
+
+    def lexical_ranking(
+        self, filter: Mapping[str, Any] | None, fusion: Fusion | None, exact_filter: bool = True
+    ) -> tuple[str, str | None]:
+        """``(backend, why)``: see the store's
+        :meth:`~parrot_parents.stores.postgres.PgVectorStore.lexical_ranking`."""
+        backend = self._store.lexical_backend or "sql"
+        if backend == "pg_textsearch" and self._wanted_backend == "sql":
+            return "sql", "the store was opened with lexical_backend='sql'"
+        if backend == "pg_textsearch" and filter and exact_filter:
+            # The index ranks first and filters after: a selective filter would walk it.
+            return "sql", "a metadata filter keeping few children is ranked exactly in SQL"
+        if backend == "pg_textsearch" and fusion is not None and fusion.prf is not None:
+            return "sql", "prf reads the SQL statistics"
+        return backend, None
+
+    async def fetch_context(
+        self, rows: Sequence[tuple[str, dict[str, Any]]], plan: ContextPlan
+    ) -> Context:
+        """``plan``'s reads for ``(id, metadata)`` rows already found, in one statement."""
+        wanted = list(dict.fromkeys(str(i) for i, _ in rows))
+        engine, table = await self._store.ready()
+        if not wanted:
+            return Context(plan=plan)
+        key = ("seeded", plan)
+        statements = self._statements
+        prepared = statements.get(key) or statements.compiled(
+            key, seeded_statement(table, plan), engine.dialect
+        )
+        params: dict[str, Any] = {"seed_ids": wanted}
+        if plan.window is not None:
+            params["window_n"] = plan.window
+        action = f"read from {self._store.name.qualified}"
+        found = await self._store.read_pool.fetch(action, prepared, params)
+        split = split_rows(found, plan, dense=True, seeds=[dict(m) for _, m in rows])
+        assert split.context is not None
+        return split.context

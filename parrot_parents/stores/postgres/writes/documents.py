@@ -1,0 +1,156 @@
+"""A collection's writes of documents: rows prepared and embedded, written per document
+(or per batch) in one transaction under each document's advisory lock, and deleted.
+
+:class:`DocumentWrites` is the write part of
+:class:`~parrot_parents.stores.postgres.PgVectorStore`; it reads what it needs of the store
+through :class:`WrittenStore`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from langchain_core.documents import Document
+from sqlalchemy import Table, Text, bindparam, delete, func, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.stores.identifiers import CollectionName
+from parrot_parents.stores.postgres.collections.documents import DocumentsTable
+from parrot_parents.stores.postgres.collections.schema import meta_field
+from parrot_parents.stores.postgres.connections.pools import through_catalog_change
+from parrot_parents.stores.postgres.connections.reads import write
+from parrot_parents.stores.postgres.writes.writer import DocumentWrite, write_batch
+from parrot_parents.stores.protocols import DocumentWriteItem, Vectors
+from parrot_parents.stores.records.markers import is_searchable
+from parrot_parents.stores.records.rows import check_document_rows, embed_missing, prepare_rows
+
+__all__ = ["DocumentWrites", "Opener", "WrittenStore", "lock_documents"]
+
+
+class WrittenStore(Protocol):
+    """What :class:`DocumentWrites` reads of its store."""
+
+    name: CollectionName
+    documents: DocumentsTable
+    embedding: SentenceTransformerEmbeddings
+    embed_batch_size: int
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def check_model(self, embedding: Any = None, *, writing: bool = False) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class Opener(Protocol):
+    """How :class:`DocumentWrites` gets ``(engine, table)``: for a read (never creating
+    the collection) or for a write (creating it when missing, as the store allows)."""
+
+    async def ready(self) -> tuple[AsyncEngine, Table]: ...
+
+    async def ready_to_write(self) -> tuple[AsyncEngine, Table]: ...
+
+
+class DocumentWrites:
+    """Writes a store's documents (the contracts are the store's methods of the same
+    names)."""
+
+    def __init__(self, store: WrittenStore, opener: Opener) -> None:
+        self._store = store
+        self._opener = opener
+
+    async def _embed(self, rows: list[dict[str, Any]]) -> None:
+        """Embed the children of ``rows`` without a vector, once the model passes the
+        collection's check."""
+        store = self._store
+        if any(r["embedding"] is None and is_searchable(r["cmetadata"]) for r in rows):
+            await store.check_model(writing=True)
+        await embed_missing(rows, store.embedding, store.embed_batch_size)
+
+    async def add_documents(
+        self, documents: Sequence[Document], embeddings: Vectors | None
+    ) -> list[str]:
+        rows = prepare_rows(documents, embeddings, self._store.dimension)
+        await self._embed(rows)
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            groups[row["cmetadata"]["document_id"]].append(row)
+        for group in groups.values():
+            await self._write([DocumentWrite(None, group)])
+        return [r["id"] for r in rows]
+
+    async def replace_documents(self, batch: Sequence[DocumentWriteItem]) -> list[list[str]]:
+        dimension = self._store.dimension
+        writes = []
+        for document_id, documents, embeddings, record in batch:
+            rows = check_document_rows(document_id, prepare_rows(documents, embeddings, dimension))
+            writes.append(DocumentWrite(document_id, rows, record))
+        await self._embed([r for w in writes for r in w.rows])
+        await self._write(writes)
+        return [[r["id"] for r in w.rows] for w in writes]
+
+    async def _write(self, writes: Sequence[DocumentWrite]) -> None:
+        """Write a batch of documents in one transaction; after a change of the server's
+        catalog, once more on fresh connections."""
+        await through_catalog_change(lambda: self._write_once(writes), self._store.close)
+
+    async def _write_once(self, writes: Sequence[DocumentWrite]) -> None:
+        store = self._store
+        engine, table = await self._opener.ready_to_write()
+        document_ids = {str(r["cmetadata"]["document_id"]) for w in writes for r in w.rows}
+        document_ids |= {w.document_id for w in writes if w.document_id is not None}
+        # ``= ANY`` keeps one prepared statement whatever the number of ids.
+        delete_rows = delete(table).where(
+            meta_field(table, "document_id")
+            == func.any(bindparam("document_ids", type_=ARRAY(Text)))
+        )
+
+        async def work(conn: Any) -> None:
+            await lock_documents(conn, store.name, document_ids)
+            await write_batch(conn, table, store.documents, writes, delete_rows)
+
+        await write(engine, f"write to {store.name.qualified}", work)
+
+    async def delete(self, document_id: str) -> int:
+        store = self._store
+        engine, table = await self._opener.ready()
+
+        async def work(conn: Any) -> int:
+            await lock_documents(conn, store.name, [str(document_id)])
+            result = await conn.execute(
+                delete(table).where(meta_field(table, "document_id") == str(document_id))
+            )
+            await conn.execute(store.documents.delete(str(document_id)))
+            return int(result.rowcount or 0)
+
+        return await write(engine, f"delete from {store.name.qualified}", work)
+
+
+async def lock_documents(
+    conn: Any, name: CollectionName, document_ids: Sequence[str] | set[str]
+) -> None:
+    """Serialise the writers of each document: a transaction-level advisory lock.
+
+    Keyed on ``(hashtext(schema.table), hashtext(document_id))``; held until the
+    transaction ends. Without it two concurrent ``replace_document`` calls each delete
+    nothing the other has committed yet, and both versions stay. Ids are locked in
+    sorted order (one statement, in the order of the array), so two writers of the same
+    documents cannot deadlock. A hash collision only makes two writers wait for each
+    other, never lose data.
+    """
+    ids = sorted({str(d) for d in document_ids})
+    if not ids:
+        return
+    await conn.execute(
+        text(
+            "SELECT count(pg_advisory_xact_lock(hashtext(:t), hashtext(u.d))) FROM"
+            " (SELECT d FROM unnest(CAST(:ids AS text[])) WITH ORDINALITY AS x(d, n)"
+            " ORDER BY n) u"
+        ),
+        {"t": name.qualified, "ids": ids},
+    )

@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from parrot_parents.stores.postgres.collections.model_contract import PROBE_TEXT
+try:
+    from parrot_parents.stores.postgres.collections.model_contract import PROBE_TEXT
+except ModuleNotFoundError:  # the harness also drives checkouts from before the stores' packages
+    from parrot_parents.stores.model_contract import PROBE_TEXT  # type: ignore[no-redef]
 
 __all__ = ["LangChainLookup", "LangChainModel", "LookupEmbedding"]
 

@@ -1,19 +1,10 @@
 """Opening a collection for reading, and creating it for writing, safely under concurrency.
 
-* **a read never creates anything**: :func:`collection_state` looks the name up in the
-  catalog; a missing collection is :func:`missing_collection`, an error, never an empty
-  table made on the spot;
-* **creation is atomic and idempotent**: :func:`prepare_collection` runs in one
-  transaction under a transaction-level advisory lock keyed on ``schema.table``
-  (:func:`lock_creation`), so two first writers of a new collection, in one process or
-  in two, never race on the catalog (``duplicate key value violates unique constraint
-  "pg_type_typname_nsp_index"``): the second waits, then finds the collection complete;
-* **names never collide**: a new collection's derived objects
-  (:func:`~parrot_parents.stores.identifiers.derived_name`) must all be free; an object
-  of that name held by another collection is refused by name, never adopted;
-* **only a collection is a collection**: a table without the collection's columns (the
-  bots table, a documents table) is refused with :class:`SchemaMismatchError` before any
-  DDL touches it.
+A read never creates anything (:func:`collection_state`, :func:`missing_collection`).
+:func:`prepare_collection` creates in one transaction under an advisory lock on
+``schema.table`` (:func:`lock_creation`), so two first writers never race on the catalog;
+a new collection's derived names must all be free (never adopted from another); and a table
+without the collection's columns is refused with :class:`SchemaMismatchError` before any DDL.
 """
 
 from __future__ import annotations

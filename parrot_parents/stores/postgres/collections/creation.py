@@ -104,29 +104,11 @@ def prepare_collection(
     must_exist: bool = False,
     lexical: LexicalChoice = "auto",
 ) -> CollectionSetup:
-    """Create the collection ``table`` when missing, or complete an existing one: schema,
-    table and indexes, lexical column, BM25 statistics and triggers, the row layout
-    (:mod:`parrot_parents.stores.postgres.collections.layout`) and ``bm25`` index
-    (:mod:`parrot_parents.stores.postgres.search.bm25_index`) of a new collection, documents table.
-    Sync (``run_sync``), inside the caller's transaction, which holds the creation lock
-    from here to its end.
-
-    Args:
-        conn: a connection in a transaction.
-        table: the collection's SQLAlchemy table
-        (:func:`~parrot_parents.stores.postgres.collections.schema.
-            collection_table`), with its schema.
-        config: the text-search configuration of a new collection (None: the default,
-            or the existing one).
-        documents: the collection's documents table.
-        must_exist: only complete an existing collection (for a read): a missing one is
-            :func:`missing_collection`.
-        lexical: the lexical backend of a new collection: ``auto`` (``pg_textsearch``
-            where the server has a safe release of it, else ``sql``:
-            :func:`~parrot_parents.stores.postgres.search.bm25_index.auto_bm25`), ``pg_textsearch``
-            or ``sql``. An
-            existing collection keeps its own; asking ``pg_textsearch`` of one without its
-            index is an error.
+    """Create the collection ``table`` when missing, or complete an existing one (schema,
+    table, indexes, lexical column and statistics, row layout, ``bm25`` index, documents
+    table), inside the caller's transaction, which holds the creation lock. ``config`` and
+    ``lexical`` are a new collection's (an existing one keeps its own); ``must_exist``
+    (a read) makes a missing collection :func:`missing_collection`.
 
     Returns:
         The collection's text-search configuration and lexical backend.

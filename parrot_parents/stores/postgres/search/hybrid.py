@@ -448,39 +448,18 @@ def search_statement(
     bm25_index: str | None = None,
     kept: Any | None = None,
 ) -> Select[Any]:
-    """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
-    ``with_vector``, ``query_vector`` (its embedding).
-
-    Dense-only search is :func:`dense_statement`.
+    """The lexical or hybrid search statement (dense alone is :func:`dense_statement`); bind
+    ``lexical_query`` (the question) and, ``with_vector``, ``query_vector``.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
     fused_score, lexical_expansion, ord`` (the 1-based rank), best first.
-    ``lexical_expansion`` is the array of lexemes pseudo-relevance feedback added to the
-    query, heaviest first (``fusion.prf``), the same on every row; NULL without it.
-    ``distance`` is the cosine distance when ``with_vector``; ``fused_score`` is the
-    weighted RRF value the rows are ordered by (``hybrid``; None in ``lexical`` mode).
-
-    Args:
-        table: the collection table.
-        mode: ``lexical`` or ``hybrid``.
-        limit: rows returned.
-        where: filters applied to both branches (child predicate, metadata filter).
-        with_vector: whether ``query_vector`` is bound (``hybrid`` needs it).
-        lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
-        fusion: RRF settings and the lexical branch's feedback (``fusion.prf``, see
-            :class:`~parrot_parents.stores.search_options.PRF`); defaults of
-            :class:`Fusion`.
-        candidates: which query lexemes generate lexical candidates (module docstring).
-        bm25_index: the schema-qualified name of the collection's pg_textsearch index:
-            the lexical branch is its top-k instead of BM25 in SQL (not with
-            ``fusion.prf``, which reads the SQL statistics).
-        kept: rank these rows of ``where`` only, every one of them
-            (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`, read once; the exact
-            plan of
-            a selective filter, :mod:`~parrot_parents.stores.postgres.search.filter_plan`): the
-            dense
-            branch compares each (never the HNSW index) and the lexical branch matches
-            each, never through the GIN index.
+    ``lexical_expansion``: the lexemes pseudo-relevance feedback added (``fusion.prf``),
+    heaviest first, NULL without it; ``distance``: the cosine distance when
+    ``with_vector``; ``fused_score``: the weighted RRF value (None in ``lexical`` mode).
+    ``where`` applies to both branches. ``bm25_index`` (the pg_textsearch index's qualified
+    name) makes the lexical branch its top-k, not with ``fusion.prf``. ``kept``
+    (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`) ranks those rows only,
+    each compared and matched directly, never through the HNSW or GIN index.
     """
     fusion = fusion or Fusion()
     depth = branch_depth(mode, limit, fusion)

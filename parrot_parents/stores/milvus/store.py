@@ -473,7 +473,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         }
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """Children of each parent id, ordered by ``start_index``; one query."""
+        """As :meth:`AbstractParentSearcher.fetch_children`; one query."""
         ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
         if not ids:
             return {}
@@ -483,8 +483,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
     ) -> dict[str, list[SearchResult]]:
-        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``;
-        one query, results per document ordered by ``chunk_index``."""
+        """As :meth:`AbstractParentSearcher.fetch_neighbours`; one query."""
         if not ranges:
             return {}
         expr = " or ".join(

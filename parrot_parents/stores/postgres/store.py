@@ -503,28 +503,16 @@ class PgVectorStore(
     # -- reads -------------------------------------------------------------------------
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """Children of each parent id, ordered by ``start_index``; one statement.
-
-        Unknown parent ids are absent from the result; an empty input touches nothing.
-        """
+        """As :meth:`AbstractParentSearcher.fetch_children`; one statement."""
         return await self.reads.fetch_children(parent_ids)
 
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
     ) -> dict[str, list[SearchResult]]:
-        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``.
-
-        One statement for all ranges; results per document, ordered by ``chunk_index``.
-        Used by the ``window:N`` expansion mode.
-        """
+        """As :meth:`AbstractParentSearcher.fetch_neighbours`; one statement."""
         return await self.reads.fetch_chunk_ranges(ranges)
 
     async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
-        """``{document_id: {source, ...}}`` of the stored rows of those documents.
-
-        One statement; documents not stored are absent. Loaders use it to warn before a
-        document from another file replaces one with the same id.
-        """
         return await self.reads.document_sources(document_ids)
 
     async def document_rows(self, document_id: str) -> list[DocumentRow]:
@@ -545,5 +533,4 @@ class PgVectorStore(
         return await self.reads.stale_documents(policy_versions, after, limit)
 
     async def count(self, *, include_parents: bool = True) -> int:
-        """Number of rows (children only when ``include_parents`` is False)."""
         return await self.reads.count(include_parents)

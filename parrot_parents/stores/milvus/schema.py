@@ -1,33 +1,12 @@
 """Collection layout of a Milvus collection pair (children, parents).
 
-Children (``<name>``), searched::
-
-    id                  VARCHAR primary key (the deterministic row id)
-    text                VARCHAR: the child's text, what a search returns
-    search_text         VARCHAR, analyzed (standard analyzer): what is searched, the
-                        child's own text or the text of the ingestion strategy's indexed
-                        row standing for it (the default strategy's "Document: / Section:"
-                        row); the embedding is of this text too
-    via                 VARCHAR: the id of that indexed row ("" when the child is searched
-                        as itself)
-    embedding           FLOAT_VECTOR(d), index AUTOINDEX, metric COSINE
-    sparse              SPARSE_FLOAT_VECTOR, output of a BM25 function over
-                        ``search_text``, index SPARSE_INVERTED_INDEX, metric BM25
-    document_id         VARCHAR, parent_document_id VARCHAR, chunk_index INT64,
-    start_index         INT64: the hierarchy keys as scalar fields (inverted indexes), for
-                        deletes, ``fetch_children`` and ``fetch_neighbours``
-    metadata            JSON: the whole ``cmetadata`` (what filters read)
-
-A collection created before ``search_text`` existed has its BM25 function over an
-analyzed ``text`` and no ``via``; the store still reads and writes it (see
-:data:`SEARCH_TEXT`).
-
-Parents (``<name>__parents``), read by primary key only::
-
-    id, text, document_id, metadata   as above (no analyzer, no dense vector)
-    no_vector           SPARSE_FLOAT_VECTOR holding the constant {0: 1.0}: Milvus refuses a
-                        collection without a vector field, and Milvus Lite 3.2 accepts
-                        neither nullable nor empty vectors; nothing ever searches it.
+Children (``<name>``) hold the returned ``text``, the searched ``search_text`` (the child's
+text or its indexed row's; embedded, and the input of a BM25 function into ``sparse``),
+``via``, the hierarchy keys as scalar fields and the whole ``metadata`` as JSON. Parents
+(``<name>__parents``) are read by primary key only; their ``no_vector`` holds the constant
+``{0: 1.0}`` because Milvus refuses a collection without a vector field and Milvus Lite 3.2
+accepts neither nullable nor empty vectors. A collection made before ``search_text`` still
+works (:data:`SEARCH_TEXT`). Fields and indexes: docs/scale-out.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Milvus store: children in one collection (dense + BM25 search), parents in another.
 
-The same code talks to Milvus Lite (a local file, ``uri="./milvus.db"``) and to a Milvus
-cluster (``uri="http://host:19530"``, ``token="user:password"``): only the URI changes.
-Layout and index choice: :mod:`parrot_parents.stores.milvus.schema` and
-``docs/scale-out.md``. Needs the extra ``[milvus]`` (``pymilvus`` with ``milvus-lite``).
-
-Indexed rows (ingestion strategies) are folded into the child they stand for: Milvus
-keeps one searched text per child (``search_text``, embedded and BM25-indexed) beside the
-text it returns, so a strategy that writes one ``context`` row per child (the default
-``contextual:extractive``, and ``contextual``) is searched as on PostgreSQL, and a hit
-returns the child with ``via`` naming the row. Strategies that write several rows per
-child, or rows for parents, are refused (:meth:`MilvusStore.add_documents`).
+The same code talks to Milvus Lite (``uri="./milvus.db"``) and to a cluster
+(``uri="http://host:19530"``, ``token="user:password"``). Needs the extra ``[milvus]``.
+An ingestion strategy's one ``context`` row per child is folded into the child's
+``search_text`` (a hit returns the child, ``via`` naming the row); strategies that write
+several rows per child, or rows for parents, are refused. Layout: docs/scale-out.md.
 """
 
 from __future__ import annotations

@@ -102,9 +102,8 @@ class PgVectorStore(
         schema: PostgreSQL schema, default ``"public"``; validated identifier.
         embedding: the embedding model; default all-MiniLM-L6-v2 (384 dimensions).
         dimension: embedding length; when None, an existing collection's (read from its
-            table, so that opening it and searching it lexically load no model; the
-            model's own is compared with it before the model first embeds), else the
-            model's.
+            table, so that opening it and searching it lexically load no model; the model's
+            own is compared with it before the model first embeds), else the model's.
         hnsw: index build parameters. search_options: query-time HNSW settings.
         embed_batch_size: children embedded per model call in :meth:`add_documents`.
         collection: alias of ``table``.

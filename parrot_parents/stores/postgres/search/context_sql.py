@@ -160,10 +160,9 @@ def search_with_context(
 ) -> Any:
     """``ranked`` (columns :data:`HIT_COLUMNS`) with its targets and ``plan``'s reads.
 
-    Binds what ``ranked`` binds, plus ``window_n`` for a window plan. ``capped``: the
-    capped :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` that ``ranked`` ranks; one
-    more
-    row, of kind ``x``, says that they reached their cap (:attr:`Split.over_cap`).
+    Binds what ``ranked`` binds, plus ``window_n`` for a window plan. ``capped``: the capped
+    :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` that ``ranked`` ranks; one
+    more row, of kind ``x``, says that they reached their cap (:attr:`Split.over_cap`).
     """
     hits = ranked.cte("hits")
     indexes = _key(hits.c.cmetadata, INDEXES)

@@ -160,10 +160,9 @@ def estimate_statement(
 ) -> Prepared:
     """``EXPLAIN (FORMAT JSON)`` of the children of ``table`` that ``where`` keeps and of
     all its rows with a vector (the collection's children: the planner knows their count
-    from the column's statistics, where it can only guess the share of the child
-    predicate), in one statement, for :func:`estimated_rows`; prepared once per filter
-    structure, the filter's values bound at each run (PostgreSQL plans the explained
-    statement with them).
+    from the column's statistics, where it can only guess the share of the child predicate),
+    in one statement, for :func:`estimated_rows`; prepared once per filter structure, the
+    filter's values bound at each run (PostgreSQL plans the explained statement with them).
 
     Args:
         table: the collection table.

@@ -118,23 +118,15 @@ class PgVectorStore(
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.
-        lexical_backend: what ranks the lexical branch of a new collection
-            (:mod:`parrot_parents.stores.postgres.search.bm25_index`): ``auto`` (default;
-            pg_textsearch's ``bm25`` index where the server has a release of it that does
-            not hang concurrent writers, 1.1.0 or newer, else ``sql``, BM25 in SQL),
-            ``pg_textsearch`` or ``sql``. An existing collection keeps its own (move it with
-            ``parrot-parents reindex --lexical``); ``sql`` ranks any collection in SQL (each
-            keeps the SQL statistics), ``pg_textsearch`` fails at connect on a collection
-            without its index.
+        lexical_backend: what ranks the lexical branch of a new collection: ``auto``
+            (default), ``pg_textsearch`` or ``sql``
+            (:mod:`~parrot_parents.stores.postgres.search.bm25_index`). An existing
+            collection keeps its own; ``sql`` ranks any collection in SQL, ``pg_textsearch``
+            fails at connect on a collection without its index.
 
-    Nothing connects at construction; the first call (or ``await store.connect()``,
-    or ``async with store``) creates the extension, the table and its indexes when
-    missing, and checks an existing table's embedding dimension.
-
-    A store may be used from several event loops, in any order (``await``, the ``*_sync``
-    twins, each ``asyncio.run``): each loop gets its own pools, opened on its first use
-    there (:mod:`parrot_parents.stores.postgres.connections.pools`), and :meth:`close`
-    releases those of every loop.
+    Nothing connects at construction; the first call (or :meth:`connect`, or ``async
+    with store``) does. A store may be used from several event loops, in any order: each
+    loop gets its own pools (:mod:`parrot_parents.stores.postgres.connections.pools`).
 
     Raises:
         ConfigurationError: bad identifiers or parameters (at construction).

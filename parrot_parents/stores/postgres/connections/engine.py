@@ -5,7 +5,7 @@ into :class:`~parrot_parents.errors.StoreError`.
   No pre-ping (one to three round trips a checkout; the reads retry a dead connection
   instead, ``pool_pre_ping=True`` restores it); :data:`POOL_SIZE` connections and no
   overflow, so a burst queues rather than opening and closing connections
-  (``python -m benchmarks run scale_concurrency``). The engine serves DDL, writes, COPY and
+  (docs/performance.md, "Concurrent queries"). The engine serves DDL, writes, COPY and
   the other reads; searches run on the store's own asyncpg pool.
 * :func:`store_errors`: driver and SQLAlchemy errors, and the ``OSError`` of a gone socket,
   become ``StoreError`` with ``sqlstate`` and without SQL text, decided on the exception

@@ -1,24 +1,11 @@
 """Starting the embedded server again when a long-lived process finds it down.
 
-A service, a Python store or an adapter that uses the embedded server
-(:mod:`parrot_parents.embedded.server`) would otherwise answer "unavailable" for as long as
-nothing else starts it: after an immediate shutdown, a crash of the postmaster, an
-out-of-memory kill. So when a read or write finds nothing listening on the embedded
-server's socket (the connection refused, the socket file gone), it starts the server
-again and runs once more
-(:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`):
-
-* **only the library's own server**: the one whose DSN
-  :func:`~parrot_parents.embedded.server.embedded_dsn` handed out in this process (no
-  DSN given, none in the environment). A server given by DSN is the operator's and is
-  never started;
-* **under the data directory's lock**, the one that serialises every start and stop, so
-  that several processes (or threads) finding it down start it once; those that come
-  after find it running and retry;
-* **one warning** in the log, naming the data directory, for each start.
-
-A new engine (:func:`~parrot_parents.stores.postgres.connections.engine.make_engine`: a
-store opening, a bot loading) checks it too, before its first connection.
+When a read or write finds nothing listening on the embedded server's socket
+(:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`), or a new
+engine is made, the server is started again: only the one
+:func:`~parrot_parents.embedded.server.embedded_dsn` handed out in this process (never a
+server given by DSN), under the data directory's lock (so concurrent finders start it once),
+with one warning naming the data directory.
 """
 
 from __future__ import annotations

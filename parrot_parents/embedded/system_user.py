@@ -1,31 +1,18 @@
 """The embedded server run by root: PostgreSQL as a system user, no directory loosened.
 
-PostgreSQL refuses to run as root, so pgserver runs it as its system user ``pgserver``
-and, to let that user reach the data directory, the socket and the binaries, adds
-group/other read and execute to every directory above them up to ``/``, and makes a
-socket directory 0777. A root whose data directory is under ``/root`` (the per-user
-default) or whose virtual environment is there would so open ``/root`` to every local
-account, and a 0777 socket directory with PostgreSQL's ``trust`` authentication lets any
-of them connect as the superuser.
+pgserver runs PostgreSQL as the system user ``pgserver`` and, to let it reach the data
+directory, socket and binaries, opens every directory above them up to ``/`` and makes a
+0777 socket directory: for a root under ``/root``, that opens ``/root`` to every local
+account and lets any of them connect as the superuser (``trust``). Instead, no directory
+the package did not create changes mode:
 
-This module replaces that: it changes the mode of no directory the package did not
-create, and places what the system user needs where it can reach it:
-
-* **the data directory** defaults to ``/var/lib/parrot-parents/pgdata``
-  (:data:`SYSTEM_BASE`), the system location for a service's state, whose parents are
-  traversable on any Linux system. The package creates :data:`SYSTEM_BASE` itself, mode
-  0711 (traversable, not listable); initdb makes the data directory 0700, owned by the
-  system user. So ``parrot-parents ingest`` works as root out of the box and ``/root``
-  keeps its mode. A directory given by ``$PARROT_PARENTS_DATA_DIR`` whose parents the
-  system user cannot enter is refused, naming the directory and the fix, rather than
-  opened;
-* **the socket** is in the data directory, or, when that path is too long for
-  ``AF_UNIX`` or holds a space, in a package-made directory ``SYSTEM_BASE/run/<hash>``
-  owned by the system user, mode 0700 (root connects regardless of modes);
-* **the binaries** are used where pip installed them when the system user can read
-  them there; otherwise (a virtual environment under ``/root``) they are copied once to
-  ``SYSTEM_BASE/pgserver-<hash>`` with the wheel's bundled libraries, readable by all,
-  and used from there.
+* **data**: :data:`SYSTEM_BASE` (``/var/lib/parrot-parents``, made 0711) holds
+  ``pgdata`` (0700, the system user's); a ``$PARROT_PARENTS_DATA_DIR`` whose parents the
+  system user cannot enter is refused, naming the fix;
+* **socket**: in the data directory, or ``SYSTEM_BASE/run/<hash>`` (0700) when that path
+  is too long for ``AF_UNIX`` or holds a space;
+* **binaries**: where pip put them when readable, else copied once to
+  ``SYSTEM_BASE/pgserver-<hash>`` with the wheel's libraries.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Micro-batching of query embeddings: concurrent callers share forward passes.
 
-A :class:`QueryBatcher` gathers the texts that callers on one event loop ask for, waits a
-short window (default 2 ms) unless a full batch is already waiting, and runs one ``encode``
-of up to ``max_batch`` texts in a worker thread. Each caller gets its own row. A text asked
-for again while it is waiting or being encoded shares that one computation.
-
-Design:
-
-- One queue and at most one worker task per event loop: futures belong to the loop that
-  made them, and ``parrot_parents.sync`` runs the ``*_sync`` twins on a loop of its own
-  beside the caller's. Loops are held weakly and never block each other.
-- The worker exits as soon as its queue is empty, so no task outlives the calls that
-  needed it (nothing to close, nothing left behind when a loop ends).
-- While one batch is encoded, new texts queue up; the next batch starts at once when the
-  previous one ends, so under load the window is not waited for again.
-- A caller awaits its text's future through :func:`asyncio.shield`: cancelling one
-  caller never cancels the computation the others wait for.
-- An ``encode`` error is set on the future of every text of that batch.
+A :class:`QueryBatcher` gathers the texts callers on one event loop ask for, waits a short
+window (default 2 ms) unless a full batch is waiting, and runs one ``encode`` of up to
+``max_batch`` texts in a worker thread; a text asked for again while pending shares that
+computation. One queue and at most one worker per loop (futures belong to their loop; the
+``*_sync`` twins run on a loop of their own), held weakly; the worker exits when its queue
+is empty. Callers await through :func:`asyncio.shield`, so cancelling one never cancels
+the others' computation; an ``encode`` error reaches every text of its batch.
 """
 
 from __future__ import annotations

@@ -1,51 +1,25 @@
 """Late chunking: contextual chunk embeddings from one pass over the parent text.
 
-Implements the method of Günther et al., *Late Chunking: Contextual Chunk Embeddings Using
-Long-Context Embedding Models* (arXiv:2409.04701). Instead of embedding each child chunk on its
-own, the transformer reads the whole parent (context) text once; each child vector is then the
-pooling of the *contextualised* token vectors whose characters fall inside the child's span, so
-a child that says "it" still carries what "it" refers to elsewhere in the parent.
+The method of Günther et al., *Late Chunking: Contextual Chunk Embeddings Using
+Long-Context Embedding Models* (arXiv:2409.04701): the transformer reads the whole parent
+text once, and each child vector pools the contextualised token vectors whose characters
+fall inside the child's span, so a child that says "it" still carries what "it" refers to.
 
-Models that qualify
-    sentence-transformers models whose modules are exactly ``Transformer`` + ``Pooling``
-    (+ optional ``Normalize``), with a fast (Rust ``tokenizers``) tokenizer, since character
-    offsets come from ``return_offsets_mapping``. Pooling modes ``mean``,
-    ``mean_sqrt_len_tokens`` and ``max`` (or a combination, concatenated like the ``Pooling``
-    module does) are supported; ``cls``, ``lasttoken`` and ``weightedmean`` are rejected because
-    they summarise a whole input, not an arbitrary span of it. The default model
-    all-MiniLM-L6-v2 (mean pooling + Normalize) qualifies.
-
-Units
-    Spans are **character** offsets into the context text (Python ``str`` indices, end
-    exclusive), so they do not depend on the tokenizer. Windows and overlaps are counted in
-    **tokens**; a window's size includes the model's special tokens (``[CLS]``/``[SEP]``).
-
-Window size
-    By default a window holds ``SentenceTransformer.max_seq_length`` tokens (256 for
-    all-MiniLM-L6-v2), capped by the tokenizer's ``model_max_length`` and the model's
-    ``max_position_embeddings``. That is the length ``model.encode`` itself uses, so a text that
-    fits is seen exactly as ``encode`` sees it; MiniLM has 512 position embeddings but was not
-    trained on inputs that long. Longer texts are never truncated: the token sequence is cut
-    into windows overlapping by ``window_overlap_tokens``, each window is run, and each token's
-    vector is the mean of its vectors in every window that contains it.
-
-Vectors
-    Every returned vector is L2-normalised, whether or not the model has a ``Normalize`` module,
-    matching :meth:`SentenceTransformerEmbeddings.embed_documents` so that cosine / inner
-    product scores are comparable with the rest of the library.
-
-Spans without tokens
-    A span that overlaps no token (empty, whitespace only, or inside a gap the tokenizer
-    skipped) is given the token(s) at the smallest character distance from it; ties (e.g. an
-    empty span between two tokens) average both sides. When the context has no token at all
-    (empty or whitespace-only text), every span gets the pooling of the special-token vectors,
-    i.e. what ``model.encode`` returns for that text.
-
-Errors
-    :class:`~parrot_parents.errors.ModelLoadError` when the model has an unsupported shape
-    (message names the modules / pooling mode found) or cannot be loaded; ``ValueError`` for a
-    span out of range or with ``start > end`` (message names the item and the span) and for
-    invalid window settings.
+* **Models**: sentence-transformers ``Transformer`` + ``Pooling`` (+ ``Normalize``) with a
+  fast tokenizer (offsets come from ``return_offsets_mapping``); pooling ``mean``,
+  ``mean_sqrt_len_tokens``, ``max`` or a concatenation of them (``cls``, ``lasttoken`` and
+  ``weightedmean`` summarise a whole input, not a span). all-MiniLM-L6-v2 qualifies.
+* **Units**: spans are **character** offsets (end exclusive); windows and overlaps are
+  **tokens**, special tokens included. A window defaults to ``max_seq_length`` (what
+  ``encode`` uses); a longer text is cut into windows overlapping by
+  ``window_overlap_tokens``, never truncated, and each token's vector is its mean over them.
+* **Vectors** are L2-normalised, as
+  :meth:`SentenceTransformerEmbeddings.embed_documents`'s. A span that covers no token gets
+  the nearest token(s) by character distance (ties averaged); a text without tokens gives
+  every span the pooling of the special tokens, as ``encode`` does.
+* **Errors**: :class:`~parrot_parents.errors.ModelLoadError` for an unsupported model
+  (naming the modules or pooling mode) or one that cannot load; ``ValueError`` for a span
+  out of range or with ``start > end`` (naming the item) and for bad window settings.
 """
 
 from __future__ import annotations

@@ -1,39 +1,22 @@
 """Metadata filters: the langchain-postgres filter language, compiled to parameterised SQL
 over the jsonb ``cmetadata`` column.
 
-A filter is a dict. Each key is a metadata key or a logical operator:
+A filter is a dict of metadata keys and ``$and``/``$or``/``$not``. Plain values are JSON
+containment (``cmetadata @> ...``, served by the GIN index; so are ``$eq``/``$in``); an
+object under a key holds operators only (``$eq $ne $lt $lte $gt $gte $in $nin $between
+$exists $like $ilike``), all of which must hold (README, "How it stores the hierarchy").
 
-* ``{"source": "handbook.md"}``: plain equality. Plain values mean JSON containment
-  (``cmetadata @> {"source": "handbook.md"}``), which the GIN (``jsonb_path_ops``) index
-  serves; all plain keys of one dict form one containment.
-* ``{"year": {"$gte": 2022}}``: a comparison; an object under a key holds operators only
-  (as in langchain-postgres: ``{"year": {"gte": 2022}}`` or ``{"year": {}}`` is refused,
-  where containment would silently match nothing). Operators: ``$eq $ne $lt $lte $gt $gte``,
-  ``$in $nin`` (a list), ``$between`` (``[low, high]``, both inclusive), ``$exists``
-  (bool), ``$like $ilike`` (SQL patterns, ``%`` and ``_``). Several operators on one key
-  must all hold.
-* ``{"$and": [f, ...]}``, ``{"$or": [f, ...]}``, ``{"$not": f}`` (or a list, negating its
-  conjunction).
+* ``$ne``/``$nin``/``$not`` follow MongoDB and langchain: a row without the key matches.
+* Ordering compares numbers as numbers and strings as text; a row whose value has the
+  other type, or lacks the key, does not match. Booleans and ``null`` take only
+  ``$eq``/``$ne``/``$in``/``$nin``.
+* Values are bound under names fixed by the filter's structure (``filter_0``...), so a
+  statement holding a filter is prepared once per structure (:func:`filter_params`).
 
-Semantics:
-
-* ``$eq``/``$in`` use containment (indexed). ``$ne``/``$nin``/``$not`` follow MongoDB and
-  langchain: a row without the key matches ``$ne``, and ``$not`` of any condition on it.
-* Ordering operators compare **numbers as numbers** (a jsonb number, so ``10 > 9``) and
-  **strings as text** (the database collation; ISO dates order correctly); a row whose
-  value has the other type, or lacks the key, does not match. Booleans and ``null`` only
-  support ``$eq``/``$ne``/``$in``/``$nin``.
-* Values are bound as parameters, never spliced into SQL, under names fixed by the
-  filter's structure (``filter_0``, ``filter_1``... in the order the condition holds
-  them): two filters of one structure give the same SQL text, so a statement holding a
-  filter can be prepared once and run with each filter's values (:func:`filter_params`).
-
-Limits (a :class:`~parrot_parents.errors.ConfigurationError` names the offending key): keys
-are non-empty strings of at most 256 characters; strings hold no NUL character and no lone
-surrogate (not valid Unicode); a ``$like``/``$ilike`` pattern does not end with a lone
-``\\`` (PostgreSQL's escape character); numbers are finite (no NaN, Infinity, or
-``1e400``, which JSON readers turn into Infinity) and integers fit in 64 bits; at most 1000
-values per list; nesting at most 16 levels deep.
+Limits (a :class:`~parrot_parents.errors.ConfigurationError` names the key): keys of 1 to
+256 characters; no NUL or lone surrogate in strings; no ``$like`` pattern ending with a
+lone ``\\``; finite numbers (no NaN, Infinity, ``1e400``), integers in 64 bits; at most
+1000 values per list; nesting at most 16 levels deep.
 """
 
 from __future__ import annotations

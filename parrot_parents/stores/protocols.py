@@ -1,44 +1,16 @@
 """What a store can do beyond :class:`~parrot_parents.stores.abstract.AbstractStore`.
 
-Every store subclasses :class:`AbstractStore` (``connect``, ``add_documents``,
-``similarity_search``, ``delete``, ``close``). Each further capability is one protocol
-here, and a store that has it names the protocol among its bases, so that a missing
-method is an error when the store is created, not when a caller first needs it::
+Each capability is one protocol, and a store that has it names the protocol among its
+bases, so that a missing method is an error when the store is created::
 
     class PgVectorStore(AbstractStore, ContextSearch, DocumentTable, ...): ...
 
-A caller checks a capability once, at the boundary, with ``isinstance(store, BulkLoad)``,
-or requires it by type. Every protocol is ``runtime_checkable`` and has methods only, so
-``issubclass(type(store), BulkLoad)`` gives the same answer from a per-class cache; a
-check on a per-query path uses that (on Python 3.11 ``isinstance`` against a protocol
-walks its members on every call, tens of microseconds). Who has what, and who asks:
-
-* :class:`ReplaceDocument` (PostgreSQL, Milvus): the loaders, so that re-chunking a
-  document leaves no stale rows;
-* :class:`SourceLookup` (PostgreSQL, Milvus): the loaders, to warn when a document id
-  stored from another file is replaced;
-* :class:`RowCount` (PostgreSQL, Milvus): ``eval`` (a named collection must be empty)
-  and :class:`BulkLoad` (a bulk load is for an empty collection);
-* :class:`ContentLookup` (PostgreSQL): the loaders, to warn when a file is stored twice;
-* :class:`DocumentTable` (PostgreSQL): the loaders (unchanged documents skipped, a batch
-  written in one transaction) and ``reindex --stale``;
-* :class:`BulkLoad` (PostgreSQL): the loaders, to build the vector index once after a load;
-* :class:`ContextSearch` (PostgreSQL): the query pipeline, to search and read what
-  expansion needs in one round trip;
-* :class:`IndexedRows` (PostgreSQL; Milvus for one ``context`` row per child, folded
-  into the child's searched text): the loaders and the default ingestion strategy;
-* :class:`DocumentRows` (PostgreSQL): the HTTP document view;
-* :class:`ModelChecked` (PostgreSQL): the loaders, to refuse writing vectors of another
-  model than the collection's (:mod:`parrot_parents.stores.postgres.collections.model_contract`),
-  and the
-  query pipeline, to embed the question for sentence trimming through the same check;
-* :class:`LexicalRanking` (PostgreSQL): the query pipeline, to say in ``meta`` what
-  ranked the lexical branch (:mod:`parrot_parents.stores.postgres.search.bm25_index`).
-
-A store without a capability still works everywhere: the caller takes the plain path
-(one write per document, no warning, a separate read for expansion), except where the
-capability is the whole point (``reindex --stale`` needs a documents table, an ingestion
-strategy needs indexed rows), which refuses with a ``ConfigurationError`` naming the store.
+A caller checks a capability once, at the boundary. Every protocol is ``runtime_checkable``
+with methods only, so on a per-query path ``issubclass(type(store), BulkLoad)`` answers from
+a per-class cache (on Python 3.11 ``isinstance`` walks the members on every call). Without a
+capability the caller takes the plain path, or refuses with a ``ConfigurationError`` naming
+the store where the capability is the whole point. Who has what: docs/architecture.md,
+"Backends and framework adapters".
 """
 
 from __future__ import annotations

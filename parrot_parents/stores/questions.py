@@ -1,16 +1,11 @@
 """The one check of a question (a search's text query), made at the boundary of every
-surface before any model loads or any SQL runs: the Python API (``similarity_search``,
-``search_with_context``, ``Retriever.retrieve``, the bots' methods and their ``*_sync``
-twins), the LangChain and LlamaIndex adapters, the CLI's ``ask`` and the HTTP bodies.
+surface (Python API, adapters, CLI, HTTP) before any model loads or any SQL runs.
 
 A question is a ``str`` of 1 to :data:`MAX_QUESTION_CHARS` (4000) characters that is not
-blank (``str.strip()`` leaves something), holds no NUL (PostgreSQL text cannot store it)
-and no lone surrogate (U+D800 to U+DFFF: not valid Unicode, neither UTF-8 nor the
-tokenizer can take it). Other control characters are accepted, as in stored text.
-
-It lives with the stores, the lowest layer that takes a question, so that the store's own
-searches check it too; the query core re-exports it (``parrot_parents.retrieval``), and
-the HTTP service reports its words as a 400 (``invalid body: question: ...``).
+blank, holds no NUL (PostgreSQL text cannot store it) and no lone surrogate (U+D800 to
+U+DFFF); other control characters are accepted. It lives in the lowest layer that takes a
+question, so the store's own searches check it too; ``parrot_parents.retrieval``
+re-exports it.
 """
 
 from __future__ import annotations

@@ -34,15 +34,13 @@ class SearchResult:
             None in
             the other modes, and from a store whose engine fuses without reporting ranks
             (Milvus, whose ``score`` is then the fused value).
-        lexical_expansion: the lexemes pseudo-relevance feedback added to the query of
-            the search that found the row, heaviest first (the same on every row of one
-            search); None when it did not run (:class:`~parrot_parents.stores.
-            search_options.PRF`).
+        lexical_expansion: the lexemes pseudo-relevance feedback added to the query of the
+            search that found the row, heaviest first (the same on every row of one search);
+            None when it did not run (:class:`~parrot_parents.stores. search_options.PRF`).
         filter_plan: how the search that found the row planned its metadata filter
-            (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`; the same on
-            every row
-            of one search); None without a filter, and from a store that does not plan
-            (Milvus).
+            (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`; the
+            same on every row of one search); None without a filter, and from a store that
+            does not plan (Milvus).
         via, via_kind: when the row was reached through an indexed row (an ingestion
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.

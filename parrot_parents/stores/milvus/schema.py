@@ -1,38 +1,20 @@
 """Collection layout of a Milvus collection pair (children, parents).
 
-Children (``<name>``), searched::
-
-    id                  VARCHAR primary key (the deterministic row id)
-    text                VARCHAR: the child's text, what a search returns
-    search_text         VARCHAR, analyzed (standard analyzer): what is searched, the
-                        child's own text or the text of the ingestion strategy's indexed
-                        row standing for it (the default strategy's "Document: / Section:"
-                        row); the embedding is of this text too
-    via                 VARCHAR: the id of that indexed row ("" when the child is searched
-                        as itself)
-    embedding           FLOAT_VECTOR(d), index AUTOINDEX, metric COSINE
-    sparse              SPARSE_FLOAT_VECTOR, output of a BM25 function over
-                        ``search_text``, index SPARSE_INVERTED_INDEX, metric BM25
-    document_id         VARCHAR, parent_document_id VARCHAR, chunk_index INT64,
-    start_index         INT64: the hierarchy keys as scalar fields (inverted indexes), for
-                        deletes, ``fetch_children`` and ``fetch_neighbours``
-    metadata            JSON: the whole ``cmetadata`` (what filters read)
-
-A collection created before ``search_text`` existed has its BM25 function over an
-analyzed ``text`` and no ``via``; the store still reads and writes it (see
-:data:`SEARCH_TEXT`).
-
-Parents (``<name>__parents``), read by primary key only::
-
-    id, text, document_id, metadata   as above (no analyzer, no dense vector)
-    no_vector           SPARSE_FLOAT_VECTOR holding the constant {0: 1.0}: Milvus refuses a
-                        collection without a vector field, and Milvus Lite 3.2 accepts
-                        neither nullable nor empty vectors; nothing ever searches it.
+Children (``<name>``) hold the returned ``text``, the searched ``search_text`` (the child's
+text or its indexed row's; embedded, and the input of a BM25 function into ``sparse``),
+``via``, the hierarchy keys as scalar fields and the whole ``metadata`` as JSON. Parents
+(``<name>__parents``) are read by primary key only; their ``no_vector`` holds the constant
+``{0: 1.0}`` because Milvus refuses a collection without a vector field and Milvus Lite 3.2
+accepts neither nullable nor empty vectors. A collection made before ``search_text`` still
+works (:data:`SEARCH_TEXT`). Fields and indexes: docs/scale-out.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from parrot_parents.errors import SchemaMismatchError, StoreError
 
 __all__ = [
     "CHILD_FIELDS",
@@ -44,6 +26,7 @@ __all__ = [
     "SEARCH_TEXT",
     "VIA",
     "children_schema",
+    "ensure_collections",
     "parents_schema",
 ]
 
@@ -112,3 +95,50 @@ def parents_schema(client: Any) -> tuple[Any, Any]:
     index.add_index(field_name="no_vector", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
     index.add_index(field_name="document_id", index_type="INVERTED")
     return schema, index
+
+
+def ensure_collections(
+    client: Any, names: tuple[str, str], dimension: int, create: bool, uri: str
+) -> bool:
+    """Load the ``(children, parents)`` collections, creating them when missing (unless
+    ``create`` is False), and check the children's embedding dimension; whether the
+    children collection has ``search_text``.
+
+    Raises:
+        StoreError: a collection is missing and ``create`` is False.
+        SchemaMismatchError: the children collection has another embedding dimension.
+    """
+    children, parents = names
+    builders: tuple[tuple[str, Callable[[], tuple[Any, Any]]], ...] = (
+        (children, lambda: children_schema(client, dimension)),
+        (parents, lambda: parents_schema(client)),
+    )
+    for name, build in builders:
+        if client.has_collection(name):
+            # A collection written by another process starts out released.
+            client.load_collection(name)
+            continue
+        if not create:
+            raise StoreError(
+                f"collection {name!r} does not exist in Milvus at {uri!r}",
+                hint="ingest into it first; names are case-sensitive",
+            )
+        schema, index = build()
+        client.create_collection(name, schema=schema, consistency_level="Strong")
+        # Without ``sync``, pymilvus sleeps half a second before its first look at each
+        # index it asked for (2.5 s for the five of a children collection), where an
+        # empty collection's indexes are ready at once; loading waits for what it needs.
+        client.create_index(name, index, sync=False)
+        client.load_collection(name)
+    fields = client.describe_collection(children).get("fields", [])
+    has_search_text = any(f.get("name") == SEARCH_TEXT for f in fields)
+    dims = [f.get("params", {}).get("dim") for f in fields if f.get("name") == "embedding"]
+    if not dims or int(dims[0]) != dimension:
+        found = dims[0] if dims else None
+        raise SchemaMismatchError(
+            f"collection {children!r} has embedding dimension {found}, the model has {dimension}",
+            expected_dimension=dimension,
+            actual_dimension=int(dims[0]) if dims and dims[0] is not None else None,
+            hint="use the model the collection was built with, or another collection",
+        )
+    return has_search_text

@@ -1,16 +1,10 @@
 """Milvus store: children in one collection (dense + BM25 search), parents in another.
 
-The same code talks to Milvus Lite (a local file, ``uri="./milvus.db"``) and to a Milvus
-cluster (``uri="http://host:19530"``, ``token="user:password"``): only the URI changes.
-Layout and index choice: :mod:`parrot_parents.stores.milvus.schema` and
-``docs/scale-out.md``. Needs the extra ``[milvus]`` (``pymilvus`` with ``milvus-lite``).
-
-Indexed rows (ingestion strategies) are folded into the child they stand for: Milvus
-keeps one searched text per child (``search_text``, embedded and BM25-indexed) beside the
-text it returns, so a strategy that writes one ``context`` row per child (the default
-``contextual:extractive``, and ``contextual``) is searched as on PostgreSQL, and a hit
-returns the child with ``via`` naming the row. Strategies that write several rows per
-child, or rows for parents, are refused (:meth:`MilvusStore.add_documents`).
+The same code talks to Milvus Lite (``uri="./milvus.db"``) and to a cluster
+(``uri="http://host:19530"``, ``token="user:password"``). Needs the extra ``[milvus]``.
+An ingestion strategy's one ``context`` row per child is folded into the child's
+``search_text`` (a hit returns the child, ``via`` naming the row); strategies that write
+several rows per child, or rows for parents, are refused. Layout: docs/scale-out.md.
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
+from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.milvus.filters import in_list, literal, translate_filter
@@ -33,10 +27,8 @@ from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
     PARENT_FIELDS,
     PARENTS_SUFFIX,
-    SEARCH_TEXT,
     VIA,
-    children_schema,
-    parents_schema,
+    ensure_collections,
 )
 from parrot_parents.stores.protocols import (
     IndexedRows,
@@ -167,47 +159,19 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             except Exception as exc:
                 raise StoreError(f"cannot open Milvus at {self.uri!r}: {exc}") from exc
             try:
-                await asyncio.to_thread(self._ensure_collections, client, dimension)
+                self._search_text = await asyncio.to_thread(
+                    ensure_collections,
+                    client,
+                    (self.collection, self.parents_collection),
+                    dimension,
+                    self.create,
+                    self.uri,
+                )
             except BaseException:
                 await asyncio.to_thread(client.close)
                 raise
             self._client = client
         return self
-
-    def _ensure_collections(self, client: Any, dimension: int) -> None:
-        builders: tuple[tuple[str, Callable[[], tuple[Any, Any]]], ...] = (
-            (self.collection, lambda: children_schema(client, dimension)),
-            (self.parents_collection, lambda: parents_schema(client)),
-        )
-        for name, build in builders:
-            if client.has_collection(name):
-                # A collection written by another process starts out released.
-                client.load_collection(name)
-                continue
-            if not self.create:
-                raise StoreError(
-                    f"collection {name!r} does not exist in Milvus at {self.uri!r}",
-                    hint="ingest into it first; names are case-sensitive",
-                )
-            schema, index = build()
-            client.create_collection(name, schema=schema, consistency_level="Strong")
-            # Without ``sync``, pymilvus sleeps half a second before its first look at each
-            # index it asked for (2.5 s for the five of a children collection), where an
-            # empty collection's indexes are ready at once; loading waits for what it needs.
-            client.create_index(name, index, sync=False)
-            client.load_collection(name)
-        fields = client.describe_collection(self.collection).get("fields", [])
-        self._search_text = any(f.get("name") == SEARCH_TEXT for f in fields)
-        dims = [f.get("params", {}).get("dim") for f in fields if f.get("name") == "embedding"]
-        if not dims or int(dims[0]) != dimension:
-            found = dims[0] if dims else None
-            raise SchemaMismatchError(
-                f"collection {self.collection!r} has embedding dimension {found}, "
-                f"the model has {dimension}",
-                expected_dimension=dimension,
-                actual_dimension=int(dims[0]) if dims and dims[0] is not None else None,
-                hint="use the model the collection was built with, or another collection",
-            )
 
     @property
     def client(self) -> Any:
@@ -334,7 +298,6 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         return deleted
 
     async def delete(self, document_id: str) -> int:
-        """Remove a source document's children and parents; returns the rows deleted."""
         return await self._delete_where(self._doc_filter(document_id))
 
     async def drop(self) -> None:
@@ -413,7 +376,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             # Milvus reports BM25 as a score, Milvus Lite as its negative; order is the
             # engine's either way.
             return [_result(h, abs(float(h["distance"]))) for h in hits[0]]
-        from pymilvus import AnnSearchRequest, RRFRanker
+        from pymilvus import RRFRanker
 
         fusion = fusion or Fusion()
         if fusion.dense_weight != fusion.lexical_weight:
@@ -423,22 +386,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             )
 
         candidates = min(max(2 * limit, 20), _MAX_LIMIT)
-        requests = [
-            AnnSearchRequest(
-                data=[list(vector or [])],
-                anns_field="embedding",
-                param={"metric_type": "COSINE"},
-                limit=candidates,
-                expr=expr or None,
-            ),
-            AnnSearchRequest(
-                data=[query],
-                anns_field="sparse",
-                param={"metric_type": "BM25"},
-                limit=candidates,
-                expr=expr or None,
-            ),
-        ]
+        requests = _hybrid_requests(vector or [], query, candidates, expr)
         hits = await self._call(
             client.hybrid_search,
             self.collection,
@@ -519,7 +467,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         }
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """Children of each parent id, ordered by ``start_index``; one query."""
+        """As :meth:`AbstractParentSearcher.fetch_children`; one query."""
         ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
         if not ids:
             return {}
@@ -529,8 +477,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
     ) -> dict[str, list[SearchResult]]:
-        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``;
-        one query, results per document ordered by ``chunk_index``."""
+        """As :meth:`AbstractParentSearcher.fetch_neighbours`; one query."""
         if not ranges:
             return {}
         expr = " or ".join(
@@ -541,7 +488,6 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         return _grouped(await self.query_children(expr), "document_id", "chunk_index")
 
     async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
-        """``{document_id: {source, ...}}`` of the stored rows of those documents."""
         ids = list(dict.fromkeys(str(d) for d in document_ids))
         if not ids:
             return {}
@@ -563,9 +509,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         return out
 
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
-        """``{document_id: record}``: how each document was indexed by an ingestion
-        strategy (``strategy``, ``enriched``, ``of``, ``indexed_rows``, ``model``), as
-        recorded on its parent rows; documents ingested without one are absent. One query.
+        """As :meth:`IndexedRows.ingestion_records`; one query.
 
         Raises:
             StoreError: the collection has more than :data:`QUERY_WINDOW` parents (Milvus
@@ -589,7 +533,6 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         return dict(sorted(out.items()))
 
     async def count(self, *, include_parents: bool = True) -> int:
-        """Number of rows (children only when ``include_parents`` is False)."""
         client = await self.ready()
         names = [self.collection] + ([self.parents_collection] if include_parents else [])
         total = 0
@@ -635,3 +578,25 @@ def _deleted_count(result: Any) -> int:
         return len(result)
     except TypeError:
         return 0
+
+
+def _hybrid_requests(vector: Sequence[float], query: str, candidates: int, expr: str) -> list[Any]:
+    """The dense and the BM25 branch of a hybrid search, ``candidates`` rows each."""
+    from pymilvus import AnnSearchRequest
+
+    return [
+        AnnSearchRequest(
+            data=[list(vector)],
+            anns_field="embedding",
+            param={"metric_type": "COSINE"},
+            limit=candidates,
+            expr=expr or None,
+        ),
+        AnnSearchRequest(
+            data=[query],
+            anns_field="sparse",
+            param={"metric_type": "BM25"},
+            limit=candidates,
+            expr=expr or None,
+        ),
+    ]

@@ -102,9 +102,8 @@ class PgVectorStore(
         schema: PostgreSQL schema, default ``"public"``; validated identifier.
         embedding: the embedding model; default all-MiniLM-L6-v2 (384 dimensions).
         dimension: embedding length; when None, an existing collection's (read from its
-            table, so that opening it and searching it lexically load no model; the
-            model's own is compared with it before the model first embeds), else the
-            model's.
+            table, so that opening it and searching it lexically load no model; the model's
+            own is compared with it before the model first embeds), else the model's.
         hnsw: index build parameters. search_options: query-time HNSW settings.
         embed_batch_size: children embedded per model call in :meth:`add_documents`.
         collection: alias of ``table``.
@@ -119,23 +118,15 @@ class PgVectorStore(
         text_search_config: the text-search configuration of the lexical (BM25) index of a
             new collection: ``english`` (default) or ``simple`` for text of unknown
             language; an existing collection keeps the one it was created with.
-        lexical_backend: what ranks the lexical branch of a new collection
-            (:mod:`parrot_parents.stores.postgres.search.bm25_index`): ``auto`` (default;
-            pg_textsearch's ``bm25`` index where the server has a release of it that does
-            not hang concurrent writers, 1.1.0 or newer, else ``sql``, BM25 in SQL),
-            ``pg_textsearch`` or ``sql``. An existing collection keeps its own (move it with
-            ``parrot-parents reindex --lexical``); ``sql`` ranks any collection in SQL (each
-            keeps the SQL statistics), ``pg_textsearch`` fails at connect on a collection
-            without its index.
+        lexical_backend: what ranks the lexical branch of a new collection: ``auto``
+            (default), ``pg_textsearch`` or ``sql``
+            (:mod:`~parrot_parents.stores.postgres.search.bm25_index`). An existing
+            collection keeps its own; ``sql`` ranks any collection in SQL, ``pg_textsearch``
+            fails at connect on a collection without its index.
 
-    Nothing connects at construction; the first call (or ``await store.connect()``,
-    or ``async with store``) creates the extension, the table and its indexes when
-    missing, and checks an existing table's embedding dimension.
-
-    A store may be used from several event loops, in any order (``await``, the ``*_sync``
-    twins, each ``asyncio.run``): each loop gets its own pools, opened on its first use
-    there (:mod:`parrot_parents.stores.postgres.connections.pools`), and :meth:`close`
-    releases those of every loop.
+    Nothing connects at construction; the first call (or :meth:`connect`, or ``async
+    with store``) does. A store may be used from several event loops, in any order: each
+    loop gets its own pools (:mod:`parrot_parents.stores.postgres.connections.pools`).
 
     Raises:
         ConfigurationError: bad identifiers or parameters (at construction).
@@ -503,28 +494,16 @@ class PgVectorStore(
     # -- reads -------------------------------------------------------------------------
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """Children of each parent id, ordered by ``start_index``; one statement.
-
-        Unknown parent ids are absent from the result; an empty input touches nothing.
-        """
+        """As :meth:`AbstractParentSearcher.fetch_children`; one statement."""
         return await self.reads.fetch_children(parent_ids)
 
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
     ) -> dict[str, list[SearchResult]]:
-        """Children of each ``(document_id, lo, hi)`` with ``lo <= chunk_index <= hi``.
-
-        One statement for all ranges; results per document, ordered by ``chunk_index``.
-        Used by the ``window:N`` expansion mode.
-        """
+        """As :meth:`AbstractParentSearcher.fetch_neighbours`; one statement."""
         return await self.reads.fetch_chunk_ranges(ranges)
 
     async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
-        """``{document_id: {source, ...}}`` of the stored rows of those documents.
-
-        One statement; documents not stored are absent. Loaders use it to warn before a
-        document from another file replaces one with the same id.
-        """
         return await self.reads.document_sources(document_ids)
 
     async def document_rows(self, document_id: str) -> list[DocumentRow]:
@@ -545,5 +524,4 @@ class PgVectorStore(
         return await self.reads.stale_documents(policy_versions, after, limit)
 
     async def count(self, *, include_parents: bool = True) -> int:
-        """Number of rows (children only when ``include_parents`` is False)."""
         return await self.reads.count(include_parents)

@@ -1,20 +1,12 @@
 """The sentences of a child and their vectors, kept on the child's row for the packer.
 
-With late chunking, the loader pools each sentence of a child from the same pass that
-embeds the child (so a sentence's vector, like the child's, has read the parent around
-it) and stores them in the child's metadata under :data:`SENTENCES`:
-
-* ``spans``: ``[[start, end], ...]``, character offsets of the sentences in the source
-  document (end exclusive), in document order, inside the child's own span;
-* ``int8``: the vectors, quantised to int8 (each row scaled so that its largest
-  component is ±127; cosine similarity needs no scale) and base64-encoded, row after row.
-
-At query time the packer scores each sentence against the question's vector
-(:meth:`SentenceVectors.similarities`) to hand over the sentences that answer best when
-whole children do not fit the budget (:mod:`parrot_parents.retrieval.packing`). The key
-is internal: retrieval takes it out of the metadata it returns. int8 keeps a sentence at
-``dimension`` bytes (384 for all-MiniLM-L6-v2); its cosine against the float32 vector
-differs by well under 0.01, far below the gaps the packer ranks by.
+With late chunking the loader pools each sentence of a child from the pass that embeds the
+child and stores them under :data:`SENTENCES`: ``spans`` (``[[start, end], ...]``,
+character offsets into the source, end exclusive) and ``int8`` (the vectors, each row
+scaled to ±127 and base64-encoded: ``dimension`` bytes a sentence, within 0.01 of the
+float32 cosine). The packer scores them against the question
+(:meth:`SentenceVectors.similarities`, :mod:`parrot_parents.retrieval.packing`); retrieval
+takes the key out of the metadata it returns.
 """
 
 from __future__ import annotations

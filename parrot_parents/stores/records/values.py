@@ -1,23 +1,15 @@
 """Checks of the values that reach the database, made at the boundary before any model or
-SQL work: text, metadata, document ids and caller-given vectors.
+SQL work.
 
-* **Text** (:func:`clean_text`): PostgreSQL ``text`` cannot hold NUL, UTF-8 cannot encode a
-  lone surrogate (common in PDF extraction, e.g. ``"\\ud835"``), and tokenizers choke on
-  both. Each such character, and every C0/C1 control character other than tab, line feed,
-  carriage return and form feed, is replaced by one character (a space, or U+FFFD for a
-  surrogate), so that character offsets into the caller's text stay exact. What was
-  replaced is reported.
-* **Metadata** (:func:`normalize_metadata`): must be JSON that jsonb can store. ``datetime``,
-  ``date`` and ``time`` become ISO 8601 strings and tuples become lists; any other type
-  (``set``, ``bytes``, objects), a non-finite float (``NaN``), a non-string key, or a string
-  with NUL or a lone surrogate is a :class:`~parrot_parents.errors.ConfigurationError`
+* :func:`clean_text`: NUL, lone surrogates and C0/C1 controls other than tab, LF, CR and FF
+  are each replaced by one character (a space, or U+FFFD for a surrogate), so character
+  offsets stay exact; what was replaced is reported.
+* :func:`normalize_metadata`: JSON that jsonb can store (dates and times become ISO 8601,
+  tuples lists); anything else is a :class:`~parrot_parents.errors.ConfigurationError`
   naming the key.
-* **Document ids** (:func:`check_document_id`): non-empty, at most :data:`MAX_ID_BYTES`
-  (1024) bytes of UTF-8, no NUL, no surrogates. Row ids embed the document id and are
-  indexed by btree, whose entries are limited to about 2.7 KB.
-* **Vectors** (:func:`check_vector`): the dimension must match, every value must be finite
-  and the norm nonzero (a zero vector has no cosine distance). Vectors are float32 numpy
-  arrays from here on (a list of 384 Python floats costs ten times the memory).
+* :func:`check_document_id`: non-empty, at most :data:`MAX_ID_BYTES` (1024) bytes of UTF-8
+  (row ids embed it, and btree entries are limited to about 2.7 KB), no NUL or surrogates.
+* :func:`check_vector`: the right dimension, finite, nonzero norm; float32 arrays from here.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Marker backfill: add ``is_chunk`` markers to the legacy rows of a collection, in place.
 
-Collections ingested before the hierarchy markers lack ``is_chunk`` (and may spell
-booleans as strings). :func:`backfill_markers` rewrites each row's ``cmetadata`` with
-:func:`~parrot_parents.stores.records.markers.normalize_markers`, the same rule new writes go
-through, so a backfilled collection is what a re-ingest would have produced, without
-re-embedding anything.
-
-How it stays out of the way of live traffic:
-
-* rows are visited in primary-key order, ``batch_size`` at a time (keyset pagination on
-  the primary key index, no ``OFFSET``);
-* each batch is one short transaction: it reads the batch without locking it, updates only
-  the rows whose markers change, and only when their ``cmetadata`` is still what was read
-  (a row rewritten meanwhile by an ingest is left to that ingest);
-* it never takes a table lock: UPDATE takes row locks on the changed rows only, for the
-  duration of one batch; queries keep running (MVCC readers never wait for them);
-* ``lock_timeout`` bounds how long a batch waits behind a concurrent writer; the batch is
-  retried, then the run stops with a resumable error.
-
-Resuming: the position (last primary key) and the counters are stored in
-``parrot_parents_backfill`` in the same transaction as each batch, so an interrupted run
-(crash, Ctrl-C, ``max_batches``) resumes after its last committed batch. A finished
-collection starts a fresh pass when run again (cheap: unchanged rows are not written).
+Each row's ``cmetadata`` is rewritten with
+:func:`~parrot_parents.stores.records.markers.normalize_markers` (the rule of new writes),
+without re-embedding. It stays out of live traffic's way: keyset batches in primary-key
+order, one short transaction each, updating only changed rows whose ``cmetadata`` is still
+what was read; row locks only, bounded by ``lock_timeout`` (a batch is retried, then the
+run stops, resumable). The position and counters are stored in ``parrot_parents_backfill``
+with each batch, so an interrupted run resumes after its last committed batch.
 """
 
 from __future__ import annotations

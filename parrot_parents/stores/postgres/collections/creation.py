@@ -1,19 +1,10 @@
 """Opening a collection for reading, and creating it for writing, safely under concurrency.
 
-* **a read never creates anything**: :func:`collection_state` looks the name up in the
-  catalog; a missing collection is :func:`missing_collection`, an error, never an empty
-  table made on the spot;
-* **creation is atomic and idempotent**: :func:`prepare_collection` runs in one
-  transaction under a transaction-level advisory lock keyed on ``schema.table``
-  (:func:`lock_creation`), so two first writers of a new collection, in one process or
-  in two, never race on the catalog (``duplicate key value violates unique constraint
-  "pg_type_typname_nsp_index"``): the second waits, then finds the collection complete;
-* **names never collide**: a new collection's derived objects
-  (:func:`~parrot_parents.stores.identifiers.derived_name`) must all be free; an object
-  of that name held by another collection is refused by name, never adopted;
-* **only a collection is a collection**: a table without the collection's columns (the
-  bots table, a documents table) is refused with :class:`SchemaMismatchError` before any
-  DDL touches it.
+A read never creates anything (:func:`collection_state`, :func:`missing_collection`).
+:func:`prepare_collection` creates in one transaction under an advisory lock on
+``schema.table`` (:func:`lock_creation`), so two first writers never race on the catalog;
+a new collection's derived names must all be free (never adopted from another); and a table
+without the collection's columns is refused with :class:`SchemaMismatchError` before any DDL.
 """
 
 from __future__ import annotations
@@ -113,29 +104,11 @@ def prepare_collection(
     must_exist: bool = False,
     lexical: LexicalChoice = "auto",
 ) -> CollectionSetup:
-    """Create the collection ``table`` when missing, or complete an existing one: schema,
-    table and indexes, lexical column, BM25 statistics and triggers, the row layout
-    (:mod:`parrot_parents.stores.postgres.collections.layout`) and ``bm25`` index
-    (:mod:`parrot_parents.stores.postgres.search.bm25_index`) of a new collection, documents table.
-    Sync (``run_sync``), inside the caller's transaction, which holds the creation lock
-    from here to its end.
-
-    Args:
-        conn: a connection in a transaction.
-        table: the collection's SQLAlchemy table
-        (:func:`~parrot_parents.stores.postgres.collections.schema.
-            collection_table`), with its schema.
-        config: the text-search configuration of a new collection (None: the default,
-            or the existing one).
-        documents: the collection's documents table.
-        must_exist: only complete an existing collection (for a read): a missing one is
-            :func:`missing_collection`.
-        lexical: the lexical backend of a new collection: ``auto`` (``pg_textsearch``
-            where the server has a safe release of it, else ``sql``:
-            :func:`~parrot_parents.stores.postgres.search.bm25_index.auto_bm25`), ``pg_textsearch``
-            or ``sql``. An
-            existing collection keeps its own; asking ``pg_textsearch`` of one without its
-            index is an error.
+    """Create the collection ``table`` when missing, or complete an existing one (schema,
+    table, indexes, lexical column and statistics, row layout, ``bm25`` index, documents
+    table), inside the caller's transaction, which holds the creation lock. ``config`` and
+    ``lexical`` are a new collection's (an existing one keeps its own); ``must_exist``
+    (a read) makes a missing collection :func:`missing_collection`.
 
     Returns:
         The collection's text-search configuration and lexical backend.

@@ -1,22 +1,12 @@
 """The documents table of a collection: one row per source document.
 
-``<collection>_documents`` (named by :func:`~parrot_parents.stores.identifiers.derived_name`),
-beside the collection table::
-
-    document_id     text primary key
-    source          text          the file it came from (NULL for documents given in code)
-    content_sha256  text          sha256 of the document text (indexed)
-    policy_version  text          the chunk policy its rows were cut with (NULL: unknown)
-    ingested_at     timestamptz
-    metadata        jsonb         the reader, its structure (headings, tables, pages) and
-                                  the caller's metadata
-    source_text     text          the text the rows' offsets point into
-
-It is written in the same transaction as the document's rows (``replace_document(...,
-record=)``), so the two never disagree. It answers "is this file unchanged since it was
-ingested with this policy" (``ingest`` skips it), "which documents were cut with another
-policy" (``reindex --stale``, which rebuilds them from ``source_text`` without reading the
-files), and "is this content stored under another id".
+``<collection>_documents`` (:func:`~parrot_parents.stores.identifiers.derived_name`) holds
+each document's ``source``, ``content_sha256``, ``policy_version`` (the chunk policy),
+``ingested_at``, ``metadata`` (reader, structure, caller's metadata) and ``source_text``
+(what the rows' offsets point into). It is written in the transaction of the document's
+rows, and answers whether a file is unchanged (``ingest`` skips it), which documents were
+cut with another policy (``reindex --stale`` rebuilds them from ``source_text``) and
+whether a text is stored under another id.
 """
 
 from __future__ import annotations

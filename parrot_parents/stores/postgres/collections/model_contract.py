@@ -1,41 +1,18 @@
 """The embedding model of a collection: recorded with its vectors, checked before any embed.
 
-A vector is only comparable with vectors of the same model. The dimension is recorded by
-the ``embedding`` column's type (``vector(384)``); the model is recorded beside it, in the
-comment of that column, as ``parrot-parents model: {json}``::
+The model is recorded in the comment of the ``embedding`` column, as
+``parrot-parents model: {json}``::
 
     {"model": {"name": ..., "dimension": 384, "probe": [...]},
      "reembed_from": null | {...}, "cursor": null | "<last document id re-embedded>"}
 
-The column is the collection's own record of what its vectors are: it is dropped with the
-table, copied by ``pg_dump``, and read in one catalog query without loading a model.
-
-**Fingerprint.** ``probe`` is the model's L2-normalised vector of :data:`PROBE_TEXT`
-(5 decimals). Two models are the same when their probes have a cosine of at least
-:data:`SAME_MODEL_COSINE`: the same weights give the same probe to float rounding on any
-CPU (a hash of rounded values would flip on some coordinate near a rounding edge), while
-two different models, even of one dimension and architecture, are far apart. The name is
-shown, not compared: ``all-MiniLM-L6-v2`` and a local copy of its weights are one model.
-:attr:`ModelFingerprint.digest` is a short hash of the recorded probe, for people.
-
-**When it is checked.** A store compares its model with the record before it embeds a
-question (dense and hybrid searches) or a document, and a loader compares its own model
-before it writes vectors (:meth:`ModelContract.check`). The probe is computed once per
-embeddings object (when its model is needed anyway), the record is read at most every
-:data:`RECHECK_S` seconds, so a long-running service notices a re-embed made elsewhere.
-
-**Collections made before the record.** A collection without a record is accepted (a
-warning is logged once when it is searched) and records the model of its next write: the
-vectors already stored are taken to be that model's, as they were the only ones the
-collection could hold until then. ``parrot-parents reindex --model NAME`` records it now,
-re-embedding every document.
-
-**Re-embedding.** ``reindex --model NAME`` (:mod:`parrot_parents.loaders.reembed`) first
-records the new model with ``reembed_from`` (the old one) and a ``cursor``; each batch of
-documents it rewrites moves the cursor; the last clears ``reembed_from``. While
-``reembed_from`` is set the collection holds vectors of two models: every embedding
-search and write is refused, naming both and the command that finishes the pass (a
-lexical search embeds nothing and still runs).
+so it is dropped with the table, copied by ``pg_dump`` and read without a model. Two
+models are the same when their probes (the vector of :data:`PROBE_TEXT`) have a cosine of
+at least :data:`SAME_MODEL_COSINE`; the name is shown, not compared. The record is read
+at most every :data:`RECHECK_S` seconds. A collection without a record takes the model of
+its next write; while ``reembed_from`` is set (``reindex --model``,
+:mod:`parrot_parents.loaders.reembed`) every embedding search and write is refused. The
+guarantees: docs/reliability.md.
 """
 
 from __future__ import annotations

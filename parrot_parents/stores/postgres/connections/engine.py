@@ -1,28 +1,15 @@
 """The one place that turns a DSN into an SQLAlchemy ``AsyncEngine``, and database errors
 into :class:`~parrot_parents.errors.StoreError`.
 
-* :func:`make_engine`: ``None`` means ``$PARROT_PARENTS_DSN``, else the embedded server
-  (:mod:`parrot_parents.embedded.server`). Connections carry pgvector's binary codec
-  (:mod:`parrot_parents.stores.postgres.connections.vector_codec`). They are not pre-pinged: a ping
-  costs one
-  to three round trips on every checkout (SQLAlchemy's asyncpg ping opens a transaction),
-  more than a search. Instead, the store's reads retry once on a connection found dead
-  (:mod:`parrot_parents.stores.postgres.connections.reads`), so after a server restart the first
-  request
-  still succeeds; pass ``pool_pre_ping=True`` to ping anyway.
-  The pool keeps :data:`POOL_SIZE` connections and opens no overflow ones: a burst of
-  calls queues for a connection instead. SQLAlchemy's default (5, plus 10 overflow
-  closed again on return) opened and closed about 30 connections in every burst of 200
-  concurrent ``get_vector_context`` calls, each a new server process and four set-up
-  round trips; without them the same bursts ran 26 % faster (167 against 133 calls/s,
-  ``python -m benchmarks run scale_concurrency``). Pass ``pool_size``/``max_overflow`` to change
-  it. The engine serves DDL, writes, COPY and the other reads; a store's searches run
-  on its own asyncpg pool (:mod:`parrot_parents.stores.postgres.connections.read_pool`) of as many
-  connections again.
-* :func:`store_errors`: wraps driver and SQLAlchemy errors, and the ``OSError`` raised when
-  the socket is gone (``ConnectionRefusedError``, ``FileNotFoundError`` of a Unix socket),
-  into ``StoreError`` with ``sqlstate`` and without SQL text. Decisions are made on the
-  exception class and SQLSTATE, never on message text.
+* :func:`make_engine`: ``None`` means ``$PARROT_PARENTS_DSN``, else the embedded server.
+  No pre-ping (one to three round trips a checkout; the reads retry a dead connection
+  instead, ``pool_pre_ping=True`` restores it); :data:`POOL_SIZE` connections and no
+  overflow, so a burst queues rather than opening and closing connections
+  (docs/performance.md, "Concurrent queries"). The engine serves DDL, writes, COPY and
+  the other reads; searches run on the store's own asyncpg pool.
+* :func:`store_errors`: driver and SQLAlchemy errors, and the ``OSError`` of a gone socket,
+  become ``StoreError`` with ``sqlstate`` and without SQL text, decided on the exception
+  class and SQLSTATE, never on message text.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """One value per event loop, for what asyncio binds to the loop that made it: connection
-pools (a connection's socket and futures belong to its loop), locks.
+pools, locks.
 
-A store is used from more than one loop as a matter of course: the caller's own loop
-(``await``), the package's loop thread behind every ``*_sync`` twin
-(:mod:`parrot_parents.sync`, also when a twin is called inside a running loop: Jupyter, a
-web handler), and a new loop for each ``asyncio.run``. A pool used from another loop than
-its own fails (``... attached to a different loop``) and leaves its connection broken, so
-each loop gets its own, made on its first use there.
-
-* :class:`PerLoop` holds the values, by loop. A loop that has been closed is forgotten on
-  the next lookup; its value is dropped unclosed (nothing can run on a closed loop; the
-  garbage collector closes the sockets).
-* :func:`release_all` releases values each on its own loop: awaited on the running loop
-  and on the package's loop thread (which never waits on another loop); handed to any
-  other loop without waiting for it, as that loop may be blocked in a ``*_sync`` call that
-  waits on this one.
+A store is used from the caller's loop, from the package's loop thread behind every
+``*_sync`` twin (:mod:`parrot_parents.sync`) and from each ``asyncio.run``; a pool used from
+another loop than its own fails and breaks its connection. :class:`PerLoop` holds one value
+per loop (a closed loop's value is dropped unclosed); :func:`release_all` releases each on
+its own loop, awaiting only the running loop and the package's loop thread, since another
+loop may be blocked in a ``*_sync`` call waiting on this one.
 """
 
 from __future__ import annotations

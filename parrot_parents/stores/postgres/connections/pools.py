@@ -1,6 +1,5 @@
 """A store's connections: the engine (writes, DDL) and the read pool (searches) of each
-event loop it is used from, opened on first use there, and the statements compiled for
-them.
+event loop it is used from, opened on first use there, and the statements compiled for them.
 
 A store is used from the caller's loop (``await``), the package's loop thread behind the
 ``*_sync`` twins (:mod:`parrot_parents.sync`) and each ``asyncio.run``; a pool belongs to the

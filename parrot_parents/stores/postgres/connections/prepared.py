@@ -1,30 +1,14 @@
 """The store's hot statements, built with SQLAlchemy Core and run by the driver.
 
-A search statement without a metadata filter depends only on its shape (mode, limit,
-plan...), so the store builds it once. Run through SQLAlchemy as built, two things would
-make each execution cost more than the statement itself, measured at 100k children
-against a bare asyncpg kNN (``python -m benchmarks run scale``; a probe of the same statement in
-each form):
-
-* **Re-planning.** SQLAlchemy binds every constant (the ``LIMIT``, the ``'indexed'``
-  marker, the fusion weights) as a parameter. A ``LIMIT $2`` leaves PostgreSQL's
-  generic plan costed for an unknown row count, so the plan cache keeps choosing a
-  custom plan and plans again on every execution: 0.26 ms of planning beside 0.37 ms
-  of execution (EXPLAIN ANALYZE). With the constants written into the statement the
-  generic plan is as cheap as a custom one, and after the server's five custom runs it
-  is reused: the statement alone costs 1.14× the bare kNN instead of 1.61×.
-* **The execution layer.** SQLAlchemy's cursor adaptation, result rows and greenlet
-  hops cost about 0.2 ms a statement over the same statement on the driver.
-
-So :class:`Prepared` compiles a Core statement once, with its constants inline
-(:func:`inline_constants`) and only the runtime values bound (the query vector and
-text, a window's size, seed ids: :data:`RUNTIME_PARAMS`), and it runs on an asyncpg
-connection of the store's read pool (:mod:`~parrot_parents.stores.postgres.connections.read_pool`;
-asyncpg's
-own prepared-statement cache). Values that came from a caller, a metadata filter's, are
-never inlined: they are runtime values too, bound under the names the filter's structure
-gives them (:func:`~parrot_parents.stores.filters.compile_filter`), so a filtered
-statement is prepared once per filter structure.
+A search statement without a filter depends only on its shape, so :class:`Prepared`
+compiles it once with its constants inline (:func:`inline_constants`: a bound ``LIMIT``
+keeps PostgreSQL re-planning every execution) and only the runtime values bound
+(:data:`RUNTIME_PARAMS`), and runs it on the read pool's asyncpg connections
+(:mod:`~parrot_parents.stores.postgres.connections.read_pool`), skipping SQLAlchemy's
+execution layer. A filter's values are runtime values too, bound under names fixed by its
+structure (:func:`~parrot_parents.stores.filters.compile_filter`), so a filtered statement
+is prepared once per filter structure. Measured: docs/performance.md, "Does the planner
+use the HNSW index?".
 """
 
 from __future__ import annotations

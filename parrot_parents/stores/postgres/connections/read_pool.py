@@ -1,28 +1,13 @@
 """The store's private asyncpg pool, for its hot reads: one statement each.
 
-A search and the expansion after it are one prepared statement
-(:class:`~parrot_parents.stores.postgres.connections.prepared.Prepared`); a filtered search is two,
-the
-planner's estimate and the ranking, on one connection (:meth:`ReadPool.run`). They run
-here, on connections that asyncpg's own pool keeps, and never on the SQLAlchemy engine,
-which keeps DDL, writes, COPY, the other reads and alembic. So a caller's engine shared
-with the store (``PgVectorStore(engine=...)``) is never touched by a search.
-
-* **one round trip**: acquiring and releasing a pooled connection costs none; the
-  statement is prepared once per connection (asyncpg's statement cache) and then only
-  bound and executed;
-* **session settings at start-up**: the HNSW settings of the common search shape are the
-  connections' ``server_settings``; a search that needs other values sets them once on the
-  connection it runs on, which remembers them (:class:`ReadConnection`). No other code runs
-  on these connections, so nothing has to be put back at release; the pool's ``reset``
-  only rolls back a transaction left open;
-* **codecs**: pgvector's binary ``vector`` codec and JSON for ``json``/``jsonb``, set at
-  each connection's start (``init``);
-* **a dead connection is retried once**: after a server restart every pooled connection
-  is dead. The first one found so makes the pool replace all of them
-  (``expire_connections``), and the read runs once more on a fresh one; a recovering
-  server is waited for, and the embedded server started again when it is down, as
-  :func:`~parrot_parents.stores.postgres.connections.reads.through_outages` says.
+Searches (:class:`~parrot_parents.stores.postgres.connections.prepared.Prepared`; a
+filtered one is two statements on one connection, :meth:`ReadPool.run`) run here, never on
+the SQLAlchemy engine, so a caller's shared engine is never touched by a search. The
+statement is prepared once per connection; the common HNSW settings are the connections'
+``server_settings``, and a search needing others sets them on its connection, which
+remembers them (:class:`ReadConnection`), so nothing is reset at release. A dead
+connection makes the pool replace all of them and the read runs once more
+(:func:`~parrot_parents.stores.postgres.connections.reads.through_outages`).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """How the store reads and writes through its SQLAlchemy engine, with one error mapping and
-one retry policy for every path (the hot reads of
-:mod:`~parrot_parents.stores.postgres.connections.read_pool` use the same policy).
+one retry policy for every path (the read pool uses the same policy).
 
-* **a read is its statement**: the connection runs in autocommit, so a lone ``SELECT`` is
-  sent as is (asyncpg's cached prepared statement: one round trip);
-* **session settings stay in the read**: a read that needs settings (a filtered search's
-  HNSW settings) runs in a transaction and sets them with ``set_config(..., true)``, so
-  they end with it and the engine's connections, a caller's own among them when the
-  engine is shared, go back to the pool as they came;
-* **a retry on a dead connection**: without a pre-ping (it costs one to three round
-  trips per checkout), a pooled connection that the server dropped (a restart) fails on
-  first use; SQLAlchemy then invalidates the pool, and the read runs once more on a fresh
-  connection. Reads are idempotent, so the retry is safe; a server that is really down
-  fails the retry too and is reported as such;
-* **a bounded wait for a recovering server**: after a backend crash PostgreSQL ends every
-  connection and replays its log, refusing new ones meanwhile (SQLSTATE 57P02, 57P03).
-  Reads and writes then retry with backoff for up to :data:`RECOVERY_WAIT_S` seconds, and
-  go on once the server is back;
-* **the embedded server started again**: when nothing listens (the connection refused,
-  the socket gone) on the embedded server this process uses, it is started again and the
-  read or write runs once more (:mod:`~parrot_parents.embedded.revival`); a server given by
-  DSN is only reported down.
+A read runs in autocommit (one round trip); one that needs settings sets them with
+``set_config(..., true)`` in its transaction, so a shared engine's connections go back as
+they came. A connection found dead is retried once on a fresh one (reads are idempotent);
+a recovering server (SQLSTATE 57P02, 57P03) is waited for up to :data:`RECOVERY_WAIT_S`
+seconds; the embedded server found down is started again
+(:mod:`~parrot_parents.embedded.revival`), a server given by DSN only reported down.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """pgvector's binary format on asyncpg connections, and what a read connection needs.
 
-Vectors travel in pgvector's binary format (4 bytes of header, then float32 values),
-through pgvector-python's own ``Vector`` encoding, instead of an ~8 KB text literal per
-384-dimension vector that the server must parse (text formatting is the top function in
-a profile of the query path).
-
-* :func:`register_vector_codec` installs the codec on one asyncpg connection. Its encoder
-  takes a ``numpy`` array, a list of floats, a pgvector ``Vector`` or pgvector's text form
-  (what ``pgvector.sqlalchemy.VECTOR`` binds), so statements built either way keep working
-  on a connection with the codec.
-* :func:`install` registers it on every new connection of an engine (SQLAlchemy's
-  ``connect`` event); :func:`ensure_codec` does it lazily on a connection that lacks it (an
-  engine the caller built, or a connection opened before ``CREATE EXTENSION vector``).
-* :class:`QueryVector` is the SQLAlchemy type of a bound query vector: it passes the value
-  through to the codec and renders ``$1::VECTOR(d)``.
+Vectors travel in pgvector's binary format (pgvector-python's ``Vector`` encoding) rather
+than an ~8 KB text literal per 384-d vector for the server to parse.
+:func:`register_vector_codec` installs the codec on a connection (its encoder takes an
+array, a list, a ``Vector`` or pgvector's text form); :func:`install` does it on an
+engine's every new connection, :func:`ensure_codec` lazily; :class:`QueryVector` binds a
+query vector as ``$1::VECTOR(d)``.
 """
 
 from __future__ import annotations

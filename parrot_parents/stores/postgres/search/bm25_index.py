@@ -1,41 +1,17 @@
-"""The lexical backend of a collection: pg_textsearch's ``bm25`` index where the server
-has it, else BM25 computed in SQL over the ``lexical`` tsvector.
+"""The lexical backend of a collection (:data:`LexicalBackend`).
 
-Backends (:data:`LexicalBackend`):
+* ``pg_textsearch``: pg_textsearch's (https://github.com/timescale/pg_textsearch) ``bm25``
+  index over a stored column ``lexical_text`` (it indexes only a column), ranking with
+  block-max WAND. Its scores differ from the SQL backend's in the last digits (it counts a
+  row's length in tokens, and its statistics follow its own upkeep).
+* ``sql``: BM25 in SQL from the collection's exact statistics
+  (:mod:`~parrot_parents.stores.postgres.search.lexical`); it also serves the searches the
+  index cannot answer well: under a metadata filter, and with pseudo-relevance feedback.
 
-``pg_textsearch``
-    A pg_textsearch (Tiger Data, https://github.com/timescale/pg_textsearch) ``bm25``
-    index over a stored generated column ``lexical_text``: the text the ``lexical``
-    tsvector indexes (a child's retrieval preamble, then its text; NULL for parents). The
-    index ranks with block-max WAND, so a top-k reads a few posting blocks instead of
-    every matching child. Its ``text_config`` is the collection's text-search
-    configuration, and ``k1``/``b`` are the SQL backend's
-    (:data:`~parrot_parents.stores.postgres.search.lexical.BM25_K1`, ``BM25_B``). Its BM25 is not
-    the SQL
-    backend's to the last digit: pg_textsearch measures a row's length in tokens, the SQL
-    backend in distinct lexemes; and after deletes and replaces its corpus statistics
-    follow its own upkeep (VACUUM) rather than the exact counts the SQL backend keeps. So
-    scores, and now and then the order of near ties, differ. pg_textsearch indexes only a
-    column, never an expression, hence the column; it costs the children's text once more
-    on disk.
-``sql``
-    BM25 computed in SQL from the collection's exact statistics
-    (:mod:`parrot_parents.stores.postgres.search.lexical`,
-    :mod:`parrot_parents.stores.postgres.search.hybrid`). It needs
-    nothing but PostgreSQL, and it also serves, on a ``pg_textsearch`` collection, the
-    searches that index cannot answer well: under a metadata filter (the index ranks
-    first and filters after) and with pseudo-relevance feedback (which reads the
-    statistics).
-
-The collection records its backend in the catalog itself: it is ``pg_textsearch``
-exactly when its ``bm25`` index exists. ``auto`` (the default) gives a new collection
-``pg_textsearch`` when the server can (the extension is installed and preloaded, and
-exists in the database or the role may create it) and its version is at least
-:data:`SAFE_VERSION`: pg_textsearch 1.0.0 can hang concurrent writers forever, unkillable
-(timescale/pg_textsearch#370, fixed in 1.1.0; seen here too, five concurrent upserts stuck
-on its LWLocks), and the embedded server ships 1.0.0. Asked for by name, ``pg_textsearch``
-is given on 1.0.0 too, with a warning. ``parrot-parents reindex --lexical BACKEND`` moves a
-collection from one to the other.
+A collection is ``pg_textsearch`` exactly when its ``bm25`` index exists. ``auto`` picks it
+for a new collection only from :data:`SAFE_VERSION`: pg_textsearch 1.0.0 (the embedded
+server's) can hang concurrent writers (timescale/pg_textsearch#370); asked for by name it is
+given on 1.0.0 too, with a warning. ``parrot-parents reindex --lexical`` moves a collection.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """One statement for a search and everything its expansion reads.
 
-The ranked hits of a search (:mod:`parrot_parents.stores.postgres.search.hybrid`, or the dense kNN)
-become
-the CTE ``hits``; the same statement then reads, by primary key and the expression
-indexes, what would otherwise take more round trips::
-
-    hits      the ranked rows, with their rank ``ord``
-    targets   the retrievable rows that indexed hits stand for (ingestion strategies)
-    res       each hit as it will be returned: its target's metadata, or its own
-    w, nb     window:N: the children within N positions of each hit, in its document
-    parents   the parents of the hits (and of the neighbours)
-    kids      auto_merge: every child of those parents
-
-The rows come back as one result, tagged by ``kind`` (``h``, ``t``, ``p``, ``n``, ``c``),
-and :func:`split_rows` sorts them out. A context read for hits already in hand (after a
-reranker) starts from their ids instead of a search (:func:`seeded_statement`).
+The ranked hits become the CTE ``hits``; the same statement reads ``targets`` (what indexed
+hits stand for), ``res`` (each hit as returned), ``w``/``nb`` (a window's neighbours),
+``parents`` and ``kids`` (auto_merge), by primary key and the expression indexes. The rows
+come back as one result tagged by ``kind``, sorted out by :func:`split_rows`; a read for
+hits already in hand starts from their ids (:func:`seeded_statement`).
 """
 
 from __future__ import annotations
@@ -170,10 +160,9 @@ def search_with_context(
 ) -> Any:
     """``ranked`` (columns :data:`HIT_COLUMNS`) with its targets and ``plan``'s reads.
 
-    Binds what ``ranked`` binds, plus ``window_n`` for a window plan. ``capped``: the
-    capped :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` that ``ranked`` ranks; one
-    more
-    row, of kind ``x``, says that they reached their cap (:attr:`Split.over_cap`).
+    Binds what ``ranked`` binds, plus ``window_n`` for a window plan. ``capped``: the capped
+    :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` that ``ranked`` ranks; one
+    more row, of kind ``x``, says that they reached their cap (:attr:`Split.over_cap`).
     """
     hits = ranked.cte("hits")
     indexes = _key(hits.c.cmetadata, INDEXES)

@@ -1,102 +1,22 @@
 """Filtered search that plans: the ranking is exact over the children a selective filter
 keeps, and goes through the indexes for a broad one.
 
-An HNSW scan ranks first and filters after: with a selective filter, pgvector's iterative
-scan visits many tuples to find ``limit`` that pass (up to ``hnsw.max_scan_tuples``, and
-it may stop short of ``limit``), while the few children that pass are read through the
-metadata GIN index and ranked exactly in a few milliseconds (the row layout keeps their
-vectors in the row: :mod:`parrot_parents.stores.postgres.collections.layout`). So a filtered search
-first asks
-PostgreSQL's planner how many children the filter keeps, and how many the collection
-has (``EXPLAIN`` of both in one statement: planning only, no row read, on the search's
-own connection), then:
+An HNSW scan ranks first and filters after, so a selective filter makes it walk far (and
+it may stop short of ``limit``), while the few children that pass are ranked exactly in a
+few milliseconds. A filtered search asks the planner (``EXPLAIN``, planning only) how many
+children the filter keeps and how many the collection has, then ranks:
 
-* at most :func:`threshold` children: **exact**. The threshold is ``exact_below``
-  (``FILTER_EXACT_BELOW``, 4,000, unless the store's
-  :class:`~parrot_parents.stores.search_options.HNSWQueryOptions` say otherwise) in a
-  collection of up to 100,000 children, and grows as the collection's size to the power
-  0.6 above that (15,900 at a million). The dense and hybrid rankings read the kept
-  children once (:mod:`~parrot_parents.stores.postgres.search.kept`), and compare each with the
-  query
-  (never through the HNSW index); in ``hybrid`` mode the lexical branch checks their
-  tsvectors rather than read the GIN index's list of every child holding a common query
-  word (a 1 % filter at a million children, a six-word question: 96 ms for the hybrid
-  statement, against 205 to 330 ms with that list). The lexical branch is BM25 in SQL
-  with every query lexeme bringing candidates (pg_textsearch's index would rank first
-  and filter after, walking most of the collection); alone, it reads the children
-  holding a query lexeme through the GIN index and checks the filter on them;
-* an exact dense or hybrid ranking reads at most ``threshold + 1`` kept children. If it
-  reads that many, the estimate was wrong (the planner guesses for a range or a pattern
-  on a metadata key) and the search goes through the indexes instead (**exact, then
-  index**): a wrong estimate costs the read of the threshold's rows, not of every child
-  the filter keeps;
-* more: **index**. A dense search walks the HNSW index (iterative scan; sequential and
-  bitmap scans are turned off for its statement); the lexical branch is the
-  collection's own (pg_textsearch's index, filtering as it scans, or BM25 in SQL with
-  the usual candidate rule); in ``hybrid`` mode the planner stays free, since the
-  lexical branch needs the GIN bitmap scans;
-* a dense or hybrid index search that returns fewer rows than asked for is run again
-  exactly (**index, then exact**): the scan stopped short, or the filter keeps fewer
-  children than asked for. Either way the exact ranking reads few rows. In ``hybrid``
-  mode that is judged on the fused rows: a short dense branch that the lexical branch
-  fills is not seen. After an exact attempt that reached its cap, that is **exact, then
-  index, then exact**, and the last ranking reads every child the filter keeps.
+* **exact** at most :func:`threshold` children (``exact_below``, 4,000 by default, up to
+  100,000 children; growing as the size to the power 0.6 above: 15,900 at a million);
+  an exact ranking that reads ``threshold + 1`` rows falls back to the indexes
+  (**exact, then index**);
+* **index** above it; an index search that returns fewer rows than asked for is run again
+  exactly (**index, then exact**).
 
-Where the threshold comes from (``python -m benchmarks run filtered_plans``, raw SQL on
-the scale benchmark's tables, queries near sampled children, ``ef_search`` 100, warm
-cache; docs/performance.md):
-
-=========  ========  ==============  ====================  ========================
-children   filter    kept            exact p50             HNSW p50 (recall@10)
-=========  ========  ==============  ====================  ========================
-100k       1 %       1,054           2.6 ms                16 ms (0.71)
-100k       3 %       3,018           8.1 ms                7.2 ms (0.73)
-100k       10 %      10,149          31 ms                 3.3 ms (0.95)
-1M         1 %       9,953           31 ms                 75 ms (0.43)
-1M         3 %       29,748          99 ms                 21 ms (0.47)
-1M         10 %      99,851          211 ms                11 ms (0.63)
-=========  ========  ==============  ====================  ========================
-
-Exact ranking costs about 3 µs per child kept, whatever the collection's size; the
-iterative scan gets slower, and finds fewer of the true neighbours, as the filter's
-share of the collection falls. So the crossing is a number of children that grows with
-the collection: between 3,000 and 10,000 at 100k (exact at 3,000 is as fast and finds
-every neighbour), between 10,000 and 30,000 at a million. The threshold is 4,000 up to
-100k children and grows as the size to the power 0.6 above (a cost model of exact
-ranking against a scan whose cost goes as the share to the power -1.5; any power from
-0.4 to 0.87 meets both measured crossings): 15,900 at a million, where a 1 % filter is
-ranked exactly (31 ms and every true neighbour, against 75 ms and 0.43 through the
-index) and a 3 % one through the index. Below 100k children the threshold stays 4,000:
-exact ranking of so few is a few milliseconds.
-
-The estimate is the planner's, from the collection's statistics (``ANALYZE``): a filter
-they describe badly can take the slower plan, never a wrong answer, since both plans
-rank the filter's children; one they take for selective costs at most the read of the
-threshold's rows before the index plan. The planner has no statistics for a range or a
-pattern on a metadata key (:data:`~parrot_parents.stores.filters.UNESTIMATED_OPERATORS`)
-and takes it to keep a constant share of the rows, well under 1 %; when that share would
-choose the exact plan, a sample of about :data:`SAMPLE_ROWS` rows of the table
-(``TABLESAMPLE SYSTEM``, a few hundred blocks at a million children) counts what the
-filter keeps instead (:func:`sample_statement`; ``sampled`` in the plan), unless the
-filter's other conditions, ANDed with them, keep few enough by the planner's estimate
-(:func:`~parrot_parents.stores.filters.estimated_part`: their count bounds the filter's,
-and planning it costs less than reading the sample). A filter through indexed rows'
-targets keeps the planner's estimate.
-
-Nothing bounds such a sampled filter, so no index reads just its children: its exact
-ranking reads the whole table (or the rows of the conditions it is ANDed with, which
-keep more than the threshold), whatever it keeps (at 100k children, a range keeping 1,433:
-57 to 79 ms, against 6.6 to 7.0 ms through the HNSW index with the same top 10 over 20
-queries; at a million, a range keeping 14,238: 1.0 to 1.3 s against 18 ms). In a table
-larger than the threshold, a dense or hybrid search then ranks it exactly only below
-:func:`scan_ceiling`, where the HNSW scan would likely come back short; ``exact_below``
-in the plan is that ceiling. (A hybrid search's lexical branch then goes through its own
-index too: pg_textsearch's, which filters its top rows as it reads them, returns fewer
-than asked for when the filter keeps few, and the dense branch fills the fused list.)
-
-Each filtered search's plan rides on its results
-(:attr:`~parrot_parents.stores.results.SearchResult.filter_plan`) into
-``meta["filter_plan"]``.
+A range or pattern on a metadata key has no planner statistics: a table sample
+(:func:`sample_statement`) counts it instead, and it is ranked exactly only below
+:func:`scan_ceiling`. The plan rides on the results into ``meta["filter_plan"]``. The
+measurements behind the threshold and the ceiling: docs/performance.md, "Filtered search".
 """
 
 from __future__ import annotations
@@ -240,10 +160,9 @@ def estimate_statement(
 ) -> Prepared:
     """``EXPLAIN (FORMAT JSON)`` of the children of ``table`` that ``where`` keeps and of
     all its rows with a vector (the collection's children: the planner knows their count
-    from the column's statistics, where it can only guess the share of the child
-    predicate), in one statement, for :func:`estimated_rows`; prepared once per filter
-    structure, the filter's values bound at each run (PostgreSQL plans the explained
-    statement with them).
+    from the column's statistics, where it can only guess the share of the child predicate),
+    in one statement, for :func:`estimated_rows`; prepared once per filter structure, the
+    filter's values bound at each run (PostgreSQL plans the explained statement with them).
 
     Args:
         table: the collection table.

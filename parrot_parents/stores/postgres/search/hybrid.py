@@ -1,38 +1,22 @@
 """One SQL statement for dense, lexical (BM25) or hybrid search over the children.
 
-``dense``
-    pgvector cosine kNN on the HNSW index.
-``lexical``
-    BM25 over the ``lexical`` tsvector of the children, from the collection's exact
-    statistics (:mod:`parrot_parents.stores.postgres.search.lexical`): candidates are the children
-    that
-    hold a candidate query lexeme (GIN index, "Candidates" below), scored with every
-    query lexeme: ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))``.
-    Or, given a collection's pg_textsearch ``bm25`` index
-    (:mod:`parrot_parents.stores.postgres.search.bm25_index`), the index's own top-k by BM25
-    (``ORDER BY lexical_text <@> to_bm25query(...) LIMIT k``: block-max WAND, no scan of
-    the matching children).
-``hybrid``
-    both branches, fused with weighted reciprocal rank fusion (Cormack, Clarke and
-    Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
-    Methods", SIGIR 2009): ``dense_weight / (k + dense_rank) + lexical_weight / (k +
-    lexical_rank)``, a missing rank adding nothing.
+* ``dense``: pgvector cosine kNN on the HNSW index;
+* ``lexical``: BM25 (:mod:`~parrot_parents.stores.postgres.search.lexical`) over the
+  children holding a candidate query lexeme, scored with every query lexeme; or the top-k
+  of the collection's pg_textsearch index
+  (:mod:`~parrot_parents.stores.postgres.search.bm25_index`);
+* ``hybrid``: both, fused by weighted reciprocal rank fusion (Cormack, Clarke and
+  Büttcher, SIGIR 2009): ``dense_weight / (k + dense_rank) + lexical_weight / (k +
+  lexical_rank)``, a missing rank adding nothing.
 
-Filters and the child predicate apply to both branches. Every result carries its rank in
-each branch (None when absent from it).
+Filters apply to both branches; every result carries its rank in each (None when absent).
 
-Candidates
-    Scoring reads every candidate row, and a common query word makes most of a large
-    collection a candidate (scoring them all: 900 ms a query at 100k children, 1.2 s at
-    1M). A query lexeme held by more than ``max(2% of the children, 5,000)`` children
-    therefore does not generate candidates, unless it is among the two rarest of the query; it
-    still scores every candidate that holds it (:class:`CandidateRule`). This is an
-    approximation: a child holding only such common query lexemes is not ranked. Below
-    5,000 children no lexeme can be that common, and the search is exact BM25. On the
-    synthetic scale collections (docs/benchmarks.md, "At scale") the top 10
-    was identical to exact BM25 for 40 of 40 queries at 100k and 24 of 24 at 1M.
-    :data:`EXACT_CANDIDATES` switches the rule off; the store does so under a metadata
-    filter, which may leave only children holding common query lexemes.
+A query lexeme held by more than ``max(2% of the children, 5,000)`` children generates no
+candidates unless it is among the query's two rarest (:class:`CandidateRule`): scoring
+every child holding a common word costs 900 ms at 100k children, 1.2 s at 1M. A child
+holding only such lexemes is then not ranked; the top 10 stayed exact BM25's on the scale
+collections (docs/benchmarks.md, "At scale"). :data:`EXACT_CANDIDATES` switches it off, as
+a filtered search does.
 """
 
 from __future__ import annotations
@@ -464,39 +448,18 @@ def search_statement(
     bm25_index: str | None = None,
     kept: Any | None = None,
 ) -> Select[Any]:
-    """The lexical or hybrid search statement; bind ``lexical_query`` (the question) and,
-    ``with_vector``, ``query_vector`` (its embedding).
-
-    Dense-only search is :func:`dense_statement`.
+    """The lexical or hybrid search statement (dense alone is :func:`dense_statement`); bind
+    ``lexical_query`` (the question) and, ``with_vector``, ``query_vector``.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
     fused_score, lexical_expansion, ord`` (the 1-based rank), best first.
-    ``lexical_expansion`` is the array of lexemes pseudo-relevance feedback added to the
-    query, heaviest first (``fusion.prf``), the same on every row; NULL without it.
-    ``distance`` is the cosine distance when ``with_vector``; ``fused_score`` is the
-    weighted RRF value the rows are ordered by (``hybrid``; None in ``lexical`` mode).
-
-    Args:
-        table: the collection table.
-        mode: ``lexical`` or ``hybrid``.
-        limit: rows returned.
-        where: filters applied to both branches (child predicate, metadata filter).
-        with_vector: whether ``query_vector`` is bound (``hybrid`` needs it).
-        lexical, text_search_config: the collection's lexical index (``lexical``/``hybrid``).
-        fusion: RRF settings and the lexical branch's feedback (``fusion.prf``, see
-            :class:`~parrot_parents.stores.search_options.PRF`); defaults of
-            :class:`Fusion`.
-        candidates: which query lexemes generate lexical candidates (module docstring).
-        bm25_index: the schema-qualified name of the collection's pg_textsearch index:
-            the lexical branch is its top-k instead of BM25 in SQL (not with
-            ``fusion.prf``, which reads the SQL statistics).
-        kept: rank these rows of ``where`` only, every one of them
-            (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`, read once; the exact
-            plan of
-            a selective filter, :mod:`~parrot_parents.stores.postgres.search.filter_plan`): the
-            dense
-            branch compares each (never the HNSW index) and the lexical branch matches
-            each, never through the GIN index.
+    ``lexical_expansion``: the lexemes pseudo-relevance feedback added (``fusion.prf``),
+    heaviest first, NULL without it; ``distance``: the cosine distance when
+    ``with_vector``; ``fused_score``: the weighted RRF value (None in ``lexical`` mode).
+    ``where`` applies to both branches. ``bm25_index`` (the pg_textsearch index's qualified
+    name) makes the lexical branch its top-k, not with ``fusion.prf``. ``kept``
+    (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`) ranks those rows only,
+    each compared and matched directly, never through the HNSW or GIN index.
     """
     fusion = fusion or Fusion()
     depth = branch_depth(mode, limit, fusion)

@@ -1,27 +1,12 @@
 """The rows a selective metadata filter keeps, read once for an exact ranking, and no
 further than the plan's threshold.
 
-An exact ranking (:mod:`~parrot_parents.stores.postgres.search.filter_plan`) compares the query with
-every child the filter keeps. It is chosen on the planner's estimate of that count, and
-the planner guesses where it has no statistics: a range or pattern on a metadata key
-(``{"year": {"$gte": 2000}}``) is a condition on an expression over the ``jsonb``
-column, which it takes to keep a fixed fraction of the rows (well under 1 % for the
-type-guarded range). A filter that keeps most of the collection would then be ranked
-over every row it keeps: 130 ms at 100k children, seconds at a million.
-
-So the first, exact, attempt reads at most ``threshold + 1`` kept rows (the bound
-parameter :data:`KEPT_LIMIT`), and the statement says whether it read that many
-(:func:`over_cap`). If it did, the filter keeps more children than an exact ranking is
-for, its answer is not used, and the search goes through the indexes. A wrong estimate
-then costs the read of ``threshold + 1`` rows, not of every row the filter keeps (rows
-scattered through the table may take a scan of much of it to find, as the exact ranking
-did). When it read fewer, they are every row the filter keeps, and the ranking over them
-is exact. Measured in docs/performance.md ("A filter the planner takes for selective").
-
-The rows are a ``MATERIALIZED`` CTE: each branch of a hybrid search ranks them from one
-read (the lexical branch checks their tsvectors instead of reading the GIN index's list
-of every child holding a common query word), and the planner cannot fold the branches'
-conditions back into the scan.
+The planner guesses a range or pattern on a metadata key to keep well under 1 % of the
+rows, so an exact ranking chosen on that guess could read most of the collection. The
+exact attempt reads at most ``threshold + 1`` kept rows (:data:`KEPT_LIMIT`) and says
+whether it read that many (:func:`over_cap`); then the search goes through the indexes.
+The rows are a ``MATERIALIZED`` CTE, so each branch of a hybrid search ranks them from one
+read. Measured: docs/performance.md, "A filter the planner takes for selective".
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """The lexical index of a collection: a ``tsvector`` per child and BM25 statistics.
 
-* ``lexical``: a generated column, ``to_tsvector('<config>', document)`` for rows with an
-  embedding (children) and NULL for parents, so parents stay out of the lexical index as
-  they stay out of the HNSW index. A child's ``cmetadata->>'retrieval_preamble'`` (the
-  title and section path of a structured document, never returned) is indexed before its
-  text when present. A GIN index serves ``@@``.
-* ``<table>_lexicon(lexeme, df)``: the number of children holding each lexeme, and
-  ``<table>_lexstats(n, total_len)``: the number of children and their total length in
-  lexeme occurrences. Statement-level triggers with transition tables keep both exact under
-  inserts, upserts, replaces and deletes, in the writer's own transaction. (``<table>``
-  stands for :func:`~parrot_parents.stores.identifiers.derived_name`'s base.)
+* ``lexical``: a generated column, ``to_tsvector('<config>', document)`` for children (NULL
+  for parents), with ``cmetadata->>'retrieval_preamble'`` indexed before the text; a GIN
+  index serves ``@@``.
+* ``<table>_lexicon(lexeme, df)`` and ``<table>_lexstats(n, total_len)``, kept exact by
+  statement-level triggers in the writer's transaction (``<table>``:
+  :func:`~parrot_parents.stores.identifiers.derived_name`'s base).
 
-BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
-2009), with the Lucene idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``, ``k1 = 1.5`` and
-``b = 0.75`` as in bm25s, is computed from these statistics at query time
-(:mod:`parrot_parents.stores.postgres.search.hybrid`). PostgreSQL's own ``ts_rank``/``ts_rank_cd``
-were
-measured against it on the shared dev set and are not close enough to bm25s
-(docs/benchmarks.md).
-
-The text-search configuration (``english`` by default, ``simple`` for text of unknown
-language) is fixed per collection when its column is created, and read back from the
-column's expression, so the collection records it.
+BM25 (Robertson & Zaragoza, 2009) with the Lucene idf ``ln(1 + (N - df + 0.5) / (df +
+0.5))``, ``k1 = 1.5``, ``b = 0.75`` as in bm25s, at query time
+(:mod:`~parrot_parents.stores.postgres.search.hybrid`); ``ts_rank`` is not close enough
+(docs/benchmarks.md). The text-search configuration is fixed per collection and read back
+from the column's expression.
 """
 
 from __future__ import annotations

@@ -199,12 +199,9 @@ class Searcher:
         """The session settings a search's statement needs, every one that any search
         statement changes: they stay on the read pool's connection after it.
 
-        Without a filter, sequential scans are disabled: on a small table with a large
-        ``ef_search`` the planner costs the HNSW scan above a full scan and sort, and picks
-        the full scan, several times slower (37 ms against 6.5 ms at 10k rows with
-        ``ef_search`` 200). It pays at the default ``ef_search`` too: at 100k children the
-        store's statements ran at p50 0.94 ms (dense) and 34 ms (hybrid) with it off,
-        against 1.39 ms and 54 ms with it on (interleaved, 40 queries). With a filter the
+        Without a filter, sequential scans are disabled: the planner would otherwise pick
+        a full scan and sort on a small table with a large ``ef_search``, several times
+        slower (docs/performance.md, "Does the planner use the HNSW index?"). With a filter the
         statement is planned for the filter's values (a custom plan each time: a generic
         one would not know how many children they keep), and the planner stays free,
         unless ``index_only``: a dense ranking kept on the HNSW index

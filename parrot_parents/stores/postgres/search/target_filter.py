@@ -1,32 +1,17 @@
 """A search's metadata filter holds for the rows the search returns.
 
-An ingestion strategy's indexed rows are searched in place of the child (or parent) they
-stand for, and each hit on one returns that row (:mod:`parrot_parents.stores.resolve`). An
-indexed row copies its target's metadata but not the hierarchy keys, and marks itself as
-indexed (:data:`~parrot_parents.stores.records.markers.NOT_SHARED_WITH_INDEXED`). So a filter on
-any of those keys (``{"is_chunk": true}``, ``{"parent_document_id": ...}``,
-``{"chunk_index": {"$lt": 3}}``) is evaluated on the target row of an indexed row,
-through its primary key; any other filter reads the row itself, where the GIN index on
-``cmetadata`` serves it::
+An indexed row (:mod:`parrot_parents.stores.resolve`) copies its target's metadata but not
+the hierarchy keys (:data:`~parrot_parents.stores.records.markers.NOT_SHARED_WITH_INDEXED`),
+so a filter reading one of those keys (:func:`reads_hierarchy`) is judged on the target::
 
     (row is not indexed AND filter(row))
-    OR (row is indexed AND coalesce((SELECT filter(target) FROM t AS target
-                                     WHERE target.id = row.indexes), false))
+    OR (row is indexed AND coalesce((SELECT filter(target) ... WHERE target.id = row.indexes),
+                                    false))
 
-That form suits an index scan, which checks each row it meets. Where the filter keeps
-few rows (its estimate, and an exact ranking:
-:mod:`parrot_parents.stores.postgres.search.filter_plan`),
-the same rows are named by id, so that the planner starts from the metadata GIN index::
-
-    row.id IN (SELECT id FROM t WHERE not indexed AND filter(t)
-               UNION ALL
-               SELECT standing.id FROM t AS target JOIN t AS standing
-                 ON standing.cmetadata @> {"indexes": target.id}
-               WHERE target is not indexed AND filter(target))
-
-The store uses these forms only for a filter that reads such a key
-(:func:`reads_hierarchy`), on a collection that holds indexed rows; any other filter is
-the plain condition on the row itself.
+For an exact ranking (:mod:`~parrot_parents.stores.postgres.search.filter_plan`) the same
+rows are named by id (``row.id IN (...)``), so the planner starts from the metadata GIN
+index. Any other filter is the plain condition on the row. Costs: docs/performance.md,
+"Filters on hierarchy keys, through indexed rows".
 """
 
 from __future__ import annotations

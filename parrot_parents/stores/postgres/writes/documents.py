@@ -136,12 +136,11 @@ async def lock_documents(
 ) -> None:
     """Serialise the writers of each document: a transaction-level advisory lock.
 
-    Keyed on ``(hashtext(schema.table), hashtext(document_id))``; held until the
-    transaction ends. Without it two concurrent ``replace_document`` calls each delete
-    nothing the other has committed yet, and both versions stay. Ids are locked in
-    sorted order (one statement, in the order of the array), so two writers of the same
-    documents cannot deadlock. A hash collision only makes two writers wait for each
-    other, never lose data.
+    Keyed on ``(hashtext(schema.table), hashtext(document_id))``; held until the transaction
+    ends. Without it two concurrent ``replace_document`` calls each delete nothing the other
+    has committed yet, and both versions stay. Ids are locked in sorted order (one
+    statement, in the order of the array), so two writers of the same documents cannot
+    deadlock. A hash collision only makes two writers wait for each other, never lose data.
     """
     ids = sorted({str(d) for d in document_ids})
     if not ids:

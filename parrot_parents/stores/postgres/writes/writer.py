@@ -1,28 +1,14 @@
 """The bulk writer of a PostgreSQL collection: binary COPY, then one upsert per batch.
 
-A batch of documents is written in the caller's transaction as:
+In the caller's transaction (which holds the documents' advisory locks, so a failure rolls
+back the whole batch): a ``DELETE`` of the replaced documents' rows; asyncpg's binary
+``COPY`` into a temporary table ``LIKE`` the collection; one ``INSERT ... SELECT ... ON
+CONFLICT (id) DO UPDATE`` (one statement for the lexical statistics triggers); one upsert
+of the documents-table records. When every document is replaced, the COPY first goes
+straight into the collection under a savepoint, falling back to the temporary table when a
+row id held by another document collides (SQLSTATE 23505).
 
-1. ``DELETE`` of the old rows of the documents being replaced (one statement);
-2. a temporary table ``LIKE`` the collection (``ON COMMIT DROP``), filled by asyncpg's
-   binary ``COPY`` (``copy_records_to_table``) on the driver connection under SQLAlchemy's,
-   vectors in pgvector's binary format
-   (:mod:`parrot_parents.stores.postgres.connections.vector_codec`);
-3. one ``INSERT ... SELECT ... ON CONFLICT (id) DO UPDATE`` into the collection, so the
-   lexical statistics triggers (:mod:`parrot_parents.stores.postgres.search.lexical`) see one
-   statement;
-4. one multi-row upsert of the documents-table records.
-
-When every document of the batch is replaced (the loaders' case), steps 2-3 are first
-tried as one binary ``COPY`` straight into the collection under a savepoint: the old rows
-are gone, so only a row id held by another document can collide, and then (SQLSTATE
-23505) the savepoint is rolled back and steps 2-3 run. The result is the same; the direct
-COPY spares the second pass through the temporary table (``python -m benchmarks run scale_write``).
-
-The caller holds the per-document advisory locks and owns the transaction, so a failure
-anywhere rolls back every document of the batch and each keeps its previous version.
-
-:class:`VectorIndexDeferral` drops a collection's HNSW index for a bulk load and builds it
-again afterwards, with ``maintenance_work_mem`` sized for it.
+:class:`VectorIndexDeferral` drops the HNSW index for a bulk load and builds it again after.
 """
 
 from __future__ import annotations

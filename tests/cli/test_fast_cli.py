@@ -18,15 +18,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import make_url
 
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.cli.main import main
 from tests.conftest import REPO_ROOT, Ingested, unique_table
 from tests.migrations.support import (  # noqa: F401
     COLLECTION,
-    create_database,
-    drop_database,
+    database,
     in_thread,
     template_dsn_fixture,
 )
@@ -66,18 +64,15 @@ def probe(*argv: str, blocked: tuple[str, ...] = (), env: dict[str, str] | None 
 def served_dsn(pg_dsn: str, template_dsn: str) -> Iterator[str]:
     """A copy of the template with the bots ``hr`` and ``hr_parents`` over the ``handbook``
     collection, for the module's server (the tests only read it)."""
-    dsn = create_database(pg_dsn, template=make_url(template_dsn).database)
 
-    async def bots() -> None:
+    async def bots(dsn: str) -> None:
         async with BotRepository(dsn) as repo:
             await repo.create({"name": "hr", "collection": COLLECTION})
             await repo.create({"name": "hr_parents", "collection": COLLECTION})
 
-    try:
-        in_thread(asyncio.run, bots())
+    with database(pg_dsn, template_dsn) as dsn:
+        in_thread(asyncio.run, bots(dsn))
         yield dsn
-    finally:
-        drop_database(pg_dsn, dsn)
 
 
 @pytest.fixture(scope="module")

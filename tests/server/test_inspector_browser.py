@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import make_url
 
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.bots.repository import BotRepository
@@ -27,7 +26,7 @@ from parrot_parents.loaders import TextLoader
 from parrot_parents.server.app import create_app
 from parrot_parents.stores.postgres import PgVectorStore
 from tests.conftest import REPO_ROOT
-from tests.migrations.support import create_database, drop_database, in_thread
+from tests.migrations.support import database, in_thread
 from tests.server.conftest import AUTH, TOKEN
 
 CHROMIUM = "/usr/bin/chromium"
@@ -46,28 +45,22 @@ pytestmark = pytest.mark.skipif(
 def example_template(pg_dsn: str, template_dsn: str, embeddings: Any) -> Iterator[str]:
     """A copy of the bots template with the example corpus ingested for real (collection
     ``example``), built once for the module; each test works on a copy of its own."""
-    dsn = create_database(pg_dsn, template=make_url(template_dsn).database)
 
-    async def ingest() -> None:
+    async def ingest(dsn: str) -> None:
         async with PgVectorStore(dsn=dsn, table="example", embedding=embeddings) as store:
             await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
 
-    try:
+    with database(pg_dsn, template_dsn) as dsn:
         # Sources read "examples/corpus/...", as in the README.
         with contextlib.chdir(REPO_ROOT):
-            in_thread(asyncio.run, ingest())
+            in_thread(asyncio.run, ingest(dsn))
         yield dsn
-    finally:
-        drop_database(pg_dsn, dsn)
 
 
 @pytest.fixture
 def example_dsn(pg_dsn: str, example_template: str) -> Iterator[str]:
-    dsn = create_database(pg_dsn, template=make_url(example_template).database)
-    try:
+    with database(pg_dsn, example_template) as dsn:
         yield dsn
-    finally:
-        drop_database(pg_dsn, dsn)
 
 
 @pytest.fixture

@@ -3,17 +3,20 @@
 The database is ``$PARROT_PARENTS_TEST_DSN`` when set, otherwise an embedded PostgreSQL
 (:func:`parrot_parents.embedded.server.get_server`) started once per test session in a
 temporary directory and deleted after.
-Every test that needs a collection gets its own uniquely named table.
+Every test that writes to a collection gets its own uniquely named table; tests that
+only read the example corpus share one ingest of it (:func:`example_corpus`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ from parrot_parents.stores.postgres import PgVectorStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_BENCH = REPO_ROOT.parent / "shared" / "benchmarks"
+EXAMPLES = REPO_ROOT / "examples" / "corpus"
 
 
 def server_temp_dir(prefix: str) -> Path:
@@ -103,3 +107,41 @@ async def store(
     """A connected store on a fresh table, dropped after the test."""
     async with fresh_store(pg_dsn, embeddings) as s:
         yield s
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """A collection ingested once for the session, and what the ingest command printed."""
+
+    collection: str
+    output: str
+
+
+@pytest.fixture(scope="session")
+def example_corpus(pg_dsn: str, embeddings: SentenceTransformerEmbeddings) -> Iterator[Ingested]:
+    """The example corpus (``examples/corpus``) ingested once by ``parrot-parents ingest``
+    with the defaults. Read only: a test that writes to a collection ingests its own."""
+    from parrot_parents.cli.main import main
+
+    table = unique_table("examples")
+    common = ["--collection", table, "--dsn", pg_dsn]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["ingest", str(EXAMPLES), *common])
+    assert code == 0, printed.getvalue()
+    yield Ingested(table, printed.getvalue())
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["drop", table, "--yes", "--dsn", pg_dsn])
+
+
+@pytest.fixture
+async def example_store(
+    pg_dsn: str, embeddings: SentenceTransformerEmbeddings, example_corpus: Ingested
+) -> AsyncIterator[PgVectorStore]:
+    """A connected store of its own on :func:`example_corpus` (closed after, never dropped)."""
+    s = PgVectorStore(dsn=pg_dsn, table=example_corpus.collection, embedding=embeddings)
+    await s.connect()
+    try:
+        yield s
+    finally:
+        await s.close()

@@ -8,22 +8,17 @@ import pytest
 
 from parrot_parents.cli.main import main
 from parrot_parents.stores.records.sentences import only_headings
-from tests.conftest import REPO_ROOT, unique_table
+from tests.conftest import Ingested
 
 
 def test_no_passage_of_the_readme_question_is_a_bare_heading(
-    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+    pg_dsn: str, example_corpus: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    common = ["--collection", unique_table("corpus"), "--dsn", pg_dsn]
-    assert main(["ingest", str(REPO_ROOT / "examples" / "corpus"), *common]) == 0
-    try:
-        capsys.readouterr()
-        question = "How will I be paid, and when?"
-        for trim in ("--trim", "--no-trim"):
-            assert main(["ask", question, "--budget", "2000", trim, "--json", *common]) == 0
-            got = json.loads(capsys.readouterr().out)
-            texts = [p["text"] for p in got["passages"]]
-            assert texts and not [t for t in texts if only_headings(t)], texts
-            assert got["meta"]["packing"]["used"] <= 2000
-    finally:
-        assert main(["drop", common[1], "--yes", "--dsn", pg_dsn]) == 0
+    common = ["--collection", example_corpus.collection, "--dsn", pg_dsn]
+    question = "How will I be paid, and when?"
+    for trim in ("--trim", "--no-trim"):
+        assert main(["ask", question, "--budget", "2000", trim, "--json", *common]) == 0
+        got = json.loads(capsys.readouterr().out)
+        texts = [p["text"] for p in got["passages"]]
+        assert texts and not [t for t in texts if only_headings(t)], texts
+        assert got["meta"]["packing"]["used"] <= 2000

@@ -11,9 +11,8 @@ import pytest
 
 from parrot_parents.cli.main import main
 from parrot_parents.stores.search_options import Fusion
-from tests.conftest import REPO_ROOT, unique_table
+from tests.conftest import Ingested
 
-EXAMPLES = REPO_ROOT / "examples" / "corpus"
 QUESTION = "How will I be paid, and when?"
 BRANCH_KEYS = {"dense_rank", "dense_score", "lexical_rank", "lexical_score"}
 SECTION_KEYS = {"section_path", "section_ordinal", "ordinal", "layer", "page", "page_end"}
@@ -31,12 +30,9 @@ def _rrf(item: dict[str, Any]) -> float:
 
 
 def test_ask_shows_sections_and_the_scores_behind_the_hybrid_order(
-    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+    pg_dsn: str, example_corpus: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    table = unique_table("askst")
-    common = ["--collection", table, "--dsn", pg_dsn]
-    assert main(["ingest", str(EXAMPLES), *common]) == 0
-    capsys.readouterr()
+    common = ["--collection", example_corpus.collection, "--dsn", pg_dsn]
 
     expanded = _ask(capsys, common, "--expand")
     first = expanded["passages"][0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from parrot_parents.cli.main import main
-from tests.conftest import REPO_ROOT, unique_table
+from tests.conftest import REPO_ROOT, Ingested, unique_table
 
 EXAMPLES = REPO_ROOT / "examples" / "corpus"
 
@@ -24,12 +24,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ingest_then_ask_json_with_and_without_expansion(
-    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+    pg_dsn: str, example_corpus: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    table = unique_table("cli")
-    assert main(["ingest", str(EXAMPLES), "--collection", table, "--dsn", pg_dsn]) == 0
-    out = capsys.readouterr().out
-    assert "ingested 5 document(s)" in out
+    table = example_corpus.collection
+    assert "ingested 5 document(s)" in example_corpus.output
     question = "How will I be paid, and when?"
     base = ["ask", question, "--collection", table, "--dsn", pg_dsn, "--limit", "4", "--json"]
     assert main([*base, "--no-expand"]) == 0

@@ -21,10 +21,10 @@ import pytest
 
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.cli.main import main
-from tests.conftest import REPO_ROOT, unique_table
+from tests.conftest import REPO_ROOT, Ingested, unique_table
 from tests.migrations.support import (  # noqa: F401
     COLLECTION,
-    bots_dsn_fixture,
+    database,
     in_thread,
     template_dsn_fixture,
 )
@@ -60,18 +60,26 @@ def probe(*argv: str, blocked: tuple[str, ...] = (), env: dict[str, str] | None 
     return result["code"], proc.stdout, "\n".join(err), result["loaded"]
 
 
-@pytest.fixture
-def server(bots_dsn: str) -> Iterator[str]:
-    """A real ``parrot-parents serve`` on a free port, with the bots ``hr`` and ``hr_parents``
-    over the ``handbook`` collection; its base URL."""
+@pytest.fixture(scope="module")
+def served_dsn(pg_dsn: str, template_dsn: str) -> Iterator[str]:
+    """A copy of the template with the bots ``hr`` and ``hr_parents`` over the ``handbook``
+    collection, for the module's server (the tests only read it)."""
 
-    async def bots() -> None:
-        async with BotRepository(bots_dsn) as repo:
+    async def bots(dsn: str) -> None:
+        async with BotRepository(dsn) as repo:
             await repo.create({"name": "hr", "collection": COLLECTION})
             await repo.create({"name": "hr_parents", "collection": COLLECTION})
 
-    in_thread(asyncio.run, bots())
-    env = {**os.environ, "PARROT_PARENTS_DSN": bots_dsn, "HF_HUB_OFFLINE": "1"}
+    with database(pg_dsn, template_dsn) as dsn:
+        in_thread(asyncio.run, bots(dsn))
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+def server(served_dsn: str) -> Iterator[str]:
+    """A real ``parrot-parents serve`` on a free port over :func:`served_dsn`, started once
+    for the module; its base URL."""
+    env = {**os.environ, "PARROT_PARENTS_DSN": served_dsn, "HF_HUB_OFFLINE": "1"}
     env.pop("PARROT_PARENTS_TOKEN", None)
     env.pop("PARROT_PARENTS_LLM_BASE_URL", None)
     proc = subprocess.Popen(
@@ -92,14 +100,14 @@ def server(bots_dsn: str) -> Iterator[str]:
 
 
 def test_ask_server_answers_as_a_local_ask_without_loading_the_model(
-    server: str, bots_dsn: str, capsys: pytest.CaptureFixture[str]
+    server: str, served_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     question = "How many days of annual leave do I get?"
     flags = ["--collection", COLLECTION, "--limit", "3", "--no-expand", "--json"]
     code, out, err, loaded = probe("ask", question, *flags, "--server", server, "--bot", "hr")
     assert (code, loaded) == (0, []), err
     remote = json.loads(out)
-    assert main(["ask", question, *flags, "--dsn", bots_dsn]) == 0
+    assert main(["ask", question, *flags, "--dsn", served_dsn]) == 0
     local = json.loads(capsys.readouterr().out)
 
     def spans(answer: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -155,9 +163,9 @@ def test_bot_and_token_go_with_server(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--bot and --token go with --server" in capsys.readouterr().err
 
 
-def test_ask_reports_the_model_load_apart_from_the_search(bots_dsn: str) -> None:
+def test_ask_reports_the_model_load_apart_from_the_search(served_dsn: str) -> None:
     code, out, err, _ = probe(
-        "ask", "pay day?", "--collection", COLLECTION, "--dsn", bots_dsn, "--json"
+        "ask", "pay day?", "--collection", COLLECTION, "--dsn", served_dsn, "--json"
     )
     assert code == 0, err
     timings = json.loads(out)["meta"]["timings_ms"]
@@ -165,12 +173,8 @@ def test_ask_reports_the_model_load_apart_from_the_search(bots_dsn: str) -> None
     assert set(timings) >= {"search", "total", "model_load"}
 
 
-def test_show_never_loads_the_model(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    table = unique_table("show")
-    examples = str(REPO_ROOT / "examples" / "corpus")
-    assert main(["ingest", examples, "--collection", table, "--dsn", pg_dsn]) == 0
-    capsys.readouterr()
-    common = ["--collection", table, "--dsn", pg_dsn]
+def test_show_never_loads_the_model(pg_dsn: str, example_corpus: Ingested) -> None:
+    common = ["--collection", example_corpus.collection, "--dsn", pg_dsn]
     code, out, err, loaded = probe("show", "employee-handbook.md", *common)
     assert (code, loaded) == (0, []), err
     assert out.startswith("employee-handbook.md\n") and "Pay and Payroll" in out

@@ -11,9 +11,7 @@ from sqlalchemy import text
 
 from parrot_parents.cli.main import main
 from parrot_parents.stores.postgres.connections.engine import make_engine
-from tests.conftest import REPO_ROOT, unique_table
-
-EXAMPLES = REPO_ROOT / "examples" / "corpus"
+from tests.conftest import EXAMPLES, Ingested, unique_table
 
 
 async def _exists(dsn: str, table: str) -> bool:
@@ -36,17 +34,15 @@ def test_reindex_of_an_unknown_collection_fails_and_creates_nothing(
 
 
 def test_show_counts_the_documents_own_children_not_indexed_rows(
-    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+    pg_dsn: str, example_corpus: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    table = unique_table("show")
-    common = ["--collection", table, "--dsn", pg_dsn]
-    assert main(["ingest", str(EXAMPLES), *common]) == 0  # the default strategy
-    assert "indexed row(s)" in capsys.readouterr().out
+    assert "indexed row(s)" in example_corpus.output  # the default strategy
+    common = ["--collection", example_corpus.collection, "--dsn", pg_dsn]
     assert main(["show", "employee-handbook.md", *common]) == 0
     tree = capsys.readouterr().out
     shown = int(re.search(r"4\. Pay and Payroll: 1 parent, (\d+) children", tree).group(1))
-    assert main(["ingest", str(EXAMPLES), *common, "--strategy", "plain"]) == 0
+    plain = ["--collection", unique_table("plain"), "--dsn", pg_dsn]
+    assert main(["ingest", str(EXAMPLES), *plain, "--strategy", "plain"]) == 0
     capsys.readouterr()
-    assert main(["show", "employee-handbook.md", *common]) == 0
-    plain = capsys.readouterr().out
-    assert f"4. Pay and Payroll: 1 parent, {shown} children" in plain
+    assert main(["show", "employee-handbook.md", *plain]) == 0
+    assert f"4. Pay and Payroll: 1 parent, {shown} children" in capsys.readouterr().out

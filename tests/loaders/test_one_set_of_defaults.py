@@ -20,7 +20,7 @@ from parrot_parents.loaders.text import TextLoader
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.strategies.build import indexer_for
 from parrot_parents.strategies.spec import parse_strategy, strategy_for
-from tests.conftest import REPO_ROOT, unique_table
+from tests.conftest import REPO_ROOT, Ingested, unique_table
 
 CORPUS = str(REPO_ROOT / "examples" / "corpus")
 
@@ -96,13 +96,14 @@ async def _rows(
 
 
 def test_textloader_and_the_ingest_command_write_identical_rows(
-    pg_dsn: str, embeddings: Any, capsys: pytest.CaptureFixture[str]
+    pg_dsn: str, embeddings: Any, example_corpus: Ingested, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    by_python, by_cli = unique_table("py"), unique_table("cli")
+    # The command's ingest is the session's, of the same corpus with the defaults.
+    by_python, by_cli = unique_table("py"), example_corpus.collection
     try:
         _compare(pg_dsn, embeddings, capsys, by_python, by_cli)
     finally:
-        asyncio.run(_drop(pg_dsn, embeddings, by_python, by_cli))
+        asyncio.run(_drop(pg_dsn, embeddings, by_python))
 
 
 async def _drop(dsn: str, embeddings: Any, *tables: str) -> None:
@@ -131,8 +132,6 @@ def _compare(
             await store.close()
 
     asyncio.run(python_ingest())
-    assert main(["ingest", CORPUS, "--dsn", pg_dsn, "--collection", by_cli]) == 0
-    capsys.readouterr()
 
     py_rows, py_docs, py_vectors = asyncio.run(_rows(pg_dsn, by_python, embeddings))
     cli_rows, cli_docs, cli_vectors = asyncio.run(_rows(pg_dsn, by_cli, embeddings))

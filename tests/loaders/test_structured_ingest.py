@@ -26,9 +26,9 @@ async def _ingest(store: PgVectorStore, embeddings, paths=EXAMPLES, **kwargs):  
 
 
 async def test_pay_question_returns_the_pay_section_heading_to_heading(
-    store: PgVectorStore, embeddings
+    example_store: PgVectorStore,
 ) -> None:
-    await _ingest(store, embeddings, section_parents=True)
+    store = example_store  # the defaults: section parents, as section_parents=True
     bot = Chatbot(
         parent_searcher=InTableParentSearcher(store=store),
         expand_to_parent=True,
@@ -47,8 +47,8 @@ async def test_pay_question_returns_the_pay_section_heading_to_heading(
     assert "Rest breaks" not in first.text  # the previous section stays out
 
 
-async def test_filters_on_structure(store: PgVectorStore, embeddings) -> None:
-    await _ingest(store, embeddings, section_parents=True)
+async def test_filters_on_structure(example_store: PgVectorStore) -> None:
+    store = example_store  # the defaults: section parents, as section_parents=True
     # `section_ordinal` is the number in a row's own heading: "4. Pay and Payroll" is 4
     # ("5. Leave" holds only its heading, which opens the first "Vacation" child).
     hits = await store.similarity_search("when is payday", limit=5, filter={"section_ordinal": 4})

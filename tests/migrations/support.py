@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -128,33 +129,35 @@ async def _fill(dsn: str, embeddings: Any) -> None:
         await store.add_documents(handbook_documents())
 
 
+@contextlib.contextmanager
+def database(server_dsn: str, template_dsn: str | None = None) -> Iterator[str]:
+    """A new database (a copy of ``template_dsn``'s when given), dropped after; its DSN."""
+    template = None if template_dsn is None else make_url(template_dsn).database
+    dsn = create_database(server_dsn, template=template)
+    try:
+        yield dsn
+    finally:
+        drop_database(server_dsn, dsn)
+
+
 @pytest.fixture(scope="session", name="template_dsn")
 def template_dsn_fixture(pg_dsn: str, embeddings: Any) -> Iterator[str]:
     """A migrated database holding the ``handbook`` collection (never used directly)."""
-    dsn = create_database(pg_dsn)
-    try:
+    with database(pg_dsn) as dsn:
         in_thread(migrations.upgrade, dsn, collections=[COLLECTION])
         in_thread(asyncio.run, _fill(dsn, embeddings))
         yield dsn
-    finally:
-        drop_database(pg_dsn, dsn)
 
 
 @pytest.fixture(name="bots_dsn")
 def bots_dsn_fixture(pg_dsn: str, template_dsn: str) -> Iterator[str]:
     """A fresh copy of the template: migrated, ``handbook`` filled, no bots."""
-    dsn = create_database(pg_dsn, template=make_url(template_dsn).database)
-    try:
+    with database(pg_dsn, template_dsn) as dsn:
         yield dsn
-    finally:
-        drop_database(pg_dsn, dsn)
 
 
 @pytest.fixture(name="empty_dsn")
 def empty_dsn_fixture(pg_dsn: str) -> Iterator[str]:
     """A fresh, empty database (not migrated)."""
-    dsn = create_database(pg_dsn)
-    try:
+    with database(pg_dsn) as dsn:
         yield dsn
-    finally:
-        drop_database(pg_dsn, dsn)

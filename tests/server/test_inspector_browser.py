@@ -10,10 +10,11 @@ returns for the same request. Needs Debian's ``chromium`` and ``chromium-driver`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from parrot_parents.loaders import TextLoader
 from parrot_parents.server.app import create_app
 from parrot_parents.stores.postgres import PgVectorStore
 from tests.conftest import REPO_ROOT
+from tests.migrations.support import database, in_thread
 from tests.server.conftest import AUTH, TOKEN
 
 CHROMIUM = "/usr/bin/chromium"
@@ -39,14 +41,35 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="module")
+def example_template(pg_dsn: str, template_dsn: str, embeddings: Any) -> Iterator[str]:
+    """A copy of the bots template with the example corpus ingested for real (collection
+    ``example``), built once for the module; each test works on a copy of its own."""
+
+    async def ingest(dsn: str) -> None:
+        async with PgVectorStore(dsn=dsn, table="example", embedding=embeddings) as store:
+            await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
+
+    with database(pg_dsn, template_dsn) as dsn:
+        # Sources read "examples/corpus/...", as in the README.
+        with contextlib.chdir(REPO_ROOT):
+            in_thread(asyncio.run, ingest(dsn))
+        yield dsn
+
+
+@pytest.fixture
+def example_dsn(pg_dsn: str, example_template: str) -> Iterator[str]:
+    with database(pg_dsn, example_template) as dsn:
+        yield dsn
+
+
 @pytest.fixture
 async def example_manager(
-    bots_dsn: str, embeddings: Any, monkeypatch: pytest.MonkeyPatch
+    example_dsn: str, embeddings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[BotManager]:
     """A bot ``example`` (expansion on) over the example corpus, ingested for real."""
-    monkeypatch.chdir(REPO_ROOT)  # sources read "examples/corpus/...", as in the README
-    async with PgVectorStore(dsn=bots_dsn, table="example", embedding=embeddings) as store:
-        await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
+    monkeypatch.chdir(REPO_ROOT)
+    bots_dsn = example_dsn
     async with BotRepository(bots_dsn) as repo:
         await repo.create({"name": "example", "collection": "example", "expand_to_parent": True})
     manager = BotManager(bots_dsn, embedding=embeddings)

@@ -99,7 +99,9 @@ async def _start(
 
 async def test_two_servers_starting_on_a_fresh_database_migrate_it_once(empty_dsn: str) -> None:
     """A database that was never migrated: both servers start at once, one applies every
-    revision (and logs them), the other finds the schema up to date; both serve."""
+    revision (and logs them in one line of its own, without alembic's step-by-step log),
+    the other finds the schema up to date; both serve. The second serves a public address
+    without a token: that needs the explicit flag, and it says what is open."""
     import asyncio
 
     from parrot_parents import migrations
@@ -111,15 +113,18 @@ async def test_two_servers_starting_on_a_fresh_database_migrate_it_once(empty_ds
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("PARROT_PARENTS_LLM_BASE_URL", None)
-    started = await asyncio.gather(_start(env), _start(env), return_exceptions=True)
+    public_env = {k: v for k, v in env.items() if k != "PARROT_PARENTS_TOKEN"}
+    public = ["--host", "0.0.0.0", "--insecure-no-token-on-public-interface"]
+    started = await asyncio.gather(_start(env), _start(public_env, public), return_exceptions=True)
     procs = [s[0] for s in started if not isinstance(s, BaseException)]
     errs = []
     try:
         failed = [s for s in started if isinstance(s, BaseException)]
         assert not failed, failed
-        for _, base in started:  # type: ignore[misc]
-            assert await asyncio.to_thread(_get, f"{base}/health") == (200, {"status": "ok"})
-            status, body = await asyncio.to_thread(_get, f"{base}/api/v1/bots", "t")
+        for (_, base), token in zip(started, ("t", None), strict=True):  # type: ignore[misc]
+            local = "http://127.0.0.1:" + base.rsplit(":", 1)[1]
+            assert await asyncio.to_thread(_get, f"{local}/health") == (200, {"status": "ok"})
+            status, body = await asyncio.to_thread(_get, f"{local}/api/v1/bots", token)
             assert (status, body["bots"]) == (200, [])
     finally:
         for proc in procs:
@@ -135,6 +140,11 @@ async def test_two_servers_starting_on_a_fresh_database_migrate_it_once(empty_ds
     head = migrations.heads()[0]
     others = [e for e in errs if e is not applied[0]]
     assert f"schema up to date (revision {head}), no migration applied" in others[0], errs
+    assert not [e for e in errs if "alembic" in e], errs
+    assert (
+        "WARNING parrot_parents.cli.serve: serving 0.0.0.0 without a token "
+        "(--insecure-no-token-on-public-interface): every document's text" in errs[1]
+    ), errs[1]
 
 
 @pytest.mark.parametrize(
@@ -173,52 +183,32 @@ def test_a_bad_setting_is_refused_before_the_database_is_reached(
         assert len(proc.stderr.splitlines()) == 1, proc.stderr
 
 
-async def test_a_public_address_without_a_token_needs_the_explicit_flag(empty_dsn: str) -> None:
-    """With the flag it serves, and says what is open; a fresh database is migrated in
-    one line of its own, without alembic's step-by-step log."""
-    import asyncio
-
-    env = {**os.environ, "PARROT_PARENTS_DSN": empty_dsn, "HF_HUB_OFFLINE": "1"}
-    for name in ("PARROT_PARENTS_TOKEN", "PARROT_PARENTS_LLM_BASE_URL"):
-        env.pop(name, None)
-    flags = ["--host", "0.0.0.0", "--insecure-no-token-on-public-interface"]
-    proc, base = await _start(env, flags)
-    try:
-        port = base.rsplit(":", 1)[1]
-        status, _ = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/api/v1/bots")
-        assert status == 200
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = await asyncio.to_thread(proc.communicate, timeout=30)
-    assert proc.returncode == 0, err
-    assert (
-        "WARNING parrot_parents.cli.serve: serving 0.0.0.0 without a token "
-        "(--insecure-no-token-on-public-interface): every document's text" in err
-    ), err
-    assert "migration(s)" in err and "alembic" not in err, err
-
-
-async def test_a_port_in_use_is_named_in_one_line(empty_dsn: str) -> None:
-    import asyncio
+def test_a_port_in_use_is_named_in_one_line(
+    empty_dsn: str, embeddings: Any, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """In this process, where the model is already loaded (``embeddings``): the failure
+    comes after the model load, which a fresh process would pay for again. A real
+    process's exit code and one-line errors are checked by the test above."""
+    import logging
     import socket
 
+    from parrot_parents.cli.main import main
+
+    monkeypatch.setenv("PARROT_PARENTS_DSN", empty_dsn)
+    monkeypatch.delenv("PARROT_PARENTS_LLM_BASE_URL", raising=False)
+    # serve quiets these loggers for the process; they are put back for the next tests.
+    levels = {name: logging.getLogger(name).level for name in ("alembic", "pgserver")}
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     port = taken.getsockname()[1]
-    env = {**os.environ, "PARROT_PARENTS_DSN": empty_dsn, "HF_HUB_OFFLINE": "1"}
-    env.pop("PARROT_PARENTS_LLM_BASE_URL", None)
     try:
-        proc = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "parrot_parents", "serve", "--port", str(port)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        code = main(["serve", "--port", str(port)])
     finally:
         taken.close()
-    assert proc.returncode == 2, proc.stderr
-    assert f"parrot-parents: error: cannot listen on 127.0.0.1:{port}: " in proc.stderr
-    assert "choose another --port" in proc.stderr and "Traceback" not in proc.stderr
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"parrot-parents: error: cannot listen on 127.0.0.1:{port}: " in err
+    assert "choose another --port" in err and "Traceback" not in err

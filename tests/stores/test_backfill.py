@@ -126,7 +126,9 @@ async def test_a_cancelled_run_keeps_its_committed_batches(store: PgVectorStore)
 async def test_queries_keep_working_while_the_backfill_runs(
     store: PgVectorStore, pg_dsn: str, embeddings: Any
 ) -> None:
-    await _legacy_rows(store, 2000)
+    # Each row written or updated is also an HNSW insert (~3 ms here): 1,000 rows in
+    # batches of 50 make the same 20 batches as 2,000 in batches of 100, at half the cost.
+    await _legacy_rows(store, 1000)
     rng = random.Random(1)
     query = [rng.uniform(-1, 1) for _ in range(DIM)]
     stop = asyncio.Event()
@@ -176,14 +178,14 @@ async def test_queries_keep_working_while_the_backfill_runs(
         await asyncio.sleep(0.01)
     before = len(latencies)
     report, _ = await asyncio.gather(
-        backfill_markers(store.table, dsn=pg_dsn, batch_size=100, pause_s=0.01),
+        backfill_markers(store.table, dsn=pg_dsn, batch_size=50, pause_s=0.01),
         write(),
     )
     during = len(latencies) - before
     stop.set()
     await asyncio.gather(*searchers, watcher)
 
-    assert report.finished and report.scanned >= 2000 and report.batches >= 20
+    assert report.finished and report.scanned >= 1000 and report.batches >= 20
     assert during >= 10, f"only {during} searches during {report.seconds}s of backfill"
     assert max(latencies) < 2.0
     # Only row-level work: no lock that would block readers or writers of the table.
@@ -200,7 +202,7 @@ async def test_queries_keep_working_while_the_backfill_runs(
         children = await conn.execute(
             text(f"SELECT count(*) FROM {store.qualified_name} WHERE {CHILD_PREDICATE}")
         )
-        assert children.scalar() == 1801
+        assert children.scalar() == 901
 
 
 @pytest.mark.parametrize(

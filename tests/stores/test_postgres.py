@@ -81,13 +81,13 @@ async def test_legacy_rows_without_markers_are_returned_and_parents_excluded(
     assert {r.id for r in escape} == {"legacy-child", "legacy-parent", "legacy-pchunk"}
 
 
-async def test_exactly_limit_under_selective_filter_on_10k_children(pg_dsn: str) -> None:
+async def test_exactly_limit_under_selective_filter_on_5k_children(pg_dsn: str) -> None:
     dim = 16
     store = PgVectorStore(dsn=pg_dsn, table=unique_table("scale"), dimension=dim, embedding=None)
     rng = random.Random(7)
     docs, vectors = [], []
-    for i in range(10_000):
-        tenant = "rare" if i % 100 == 0 else "common"  # 1 % of the rows
+    for i in range(5_000):
+        tenant = "rare" if i % 100 == 0 else "common"  # 1 % of the rows: 50
         docs.append(
             _doc(
                 f"row {i}", document_id=f"d{i // 50}", tenant=tenant, start_index=i, end_index=i + 1

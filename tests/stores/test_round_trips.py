@@ -13,8 +13,9 @@ would prefer a full scan without those settings (37 ms against 6.5 ms at 10k row
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import numpy as np
@@ -41,23 +42,42 @@ DOC = "\n\n".join(
 )
 
 
+@pytest.fixture(scope="module")
+def policy_table(pg_dsn: str, embeddings) -> Iterator[str]:
+    """The policy document ingested once for the module (read only); its collection."""
+    table = unique_table("rt")
+
+    async def build() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
+                [Document(page_content=DOC, metadata={"document_id": "policy"})],
+                vector_store=store,
+                parent_chunk_threshold_tokens=800,
+                parent_chunk_size_tokens=800,
+                parent_chunk_overlap_tokens=0,
+            )
+
+    async def drop() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await store.drop()
+
+    asyncio.run(build())
+    yield table
+    asyncio.run(drop())
+
+
 @pytest.fixture
-async def counted(pg_dsn: str, embeddings) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
-    """A store whose traffic, on its engine and on its read pool, is counted."""
+async def counted(
+    pg_dsn: str, embeddings, policy_table: str
+) -> AsyncIterator[tuple[PgVectorStore, RoundTripProxy]]:
+    """A store of its own on the policy collection, whose traffic, on its engine and on its
+    read pool, is counted."""
     proxy = RoundTripProxy(pg_dsn)
-    store = PgVectorStore(dsn=await proxy.start(), table=unique_table("rt"), embedding=embeddings)
+    store = PgVectorStore(dsn=await proxy.start(), table=policy_table, embedding=embeddings)
     await store.connect()
-    await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
-        [Document(page_content=DOC, metadata={"document_id": "policy"})],
-        vector_store=store,
-        parent_chunk_threshold_tokens=800,
-        parent_chunk_size_tokens=800,
-        parent_chunk_overlap_tokens=0,
-    )
     try:
         yield store, proxy
     finally:
-        await store.drop()
         await store.close()
         await proxy.stop()
 
@@ -182,15 +202,13 @@ def _index_names(plan: Any) -> set[str]:
     return found
 
 
-@pytest.fixture
-async def random_rows(pg_dsn: str) -> AsyncIterator[PgVectorStore]:
+@pytest.fixture(scope="module")
+def random_table(pg_dsn: str) -> Iterator[str]:
+    """3,000 random unit vectors, analysed, built once for the module (read only)."""
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((3000, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    # pg_textsearch asked for by name: the hybrid plan below must use its index.
-    store = PgVectorStore(
-        dsn=pg_dsn, table=unique_table("plan"), dimension=384, lexical_backend="pg_textsearch"
-    )
+    table = unique_table("plan")
     docs = [
         Document(
             page_content=f"row {i}",
@@ -198,14 +216,35 @@ async def random_rows(pg_dsn: str) -> AsyncIterator[PgVectorStore]:
         )
         for i in range(len(vectors))
     ]
-    await store.add_documents(docs, embeddings=list(vectors))
-    engine, _ = await store.ready()
-    async with engine.begin() as conn:
-        await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
+
+    async def build() -> None:
+        async with _plan_store(pg_dsn, table) as store:
+            await store.add_documents(docs, embeddings=list(vectors))
+            engine, _ = await store.ready()
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
+
+    async def drop() -> None:
+        async with _plan_store(pg_dsn, table) as store:
+            await store.drop()
+
+    asyncio.run(build())
+    yield table
+    asyncio.run(drop())
+
+
+def _plan_store(pg_dsn: str, table: str) -> PgVectorStore:
+    # pg_textsearch asked for by name: the hybrid plan below must use its index.
+    return PgVectorStore(dsn=pg_dsn, table=table, dimension=384, lexical_backend="pg_textsearch")
+
+
+@pytest.fixture
+async def random_rows(pg_dsn: str, random_table: str) -> AsyncIterator[PgVectorStore]:
+    """A store of its own (its own connections and prepared statements) on the table."""
+    store = _plan_store(pg_dsn, random_table)
     try:
         yield store
     finally:
-        await store.drop()
         await store.close()
 
 

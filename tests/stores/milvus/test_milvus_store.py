@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -190,9 +191,14 @@ def test_cli_ingest_and_ask_on_milvus_lite(tmp_path: Path) -> None:
             timeout=300,
         )
 
-    ingest = cli("ingest", str(REPO_ROOT / "examples" / "corpus"))
+    # A folder of the README's corpus, with only the document the question is about (the
+    # other four cost a third of the test and are found by the PostgreSQL CLI tests).
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(REPO_ROOT / "examples" / "corpus" / "employee-handbook.md", corpus)
+    ingest = cli("ingest", str(corpus))
     assert ingest.returncode == 0, ingest.stderr
-    assert "ingested 5 document(s)" in ingest.stdout
+    assert "ingested 1 document(s)" in ingest.stdout
     asked = cli("ask", "How will I be paid, and when?", "--expand", "--json")
     assert asked.returncode == 0, asked.stderr
     out = json.loads(asked.stdout)

@@ -1,22 +1,7 @@
 """A langchain-core retriever over the parrot-parents pipeline.
 
-``ParentChildRetriever`` runs search -> rerank -> expansion -> packing through a
-:class:`~parrot_parents.bots.chatbot.Chatbot` and returns one LangChain ``Document`` per
-passage, in context order::
-
-    from parrot_parents.integrations.langchain import ParentChildRetriever
-
-    retriever = ParentChildRetriever.from_bot("hr", budget=2000)   # a row of the bots table
-    docs = retriever.invoke("How will I be paid, and when?")
-    docs[0].metadata  # {"source", "start_index", "section_path", "page", "score", ...}
-
-Both paths are native: ``invoke`` runs the bot's coroutine on the package's loop thread
-(:func:`parrot_parents.sync.run_sync`, the bot's ``*_sync`` path), ``ainvoke`` awaits the
-bot on the caller's loop. Either works with a bot made on any loop (its store keeps
-connection pools per event loop, :mod:`parrot_parents.sync`), and ``invoke`` inside a
-running loop too. A retriever made by :meth:`ParentChildRetriever.from_bot` (on the
-package's loop) awaits the bot there in ``ainvoke``, without blocking the caller's loop;
-:meth:`ParentChildRetriever.afrom_bot` loads it on the running loop.
+``ParentChildRetriever`` returns one LangChain ``Document`` per passage, in context order.
+Usage and the loops ``invoke``/``ainvoke`` run on: docs/integrations.md ("LangChain").
 """
 
 from __future__ import annotations

@@ -70,13 +70,10 @@ class EvalConfig:
             overrides the default described under ``parent_size``.
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
         late_chunking: embed children with late chunking; None keeps the loader default.
-        expand_to_parent, limit, filter, rerank_candidates, budget, mode, search_mode,
-            rrf_k, dense_weight, lexical_weight, trim, prf: the per-call retrieval options of
-            every
+        expand_to_parent, limit, filter, ...: the per-call retrieval options of every
             question, one field per field of
-            :class:`~parrot_parents.retrieval.options.RetrievalOptions` (a test holds
-            them to it); None (default) keeps the package default, so that an evaluation
-            with nothing set measures what ``Chatbot()`` does.
+            :class:`~parrot_parents.retrieval.options.RetrievalOptions`; None (default)
+            keeps the package default, as ``Chatbot()`` does.
         reranker: cross-encoder model name or directory; None for no reranking.
         model: embedding model name or directory; None for all-MiniLM-L6-v2.
         dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.

@@ -60,19 +60,16 @@ class ParentChildRetriever(BaseRetriever):
     Attributes:
         bot: the :class:`Chatbot` that runs the pipeline (its store, parent searcher,
             reranker and settings).
-        options: the per-call options of ``Chatbot.get_vector_context``
-            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`: ``budget`` in
-            characters of passage text, ``mode``, ``search_mode``...). They may also be
-            given as keyword arguments (``ParentChildRetriever(bot=bot, budget=2000)``);
-            unset ones leave the bot's setting, then the package default. Keyword
+        options: the per-call options
+            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`), also given as
+            keyword arguments (``ParentChildRetriever(bot=bot, budget=2000)``); keyword
             arguments of ``invoke``/``ainvoke`` override them for one call.
         on_package_loop: the bot was built on the package's loop thread (``from_bot``);
             ``ainvoke`` then awaits it there.
 
     Raises:
-        ConfigurationError: an unknown option or a bad value (at construction, naming the
-            option, as :class:`~parrot_parents.retrieval.options.RetrievalOptions` does),
-            or, at query time, a bad override or an empty question.
+        ConfigurationError: an unknown option or a bad value (at construction), or, at
+            query time, a bad override or an empty question.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

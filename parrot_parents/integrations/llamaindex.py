@@ -51,10 +51,8 @@ class ParentChildLlamaRetriever(BaseRetriever):
     Args:
         bot: the :class:`Chatbot` that runs the pipeline.
         on_package_loop: the bot was built on the package's loop thread (``from_bot``).
-        **options: the per-call options of ``Chatbot.get_vector_context``
-            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`: ``budget`` in
-            characters, ``mode``, ``search_mode``...); unset ones fall back to the bot's
-            settings, then the package defaults.
+        **options: the per-call options
+            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`).
 
     Raises:
         ConfigurationError: an unknown option or a bad value (at construction).

@@ -1,12 +1,8 @@
 """The hook through which an ingestion strategy adds indexed rows to a document's write.
 
-A loader given a :class:`RowIndexer` calls it once per batch of documents, after their
-hierarchies are built and embedded and before they are written. The indexer returns the
-indexed rows of each document (``document_type: "indexed"``, see
-:mod:`parrot_parents.stores.records.markers`); it may mark children ``searchable: false`` when
-their text is indexed only through those rows. The rows are written in the same
-transaction as the document's hierarchy, so a re-ingest replaces them too.
-
+A loader calls its :class:`RowIndexer` once per batch of documents, after their
+hierarchies are embedded and before they are written (in the same transaction), for the
+indexed rows of each document (:mod:`parrot_parents.stores.records.markers`).
 :class:`ChunkIndexer` is what every indexer shares; the model-backed strategies
 (:mod:`parrot_parents.strategies`) live above the loaders, which never call a model.
 """

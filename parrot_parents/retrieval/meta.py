@@ -47,12 +47,8 @@ class Fallback:
 
 @dataclass(frozen=True)
 class ChildScore:
-    """One kept child: its id, search score (:attr:`Hit.score`: fused RRF value in hybrid
-    mode, cosine similarity in dense mode), rerank score, rank, its rank and score in each
-    search branch (1-based rank; cosine similarity, BM25; None when absent from it), its
-    parent id, its document and character offsets, and (``via``, ``via_kind``) the indexed
-    row that matched, when an ingestion strategy's text was hit rather than the child
-    itself."""
+    """One kept child: the fields of its :class:`Hit` (scores, ranks, offsets in
+    characters, the indexed row it came through) that ``meta["children"]`` reports."""
 
     id: str
     score: float | None

@@ -241,7 +241,7 @@ def pack(
     trim: bool = False,
     query: np.ndarray | None = None,
 ) -> PackResult:
-    """Pack the hits and their passages into ``budget`` characters (module docstring).
+    """Pack the hits and their passages into ``budget`` characters (docs/architecture.md).
 
     Args:
         passages: expanded passages, best first; each lists its hits in ``child_ids``.

@@ -159,7 +159,7 @@ def build_rows(
     preamble: bool,
     document_layer: bool = False,
 ) -> tuple[list[Document], list[ChunkInfo]]:
-    """Parents and children of one structured document (module docstring).
+    """Parents and children of one structured document (docs/architecture.md).
 
     ``base`` is the metadata every row starts from (``document_id`` included). Children
     come back in document order with ``chunk_index`` 0, 1, 2…

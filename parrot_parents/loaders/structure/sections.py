@@ -66,7 +66,7 @@ def _lstrip(text: str, start: int, end: int) -> int:
 
 
 def segments(text: str, headings: tuple[Heading, ...] | list[Heading]) -> list[Segment]:
-    """The segments of ``text`` (module docstring), in order; blank ones are left out."""
+    """The segments of ``text``, in order; blank ones are left out (docs/architecture.md)."""
     out: list[Segment] = []
     ordered = sorted(headings, key=lambda h: h.start)
     first = ordered[0].start if ordered else len(text)
@@ -111,7 +111,7 @@ def _close(node: _Node, end: int) -> None:
 
 
 def plan_units(text: str, segs: list[Segment], *, min_chars: int, max_chars: int) -> list[Unit]:
-    """The units of ``text`` (module docstring), in document order, without overlaps."""
+    """The units of ``text`` (docs/architecture.md), in document order, without overlaps."""
     by_start = {s.start: s for s in segs}
     root = _tree(text, segs)
     preface = segs[0] if segs and segs[0].level == 0 else None

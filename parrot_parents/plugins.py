@@ -1,31 +1,11 @@
 """The one plugin registry: type names a bot row may use, mapped to classes.
 
-A row of the ``bots`` table configures its parent searcher and reranker with JSON such as
-``{"type": "cross_encoder", "model": "/models/ms-marco", "batch_size": 16}``. The ``type``
-is looked up **by name** in a :class:`Registry`; a row can never name an import path, so
-whoever can write the table cannot make the server import code of their choosing.
-
-Where a name is found, in this order:
-
-1. classes registered in code with :meth:`Registry.register`;
-2. the built-in types (``in_table`` and ``milvus`` for parent searchers, ``cross_encoder``
-   for rerankers);
-3. entry points of installed packages, in the groups ``parrot_parents.parent_searchers``
-   and ``parrot_parents.rerankers``. Installing a package is the trusted act that adds a type;
-   its ``pyproject.toml`` declares, for example::
-
-       [project.entry-points."parrot_parents.rerankers"]
-       my_reranker = "my_package.rerankers:MyReranker"
-
-The keys a type accepts come from the class's own ``config_model`` (a pydantic model kept
-beside the class), or, when it has none, from the keyword parameters of its ``__init__``
-(their annotations give the types; resources such as ``store`` are injected by the loader,
-never read from the row).
-
-This module knows no kind of plugin, and imports none: each kind's own module makes its
-registry with its base class (:data:`parrot_parents.rerankers.abstract.RERANKERS`,
-:data:`parrot_parents.stores.parents.abstract.PARENT_SEARCHERS`), and names its built-ins,
-which import that module, as ``"module:Class"`` strings, imported on first use.
+A row's ``{"type": ...}`` is looked up **by name** in a :class:`Registry`, never as an
+import path, so whoever can write the table cannot make the server import code. A name is
+found among classes registered with :meth:`Registry.register`, then the built-ins, then
+the entry points ``parrot_parents.parent_searchers`` / ``parrot_parents.rerankers``. The
+keys a type accepts come from its ``config_model``, else its ``__init__`` keywords. This
+module knows no kind of plugin: docs/architecture.md ("Plugins"), docs/service.md ("The row").
 """
 
 from __future__ import annotations

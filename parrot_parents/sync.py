@@ -1,23 +1,12 @@
-"""Run the package's coroutines from code that has no event loop (scripts, notebooks
-without top-level await, WSGI apps), and from code inside one that cannot ``await``.
+"""Run the package's coroutines from code that has no event loop, or inside one that cannot
+``await``.
 
-Every ``*_sync`` twin (``bot.get_vector_context_sync``, ``loader.ingest_sync``,
-``store.close_sync``...) runs its coroutine on one private event loop in a daemon thread
-(the package's loop) and blocks the calling thread until it ends. The rule:
-
-* **Anywhere is fine.** A twin may be called with no loop running, or from inside a
-  running loop (an ``async def``, Jupyter, a web handler): it never touches the caller's
-  loop, only blocks it for the call's duration (``await`` the async method there when
-  other tasks must keep running meanwhile).
-* **One object serves every loop.** A store (and so a bot) keeps one set of connection
-  pools per event loop it is used from
-  (:mod:`parrot_parents.stores.postgres.connections.per_loop`): the
-  ``*_sync`` twins, ``await`` in your own loop and each ``asyncio.run`` may be mixed in
-  any order on the same object. Each loop used costs its own connections (a store's pools
-  keep up to 5 + 5); ``close()`` releases those of every loop.
-* The one thing refused is calling a twin from a coroutine that runs *on the package's
-  loop* itself: it would wait for itself, so :func:`run_sync` raises ``RuntimeError``
-  telling to ``await``.
+Every ``*_sync`` twin runs its coroutine on one private event loop in a daemon thread (the
+package's loop) and blocks the calling thread until it ends, so it may be called anywhere;
+a store keeps connection pools per event loop, so twins, ``await`` and ``asyncio.run`` mix
+on one object (README, "Use it from Python"). Calling a twin from a coroutine running
+on the package's loop itself would wait for itself: :func:`run_sync` raises
+``RuntimeError`` telling to ``await``.
 """
 
 from __future__ import annotations

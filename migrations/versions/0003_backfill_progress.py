@@ -1,8 +1,7 @@
 """Backfill checkpoints: where the marker backfill of each collection got to.
 
-See :mod:`parrot_parents.stores.postgres.collections.backfill`; one row per collection, updated in
-the same
-transaction as each batch, so an interrupted run resumes after its last committed batch.
+One row per collection, updated in each batch's transaction
+(:mod:`parrot_parents.stores.postgres.collections.backfill`).
 
 Revision ID: 0003
 Revises: 0002

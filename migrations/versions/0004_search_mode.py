@@ -1,12 +1,8 @@
 """Hybrid search: per-bot search settings, and a lexical index on the named collections.
 
-The bot columns are nullable: NULL follows the package default (``search_mode``,
-``rrf_k``, ``dense_weight``, ``lexical_weight`` of
-:mod:`parrot_parents.retrieval.options`). Collections named with ``--collection`` get
-their ``lexical`` column, GIN index and BM25 statistics
-(:func:`parrot_parents.stores.postgres.search.lexical.ensure_lexical`); other collections get them
-when a
-store with ``create=True`` (``ingest``) opens them.
+The bot columns are nullable: NULL follows the package default. Collections named with
+``--collection`` get their lexical column, GIN index and BM25 statistics; others get them
+when a store with ``create=True`` opens them.
 
 Revision ID: 0004
 Revises: 0003

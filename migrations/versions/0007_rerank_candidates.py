@@ -1,8 +1,6 @@
 """A bot's ``rerank_candidates``: children searched before reranking.
 
-NULL follows the package default (4 x the limit; see
-:mod:`parrot_parents.retrieval.options`), so existing rows keep their behaviour. The range
-check is the option's (1..1000).
+NULL follows the package default, so existing rows keep their behaviour.
 
 Revision ID: 0007
 Revises: 0006

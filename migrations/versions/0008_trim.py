@@ -1,7 +1,6 @@
 """A bot's ``trim``: sentence trimming of the hits under a context budget.
 
-NULL follows the package default (on; see :mod:`parrot_parents.retrieval.options`), so
-existing rows take the default as they take every other unset option.
+NULL follows the package default, so existing rows keep their behaviour.
 
 Revision ID: 0008
 Revises: 0007

@@ -1,7 +1,6 @@
 """A bot's ``prf``: pseudo-relevance feedback (RM3) in the lexical branch.
 
-NULL follows the package default (off; see :mod:`parrot_parents.retrieval.options`), so
-existing rows keep their behaviour.
+NULL follows the package default, so existing rows keep their behaviour.
 
 Revision ID: 0009
 Revises: 0008

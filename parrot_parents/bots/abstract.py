@@ -22,27 +22,18 @@ __all__ = ["AbstractBot"]
 class AbstractBot:
     """Holds a bot's retrieval configuration; validated at construction.
 
-    The settings are the defaults of the per-call options, with the same limits
-    (:mod:`parrot_parents.retrieval.options`); resolution is per call, then the bot,
-    then the package default. They are every option but ``filter``, named as in
-    :data:`~parrot_parents.bots.settings.SETTING_NAMES` (the keyword arguments below are
-    spelled out for the type checker; a test holds them to the options).
-
     Attributes:
         name: the bot's name.
         store: the vector store searched for children.
         parent_searcher: every read expansion needs; default None (spec FEAT-128).
-        expand_to_parent, context_search_limit, rerank_candidates, context_budget,
-            expansion_mode, search_mode, rrf_k, dense_weight, lexical_weight, trim, prf:
-            the defaults of the per-call options of the same names (``limit``, ``budget``
-            and ``mode`` for the three spelled as in the spec), with their limits and units
-            (``context_budget`` in characters of passage text); None: the package default
-            (:mod:`parrot_parents.retrieval.options`).
+        expand_to_parent, context_search_limit, ..., prf: the bot's defaults of the
+            per-call options (every one but ``filter``, named as in
+            :data:`~parrot_parents.bots.settings.SETTING_NAMES`), with their limits and
+            units (:mod:`parrot_parents.retrieval.options`); None: the package default.
         reranker: optional cross-encoder reranker applied to the children.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
-        settings: the validated ``bots`` row the bot was built from (its retrieval
-            settings are also given one by one above); None (default) for a bot made in
-            code. :attr:`description` and :attr:`collection` come from it.
+        settings: the validated ``bots`` row the bot was built from; None (default) for a
+            bot made in code. :attr:`description` and :attr:`collection` come from it.
 
     Raises:
         ConfigurationError: a bad setting (the message names it), or

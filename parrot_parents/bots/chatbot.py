@@ -35,11 +35,9 @@ class Chatbot(AbstractBot):
     When only ``parent_searcher`` is given, the bot searches that searcher's store.
     A bot can also come from a row of the ``bots`` table: :meth:`from_database`.
 
-    Every retrieval method takes the per-call options of
-    :class:`~parrot_parents.retrieval.options.RetrievalOverrides` as keyword arguments
-    (``expand_to_parent``, ``limit``, ``filter``, ``rerank_candidates``, ``budget``,
-    ``mode``) or as one ``options`` object; they resolve per call, then the bot's setting,
-    then the default. Each has a ``*_sync`` twin for code without an event loop.
+    Every retrieval method takes the per-call options
+    (:mod:`parrot_parents.retrieval.options`) as keyword arguments or as one ``options``
+    object, and has a ``*_sync`` twin for code without an event loop.
     """
 
     llm: ChatCompletionsClient | None = None
@@ -103,7 +101,7 @@ class Chatbot(AbstractBot):
         Args:
             question: the user's question.
             options: per-call options as one object; keyword ``overrides`` win over it.
-            **overrides: per-call options (see the class docstring); None means unset.
+            **overrides: per-call options (:mod:`parrot_parents.retrieval.options`).
 
         Returns:
             :class:`~parrot_parents.retrieval.pipeline.Retrieval`.

@@ -1,15 +1,10 @@
 """``BotManager``: the enabled rows of the ``bots`` table, loaded as :class:`Chatbot`s.
 
-* **Isolation.** Each row is validated and built on its own. A bad row (invalid config,
-  missing collection, unloadable model) is recorded in :attr:`BotManager.errors` and
-  logged; it never stops the other bots from loading.
-* **Reload.** :meth:`BotManager.refresh` re-reads only the rows that changed since the last
-  load (every write changes a row's version), so flipping ``expand_to_parent`` takes
-  effect at the next refresh without a restart; :meth:`BotManager.reload` rebuilds all.
-* **Sharing.** Bots on the same collection share one store; all PostgreSQL stores and the
-  bots table share one engine (one connection pool per server), and one embedding model.
-  The manager owns the stores: a bot's ``close()`` leaves a shared store open,
-  :meth:`BotManager.close` closes them.
+Each row is built on its own: a bad one is recorded in :attr:`BotManager.errors` and never
+stops the others. :meth:`BotManager.refresh` re-reads only the rows whose version changed,
+so an edited row applies without a restart. Bots on one collection share a store, and all
+share one engine and one embedding model; the manager owns the stores, so a bot's
+``close()`` leaves a shared store open and :meth:`BotManager.close` closes them.
 """
 
 from __future__ import annotations

@@ -1,32 +1,13 @@
 """Strict configuration of a database-driven bot: one row of the ``bots`` table.
 
-:func:`validate_bot` is the single gate every row passes, when it is loaded
-(:class:`~parrot_parents.bots.manager.BotManager`, ``Chatbot.from_database``) and when it
-is written (:class:`~parrot_parents.bots.repository.BotRepository`, the ``bots`` CLI, the
-HTTP API). It rejects unknown keys, wrong types (no coercion: ``"5"`` is not an int) and
-out-of-range values, and raises one :class:`~parrot_parents.errors.BotConfigError` naming
-the bot and every bad key.
-
-A row, with defaults::
-
-    name                    required; 1-63 of [A-Za-z0-9_.-], starting with a letter/digit
-    description             ""          (at most 2000 characters)
-    collection              required; the table searched (a SQL identifier)
-    expand_to_parent        False
-    expansion_mode          "parent"    | "auto_merge:T" (0 < T <= 1) | "window:N" (N >= 1)
-    context_search_limit, rerank_candidates, context_budget, search_mode, rrf_k,
-    dense_weight, lexical_weight, trim, prf
-                            None        the package default; limits, units (a budget in
-                                        characters) and defaults as in the options' table
-                                        (:mod:`parrot_parents.retrieval.options`)
-    reranker_config         None        {"type": "cross_encoder", "model": ..., ...}
-    parent_searcher_config  {"type": "in_table"}
-    enabled                 True
-
-The retrieval settings are the per-call options of
-:class:`~parrot_parents.retrieval.options.RetrievalOptions` but ``filter`` (a per-call
-option), named as in :data:`SETTING_NAMES`: ``limit``, ``budget`` and ``mode`` keep the
-spec's names ``context_search_limit``, ``context_budget`` and ``expansion_mode``.
+:func:`validate_bot` is the single gate every row passes, when it is loaded and when it is
+written (repository, CLI, HTTP API). It rejects unknown keys, wrong types (no coercion:
+``"5"`` is not an int) and out-of-range values, and raises one
+:class:`~parrot_parents.errors.BotConfigError` naming the bot and every bad key. The row's
+columns and defaults: docs/service.md ("The row"). The retrieval settings are the options
+of :mod:`parrot_parents.retrieval.options` but ``filter``, named as in
+:data:`SETTING_NAMES` (``limit``, ``budget`` and ``mode`` are ``context_search_limit``,
+``context_budget`` and ``expansion_mode``).
 """
 
 from __future__ import annotations

@@ -165,11 +165,8 @@ def add_retrieval_options(
 ) -> None:
     """The flags of :data:`RETRIEVAL_FLAGS`, for ``ask``, ``eval`` and ``bots add``.
 
-    Each lands in ``args.<option>`` (``args.expand_to_parent``, ``args.limit``...), None
-    when not given: then the bot's setting, else the package default, applies. Values are
-    checked by the one options definition (:mod:`parrot_parents.retrieval.options`)
-    where they are used, so the CLI accepts and refuses exactly what the Python API and
-    the HTTP service do.
+    Each lands in ``args.<option>``, None when not given; values are checked where they
+    are used, by :mod:`parrot_parents.retrieval.options`.
 
     Args:
         flags: other spellings of some flags, by option (``bots add`` spells two as the

@@ -1,11 +1,6 @@
-"""``parrot-parents eval``: measure a retriever configuration on a question set.
+"""``parrot-parents eval``: maps its options to an :class:`~parrot_parents.eval.runner.EvalConfig`.
 
-    parrot-parents eval --questions Q.csv --corpora DIR --out run.jsonl [options]
-
-Ingests ``DIR/<corpus_id>.md`` into a fresh collection, runs every question through the
-bot, writes the run file (the shared scorer's format) and prints the scores and timings.
-All logic lives in :mod:`parrot_parents.eval`; this module only maps options to an
-:class:`~parrot_parents.eval.runner.EvalConfig`.
+All logic lives in :mod:`parrot_parents.eval`; the command is described by its ``--help``.
 """
 
 from __future__ import annotations

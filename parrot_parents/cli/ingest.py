@@ -23,6 +23,7 @@ from parrot_parents.loaders.defaults import (
 )
 
 if TYPE_CHECKING:
+    from parrot_parents.loaders.abstract import ParentSizes
     from parrot_parents.strategies.spec import StrategySpec
 
 __all__ = ["register"]
@@ -167,7 +168,7 @@ def loader_options(args: argparse.Namespace) -> LoaderOptions:
     return kwargs
 
 
-def parent_sizes(args: argparse.Namespace, spec: StrategySpec | None = None) -> dict[str, int]:
+def parent_sizes(args: argparse.Namespace, spec: StrategySpec | None = None) -> ParentSizes:
     """The parent sizes given, else those of the strategy's group, else the defaults."""
     group = spec.parent_size(args.child_size) if spec is not None else None
     return {
@@ -229,7 +230,6 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
-        failed_before = len(loader.report.failed)
         with tqdm(
             total=len(docs),
             unit="doc",
@@ -241,13 +241,8 @@ async def run(args: argparse.Namespace) -> int:
             bulk = await wants_bulk_load(store, args.bulk) if docs else False
             bar.set_description_str("ingest (splitting)")
             try:
-                rows = await loader.chunk_documents(
-                    docs,
-                    vector_store=store,
-                    progress=events,
-                    skip_unchanged=True,
-                    bulk_load=bulk,
-                    **sizes,
+                report = await loader.ingest(
+                    store, documents=docs, progress=events, bulk_load=bulk, **sizes
                 )
             except asyncio.CancelledError:
                 # Ctrl-C: say what is stored. Each document is written whole or not at all.
@@ -262,21 +257,20 @@ async def run(args: argparse.Namespace) -> int:
         await store.close()
         if indexer is not None:
             await indexer.close()
-    children = sum(1 for r in rows if r.metadata.get("is_chunk"))
-    unchanged = loader.report.unchanged
-    stored = len(docs) - (len(loader.report.failed) - failed_before) - len(unchanged)
+    unchanged = report.unchanged
     skipped = f"; {len(unchanged)} unchanged, skipped" if unchanged else ""
     print(
-        f"ingested {stored} document(s) into {args.collection!r}: "
-        f"{len(rows) - children} parent row(s), {children} child row(s)"
-        + (f", {loader.report.indexed} indexed row(s)" if indexer is not None else "")
+        f"ingested {report.documents} document(s) into {args.collection!r}: "
+        f"{report.parents} parent row(s), {report.children} child row(s)"
+        + (f", {report.indexed} indexed row(s)" if indexer is not None else "")
         + skipped
     )
-    if loader.report.index_build_seconds is not None:
-        print(f"built the vector index in {loader.report.index_build_seconds:.1f} s (bulk load)")
+    if report.index_build_seconds is not None:
+        print(f"built the vector index in {report.index_build_seconds:.1f} s (bulk load)")
     if args.strategy is not None or indexer is not None:
-        report = loader.report.strategy or free_report(spec, children, len(rows) - children)
-        print(describe_strategy(report))
+        print(
+            describe_strategy(report.strategy or free_report(spec, report.children, report.parents))
+        )
         if not spec.indexes_rows:
             flags = " ".join(
                 f"--mode {v}" if k == "mode" else ("--expand" if v else "--no-expand")

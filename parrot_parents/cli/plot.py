@@ -1,11 +1,4 @@
-"""``parrot-parents plot``: overlay the recall-versus-budget curves of several runs.
-
-    parrot-parents plot RUN... --questions Q.csv --labels L... --out FILE.png
-
-Each RUN is a run file (JSONL, the shared scorer's format), scored by the scorer's cut at
-every budget; or ``B=FILE,B=FILE,...``: one run retrieved per budget B (``eval --budget
-B``), each scored at its own budget. All logic is in :mod:`parrot_parents.eval.plot`.
-"""
+"""``parrot-parents plot``: the command line of :mod:`parrot_parents.eval.plot` (see ``--help``)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """Recall against the character budget: curves from run files, drawn with matplotlib.
 
-A *curve* is recall@Bc (see :mod:`parrot_parents.eval.scorer`) at each budget B, in
-characters. It comes from either
-
-* one run: the scorer cuts the run's passages, in rank order, at every B
-  (:func:`curve_from_run`); this is the curve of a retriever that ignores the budget, or
-* one run per budget, each retrieved with that budget (``eval --budget B``): the point at
-  B is the recall@Bc of the run packed for B (:func:`curve_from_budget_runs`).
-
-Both use the package's scorer, which agrees with ``shared/benchmarks/score.py``.
-
-matplotlib is an optional dependency (``pip install "parrot-parents[plots]"``); it is
-imported only when a figure is drawn.
+A curve is recall@Bc at each budget B (characters), from one run cut at every B
+(:func:`curve_from_run`) or from one run retrieved per budget (:func:`curve_from_budget_runs`).
+matplotlib (extra ``[plots]``) is imported only when a figure is drawn.
 """
 
 from __future__ import annotations

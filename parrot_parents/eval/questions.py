@@ -1,21 +1,9 @@
 """Question sets: a CSV of questions with character-span references, and their corpora.
 
-Format (the one of the shared chunking benchmark)::
-
-    question,references,corpus_id
-    "How long is the notice?","[{""content"": ""thirty days"", ""start_index"": 812,
-    ""end_index"": 823}]",contracts
-
-(one CSV record; a quoted field may span lines).
-
-* ``question``: the text sent to the retriever.
-* ``references``: a JSON list of ``{"content", "start_index", "end_index"}``. The indices
-  are **character** offsets (Python ``str`` indices, end exclusive) into the corpus file
-  read as UTF-8; ``content`` is optional and, when given, must equal that slice.
-* ``corpus_id``: the corpus file's name without its suffix (``contracts`` for
-  ``corpora/contracts.md``).
-
-The question's ``qid`` is its 0-based row index, as in run files.
+Columns ``question``, ``references`` (a JSON list of ``{"content", "start_index",
+"end_index"}``, **character** offsets into the corpus file read as UTF-8, end exclusive;
+``content``, when given, must equal that slice) and ``corpus_id`` (the corpus file's name
+without its suffix): docs/evaluation.md. A question's ``qid`` is its 0-based row index.
 """
 
 from __future__ import annotations

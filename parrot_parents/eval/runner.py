@@ -1,21 +1,10 @@
 """Run a question set through the real ingest and query pipeline, and score it.
 
-One evaluation:
-
-1. reads every ``<corpus_id>.md`` (or ``.txt``) of the corpora directory and checks the
-   questions' references against those texts;
-2. ingests each file as one document (``document_id`` = corpus id) into a **fresh**
-   collection: a new, uniquely named table, dropped afterwards unless ``keep``. All
-   corpora share that collection and no question is filtered to its corpus;
-3. sends every question through :meth:`Chatbot.retrieve`, the pipeline behind
-   ``get_vector_context`` (search, rerank, expansion), and records the passages in the
-   order they are handed to the LLM, as character spans of the corpus files;
-4. writes the run file and scores it with :mod:`parrot_parents.eval.scorer`.
-
-Timings: ingest wall time (hierarchy, embedding, writes; model loading excluded) and
-tokens/s, where tokens are the embedding tokenizer's tokens of the corpus text without
-special tokens (the same count for every configuration); per-question wall time of
-``retrieve`` in milliseconds (query embedding included) after one untimed warm-up query.
+All corpora go into one fresh collection (dropped afterwards unless ``keep``); every
+question goes through :meth:`Chatbot.retrieve`, its passages are recorded as character
+spans of the corpus files, and the run file is scored with :mod:`parrot_parents.eval.scorer`.
+Ingest time excludes model loading; tokens are the embedding tokenizer's, without special
+tokens; query time (ms) follows one untimed warm-up query. docs/evaluation.md has the rest.
 """
 
 from __future__ import annotations
@@ -81,13 +70,10 @@ class EvalConfig:
             overrides the default described under ``parent_size``.
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
         late_chunking: embed children with late chunking; None keeps the loader default.
-        expand_to_parent, limit, filter, rerank_candidates, budget, mode, search_mode,
-            rrf_k, dense_weight, lexical_weight, trim, prf: the per-call retrieval options of
-            every
+        expand_to_parent, limit, filter, ...: the per-call retrieval options of every
             question, one field per field of
-            :class:`~parrot_parents.retrieval.options.RetrievalOptions` (a test holds
-            them to it); None (default) keeps the package default, so that an evaluation
-            with nothing set measures what ``Chatbot()`` does.
+            :class:`~parrot_parents.retrieval.options.RetrievalOptions`; None (default)
+            keeps the package default, as ``Chatbot()`` does.
         reranker: cross-encoder model name or directory; None for no reranking.
         model: embedding model name or directory; None for all-MiniLM-L6-v2.
         dsn: PostgreSQL DSN; None for ``$PARROT_PARENTS_DSN`` or the embedded server.

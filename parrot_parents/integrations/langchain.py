@@ -1,22 +1,7 @@
 """A langchain-core retriever over the parrot-parents pipeline.
 
-``ParentChildRetriever`` runs search -> rerank -> expansion -> packing through a
-:class:`~parrot_parents.bots.chatbot.Chatbot` and returns one LangChain ``Document`` per
-passage, in context order::
-
-    from parrot_parents.integrations.langchain import ParentChildRetriever
-
-    retriever = ParentChildRetriever.from_bot("hr", budget=2000)   # a row of the bots table
-    docs = retriever.invoke("How will I be paid, and when?")
-    docs[0].metadata  # {"source", "start_index", "section_path", "page", "score", ...}
-
-Both paths are native: ``invoke`` runs the bot's coroutine on the package's loop thread
-(:func:`parrot_parents.sync.run_sync`, the bot's ``*_sync`` path), ``ainvoke`` awaits the
-bot on the caller's loop. Either works with a bot made on any loop (its store keeps
-connection pools per event loop, :mod:`parrot_parents.sync`), and ``invoke`` inside a
-running loop too. A retriever made by :meth:`ParentChildRetriever.from_bot` (on the
-package's loop) awaits the bot there in ``ainvoke``, without blocking the caller's loop;
-:meth:`ParentChildRetriever.afrom_bot` loads it on the running loop.
+``ParentChildRetriever`` returns one LangChain ``Document`` per passage, in context order.
+Usage and the loops ``invoke``/``ainvoke`` run on: docs/integrations.md ("LangChain").
 """
 
 from __future__ import annotations
@@ -75,19 +60,16 @@ class ParentChildRetriever(BaseRetriever):
     Attributes:
         bot: the :class:`Chatbot` that runs the pipeline (its store, parent searcher,
             reranker and settings).
-        options: the per-call options of ``Chatbot.get_vector_context``
-            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`: ``budget`` in
-            characters of passage text, ``mode``, ``search_mode``...). They may also be
-            given as keyword arguments (``ParentChildRetriever(bot=bot, budget=2000)``);
-            unset ones leave the bot's setting, then the package default. Keyword
+        options: the per-call options
+            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`), also given as
+            keyword arguments (``ParentChildRetriever(bot=bot, budget=2000)``); keyword
             arguments of ``invoke``/``ainvoke`` override them for one call.
         on_package_loop: the bot was built on the package's loop thread (``from_bot``);
             ``ainvoke`` then awaits it there.
 
     Raises:
-        ConfigurationError: an unknown option or a bad value (at construction, naming the
-            option, as :class:`~parrot_parents.retrieval.options.RetrievalOptions` does),
-            or, at query time, a bad override or an empty question.
+        ConfigurationError: an unknown option or a bad value (at construction), or, at
+            query time, a bad override or an empty question.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

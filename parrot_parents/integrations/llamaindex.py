@@ -1,22 +1,9 @@
 """A llama-index-core retriever over the parrot-parents pipeline (extra ``[llamaindex]``).
 
-``ParentChildLlamaRetriever`` returns one ``NodeWithScore`` per passage, in context order;
-the node is a ``TextNode`` whose ``id_`` is the passage id and whose metadata is that of
-:func:`~parrot_parents.integrations.common.passage_metadata` (source, offsets in
-characters, kind, score and branch ranks, child ids, section path, ordinals, layer,
-pages)::
-
-    from llama_index.core.query_engine import RetrieverQueryEngine
-    from parrot_parents.integrations.llamaindex import ParentChildLlamaRetriever
-
-    retriever = ParentChildLlamaRetriever.from_bot("hr", budget=2000)
-    engine = RetrieverQueryEngine.from_args(retriever, llm=my_llm)
-    print(engine.query("How will I be paid, and when?"))
-
-``retrieve`` runs on the package's loop thread (the bot's ``*_sync`` path); ``aretrieve``
-awaits the bot on the caller's loop, or on the package's loop for a retriever made by
-:meth:`~ParentChildLlamaRetriever.from_bot`. Both work with a bot made on any loop (see
-:mod:`parrot_parents.sync`).
+``ParentChildLlamaRetriever`` returns one ``NodeWithScore`` per passage, in context order,
+with the metadata of :func:`~parrot_parents.integrations.common.passage_metadata`
+(offsets in characters). Usage and the loops ``retrieve``/``aretrieve`` run on:
+docs/integrations.md ("LlamaIndex").
 """
 
 from __future__ import annotations
@@ -64,10 +51,8 @@ class ParentChildLlamaRetriever(BaseRetriever):
     Args:
         bot: the :class:`Chatbot` that runs the pipeline.
         on_package_loop: the bot was built on the package's loop thread (``from_bot``).
-        **options: the per-call options of ``Chatbot.get_vector_context``
-            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`: ``budget`` in
-            characters, ``mode``, ``search_mode``...); unset ones fall back to the bot's
-            settings, then the package defaults.
+        **options: the per-call options
+            (:class:`~parrot_parents.retrieval.options.RetrievalOptions`).
 
     Raises:
         ConfigurationError: an unknown option or a bad value (at construction).

@@ -1,10 +1,16 @@
 """A small OpenAI-compatible chat-completions client over aiohttp.
 
+``PARROT_PARENTS_LLM_BASE_URL``     e.g. ``http://127.0.0.1:11434/v1`` (required)
+``PARROT_PARENTS_LLM_MODEL``        model name sent in each request (required)
+``PARROT_PARENTS_LLM_API_KEY``      sent as ``Authorization: Bearer ...`` (optional)
+``PARROT_PARENTS_LLM_TIMEOUT``      seconds per request, default 60
+==================================  =====================================================
+====
 It speaks ``POST {base_url}/chat/completions`` as OpenAI, vLLM, llama.cpp's server, Ollama
 (``/v1``) and most gateways do. Configuration comes from the constructor or the
-environment:
-
-==================================  =====================================================
+``PARROT_PARENTS_LLM_*`` environment (:class:`LLMSettings`; docs/service.md, "Answers
+from an LLM").
+====
 ``PARROT_PARENTS_LLM_BASE_URL``     e.g. ``http://127.0.0.1:11434/v1`` (required)
 ``PARROT_PARENTS_LLM_MODEL``        model name sent in each request (required)
 ``PARROT_PARENTS_LLM_API_KEY``      sent as ``Authorization: Bearer ...`` (optional)

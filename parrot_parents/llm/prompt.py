@@ -1,21 +1,9 @@
 """The prompt of ``Chatbot.ask``: each passage delimited and labelled with its source.
 
-The user message looks like::
-
-    <passage n="1" source="handbook.md" chars="120-4120" kind="parent_chunk">
-    ...text...
-    </passage>
-
-    <passage n="2" ...>
-    ...
-    </passage>
-
-    Question: How will I be paid?
-
-The passages are written by the one context formatter
-(:func:`~parrot_parents.retrieval.passages.format_context`, ``tags`` style): passage text
-cannot close its own delimiter, so a document cannot pretend to end its passage and inject
-instructions after it.
+Each passage is ``<passage n="1" source="handbook.md" chars="120-4120" kind="...">``,
+written by :func:`~parrot_parents.retrieval.passages.format_context` (``tags`` style):
+passage text cannot close its own delimiter, so a document cannot end its passage and
+inject instructions after it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Optional abstractive summaries of a structured document, through the LLM client.
 
-After the chunking-pipeline seed, for one document:
-
-1. **one overview call**: the model reads the extractive overview and the opening of the
-   document (at most ``max_document_chars`` characters) and writes a short overview. If
-   this call fails (unreachable, an error status, an empty answer), there is no
-   abstractive summary at all and the extractive overview stays;
-2. **section batches** of ``batch_size`` sections (each clipped to ``max_section_chars``):
-   the model answers ``{"sections": [{"id": "...", "summary": "..."}]}``. Every returned id
-   is checked against the ids it was given (an unknown id is dropped), a repeated id keeps
-   its first summary, and a batch that fails or answers malformed JSON is recorded, not
-   raised: the result is then *partial* (``degraded``), with the overview, the counts, the
-   ids still missing and the failed batches.
-
-Calls run one after the other. :func:`enrich_document` applies the result to the stored
-``document`` row (:mod:`parrot_parents.loaders.structure.summary`): the overview replaces
-the extractive text above the section guide, the row is embedded again, and its metadata
-keeps the extractive text and an ``abstractive_summary`` block.
+One overview call (at most ``max_document_chars`` characters of the document; if it fails,
+the extractive overview stays), then section batches of ``batch_size`` sections, each
+clipped to ``max_section_chars``; unknown ids are dropped, a repeated id keeps its first
+summary, and a failed or malformed batch makes the result partial (``degraded``), never
+raises. :func:`enrich_document` applies it to the stored ``document`` row (README,
+"Document layer").
 """
 
 from __future__ import annotations

@@ -34,18 +34,12 @@ DEFAULT_PARENT_OVERLAP = 200
 #: Children are embedded with late chunking (the parent read in one pass).
 DEFAULT_LATE_CHUNKING = True
 #: Parents follow the sections of structured documents, and children carry a preamble
-#: (title and section path): +6.2 points of recall@2000c on structured_eval with the
-#: search defaults, +4.3 with parent expansion, the same rows where a document has no
-#: structure ("Structure-aware parents").
+#: (title and section path); measured in README, "Structure-aware parents".
 DEFAULT_SECTION_PARENTS = True
 DEFAULT_PREAMBLE = True
 #: No extractive overview row per structured document (it is no span of the source).
 DEFAULT_DOCUMENT_LAYER = False
-#: The ingestion strategy, on a store that can search indexed rows (PostgreSQL; elsewhere
-#: none): each child is indexed under its document's name and heading path, with no model
-#: call (:class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`). It won at every
-#: budget on the dev set: +4.6 / +4.3 / +2.6 points of recall@1000c/2000c/4000c over plain
-#: children with the query defaults. The grammar of this spec is
-#: :mod:`parrot_parents.strategies.spec`; ``--strategy plain`` (Python: ``indexer=None``)
-#: turns it off.
+#: The ingestion strategy on a store that can search indexed rows (PostgreSQL; elsewhere
+#: none): :class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`, no model call.
+#: Measured in docs/strategies.md; ``--strategy plain`` (``indexer=None``) turns it off.
 DEFAULT_STRATEGY = "contextual:extractive"

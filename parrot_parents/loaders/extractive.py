@@ -1,12 +1,6 @@
-"""The default ingestion strategy: each child indexed under its document's name and
-heading path (``contextual:extractive``; :data:`~.defaults.DEFAULT_STRATEGY`).
-
-One indexed row per child: the document's title (else its file name) and the path of
-headings above the child (the structure tree's ``section_path`` when the child carries
-one, else the Markdown or wikitext headings of the text), for a ``table_row`` child the
-table's caption and column headers (:func:`~.indexing.table_lines`), a blank line, the
-child. No
-model is called, so it lives with the loaders, and ``TextLoader()`` uses it by default.
+"""The default ingestion strategy, ``contextual:extractive``
+(:data:`~.defaults.DEFAULT_STRATEGY`): each child indexed under its document's name and
+heading path (docs/strategies.md). No model is called, so it lives with the loaders.
 """
 
 from __future__ import annotations

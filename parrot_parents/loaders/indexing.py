@@ -1,12 +1,8 @@
 """The hook through which an ingestion strategy adds indexed rows to a document's write.
 
-A loader given a :class:`RowIndexer` calls it once per batch of documents, after their
-hierarchies are built and embedded and before they are written. The indexer returns the
-indexed rows of each document (``document_type: "indexed"``, see
-:mod:`parrot_parents.stores.records.markers`); it may mark children ``searchable: false`` when
-their text is indexed only through those rows. The rows are written in the same
-transaction as the document's hierarchy, so a re-ingest replaces them too.
-
+A loader calls its :class:`RowIndexer` once per batch of documents, after their
+hierarchies are embedded and before they are written (in the same transaction), for the
+indexed rows of each document (:mod:`parrot_parents.stores.records.markers`).
 :class:`ChunkIndexer` is what every indexer shares; the model-backed strategies
 (:mod:`parrot_parents.strategies`) live above the loaders, which never call a model.
 """
@@ -66,10 +62,8 @@ def table_lines(child: ChunkInfo) -> list[str]:
     ``"Columns: <a> | <b> | ..."``, each only when the table has it; ``[]`` for any other
     child.
 
-    A group of body rows reads as bare cells ("| Ada | Lead |"); these lines are what
-    lets a question about the table's subject or a column find it, as the child's own
-    retrieval preamble does for plain children. Every strategy puts them in the text of
-    a table row's indexed rows, so the dense and the lexical search both see them.
+    A group of body rows reads as bare cells ("| Ada | Lead |"): every strategy puts these
+    lines in a table row's indexed rows, so both searches find it by subject or column.
     """
     lines = []
     if child.table_caption:
@@ -140,12 +134,9 @@ class RowIndexer(Protocol):
 class ChunkIndexer:
     """Indexed rows, one set per child (or, for a per-document strategy, per parent).
 
-    A subclass says what the rows of a document hold (:meth:`document_rows`). An
-    enriched child (every child of an enriched document, for ``summary``) is marked
-    ``searchable: false``: it is indexed only through its rows, and returned when they
-    hit. A chunk that got no text (a failed model call) keeps no row and stays indexed
-    as itself. Indexed rows are marked ``offsets_exact: false``; the rows they
-    resolve to keep their exact offsets.
+    A subclass says what the rows of a document hold (:meth:`document_rows`). The markers
+    of enriched children and indexed rows: docs/strategies.md ("Indexed rows"); a chunk
+    that got no text (a failed model call) keeps no row and stays indexed as itself.
 
     Args:
         strategy: the strategy's canonical spec, recorded on every row, in the report and

@@ -1,12 +1,9 @@
 """The progress of an ingest, as events a progress bar can show.
 
 :meth:`~parrot_parents.loaders.abstract.AbstractLoader.chunk_documents` reports to an
-:class:`IngestProgress`: the model's load as a stage of its own (it can take longer than
-the rest of a small ingest), then the embedding as it goes, in fractions of a document, and
-each transaction as it commits. A plain callable ``progress(n)`` is still accepted: it is
-told the documents stored (:class:`StoredOnly`).
-
-A light module: no model, no SQL.
+:class:`IngestProgress`: the model's load as a stage of its own, then the embedding in
+fractions of a document, and each transaction as it commits. A plain callable
+``progress(n)`` is told the documents stored (:class:`StoredOnly`).
 """
 
 from __future__ import annotations

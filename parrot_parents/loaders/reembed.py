@@ -1,20 +1,12 @@
 """``reindex --model NAME``: re-embed a whole collection with another model, resumably.
 
 The one way to change a collection's model
-(:mod:`parrot_parents.stores.postgres.collections.model_contract`).
-The pass first records the new model as "being re-embedded from" the old one: from then
-on every embedding search and any other write is refused, naming both models, because
-the collection holds vectors of two models. Then every document of the documents table
-is rebuilt from its stored text with the loader's settings and model, in id order,
-``batch_size`` at a time (each batch in one transaction with its documents rows), and the
-record's cursor moves past the batch. The last batch records the new model alone.
-
-So a killed pass loses nothing: the collection stays refused, and the same command
-resumes after the cursor (a batch cut short is rewritten whole). A document that fails
-stops the pass before it (reported); the next run starts again at that document.
-Documents without a documents row cannot be rebuilt: the pass refuses to start while the
-collection has any (``parrot-parents migrate`` backfills them). The new model must have the
-collection's dimension (the column's type; another dimension is a new collection).
+(:mod:`parrot_parents.stores.postgres.collections.model_contract`). The pass first records
+the new model as "being re-embedded from" the old one, so every embedding search and other
+write is refused until it ends; then it rebuilds the documents from their stored text in id
+order, ``batch_size`` at a time (one transaction per batch), moving the record's cursor.
+A killed pass resumes after the cursor; a failing document stops the pass before it. It
+refuses to start while documents lack a documents row, or for another dimension.
 """
 
 from __future__ import annotations

@@ -115,12 +115,14 @@ class TextLoader(AbstractLoader):
         self,
         vector_store: AbstractStore,
         *,
+        documents: Sequence[Document] | None = None,
         progress: IngestProgress | Callable[[int], object] | None = None,
         skip_unchanged: bool = True,
         bulk_load: bool | None = None,
         **sizes: Unpack[ParentSizes],
     ) -> IngestReport:
-        """Load the files and write their hierarchies to ``vector_store``.
+        """Load the files (or take ``documents``, from :meth:`load`) and write their
+        hierarchies to ``vector_store``.
 
         A file whose text, source and chunk policy version are those already stored is
         skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
@@ -132,7 +134,7 @@ class TextLoader(AbstractLoader):
 
         Returns the :class:`IngestReport` (also kept on ``self.report``).
         """
-        docs = self.load()
+        docs = self.load() if documents is None else list(documents)
         bulk = await wants_bulk_load(vector_store, bulk_load) if docs else False
         failed_before = set(self.report.failed)
         unchanged_before = len(self.report.unchanged)

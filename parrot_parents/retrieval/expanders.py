@@ -15,11 +15,8 @@ Parent folding (spec FEAT-128; each parent appears once, and a missing parent lo
 * a hit without a parent id stays as itself;
 * when a parent is missing, *all* of its hits stay as themselves, in rank order.
 
-Example: ``[child(P1), S, child(P2), child(P1)]`` becomes ``[P1, S, P2]``.
-
-``auto_merge:T`` folds a group only when at least a fraction ``T`` of the parent's children
-hit (LlamaIndex's AutoMergingRetriever); ``window:N`` returns each hit with ``N``
-neighbouring children on each side (sentence-window retrieval).
+Example: ``[child(P1), S, child(P2), child(P1)]`` becomes ``[P1, S, P2]``. The other
+modes: :mod:`.modes`.
 """
 
 from __future__ import annotations

@@ -47,20 +47,19 @@ class Fallback:
 
 @dataclass(frozen=True)
 class ChildScore:
-    """One kept child: its id, search score (:attr:`Hit.score`: fused RRF value in hybrid
-    mode, cosine similarity in dense mode), rerank score, rank, its rank and score in each
-    search branch (1-based rank; cosine similarity, BM25; None when absent from it), its
-    parent id, its document and character offsets, and (``via``, ``via_kind``) the indexed
-    row that matched, when an ingestion strategy's text was hit rather than the child
-    itself."""
+    """One kept child: the fields of its :class:`Hit` (scores, ranks, offsets in
+    characters, the indexed row it came through) that ``meta["children"]`` reports."""
 
     id: str
     score: float | None
     rerank_score: float | None
     rank: int
-    parent_id: str | None
+    # The fields in the order of the JSON form (:meth:`to_dict`).
     dense_rank: int | None = None
+    dense_score: float | None = None
     lexical_rank: int | None = None
+    lexical_score: float | None = None
+    parent_id: str | None = None
     # Where the hit lies in its source (characters): the inspector highlights it.
     document_id: str | None = None
     start_index: int | None = None
@@ -68,31 +67,15 @@ class ChildScore:
     # The indexed row (ingestion strategy) that matched, when the hit came through one.
     via: str | None = None
     via_kind: str | None = None
-    dense_score: float | None = None
-    lexical_score: float | None = None
 
     @classmethod
     def from_hit(cls, hit: Hit) -> ChildScore:
         return cls(**{f.name: getattr(hit, f.name) for f in fields(cls)})
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": self.id,
-            "score": self.score,
-            "rerank_score": self.rerank_score,
-            "rank": self.rank,
-            "dense_rank": self.dense_rank,
-            "dense_score": self.dense_score,
-            "lexical_rank": self.lexical_rank,
-            "lexical_score": self.lexical_score,
-            "parent_id": self.parent_id,
-            "document_id": self.document_id,
-            "start_index": self.start_index,
-            "end_index": self.end_index,
-        }
-        if self.via is not None:
-            out["via"] = self.via
-            out["via_kind"] = self.via_kind
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.via is None:
+            del out["via"], out["via_kind"]
         return out
 
 

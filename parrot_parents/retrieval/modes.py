@@ -11,10 +11,7 @@ All three read the same stored hierarchy; none changes what is indexed.
                               document order (sentence-window retrieval; 1 <= N <= 1000)
 ============================  ==========================================================
 
-:func:`parse_mode` is the one parser of this grammar. The per-call argument, a bot row's
-``expansion_mode`` and the HTTP body's ``mode`` all go through it, so they accept and
-refuse exactly the same strings. Surrounding white space is ignored and the value is
-normalised: ``"auto_merge:1e-1"`` is ``auto_merge:0.1``, ``"window:+2"`` is ``window:2``.
+:func:`parse_mode` is the one parser of this grammar, for every surface.
 """
 
 from __future__ import annotations
@@ -152,7 +149,9 @@ def _check(value: Any) -> tuple[ExpansionMode | None, str | None, str | None]:
 
 
 def parse_mode(value: str | ExpansionMode | None, *, field: str = "mode") -> ExpansionMode:
-    """Parse ``"parent"``, ``"auto_merge:0.5"`` or ``"window:2"`` (None is ``parent``).
+    """Parse ``"parent"``, ``"auto_merge:0.5"`` or ``"window:2"`` (None is ``parent``);
+    white space around it is ignored and the value normalised (``"window:+2"`` is
+    ``window:2``, ``"auto_merge:1e-1"`` is ``auto_merge:0.1``).
 
     Args:
         value: the mode string, a parsed mode, or None.

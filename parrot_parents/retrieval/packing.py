@@ -1,29 +1,8 @@
-"""Budget-aware context packing.
+"""Budget-aware context packing: hits first, then the text around them.
 
 The budget is in **characters of passage text** (the unit of the shared scorer's
 ``recall@Bc``); the source headers added by :func:`format_context` are not counted.
-
-The packer walks the hits (children) in rank order. Each hit belongs to a passage: itself,
-or the parent / parent_chunk / window it was widened to.
-
-1. **Hits first.** While the hits fit in the first ``1 - context_share`` of the budget, a
-   hit's passage is taken whole when it fits there (a short parent), otherwise the hit's
-   own span is taken. The first hit that does not fit ends this phase.
-2. **Then context.** The rest of the budget grows every taken hit span symmetrically,
-   inside its passage, by the largest amount that still fits (a binary search), so each
-   parent that did not fit is replaced by the best window of its hit children: their
-   spans plus neighbouring text. Windows that meet are merged.
-3. Spans of one source that overlap or touch are merged, never repeated: a passage costs
-   only the characters it adds. Nothing beyond the budget is ever returned.
-
-When no passage is wider than its hit (children only), there is no context to grow: the
-whole budget goes to hits, and the first hit that does not fit is cut around its centre.
-
-A passage is never only headings (a title without its text answers nothing): a hit that
-is only a heading is not packed for itself, and its room goes to the next hits.
-
-``context_share=0.25`` was chosen on the shared dev set (see docs/benchmarks.md): about
-three quarters of the budget on distinct hits, one quarter on the text around them.
+The phases and ``context_share=0.25``: docs/architecture.md, "Packing a budget".
 """
 
 from __future__ import annotations
@@ -262,7 +241,7 @@ def pack(
     trim: bool = False,
     query: np.ndarray | None = None,
 ) -> PackResult:
-    """Pack the hits and their passages into ``budget`` characters (module docstring).
+    """Pack the hits and their passages into ``budget`` characters (docs/architecture.md).
 
     Args:
         passages: expanded passages, best first; each lists its hits in ``child_ids``.

@@ -1,11 +1,8 @@
 """Value types flowing through the query pipeline (hits, passages) and their one formatter.
 
-:func:`format_context` turns passages into the context string handed to an LLM, in one of
-two styles: ``headers`` (what ``get_vector_context`` and ``/context`` return) and ``tags``
-(the prompt of ``ask``). Both escape passage text, so a document cannot end its own
-passage and pose as another passage or as instructions after it. With ``citations=True``
-each passage also names its section and pages (:meth:`Section.citation`); off by default,
-so the context a bot hands over is unchanged unless asked for.
+:func:`format_context` is the one writer of the context string (``headers`` for
+``get_vector_context`` and ``/context``, ``tags`` for the prompt of ``ask``); its escaping
+keeps a document from ending its own passage.
 """
 
 from __future__ import annotations
@@ -143,8 +140,7 @@ class Passage:
         text: the passage text.
         kind: ``child``, ``parent`` (whole document), ``parent_chunk``, ``window``
             (neighbouring children around a hit) or ``merged`` (touching spans joined).
-        score: the best hit's search score (:attr:`Hit.score`: the fused RRF value in
-            ``hybrid`` mode, the cosine similarity in ``dense`` mode; higher is better).
+        score: the best hit's search score (:attr:`Hit.score`).
         rank: 0-based position in the context.
         document_id: source document; start_index/end_index: character offsets into it.
         source: a human-readable origin (file path) when known.
@@ -153,9 +149,7 @@ class Passage:
         section: where the passage lies in its document (:class:`Section`, read through
             :attr:`section_path`, :attr:`section_ordinal`, :attr:`ordinal`, :attr:`layer`,
             :attr:`page` and :attr:`page_end`).
-        dense_rank, dense_score, lexical_rank, lexical_score: the best hit's 1-based rank
-            and score in the dense (cosine similarity) and lexical (BM25) search branches;
-            None where it was absent from a branch.
+        dense_rank, dense_score, lexical_rank, lexical_score: the best hit's (:class:`Hit`).
     """
 
     id: str

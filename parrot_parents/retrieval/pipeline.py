@@ -1,16 +1,8 @@
 """The query pipeline: search children, rerank, keep the top K, expand, pack.
 
-The order is fixed (spec FEAT-128, "Composition with the cross-encoder reranker"):
-
-1. ``similarity_search`` over children (parents excluded);
-2. the reranker, when configured, scores the *children* and the top ``limit`` are kept;
-3. expansion widens the kept children per mode (:mod:`.expanders`), through the parent
-   searcher;
-4. with a budget, the packer fits hits and their context into it (:mod:`.packing`).
-
-A failing optional stage (reranker, parent fetch) degrades to the children and is
-recorded in ``meta.fallbacks``; hits are never dropped silently. Only I/O is guarded:
-an error in pure code raises.
+The order is fixed (spec FEAT-128; docs/architecture.md, "Where each stage of a query
+lives"). A failing optional stage (reranker, parent fetch) degrades to the children and is
+recorded in ``meta.fallbacks``; only I/O is guarded: an error in pure code raises.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Where a passage lies in its document: section path, ordinals, layer and pages.
 
-The loaders record on every row of a structured document (see
-:mod:`parrot_parents.stores.records.structure_markers`) its ``section_path`` (the headings from the
-root, joined by `` > ``), ``ordinal`` (the position of its section in the document, 1, 2,
-3…; 0 before the first heading), ``section_ordinal`` (the number in the heading: "4. Pay and
-Payroll" → 4), ``layer`` (``section``, ``table_row``, ``table`` or ``document``) and, for a
-PDF, ``page``/``page_end`` (1-based). :class:`Section` reads them back so that every
-passage can be cited ("Employee Handbook › 4. Pay and Payroll, page 12") without a second
-query.
-
-A passage built from several rows takes the section of the row it stands for: a parent its
-own (the section it starts in; a whole-document parent has the empty path), a window the
-section of its hit, a merged span (packing) that of its best-ranked part. Pages are the
-exception: they always cover every row the passage holds (the smallest ``page``, the
-largest ``page_end``).
+:class:`Section` reads back the markers the loaders record
+(:mod:`parrot_parents.stores.records.structure_markers`) so that a passage can be cited
+without a second query. A passage built from several rows takes the section of the row it
+stands for (a parent its own, a window its hit's, a packed span its best-ranked part's);
+its pages cover every row it holds.
 """
 
 from __future__ import annotations

@@ -17,10 +17,8 @@ LongLLMLingua, Jiang et al. 2023), but inside the packer and on exact source spa
 3. Consecutive sentences of one hit join into one span (the whitespace between them
    counts), so a hit hands over one or more runs of whole sentences, in document order.
 
-The sentence vectors were pooled at ingest from the late-chunking pass
-(:mod:`parrot_parents.stores.records.sentences`); no model runs here. The defaults were chosen on
-the shared dev set (docs/benchmarks.md): any share from 0.3 to 0.7 and a decay of 0.1 or
-0.2 scored within a point of each other, so the middle values were kept.
+The sentence vectors were pooled at ingest (:mod:`parrot_parents.stores.records.sentences`);
+no model runs here. The defaults: docs/benchmarks.md, "Sentence trimming".
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The aiohttp application of ``parrot-parents serve``.
 
-Endpoints (see ``/openapi.json``)::
-
-    GET    /health                          liveness: up or not, nothing more (no token)
-    GET    /api/v1/health                   database + each bot's parent-searcher readiness
-    GET    /api/v1/bots                     the bots, loaded and failed
-    GET    /api/v1/bots/{name}              one bot's row and status
-    PUT    /api/v1/bots/{name}              create or replace a bot      (needs a token)
-    PATCH  /api/v1/bots/{name}              change some settings         (needs a token)
-    DELETE /api/v1/bots/{name}              remove a bot                 (needs a token)
-    POST   /api/v1/bots/{name}/context      passages + meta for a question
-    POST   /api/v1/bots/{name}/ask          LLM answer (501 without an LLM)
-    POST   /api/v1/reload                   rebuild every bot now
-    GET    /api/v1/bots/{name}/documents/{document_id}   one document's rows (hierarchy)
-    GET    /api/v1/collections              the collections, with counts and settings
-    GET    /api/v1/collections/{c}/documents              a collection's documents
-    POST   /api/v1/collections/{c}/documents/delete       delete documents  (needs a token)
-    DELETE /api/v1/collections/{c}/documents/{document_id}  delete one     (needs a token)
-    DELETE /api/v1/collections/{c}          drop a collection            (needs a token)
-    GET    /openapi.json, /openapi.yaml     this contract
-    GET    /ui                              the inspector page (static files, no token;
-                                            the page sends the token to the API)
+The endpoints, and which need a token: docs/service.md and ``/openapi.json``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Handlers of ``/api/v1/collections``: list collections and documents, delete, drop.
 
-Thin edges over :mod:`parrot_parents.stores.postgres.collections.catalog`, on the bots' database.
-Every route
-needs the token; the writes (delete, drop) are refused on a server without one, as bot
-writes are.
+Thin edges over :mod:`parrot_parents.stores.postgres.collections.catalog`; every route
+needs the token, and the writes are refused on a server without one.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Read deadlines of the HTTP service: for a request's headers and for its body.
 
-* Headers: aiohttp's ``keepalive_timeout`` (a setting of the runner, see
-  :func:`make_runner`) closes a connection that sits idle: between two requests, and,
-  in aiohttp releases that arm it when the connection opens (3.14.5, the release tested,
-  does; older ones may not), before a complete request head has arrived, so a half-sent
-  header is cut after that many seconds. aiohttp has no deadline for the head as such: behind a
-  reverse proxy, set the proxy's own (nginx: ``client_header_timeout``).
-* Body: aiohttp reads a body only when the handler asks for it, without a deadline, so
-  :func:`read_bytes` gives the whole read one. A body that is not in by then gets a 408
-  and the connection is closed, after at most :data:`LINGERING_S` more seconds in which
-  aiohttp drains what the client still sends (so that it reads the answer, not a reset).
+Headers: aiohttp's ``keepalive_timeout`` (set in :func:`make_runner`) also cuts a half-sent
+head in the releases that arm it when the connection opens (3.14.5 does); behind a proxy,
+set the proxy's own. Body: aiohttp reads it without a deadline, so :func:`read_bytes` gives
+the read one: late bodies get a 408 and the connection closes after at most
+:data:`LINGERING_S` seconds of draining (docs/service.md, "Serve").
 """
 
 from __future__ import annotations

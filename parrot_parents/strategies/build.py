@@ -1,9 +1,6 @@
 """From a parsed spec to what ingestion needs: the indexer, its model, its report.
 
-The edges (``parrot-parents ingest``/``eval``, benchmarks) call :func:`indexer_for`; the
-model-backed strategies get the OpenAI-compatible client of :mod:`parrot_parents.llm`
-configured from the environment (``PARROT_PARENTS_LLM_BASE_URL``,
-``PARROT_PARENTS_LLM_MODEL``; see docs/strategies.md) unless a client is given.
+The edges (``parrot-parents ingest``/``eval``, benchmarks) call :func:`indexer_for`.
 """
 
 from __future__ import annotations

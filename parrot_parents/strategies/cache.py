@@ -1,10 +1,7 @@
 """Replies of the model, cached by (model, prompt hash), so a re-ingest pays nothing.
 
-One SQLite file (the standard library's ``sqlite3``), by default
-``<user cache dir>/parrot-parents/model-replies.sqlite3`` (``platformdirs``). Only replies
-that were usable are stored; a failed or malformed reply is asked again next time. The key
-is the model name and the sha256 of the exact messages sent, so a change of prompt, chunk,
-document context or model is a miss.
+One SQLite file, by default ``<user cache dir>/parrot-parents/model-replies.sqlite3``; only
+usable replies are stored, so a failed one is asked again (docs/strategies.md).
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The one guarded path of every model call an ingestion strategy makes.
 
-:meth:`GuardedModel.ask` never raises on the model's account. It
-
-1. looks the prompt up in the :class:`~parrot_parents.strategies.cache.PromptCache`
-   (key: model name and prompt sha256); a hit costs no call;
-2. otherwise calls the client, at most ``concurrency`` calls at a time, retrying a call
-   that raises up to ``retries`` times with exponential backoff
-   (``backoff_s * 2**attempt`` seconds);
-3. parses the reply with the strategy's parser, and returns None, counted by kind, when
-   the call still fails (``error``), the reply is empty (``empty``) or it cannot be parsed
-   (``malformed``). The caller then indexes the chunk as itself.
-
-The client is anything with the ``complete`` coroutine of
-:class:`~parrot_parents.llm.client.ChatCompletionsClient` (an OpenAI-compatible server,
-or a scripted LLM in tests): ``await client.complete(messages, max_tokens=N)`` returning
-an object with ``text`` and ``usage`` (``prompt_tokens``, ``completion_tokens``).
+:meth:`GuardedModel.ask` never raises on the model's account: a cached reply (key: model
+name and prompt sha256) costs no call; otherwise at most ``concurrency`` calls run at a
+time, a raising call is retried ``retries`` times after ``backoff_s * 2**attempt``
+seconds, and a failed, empty or unparsable reply gives None, counted by kind
+(docs/strategies.md, "Model calls"). The client is anything with the ``complete``
+coroutine of :class:`~parrot_parents.llm.client.ChatCompletionsClient`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,10 @@
 """``StrategyIndexer``: the indexed rows of a model-backed or extractive strategy.
 
 It is the :class:`~parrot_parents.loaders.indexing.RowIndexer` a loader calls before
-writing each batch of documents. Per strategy:
-
-``contextual`` (model)
-    one row per child: the model's note on where the child sits, a blank line, the child.
-``contextual:extractive``
-    one row per child: the document's title (else its file name) and the path of headings
-    above the child, a blank line, the child. No model: the package's default strategy,
-    whose indexer is :class:`~parrot_parents.loaders.extractive.ExtractiveIndexer`
-    (:func:`~parrot_parents.strategies.build.indexer_for` gives that one); the rows are
-    the same.
-``hypothetical-questions:N`` / ``propositions:N``
-    up to ``N`` rows per child, one question or fact each.
-``summary``
-    one row per parent of a document (the whole document, or each of its parent_chunks),
-    all holding the document's summary; a hit on one returns that parent.
-
-The rows of a ``table_row`` child also name its table's caption and column headers
-(:func:`~parrot_parents.loaders.indexing.table_lines`): a question row or a fact row
-stands under them, a context note sits above them, so whatever the strategy a table row is
-searched with its headers.
-
-Markers, counts and the failed-call rule: :class:`~parrot_parents.loaders.indexing.ChunkIndexer`.
+writing each batch of documents. What each strategy indexes: docs/strategies.md
+("Indexed rows"); a ``table_row`` child's rows also name its table's caption and headers
+(:func:`~parrot_parents.loaders.indexing.table_lines`). Markers, counts and the
+failed-call rule: :class:`~parrot_parents.loaders.indexing.ChunkIndexer`.
 """
 
 from __future__ import annotations

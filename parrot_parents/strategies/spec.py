@@ -1,36 +1,10 @@
 """The ingestion-strategy grammar: one parser for ``--strategy SPEC``.
 
-An ingestion strategy decides what is *indexed* (embedded and searched) and what is
-*returned* (handed to the LLM). Eight strategies, in the words of the ingestion-strategies
-seed:
-
-==========================  =====================================  ==================
-spec                        maps onto                              model calls
-==========================  =====================================  ==================
-``plain``                   children, no expansion                 none
-``parent-document[:N]``     ``parent`` expansion                   none
-``sentence-window[:N]``     ``window:N`` expansion                 none
-``hierarchical[:N]``        ``auto_merge:T`` expansion             none
-``contextual``              indexed rows: a context note + chunk   one per chunk
-``hypothetical-questions``  indexed rows: questions (``count``)    one per chunk
-``propositions``            indexed rows: facts (``count``)        one per chunk
-``summary``                 indexed rows: a document summary       one per document
-==========================  =====================================  ==================
-
-The four free strategies are the query-time expansion modes of
-:mod:`parrot_parents.retrieval.modes` over one stored hierarchy; nothing new is stored.
-``N`` of ``parent-document:N`` and ``hierarchical:N`` is the number of children grouped
-into one parent, so the hierarchy is built with parent_chunks of ``N x child size``
-characters (every document longer than that is cut). Without ``N`` the package's own
-hierarchy (parents of up to 4000 characters, documents up to 16000 kept whole) is used.
-
-A parameter is given positionally (the shorthand: ``sentence-window:2``) or by keyword
-(``sentence-window:window=2``, ``hypothetical-questions:count=2``), several separated by
-commas (``hierarchical:4,threshold=0.6``). Keywords of the model-backed strategies:
-``model`` (the model name sent to the OpenAI-compatible server; default: the client's)
-and ``max_document_chars`` (document context in a prompt, characters, default 12,000).
-``contextual:extractive`` (keyword ``context=extractive``) is the variant that needs no
-model: the document's name and nearest preceding heading are prepended instead.
+A strategy decides what is *indexed* and what is *returned*. The strategies, their
+parameters (positional or keyword, e.g. ``hierarchical:4,threshold=0.6``), defaults and
+limits: docs/strategies.md ("The grammar"). ``N`` of ``parent-document:N`` and
+``hierarchical:N`` is children per parent (parent_chunks of ``N x child size``
+characters); ``max_document_chars`` is in characters (default 12,000).
 """
 
 from __future__ import annotations

@@ -1,39 +1,12 @@
 """Rows of a structured document: section parents, section and table-row children.
 
 Called by :meth:`~parrot_parents.loaders.hierarchy.LateChunkingProcessor.build_hierarchy`
-when section parents are on and the reader found headings or tables. The 2-/3-level
-choice and the markers are the spec's, as for plain text:
-
-* 2 levels (a document up to the threshold): the whole document is the one parent;
-* 3 levels: each unit is a ``parent_chunk`` (``layer: "section"``); a unit longer than
-  ``max_chars`` is cut into overlapping parent_chunks of the parent size inside it.
-
-Children never cross a heading: they are cut inside each segment (heading to the next
-heading of any level), where a segment shorter than a quarter of the child size (a heading
-alone, a one-line section) is glued to the next one. A heading is never a child on its
-own: a heading line, or a run of nested headings, that the splitter leaves at the end of a
-piece starts the next piece instead, so it stays with the text under it; that piece is cut
-again so that headings and text fit in the child size. Headings with no text after them
-inside their parent stay with the text before them; a heading right above a table, with no
-text between, is in no child: it stays in its parent, and the table's rows carry it in
-their ``section_path``. Parent_chunks cut inside a long section follow the same rule (not
-cut again: they may exceed the parent size by the headings' length).
-
-Tables: the body rows are grouped, in order, up to the child size, and each group is a
-``table_row`` child whose ``retrieval_preamble`` holds the caption and the header row, so
-a header-less row is found by its column names. The group's parent is the parent that
-holds the whole table; when none does (a table cut by a long section's split), the table
-is stored as its own parent (``layer: "table"``). ``parent_table_id`` names the table
-(``<document_id>#table:<start>-<end>``) in both cases. Prose children never overlap a table.
-
-With ``document_layer=True`` one more child, ``layer: "document"``, holds an extractive
-overview of the document and a guide to its sections (:mod:`.summary`).
-
-Every row records ``layer``, ``section_path``, ``ordinal`` and ``section_ordinal`` (a
-child: of the segment holding most of its characters; a parent: of the segment it starts
-in), plus ``page``/``page_end`` for a PDF. With ``preamble=True`` the children (and, for
-late chunking, the parents) carry ``retrieval_preamble``: the document title and the
-section path, embedded and lexically indexed with the child but never returned.
+when section parents are on and the reader found headings or tables; the 2-/3-level choice
+and the markers are the spec's, as for plain text. Every row records ``layer``,
+``section_path``, ``ordinal`` and ``section_ordinal`` (plus ``page``/``page_end`` for a
+PDF); with ``preamble=True`` the children carry ``retrieval_preamble`` (title and section
+path, embedded and lexically indexed, never returned). The rules for headings and tables:
+docs/architecture.md, "Section parents and children".
 """
 
 from __future__ import annotations
@@ -186,7 +159,7 @@ def build_rows(
     preamble: bool,
     document_layer: bool = False,
 ) -> tuple[list[Document], list[ChunkInfo]]:
-    """Parents and children of one structured document (module docstring).
+    """Parents and children of one structured document (docs/architecture.md).
 
     ``base`` is the metadata every row starts from (``document_id`` included). Children
     come back in document order with ``chunk_index`` 0, 1, 2…

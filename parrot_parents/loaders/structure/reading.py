@@ -1,17 +1,10 @@
 """Choosing a reader by file type, and carrying a structure through ``Document.metadata``.
 
-A reader returns the document text (what rows are cut from and what is returned) and its
-:class:`~parrot_parents.loaders.structure.tree.Structure`:
-
-=====================  ==========================================================
-``.md``, ``.markdown``  the file as is; headings and pipe tables (markdown-it-py)
-``.html``, ``.htm``     the visible text; ``h1``–``h6`` and ``<table>`` (html.parser)
-``.pdf``                the text of each page; outline entries as headings (pypdf)
-anything else           the file as is; no structure (plain text)
-=====================  ==========================================================
-
-The structure travels in ``metadata["structure"]`` (its JSON form) from the loader to
-the hierarchy builder, which takes it out before the metadata reaches any row.
+A reader returns the document text and its
+:class:`~parrot_parents.loaders.structure.tree.Structure` (readers by suffix:
+docs/architecture.md, "Structure-aware hierarchy"); any other suffix is plain text. The
+structure travels in ``metadata["structure"]`` (its JSON form) to the hierarchy builder,
+which takes it out before the metadata reaches any row.
 """
 
 from __future__ import annotations

@@ -1,33 +1,7 @@
 """From headings to parents: the section tree, and the units that become parent rows.
 
-A *section* runs from its heading to the next heading of the same or a higher level (a
-smaller level number). Parents follow the tree, largest section first:
-
-1. a section of at most ``max_chars`` characters is one unit, subsections included;
-2. a longer section is opened: its heading and the text before its first subsection form
-   one unit (its *intro*), then each subsection follows rule 1 or 2; a long section without
-   subsections stays one unit, which the builder cuts into parent_chunks *inside* the
-   section (never across its boundary);
-3. tiny siblings are merged: walking one section's units in order, a unit shorter than
-   ``min_chars`` absorbs the next one while the union stays within ``max_chars``. Only
-   whole siblings (and an intro) merge; the pieces of an opened subsection never merge
-   with their neighbours, so no unit spans the end of a section and the start of the
-   next one at a higher level;
-4. a unit that is a heading alone (a section whose text is all in its subsections, when
-   the first subsection is too long to merge) joins the unit after it, whatever the sizes,
-   and an empty last section joins the unit before it: a heading belongs to its text.
-
-Why merge: a 300-character section as a parent gives expansion nothing to add to its
-one or two children, and many tiny parents crowd a budget with headers. The builder uses
-``min_chars = parent size / 4`` and ``max_chars = parent size × 5/4`` (1,000 and 5,000
-characters for the default 4,000): a section slightly over the parent size (the
-handbook's 4,063-character pay section) stays whole instead of leaving a 63-character
-tail parent.
-
-*Segments* are the finest cut: each heading to the next heading of any level (plus the
-text before the first heading, ordinal 0). They give each child its ``section_path``,
-``ordinal`` (1, 2, 3… in document order) and ``section_ordinal`` (the number in the
-heading, :func:`~parrot_parents.loaders.structure.ordinals.section_ordinal`).
+The merge and split rules, and why tiny sections merge: docs/architecture.md,
+"Section parents and children".
 """
 
 from __future__ import annotations
@@ -92,7 +66,7 @@ def _lstrip(text: str, start: int, end: int) -> int:
 
 
 def segments(text: str, headings: tuple[Heading, ...] | list[Heading]) -> list[Segment]:
-    """The segments of ``text`` (module docstring), in order; blank ones are left out."""
+    """The segments of ``text``, in order; blank ones are left out (docs/architecture.md)."""
     out: list[Segment] = []
     ordered = sorted(headings, key=lambda h: h.start)
     first = ordered[0].start if ordered else len(text)
@@ -137,7 +111,7 @@ def _close(node: _Node, end: int) -> None:
 
 
 def plan_units(text: str, segs: list[Segment], *, min_chars: int, max_chars: int) -> list[Unit]:
-    """The units of ``text`` (module docstring), in document order, without overlaps."""
+    """The units of ``text`` (docs/architecture.md), in document order, without overlaps."""
     by_start = {s.start: s for s in segs}
     root = _tree(text, segs)
     preface = segs[0] if segs and segs[0].level == 0 else None

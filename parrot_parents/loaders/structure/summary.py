@@ -2,27 +2,18 @@
 
 The rule (``extractive_summary``), after the chunking-pipeline seed:
 
-1. *Candidates* are the segments with text under their heading, except tables of contents,
-   indexes and back matter: a segment whose heading, or any heading above it, is one of
-   "Contents", "Table of contents", "Index", "References", "Bibliography", "Notes",
-   "Footnotes", "See also", "External links", "Further reading", "Sources", "Works cited",
-   "Glossary", "Acknowledgements", "Appendix …", "About the author", "Copyright",
-   "Colophon", "Credits".
-2. *Representative sections*: the document's opening (the text before the first heading,
-   else the first candidate), then candidates spread evenly over the rest of the document,
-   up to :data:`MAX_SECTIONS` in all. A long narrative sequence (more than twice
-   :data:`MAX_SECTIONS` numbered headings, like a novel's many short chapters) gets the
-   opening only, so that no list of chapters dominates the overview.
-3. Each representative section gives its *lead*: its first sentences after the heading,
-   up to :data:`LEAD_CHARS` characters, cut on a sentence or word boundary.
-4. The row's text is the title, the leads (each under its section path), then a *guide*:
-   the headings (outside back matter) of the top two levels (below the title when one
-   heading holds the whole document), at most :data:`GUIDE_HEADINGS` of them.
+1. *Candidates* are the segments with text under their heading, except back matter
+   (tables of contents, indexes, references...: :func:`is_back_matter`).
+2. *Representative sections*: the document's opening, then candidates spread evenly over
+   the rest, up to :data:`MAX_SECTIONS`; a document with more than twice
+   :data:`MAX_SECTIONS` numbered headings (a novel's chapters) gets the opening only.
+3. Each gives its *lead*: its first sentences, up to :data:`LEAD_CHARS` characters.
+4. The text is the title, the leads (each under its section path), then a *guide*: the
+   headings of the top two levels (below a single title heading), at most
+   :data:`GUIDE_HEADINGS`.
 
-The row (``layer: "document"``) is a child: embedded and lexically indexed, so "what is
-this document about?" finds it. Its text is not a span of the source, so it has no
-``start_index``/``end_index`` and no parent; a budget packs it as loose text, and ``eval``,
-which scores character spans, refuses it. It is made only with ``document_layer=True``.
+The row (``layer: "document"``) is a child, embedded and lexically indexed; its text is
+not a span of the source, so it has no offsets and no parent, and ``eval`` refuses it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The structure a reader finds in a document: headings and tables, with exact offsets.
 
-Offsets are Python ``str`` indices into the document text the rows are cut from (end
-exclusive), so ``text[h.start:h.end]`` is the heading's own source line(s) and
-``text[t.start:t.end]`` the whole table. A :class:`Structure` is plain data: it is stored
-with the document (:mod:`parrot_parents.stores.postgres.collections.documents`) so that ``reindex``
-can re-chunk
-without reading the file again, and :meth:`Structure.to_dict`/:meth:`Structure.from_dict`
-round-trip it through JSON.
+Offsets are Python ``str`` indices into the document text (end exclusive). A
+:class:`Structure` is plain data, stored with the document so that ``reindex`` can
+re-chunk without reading the file again; :meth:`Structure.to_dict` and
+:meth:`Structure.from_dict` round-trip it through JSON.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The inspector page at ``/ui``: static HTML, CSS and a small script shipped in the wheel.
 
-No build step, no CDN: the files in this folder are served as they are. They hold no
-data; the page calls the authenticated JSON API (``/api/v1/bots``,
-``/api/v1/bots/{name}/context``, ``/api/v1/bots/{name}/documents/{document_id}``) with
-the token the user types, sent as ``Authorization: Bearer`` and never put in a URL.
+No build step, no CDN, no data in the files: the page calls the JSON API with the token the
+user types (docs/service.md, "The inspector page").
 """
 
 from __future__ import annotations

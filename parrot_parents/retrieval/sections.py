@@ -10,7 +10,7 @@ its pages cover every row it holds.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from parrot_parents.stores.records.structure_markers import (
@@ -92,14 +92,8 @@ class Section:
     def to_dict(self) -> dict[str, Any]:
         """``section_path`` (a list of titles), ``section_ordinal``, ``ordinal``, ``layer``,
         ``page``, ``page_end``: the JSON keys of a passage."""
-        return {
-            "section_path": list(self.path),
-            "section_ordinal": self.section_ordinal,
-            "ordinal": self.ordinal,
-            "layer": self.layer,
-            "page": self.page,
-            "page_end": self.page_end,
-        }
+        out = asdict(self)
+        return {"section_path": list(out.pop("path")), **out}
 
     def citation(self) -> str | None:
         """``"Employee Handbook › 4. Pay and Payroll, pages 12-13"``: the headings joined by

@@ -82,18 +82,11 @@ class PackResult:
     mid_sentence: list[str] = field(default_factory=list)
 
     def meta(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "budget": self.budget,
-            "used": self.used,
-            "substituted": self.substituted,
-            "truncated": self.truncated,
-            "cut": self.cut,
-            "trim": self.trim,
-        }
-        if self.trimmed:
-            out["trimmed"] = self.trimmed
-        if self.mid_sentence:
-            out["mid_sentence"] = self.mid_sentence
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del out["passages"]
+        for key in ("trimmed", "mid_sentence"):  # only when packing did it
+            if not out[key]:
+                del out[key]
         return out
 
 

@@ -154,8 +154,7 @@ class AutoMergeExpander:
     async def fetch(
         self, hits: Sequence[Hit], searcher: AbstractParentSearcher
     ) -> tuple[dict[str, Document], dict[str, list[SearchResult]]]:
-        parent_ids = list(group_by_parent(hits))
-        parents = await searcher.fetch(parent_ids) if parent_ids else {}
+        parents = await ParentExpander().fetch(hits, searcher)
         children = await searcher.fetch_children(list(parents)) if parents else {}
         return parents, children
 

@@ -58,10 +58,7 @@ async def run(args: argparse.Namespace) -> int:
 
     check_question(args.question)  # here as on the server, before anything loads
     server = args.server if args.server is not None else os.environ.get(SERVER_ENV) or None
-    if server:
-        result = await _ask_server(args, server)
-    else:
-        result = await _ask_here(args)
+    result = await (_ask_server(args, server) if server else _ask_here(args))
     _print(result, as_json=args.json)
     return 0
 

@@ -96,8 +96,7 @@ def _print_text(args: argparse.Namespace, source: str) -> int:
         return 0
     # As stored, line breaks included: the file written by `show DOC --text > out.txt`,
     # read with open(out, newline=""), is indexed by the rows' offsets.
-    out = sys.stdout
-    out.flush()
-    out.buffer.write(source.encode("utf-8"))
-    out.buffer.flush()
+    sys.stdout.flush()
+    sys.stdout.buffer.write(source.encode("utf-8"))
+    sys.stdout.buffer.flush()
     return 0

@@ -418,12 +418,7 @@ class AbstractLoader(ABC):
         batch, _, extra = item
         if isinstance(store, DocumentTable) and len(batch) > 1:
             try:
-                await store.replace_documents(
-                    [
-                        _item(h, extra.get(h.document_id, ()), run.records.get(h.document_id))
-                        for h in batch
-                    ]
-                )
+                await store.replace_documents([_item(run, h, extra) for h in batch])
             except (ConfigurationError, StoreError) as exc:
                 if isinstance(exc, StoreError) and exc.unavailable:
                     raise  # an outage: the next documents would fail the same way
@@ -434,7 +429,7 @@ class AbstractLoader(ABC):
         written = []
         for h in batch:
             try:
-                await _write(store, h, extra.get(h.document_id, ()), run.records.get(h.document_id))
+                await _write(store, _item(run, h, extra))
             except (ConfigurationError, StoreError) as exc:
                 if isinstance(exc, StoreError) and exc.unavailable:
                     raise
@@ -627,25 +622,24 @@ def _record(
 
 
 def _item(
-    h: DocumentHierarchy, indexed: Sequence[Document], record: DocumentRecord | None
+    run: _Run, h: DocumentHierarchy, extra: Mapping[str, Sequence[Document]]
 ) -> tuple[str, list[Document], list[np.ndarray | None], DocumentRecord | None]:
     """``(document_id, rows, vectors, record)`` of one document: parents without a vector,
     children with their float32 one, indexed rows with their child's when it is theirs
     (:func:`~.indexing.row_vectors`), else none (the store embeds them)."""
+    indexed = extra.get(h.document_id, ())
     docs = [*h.documents(), *indexed]
     vectors: list[np.ndarray | None] = [None] * len(h.parents)
     vectors += [c.embedding for c in h.children]
     vectors += row_vectors(h, indexed)
-    return h.document_id, docs, vectors, record
+    return h.document_id, docs, vectors, run.records.get(h.document_id)
 
 
 async def _write(
     store: AbstractStore,
-    h: DocumentHierarchy,
-    indexed: Sequence[Document] = (),
-    record: DocumentRecord | None = None,
+    item: tuple[str, list[Document], list[np.ndarray | None], DocumentRecord | None],
 ) -> None:
-    document_id, docs, vectors, record = _item(h, indexed, record)
+    document_id, docs, vectors, record = item
     if isinstance(store, DocumentTable) and record is not None:
         await store.replace_document(document_id, docs, embeddings=vectors, record=record)
     elif isinstance(store, ReplaceDocument):

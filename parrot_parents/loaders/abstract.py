@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import shlex
 from abc import ABC, abstractmethod
@@ -98,6 +99,27 @@ class IngestReport:
     unchanged: list[str] = field(default_factory=list)
     #: Seconds spent building the vector index after a bulk load (None without one).
     index_build_seconds: float | None = None
+
+
+#: A batch out of the model's stage: documents kept, documents finished, rows by document id.
+_Batch = tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
+
+
+@dataclass
+class _Run:
+    """One :meth:`AbstractLoader.chunk_documents` call, as its stages share it."""
+
+    store: AbstractStore | None
+    indexer: RowIndexer | None
+    documents: Sequence[Document]
+    events: IngestProgress | None
+    sizes: ParentSizes
+    policy: ChunkPolicy
+    states: Mapping[str, DocumentState]
+    names: dict[str, str] = field(default_factory=dict)
+    records: dict[str, DocumentRecord] = field(default_factory=dict)
+    hierarchies: list[DocumentHierarchy] = field(default_factory=list)
+    out: list[Document] = field(default_factory=list)
 
 
 class LoaderOptions(TypedDict, total=False):
@@ -242,185 +264,161 @@ class AbstractLoader(ABC):
                 than this loader's (nothing is written).
             StoreError: the database is unavailable (``unavailable=True``).
         """
+        sizes: ParentSizes = {
+            "parent_chunk_threshold_tokens": parent_chunk_threshold_tokens,
+            "parent_chunk_size_tokens": parent_chunk_size_tokens,
+            "parent_chunk_overlap_tokens": parent_chunk_overlap_tokens,
+        }
         validate_parent_sizes(
             parent_chunk_threshold_tokens, parent_chunk_size_tokens, parent_chunk_overlap_tokens
         )
         indexer = self.indexer_for(vector_store)
-        if (
-            indexer is not None
-            and vector_store is not None
-            and not isinstance(vector_store, IndexedRows)
-        ):
+        if indexer is not None and _without_indexed_rows(vector_store):
             raise ConfigurationError(
                 f"{type(vector_store).__name__} cannot search indexed rows, which this "
                 "ingestion strategy writes",
                 hint="use the PostgreSQL store, or a free strategy (plain, parent-document, "
                 "sentence-window, hierarchical)",
             )
-        hierarchies: list[DocumentHierarchy] = []
-        names: dict[str, str] = {}
-        policy = self.policy(
-            parent_chunk_threshold_tokens,
-            parent_chunk_size_tokens,
-            parent_chunk_overlap_tokens,
-            vector_store=vector_store,
-        )
-        records: dict[str, DocumentRecord] = {}
+        policy = self.policy(**sizes, vector_store=vector_store)
         if vector_store is not None:
             # A writer opens the store as one (creating the collection when missing), so
             # that the reads before its first write find the collection.
             await vector_store.connect()
         states = await _stored_states(vector_store, documents) if skip_unchanged else {}
+        run = _Run(vector_store, indexer, documents, as_progress(progress), sizes, policy, states)
         for i, doc in enumerate(documents):
-            name = _name(doc, i)
-            try:
-                text, cleaned = _checked(doc)
-                metadata, structure = split_structure(doc.metadata)
-                document_id = check_document_id(_document_id(doc))
-                metadata = normalize_metadata(metadata)
-                record = _record(document_id, text, metadata, structure, policy)
-                if record.same_as(states.get(document_id)):
-                    self.report.unchanged.append(name)
-                    continue
-                hierarchy = self.processor.build_hierarchy(
-                    text,
-                    document_id,
-                    metadata,
-                    parent_chunk_threshold_tokens=parent_chunk_threshold_tokens,
-                    parent_chunk_size_tokens=parent_chunk_size_tokens,
-                    parent_chunk_overlap_tokens=parent_chunk_overlap_tokens,
-                    structure=structure,
-                )
-            except ConfigurationError as exc:
-                self.report.failed[name] = str(exc)
-                continue
-            except Exception as exc:  # a splitter or metadata surprise fails this one only
-                self.report.failed[name] = f"{type(exc).__name__}: {exc}"
-                continue
-            if cleaned:
-                self.report.warnings.setdefault(name, []).extend(cleaned)
-            # document_id names the document; the others are the hierarchy's own.
-            owned = sorted(k for k in metadata if k in HIERARCHY_OWNED and k != "document_id")
-            if owned:
-                self.report.warnings.setdefault(name, []).append(
-                    f"metadata {', '.join(map(repr, owned))}: keys the hierarchy writes "
-                    "itself; the values given were not stored (rename them to keep them)"
-                )
-            if named_by_content(doc.metadata or {}, doc.id):
-                self.report.warnings.setdefault(name, []).append(
-                    f"no document_id or source: stored as {document_id!r}, named by its "
-                    "content, so an edited text will be stored as a new document beside this "
-                    'one (give metadata["source"] or metadata["document_id"] to name it)'
-                )
-            names[hierarchy.document_id] = name
-            records[hierarchy.document_id] = record
-            hierarchies.append(hierarchy)
-        events = as_progress(progress)
-        if events is not None and len(hierarchies) < len(documents):
+            self._build(run, doc, _name(doc, i))
+        skipped = len(documents) - len(run.hierarchies)
+        if run.events is not None and skipped:
             # refused or unchanged: finished, not stored
-            events.advance(len(documents) - len(hierarchies))
-            events.stored(len(documents) - len(hierarchies))
-        out: list[Document] = []
-
-        async def embedded() -> AsyncIterator[
-            tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
-        ]:
-            """The model's stage: each batch embedded (and indexed), in a worker thread."""
-            if hierarchies and vector_store is not None:
-                # The load can take longer than the rest of a small ingest: say so first.
-                if events is not None:
-                    events.stage(LOADING_MODEL)
-                await asyncio.to_thread(self.processor.warm_up)
-                if events is not None:
-                    events.stage(EMBEDDING)
-            if hierarchies and isinstance(vector_store, ModelChecked):
-                # After every input is checked, before any vector is made: the collection
-                # must hold this model's vectors (or none yet).
-                await vector_store.check_model(self.processor.embedding, writing=True)
-
-            async def prepare(
-                batch: list[DocumentHierarchy],
-            ) -> tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]:
-                done = len(batch)
-                extra: Mapping[str, Sequence[Document]] = {}
-                if vector_store is not None:
-                    await self._warn_on_replaced_sources(vector_store, batch, documents)
-                    # Rows first: a row built from its child (header + child) gets its
-                    # vector in the child's embedding step, so the store embeds nothing
-                    # and each text is read once alone (see embed_hierarchies).
-                    extra = await indexer.index_rows(batch) if indexer else {}
-                    for h in batch:
-                        mark_row_prefixes(h, extra.get(h.document_id, ()))
-                    batch = await self._embed_isolated(batch, names, events)
-                elif events is not None:
-                    events.advance(done)  # nothing to embed without a store
-                return batch, done, extra
-
-            # EMBED_WORKERS batches are embedded at once, yielded in order: one forward
-            # pass at a time leaves CPU cores idle between its operations.
-            running: collections.deque[
-                asyncio.Task[tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]]
-            ] = collections.deque()
-            try:
-                for start in range(0, len(hierarchies), batch_documents):
-                    batch = hierarchies[start : start + batch_documents]
-                    running.append(asyncio.create_task(prepare(batch)))
-                    if len(running) >= EMBED_WORKERS:
-                        yield await running.popleft()
-                while running:
-                    yield await running.popleft()
-            finally:
-                for task in running:
-                    task.cancel()
-                for task in running:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
-
-        async def store(
-            item: tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]],
-        ) -> None:
-            """The database's stage: the batch written, one transaction per batch."""
-            batch, done, extra = item
-            if vector_store is not None:
-                batch = await self._write_batch(vector_store, batch, extra, records, names)
-            for h in batch:
-                out.extend(h.documents())
-            if events is not None:
-                events.stored(done)
-
+            run.events.advance(skipped)
+            run.events.stored(skipped)
         async with _bulk(vector_store, bulk_load, self.report):
             # The model embeds batch k+1 while batch k is written (a bounded queue).
-            await pipelined(embedded(), store, maxsize=queue_size)
+            await pipelined(
+                self._embedded(run, batch_documents),
+                functools.partial(self._store, run),
+                maxsize=queue_size,
+            )
         self.report.windowed_children += self.processor.windowed_children
         self.processor.windowed_children = 0
-        if indexer is not None:
-            self.report.strategy = indexer.report()
-        return out
+        if run.indexer is not None:
+            self.report.strategy = run.indexer.report()
+        return run.out
 
     #: The spec's (FEAT-128) name for :meth:`chunk_documents`.
     _chunk_with_late_chunking = chunk_documents
 
+    def _build(self, run: _Run, doc: Document, name: str) -> None:
+        """Check and split one document into ``run``; a document refused or unchanged from
+        its stored state is reported instead."""
+        try:
+            text, warnings = _checked(doc)
+            metadata, structure = split_structure(doc.metadata)
+            document_id = check_document_id(_document_id(doc))
+            metadata = normalize_metadata(metadata)
+            record = _record(document_id, text, metadata, structure, run.policy)
+            if record.same_as(run.states.get(document_id)):
+                self.report.unchanged.append(name)
+                return
+            hierarchy = self.processor.build_hierarchy(
+                text, document_id, metadata, structure=structure, **run.sizes
+            )
+        except ConfigurationError as exc:
+            self.report.failed[name] = str(exc)
+            return
+        except Exception as exc:  # a splitter or metadata surprise fails this one only
+            self.report.failed[name] = f"{type(exc).__name__}: {exc}"
+            return
+        # document_id names the document; the others are the hierarchy's own.
+        owned = sorted(k for k in metadata if k in HIERARCHY_OWNED and k != "document_id")
+        if owned:
+            warnings.append(
+                f"metadata {', '.join(map(repr, owned))}: keys the hierarchy writes "
+                "itself; the values given were not stored (rename them to keep them)"
+            )
+        if named_by_content(doc.metadata or {}, doc.id):
+            warnings.append(
+                f"no document_id or source: stored as {document_id!r}, named by its "
+                "content, so an edited text will be stored as a new document beside this "
+                'one (give metadata["source"] or metadata["document_id"] to name it)'
+            )
+        if warnings:
+            self.report.warnings.setdefault(name, []).extend(warnings)
+        run.names[document_id] = name
+        run.records[document_id] = record
+        run.hierarchies.append(hierarchy)
+
+    async def _embedded(self, run: _Run, batch_documents: int) -> AsyncIterator[_Batch]:
+        """The model's stage: each batch embedded (and indexed), in a worker thread."""
+        if run.hierarchies and run.store is not None:
+            # The load can take longer than the rest of a small ingest: say so first.
+            if run.events is not None:
+                run.events.stage(LOADING_MODEL)
+            await asyncio.to_thread(self.processor.warm_up)
+            if run.events is not None:
+                run.events.stage(EMBEDDING)
+        if run.hierarchies and isinstance(run.store, ModelChecked):
+            # After every input is checked, before any vector is made: the collection
+            # must hold this model's vectors (or none yet).
+            await run.store.check_model(self.processor.embedding, writing=True)
+        # EMBED_WORKERS batches are embedded at once, yielded in order: one forward
+        # pass at a time leaves CPU cores idle between its operations.
+        running: collections.deque[asyncio.Task[_Batch]] = collections.deque()
+        try:
+            for start in range(0, len(run.hierarchies), batch_documents):
+                batch = run.hierarchies[start : start + batch_documents]
+                running.append(asyncio.create_task(self._prepare(run, batch)))
+                if len(running) >= EMBED_WORKERS:
+                    yield await running.popleft()
+            while running:
+                yield await running.popleft()
+        finally:
+            for task in running:
+                task.cancel()
+            for task in running:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _prepare(self, run: _Run, batch: list[DocumentHierarchy]) -> _Batch:
+        """One batch indexed and embedded."""
+        done = len(batch)
+        if run.store is None:
+            if run.events is not None:
+                run.events.advance(done)  # nothing to embed without a store
+            return batch, done, {}
+        await self._warn_on_replaced_sources(run.store, batch, run.documents)
+        # Rows first: a row built from its child (header + child) gets its vector in the
+        # child's embedding step, so the store embeds nothing and each text is read once
+        # alone (see embed_hierarchies).
+        extra = await run.indexer.index_rows(batch) if run.indexer else {}
+        for h in batch:
+            mark_row_prefixes(h, extra.get(h.document_id, ()))
+        return await self._embed_isolated(run, batch), done, extra
+
+    async def _store(self, run: _Run, item: _Batch) -> None:
+        """The database's stage: the batch written, one transaction per batch."""
+        batch, done, _ = item
+        if run.store is not None:
+            batch = await self._write_batch(run, run.store, item)
+        for h in batch:
+            run.out.extend(h.documents())
+        if run.events is not None:
+            run.events.stored(done)
+
     async def _write_batch(
-        self,
-        store: AbstractStore,
-        batch: list[DocumentHierarchy],
-        extra: Mapping[str, Sequence[Document]],
-        records: dict[str, DocumentRecord],
-        names: dict[str, str],
+        self, run: _Run, store: AbstractStore, item: _Batch
     ) -> list[DocumentHierarchy]:
         """Write a batch in one transaction when the store can; the documents written.
 
         When the batch's transaction fails (nothing of it is kept), its documents are
         written one by one, so a faulty document fails alone and is reported.
         """
+        batch, _, extra = item
         if isinstance(store, DocumentTable) and len(batch) > 1:
             try:
-                await store.replace_documents(
-                    [
-                        _item(h, extra.get(h.document_id, ()), records.get(h.document_id))
-                        for h in batch
-                    ]
-                )
+                await store.replace_documents([_item(run, h, extra) for h in batch])
             except (ConfigurationError, StoreError) as exc:
                 if isinstance(exc, StoreError) and exc.unavailable:
                     raise  # an outage: the next documents would fail the same way
@@ -431,11 +429,11 @@ class AbstractLoader(ABC):
         written = []
         for h in batch:
             try:
-                await _write(store, h, extra.get(h.document_id, ()), records.get(h.document_id))
+                await _write(store, _item(run, h, extra))
             except (ConfigurationError, StoreError) as exc:
                 if isinstance(exc, StoreError) and exc.unavailable:
                     raise
-                self.report.failed[names[h.document_id]] = str(exc)
+                self.report.failed[run.names[h.document_id]] = str(exc)
                 continue
             written.append(h)
             self.report.indexed += len(extra.get(h.document_id, ()))
@@ -444,11 +442,7 @@ class AbstractLoader(ABC):
     def indexer_for(self, vector_store: AbstractStore | None) -> RowIndexer | None:
         """The indexer that writes into ``vector_store``: :attr:`indexer`, but the default
         one only on a store that can search indexed rows (elsewhere: none)."""
-        if (
-            self._default_indexer
-            and vector_store is not None
-            and not isinstance(vector_store, IndexedRows)
-        ):
+        if self._default_indexer and _without_indexed_rows(vector_store):
             return None
         return self.indexer
 
@@ -483,23 +477,20 @@ class AbstractLoader(ABC):
         )
 
     async def _embed_isolated(
-        self,
-        batch: list[DocumentHierarchy],
-        names: dict[str, str],
-        events: IngestProgress | None = None,
+        self, run: _Run, batch: list[DocumentHierarchy]
     ) -> list[DocumentHierarchy]:
         """Embed the batch together; when that fails, embed each document alone, so that a
         document the model cannot take fails alone (it is reported) and the others stay.
 
-        ``events`` is told each step's advance; on a retry, only what the first attempt
+        ``run.events`` is told each step's advance; on a retry, only what the first attempt
         did not report, so the batch advances by ``len(batch)`` in all."""
         reported = 0.0
 
         def advance(fraction: float) -> None:
             nonlocal reported
             reported += fraction
-            if events is not None:
-                events.advance(fraction)
+            if run.events is not None:
+                run.events.advance(fraction)
 
         try:
             await self.processor.embed_hierarchies(batch, advance)
@@ -516,15 +507,15 @@ class AbstractLoader(ABC):
             except ModelLoadError:
                 raise
             except Exception as exc:  # one document's failure must not lose the others
-                self.report.failed[names[h.document_id]] = (
+                self.report.failed[run.names[h.document_id]] = (
                     f"embedding failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                     if str(exc)
                     else f"embedding failed: {type(exc).__name__}"
                 )
                 continue
             kept.append(h)
-        if events is not None and len(batch) > reported:
-            events.advance(len(batch) - reported)
+        if run.events is not None and len(batch) > reported:
+            run.events.advance(len(batch) - reported)
         return kept
 
     async def _warn_on_replaced_sources(
@@ -565,6 +556,10 @@ class AbstractLoader(ABC):
                     "(Python: store.delete(document_id); CLI: parrot-parents delete "
                     f"COLLECTION {' '.join(shlex.quote(o) for o in sorted(others))})"
                 )
+
+
+def _without_indexed_rows(store: AbstractStore | None) -> bool:
+    return store is not None and not isinstance(store, IndexedRows)
 
 
 def _digest(h: DocumentHierarchy) -> str | None:
@@ -627,25 +622,24 @@ def _record(
 
 
 def _item(
-    h: DocumentHierarchy, indexed: Sequence[Document], record: DocumentRecord | None
+    run: _Run, h: DocumentHierarchy, extra: Mapping[str, Sequence[Document]]
 ) -> tuple[str, list[Document], list[np.ndarray | None], DocumentRecord | None]:
     """``(document_id, rows, vectors, record)`` of one document: parents without a vector,
     children with their float32 one, indexed rows with their child's when it is theirs
     (:func:`~.indexing.row_vectors`), else none (the store embeds them)."""
+    indexed = extra.get(h.document_id, ())
     docs = [*h.documents(), *indexed]
     vectors: list[np.ndarray | None] = [None] * len(h.parents)
     vectors += [c.embedding for c in h.children]
     vectors += row_vectors(h, indexed)
-    return h.document_id, docs, vectors, record
+    return h.document_id, docs, vectors, run.records.get(h.document_id)
 
 
 async def _write(
     store: AbstractStore,
-    h: DocumentHierarchy,
-    indexed: Sequence[Document] = (),
-    record: DocumentRecord | None = None,
+    item: tuple[str, list[Document], list[np.ndarray | None], DocumentRecord | None],
 ) -> None:
-    document_id, docs, vectors, record = _item(h, indexed, record)
+    document_id, docs, vectors, record = item
     if isinstance(store, DocumentTable) and record is not None:
         await store.replace_document(document_id, docs, embeddings=vectors, record=record)
     elif isinstance(store, ReplaceDocument):

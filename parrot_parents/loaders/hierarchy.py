@@ -246,16 +246,16 @@ class LateChunkingProcessor:
                 "start_index": p_start,
                 "end_index": p_end,
                 "is_chunk": False,
+                "content_sha256": digest,
             }
-            meta["content_sha256"] = digest
             if three:
                 meta["document_type"] = PARENT_CHUNK
             else:
                 meta["is_full_document"] = True
-            hierarchy.parents.append(
-                Document(id=parent_id, page_content=document_text[p_start:p_end], metadata=meta)
-            )
             parent_text = document_text[p_start:p_end]
+            hierarchy.parents.append(
+                Document(id=parent_id, page_content=parent_text, metadata=meta)
+            )
             for c_start, c_end in split_spans(
                 parent_text, self.child_chunk_size, self.child_chunk_overlap
             ):
@@ -264,7 +264,6 @@ class LateChunkingProcessor:
                 if (start, end) in seen_children:
                     continue
                 seen_children.add((start, end))
-                chunk_id = make_row_id(document_id, "child", start, end)
                 index = len(hierarchy.children)
                 child_meta = {
                     **base,
@@ -276,7 +275,7 @@ class LateChunkingProcessor:
                 }
                 hierarchy.children.append(
                     ChunkInfo(
-                        chunk_id,
+                        make_row_id(document_id, "child", start, end),
                         parent_id,
                         document_id,
                         index,
@@ -354,7 +353,7 @@ class LateChunkingProcessor:
             both = np.asarray(child.embedding, dtype=np.float32) + head
             child.embedding = both / max(float(np.linalg.norm(both)), 1e-12)
 
-    async def _embed_step(self, groups: list[tuple[Document | None, list[ChunkInfo]]]) -> None:
+    async def _embed_step(self, groups: list[_Group]) -> None:
         """Embed one step: ``(parent, its children)`` groups with late chunking, else
         ``(None, children)`` embedded alone."""
         if not self.late_chunking:
@@ -471,6 +470,9 @@ def _preamble_prefix(metadata: dict[str, Any]) -> str:
     return f"{preamble}\n\n" if isinstance(preamble, str) and preamble else ""
 
 
+#: One embedding unit: a parent and its children (late chunking), or None and one child.
+_Group = tuple[Document | None, list[ChunkInfo]]
+
 #: Keys the hierarchy writes itself; a caller's values for them are not stored (the
 #: loader says so in its report's warnings). ``searchable`` is a caller's to give.
 HIERARCHY_OWNED = (HIERARCHY_KEYS - {SEARCHABLE}) | {DOCUMENT_ID, RETRIEVAL_PREAMBLE}
@@ -478,7 +480,7 @@ HIERARCHY_OWNED = (HIERARCHY_KEYS - {SEARCHABLE}) | {DOCUMENT_ID, RETRIEVAL_PREA
 
 def _steps(
     h: DocumentHierarchy, late_chunking: bool, step_characters: int = PROGRESS_CHARACTERS
-) -> list[tuple[list[tuple[Document | None, list[ChunkInfo]]], float]]:
+) -> list[tuple[list[_Group], float]]:
     """A document's children cut into embedding steps of at most ``step_characters``
     characters of child text, each with the fraction of the document it completes.
 
@@ -490,7 +492,7 @@ def _steps(
         by_parent: dict[str, list[ChunkInfo]] = {}
         for c in h.children:
             by_parent.setdefault(c.parent_id, []).append(c)
-        units: list[tuple[Document | None, list[ChunkInfo]]] = [
+        units: list[_Group] = [
             (parent, by_parent[str(parent.id)])
             for parent in h.parents
             if by_parent.get(str(parent.id))
@@ -500,8 +502,8 @@ def _steps(
     total = sum(len(c.text) for _, kids in units for c in kids)
     if not units or total == 0:
         return [(units, 1.0)]
-    steps: list[tuple[list[tuple[Document | None, list[ChunkInfo]]], float]] = []
-    current: list[tuple[Document | None, list[ChunkInfo]]] = []
+    steps: list[tuple[list[_Group], float]] = []
+    current: list[_Group] = []
     size = 0
     for unit in units:
         chars = sum(len(c.text) for c in unit[1])

@@ -229,21 +229,19 @@ def discover_files(
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
-            found = []
-            for f in _walk(root, skipped):
-                why = _not_read(f)
-                if why is not None:
-                    skipped[str(f)] = why
-                    continue
-                prefix = f"{root.resolve().name}/" if several else ""
-                found.append((f, prefix + f.relative_to(root).as_posix()))
+            prefix = f"{root.resolve().name}/" if several else ""
+            named = [(f, prefix + f.relative_to(root).as_posix()) for f in _walk(root, skipped)]
         elif root.exists() or root.is_symlink():
-            why = _not_read(root)
-            if why is not None:
-                skipped[str(root)] = why
-            found = [] if why is not None else [(root, root.name)]
+            named = [(root, root.name)]
         else:
             raise DocumentReadError(str(root), "no such file or directory")
+        found = []
+        for f, doc_id in named:
+            why = _not_read(f)
+            if why is None:
+                found.append((f, doc_id))
+            else:
+                skipped[str(f)] = why
         if base is not None:
             inside = []
             for f, _ in found:

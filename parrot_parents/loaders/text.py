@@ -83,17 +83,17 @@ class TextLoader(AbstractLoader):
             self.report.warnings.setdefault(name, []).append(f"skipped: {reason}")
         self.report.failed.update(found.conflicts)
         for path, raw_id in found.files:
+            source = utf8_name(str(path))[0]
             document_id, renamed = utf8_name(raw_id)
             if renamed:
-                self.report.warnings.setdefault(utf8_name(str(path))[0], []).append(
+                self.report.warnings.setdefault(source, []).append(
                     f"the file name is not valid UTF-8; stored as document {document_id!r}"
                 )
             try:
                 text, structure, warnings = read_document(path, on_bad_bytes=self.on_bad_bytes)
             except DocumentReadError as exc:
-                self.report.failed[utf8_name(str(path))[0]] = exc.reason
+                self.report.failed[source] = exc.reason
                 continue
-            source = utf8_name(str(path))[0]
             if warnings:
                 self.report.warnings.setdefault(source, []).extend(warnings)
             if not text.strip():

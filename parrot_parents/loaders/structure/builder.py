@@ -281,11 +281,10 @@ def build_rows(
             "end_index": end,
             **_pages(structure, start, end),
         }
-        chunk_id = make_row_id(document_id, "child", start, end)
         caption, columns = headers.get((start, end), (None, ()))
         children.append(
             ChunkInfo(
-                chunk_id,
+                make_row_id(document_id, "child", start, end),
                 parent_id,
                 document_id,
                 i,
@@ -315,9 +314,8 @@ def _overview_row(
         OFFSETS_EXACT: False,
         "summary_sections": list(overview.ordinals),
     }
-    row_id = f"{document_id}#document"
     # No parent and no span: late chunking leaves it to the store, which embeds its text.
-    return ChunkInfo(row_id, "", document_id, -1, 0, 0, overview.text, meta)
+    return ChunkInfo(f"{document_id}#document", "", document_id, -1, 0, 0, overview.text, meta)
 
 
 class _HeadingRuns:
@@ -345,10 +343,9 @@ class _HeadingRuns:
     def _split(
         self, start: int, end: int, size: int, overlap: int, separators: list[str]
     ) -> list[tuple[int, int]]:
-        piece = self.text[start:end]
         return [
             (start + s, start + e)
-            for s, e in split_spans(piece, size, overlap, separators=separators)
+            for s, e in split_spans(self.text[start:end], size, overlap, separators=separators)
         ]
 
     def cut(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from langchain_core.documents import Document
 
@@ -59,3 +59,11 @@ class AbstractStore(ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Safe to call twice."""
+
+    async def __aenter__(self) -> Self:
+        """``async with store:`` connects, and closes when the block ends."""
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -23,13 +23,14 @@ from typing import Any
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["KEY_PATTERN", "any_of", "in_list", "literal", "translate_filter"]
+__all__ = ["KEY_PATTERN", "in_list", "literal", "translate_filter"]
 
 #: Metadata keys a filter may name (letters, digits, ``_``, ``-``, ``.``; at most 64).
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 
 _COMPARISONS = {"$eq": "==", "$ne": "!=", "$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
-_MEMBERSHIP = ("$in", "$nin")
+#: Each membership operator as the joiner of its equalities or inequalities.
+_MEMBERSHIP = {"$in": ("==", " or "), "$nin": ("!=", " and ")}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -60,18 +61,13 @@ def literal(value: Any) -> str:
     )
 
 
-def any_of(field: str, values: Iterable[Any]) -> str:
-    """``(field == v1 or field == v2 ...)`` for a scalar field or JSON path."""
-    return "(" + " or ".join(f"{field} == {literal(v)}" for v in values) + ")"
-
-
 def in_list(field: str, values: Iterable[Any]) -> str:
     """``field in [v1, v2, ...]`` for a scalar field (not a JSON path: Milvus Lite 3.2
     refuses ``in`` there)."""
     return f"{field} in [" + ", ".join(literal(v) for v in values) + "]"
 
 
-def translate_filter(filter: Mapping[str, Any] | None, field: str = "metadata") -> str:
+def translate_filter(filter: Mapping[str, Any] | None) -> str:
     """The Milvus expression of a metadata filter; ``""`` for no filter.
 
     Raises:
@@ -90,7 +86,7 @@ def translate_filter(filter: Mapping[str, Any] | None, field: str = "metadata") 
                 f"filter key {key!r} is not supported on Milvus",
                 hint="use metadata keys of letters, digits, '_', '-' or '.' (at most 64)",
             )
-        ref = f'{field}["{key}"]'
+        ref = f'metadata["{key}"]'
         if not isinstance(condition, Mapping):
             clauses.append(f"{ref} == {literal(condition)}")
             continue
@@ -102,14 +98,11 @@ def translate_filter(filter: Mapping[str, Any] | None, field: str = "metadata") 
             elif op in _MEMBERSHIP:
                 if not isinstance(value, list | tuple) or not value:
                     raise ConfigurationError(f"filter {key!r}: {op} needs a non-empty list")
-                clauses.append(any_of(ref, value) if op == "$in" else _none_of(ref, value))
+                sign, joiner = _MEMBERSHIP[op]
+                clauses.append("(" + joiner.join(f"{ref} {sign} {literal(v)}" for v in value) + ")")
             else:
                 known = " ".join([*_COMPARISONS, *_MEMBERSHIP])
                 raise ConfigurationError(
                     f"filter {key!r}: operator {op!r} is not supported on Milvus (known: {known})"
                 )
     return " and ".join(f"({c})" for c in clauses)
-
-
-def _none_of(ref: str, values: Iterable[Any]) -> str:
-    return "(" + " and ".join(f"{ref} != {literal(v)}" for v in values) + ")"

@@ -64,7 +64,6 @@ class MilvusParentSearcher(StoreParentSearcher):
         return MilvusStore(uri, collection, token=token, embedding=embedding, create=False)
 
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
-        """Parents by id; see :meth:`AbstractParentSearcher.fetch`."""
         return await self.store.fetch_parents(parent_ids)
 
     async def health_check(self) -> bool:

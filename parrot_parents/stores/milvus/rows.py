@@ -73,7 +73,7 @@ def fold(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             problem = f"is a {kind!r} row; Milvus keeps one searched text per child"
         elif target is None or is_parent(target["cmetadata"]):
             problem = f"stands for {meta.get(INDEXES)!r}, which is no child in this write"
-        elif "search_text" in target:
+        elif SEARCH_TEXT in target:
             problem = f"is a second searched text for child {target['id']!r}"
         if problem is not None:
             raise ConfigurationError(
@@ -82,8 +82,8 @@ def fold(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "a free strategy (plain, parent-document, sentence-window, hierarchical)",
             )
         assert target is not None
-        target["search_text"] = row["document"]
-        target["via"] = row["id"]
+        target[SEARCH_TEXT] = row["document"]
+        target[VIA] = row["id"]
         target["embedding"] = None  # the vector of the searched text, as on PostgreSQL
     return kept
 
@@ -100,30 +100,14 @@ def entities(
             k: (meta.get(k) if isinstance(meta.get(k), type(d)) else d)
             for k, d in SCALAR_DEFAULTS.items()
         }
+        entity = {"id": row["id"], "text": row["document"], "metadata": meta}
         if is_parent(meta):
-            parents.append(
-                {
-                    "id": row["id"],
-                    "text": row["document"],
-                    "document_id": scalars["document_id"],
-                    "metadata": meta,
-                    "no_vector": PLACEHOLDER_VECTOR,
-                }
-            )
-        else:
-            searched = (
-                {SEARCH_TEXT: row.get("search_text", row["document"]), VIA: row.get("via", "")}
-                if search_text
-                else {}
-            )
-            children.append(
-                {
-                    "id": row["id"],
-                    "text": row["document"],
-                    **searched,
-                    "embedding": [float(x) for x in row["embedding"]],
-                    **scalars,
-                    "metadata": meta,
-                }
-            )
+            entity.update(document_id=scalars["document_id"], no_vector=PLACEHOLDER_VECTOR)
+            parents.append(entity)
+            continue
+        if search_text:
+            entity.update({SEARCH_TEXT: row.get(SEARCH_TEXT, row["document"])})
+            entity.update({VIA: row.get(VIA, "")})
+        entity.update(scalars, embedding=[float(x) for x in row["embedding"]])
+        children.append(entity)
     return children, parents

@@ -27,6 +27,7 @@ from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
     PARENT_FIELDS,
     PARENTS_SUFFIX,
+    SEARCH_TEXT,
     VIA,
     ensure_collections,
 )
@@ -39,7 +40,7 @@ from parrot_parents.stores.protocols import (
 )
 from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.records.markers import is_parent
-from parrot_parents.stores.records.rows import check_document_rows
+from parrot_parents.stores.records.rows import check_document_rows, embed_missing
 from parrot_parents.stores.results import SearchResult
 from parrot_parents.stores.search_options import Fusion, SearchMode, check_search_mode
 
@@ -48,10 +49,10 @@ __all__ = ["MilvusStore"]
 logger = logging.getLogger(__name__)
 
 _MAX_LIMIT = 10_000
+#: The metric of each searched field: cosine over the embedding, BM25 over the text.
+_METRICS = {"embedding": "COSINE", "sparse": "BM25"}
 #: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
 QUERY_WINDOW = 16_384
-#: RRF constant of hybrid search (Cormack et al., 2009), the engine's default.
-RRF_K = 60
 #: Key of the per-document ingestion record on parent rows (loaders.indexing.INGESTION_KEY).
 _INGESTION = "ingestion"
 
@@ -187,29 +188,11 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         return self._client
 
     async def close(self) -> None:
-        """Close the client. Safe to call twice."""
         client, self._client = self._client, None
         if client is not None:
             await asyncio.to_thread(client.close)
 
-    async def __aenter__(self) -> MilvusStore:
-        return await self.connect()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     # -- writes ------------------------------------------------------------------------
-
-    async def _embed_missing(self, rows: list[dict[str, Any]]) -> None:
-        """Embed, in batches, the children given no vector: their searched text."""
-        todo = [r for r in rows if r["embedding"] is None and not is_parent(r["cmetadata"])]
-        for start in range(0, len(todo), self.embed_batch_size):
-            batch = todo[start : start + self.embed_batch_size]
-            vectors = await self.embedding.aembed_documents(
-                [r.get("search_text", r["document"]) for r in batch]
-            )
-            for row, vector in zip(batch, vectors, strict=True):
-                row["embedding"] = vector
 
     async def _upsert(self, rows: list[dict[str, Any]]) -> list[str]:
         """Fold, embed and write ``rows`` (parents first: a child is never visible before
@@ -223,7 +206,14 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
                 "collection to search both",
                 self.collection,
             )
-        await self._embed_missing(kept)
+        # Every child needs a vector here, of its searched text.
+        await embed_missing(
+            kept,
+            self.embedding,
+            self.embed_batch_size,
+            wanted=lambda meta: not is_parent(meta),
+            text=lambda row: str(row.get(SEARCH_TEXT, row["document"])),
+        )
         client = await self.ready()
         children, parents = entities(kept, self._search_text)
         if parents:
@@ -305,6 +295,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
 
         The store disconnects; a later call connects again and, with ``create``, makes
         empty collections."""
+
         client = await self.ready()
         for name in (self.collection, self.parents_collection):
             if await self._call(client.has_collection, name):
@@ -347,46 +338,40 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         search_mode = check_search_mode(search_mode)
         _check_limit(limit)
         expr = translate_filter(filter)
-        if fusion is not None and fusion.prf is not None and search_mode != "dense":
+        fusion = fusion or Fusion()
+        if fusion.prf is not None and search_mode != "dense":
             raise ConfigurationError(
                 "pseudo-relevance feedback (prf) runs in PostgreSQL's lexical branch; "
                 "Milvus's BM25 takes no weighted query terms",
                 hint="leave prf off on a Milvus store",
             )
-        vector = None
-        if search_mode != "lexical":
-            vector = await self.embedding.aembed_query(query)
-        client = await self.ready()
-        if search_mode == "dense":
-            assert vector is not None
-            return await self._dense(client, vector, limit, expr)
-        if not isinstance(query, str) or not query.strip():
-            raise ConfigurationError("a lexical or hybrid search needs a non-empty query")
-        if search_mode == "lexical":
-            hits = await self._call(
-                client.search,
-                self.collection,
-                data=[query],
-                anns_field="sparse",
-                limit=limit,
-                filter=expr,
-                output_fields=self._child_fields,
-                search_params={"metric_type": "BM25"},
-            )
-            # Milvus reports BM25 as a score, Milvus Lite as its negative; order is the
-            # engine's either way.
-            return [_result(h, abs(float(h["distance"]))) for h in hits[0]]
-        from pymilvus import RRFRanker
-
-        fusion = fusion or Fusion()
-        if fusion.dense_weight != fusion.lexical_weight:
+        if search_mode == "hybrid" and fusion.dense_weight != fusion.lexical_weight:
             raise ConfigurationError(
                 "Milvus fuses with the engine's RRF, which weighs both branches equally",
                 hint="leave dense_weight and lexical_weight equal on a Milvus store",
             )
+        if search_mode == "lexical":
+            hits = await self._search("sparse", query, limit, expr)
+            # Milvus reports BM25 as a score, Milvus Lite as its negative; order is the
+            # engine's either way.
+            return [_result(h, abs(float(h["distance"]))) for h in hits]
+        vector = await self.embedding.aembed_query(query)
+        if search_mode == "dense":
+            return await self.similarity_search_by_vector(vector, limit, filter=filter)
+        from pymilvus import AnnSearchRequest, RRFRanker
 
         candidates = min(max(2 * limit, 20), _MAX_LIMIT)
-        requests = _hybrid_requests(vector or [], query, candidates, expr)
+        requests = [
+            AnnSearchRequest(
+                data=[data],
+                anns_field=field,
+                param={"metric_type": _METRICS[field]},
+                limit=candidates,
+                expr=expr or None,
+            )
+            for field, data in (("embedding", list(vector)), ("sparse", query))
+        ]
+        client = await self.ready()
         hits = await self._call(
             client.hybrid_search,
             self.collection,
@@ -410,37 +395,43 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             raise ConfigurationError(
                 f"query vector has {len(vector)} values, expected {self.dimension}"
             )
-        return await self._dense(await self.ready(), vector, limit, translate_filter(filter))
+        data = [float(x) for x in vector]
+        hits = await self._search("embedding", data, limit, translate_filter(filter))
+        # Milvus's COSINE "distance" is the similarity.
+        return [_result(h, float(h["distance"]), 1.0 - float(h["distance"])) for h in hits]
 
-    async def _dense(
-        self, client: Any, vector: Sequence[float], limit: int, expr: str
-    ) -> list[SearchResult]:
+    async def _search(self, field: str, data: Any, limit: int, expr: str) -> list[Any]:
+        """The hits of one branch (``embedding`` or ``sparse``), best first."""
+        client = await self.ready()
         hits = await self._call(
             client.search,
             self.collection,
-            data=[[float(x) for x in vector]],
-            anns_field="embedding",
+            data=[data],
+            anns_field=field,
             limit=limit,
             filter=expr,
             output_fields=self._child_fields,
-            search_params={"metric_type": "COSINE"},
+            search_params={"metric_type": _METRICS[field]},
         )
-        return [_result(h, float(h["distance"]), 1.0 - float(h["distance"])) for h in hits[0]]
+        return list(hits[0])
 
-    async def query_children(self, expr: str) -> list[SearchResult]:
-        """Children matching a Milvus expression (built by this package, never by a user).
+    async def _query(self, name: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
+        """The rows of collection ``name`` matching ``expr`` (a Milvus expression built by
+        this package, never by a user): at most :data:`QUERY_WINDOW`."""
+        client = await self.ready()
+        rows = await self._call(
+            client.query, name, filter=expr, output_fields=fields, limit=QUERY_WINDOW
+        )
+        return list(rows)
+
+    async def _children(self, expr: str) -> list[SearchResult]:
+        """Children matching ``expr``.
 
         Raises:
             StoreError: more than :data:`QUERY_WINDOW` rows match (Milvus's result window).
         """
-        client = await self.ready()
-        rows = await self._call(
-            client.query,
-            self.collection,
-            filter=expr,
-            output_fields=[*self._child_fields, "chunk_index", "start_index"],
-            limit=QUERY_WINDOW,
-        )
+        fields = [*self._child_fields, "chunk_index", "start_index"]
+        rows = await self._query(self.collection, expr, fields)
         if len(rows) >= QUERY_WINDOW:
             raise StoreError(f"more than {QUERY_WINDOW} children match one read; narrow it")
         return [
@@ -467,17 +458,15 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         }
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """As :meth:`AbstractParentSearcher.fetch_children`; one query."""
         ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))
         if not ids:
             return {}
-        rows = await self.query_children(in_list("parent_document_id", ids))
+        rows = await self._children(in_list("parent_document_id", ids))
         return _grouped(rows, "parent_document_id", "start_index")
 
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
     ) -> dict[str, list[SearchResult]]:
-        """As :meth:`AbstractParentSearcher.fetch_neighbours`; one query."""
         if not ranges:
             return {}
         expr = " or ".join(
@@ -485,22 +474,15 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             f" and chunk_index <= {int(hi)})"
             for d, lo, hi in ranges
         )
-        return _grouped(await self.query_children(expr), "document_id", "chunk_index")
+        return _grouped(await self._children(expr), "document_id", "chunk_index")
 
     async def document_sources(self, document_ids: Sequence[str]) -> dict[str, set[str]]:
         ids = list(dict.fromkeys(str(d) for d in document_ids))
         if not ids:
             return {}
-        client = await self.ready()
         out: dict[str, set[str]] = {}
         for name in (self.collection, self.parents_collection):
-            rows = await self._call(
-                client.query,
-                name,
-                filter=in_list("document_id", ids),
-                output_fields=["document_id", "metadata"],
-                limit=QUERY_WINDOW,
-            )
+            rows = await self._query(name, in_list("document_id", ids), ["document_id", "metadata"])
             for r in rows:
                 sources = out.setdefault(r["document_id"], set())
                 source = (r.get("metadata") or {}).get("source")
@@ -515,14 +497,8 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             StoreError: the collection has more than :data:`QUERY_WINDOW` parents (Milvus
                 Lite has no query iterator to read past its result window).
         """
-        client = await self.ready()
-        rows = await self._call(
-            client.query,
-            self.parents_collection,
-            filter='document_id != ""',
-            output_fields=["document_id", "metadata"],
-            limit=QUERY_WINDOW,
-        )
+        fields = ["document_id", "metadata"]
+        rows = await self._query(self.parents_collection, 'document_id != ""', fields)
         if len(rows) >= QUERY_WINDOW:
             raise StoreError(f"more than {QUERY_WINDOW} parents: cannot list them in one read")
         out: dict[str, dict[str, Any]] = {}
@@ -578,25 +554,3 @@ def _deleted_count(result: Any) -> int:
         return len(result)
     except TypeError:
         return 0
-
-
-def _hybrid_requests(vector: Sequence[float], query: str, candidates: int, expr: str) -> list[Any]:
-    """The dense and the BM25 branch of a hybrid search, ``candidates`` rows each."""
-    from pymilvus import AnnSearchRequest
-
-    return [
-        AnnSearchRequest(
-            data=[list(vector)],
-            anns_field="embedding",
-            param={"metric_type": "COSINE"},
-            limit=candidates,
-            expr=expr or None,
-        ),
-        AnnSearchRequest(
-            data=[query],
-            anns_field="sparse",
-            param={"metric_type": "BM25"},
-            limit=candidates,
-            expr=expr or None,
-        ),
-    ]

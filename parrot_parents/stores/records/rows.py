@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -52,13 +53,12 @@ def prepare_rows(
         where = f"documents[{i}]"
         try:
             meta = normalize_markers(normalize_metadata(doc.metadata or {}))
+            text, replaced = clean_text(doc.page_content)
             # A row names its document as a loader does (document_id, then source, then
-            # a hash of the text): see stores.ids.document_identity.
-            meta["document_id"] = check_document_id(
-                document_identity(meta, None, clean_text(doc.page_content)[0])
-            )
+            # a hash of the text): see records.ids.document_identity.
+            meta["document_id"] = check_document_id(document_identity(meta, None, text))
             where = f"documents[{i}] (document {meta['document_id']!r})"
-            if clean_text(doc.page_content)[1]:
+            if replaced:
                 raise ConfigurationError(
                     "page_content contains NUL, control characters or lone surrogates",
                     hint="clean it first, or ingest through a loader, which cleans and reports",
@@ -79,16 +79,24 @@ def prepare_rows(
     return rows
 
 
-async def embed_missing(rows: list[dict[str, Any]], embedding: Any, batch_size: int) -> None:
-    """Embed, in place and in batches of ``batch_size``, the children given no vector.
+async def embed_missing(
+    rows: list[dict[str, Any]],
+    embedding: Any,
+    batch_size: int,
+    *,
+    wanted: Callable[[dict[str, Any]], bool] = is_searchable,
+    text: Callable[[dict[str, Any]], str] = itemgetter("document"),
+) -> None:
+    """Embed, in place and in batches of ``batch_size``, the rows given no vector whose
+    metadata is ``wanted``, from their ``text``.
 
-    Parents, and children marked ``searchable: false``, stay without one (they never
-    enter a vector index).
+    By default parents, and children marked ``searchable: false``, stay without one (they
+    never enter a vector index), and a row's vector is made from its ``document``.
     """
-    todo = [r for r in rows if r["embedding"] is None and is_searchable(r["cmetadata"])]
+    todo = [r for r in rows if r["embedding"] is None and wanted(r["cmetadata"])]
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
-        vectors = await embedding.aembed_documents([r["document"] for r in batch])
+        vectors = await embedding.aembed_documents([text(r) for r in batch])
         matrix = np.asarray(vectors, dtype=np.float32)  # one block, no per-float objects
         for row, vector in zip(batch, matrix, strict=True):
             row["embedding"] = vector

@@ -32,6 +32,7 @@ from sqlalchemy.sql import column, visitors
 from sqlalchemy.sql.elements import BindParameter
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.records.values import check_string
 
 __all__ = [
     "COMPARISON_OPERATORS",
@@ -240,17 +241,11 @@ class _Compiler:
 
 def _kind(key: str, value: Any) -> str:
     _check_value(key, value, nested=False)
-    if isinstance(value, bool) or value is None:
+    if value is None or isinstance(value, bool):
         raise ConfigurationError(
             f"filter[{key!r}]: ordering needs a number or a string, got {value!r}"
         )
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    raise ConfigurationError(
-        f"filter[{key!r}]: ordering needs a number or a string, got {type(value).__name__}"
-    )
+    return "string" if isinstance(value, str) else "number"
 
 
 def _check_operators(key: str, value: Mapping[Any, Any]) -> None:
@@ -278,20 +273,7 @@ def _check_key(key: Any) -> None:
             f"filter keys must be non-empty strings of at most {_MAX_KEY} characters, "
             f"got {str(key)[:40]!r}"
         )
-    if "\x00" in key:
-        raise ConfigurationError(f"filter key {key!r} contains a NUL character")
-    if not _encodable(key):
-        raise ConfigurationError(f"filter key {key!r} contains a lone surrogate")
-
-
-def _encodable(text: str) -> bool:
-    """Whether ``text`` is valid Unicode: a lone surrogate (U+D800 to U+DFFF) has no UTF-8
-    form, so PostgreSQL's json input refuses it."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    check_string(key, f"filter key {key!r}")
 
 
 def _check_pattern(where: str, op: str, pattern: str) -> None:
@@ -321,10 +303,7 @@ def _check_value(key: str, value: Any, *, nested: bool, depth: int = 0) -> None:
             raise ConfigurationError(f"{where}: {value!r} is not a finite number")
         return
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ConfigurationError(f"{where} contains a NUL character")
-        if not _encodable(value):
-            raise ConfigurationError(f"{where} contains a lone surrogate (not valid Unicode)")
+        check_string(value, where)
         return
     if nested and isinstance(value, list) and len(value) <= _MAX_LIST:
         for v in value:

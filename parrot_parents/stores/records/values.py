@@ -27,6 +27,7 @@ from parrot_parents.errors import ConfigurationError
 __all__ = [
     "MAX_ID_BYTES",
     "check_document_id",
+    "check_string",
     "check_vector",
     "clean_text",
     "normalize_metadata",
@@ -49,24 +50,20 @@ def clean_text(text: str) -> tuple[str, list[str]]:
     """
     if not isinstance(text, str):
         raise ConfigurationError(f"page_content must be a string, got {type(text).__name__}")
-    warnings: list[str] = []
     nul = text.count("\x00")
-    controls = len(_CONTROL.findall(text)) - nul
-    surrogates = len(_SURROGATE.findall(text))
-    if nul:
-        warnings.append(f"{nul} NUL character(s) replaced by spaces")
-    if controls:
-        warnings.append(f"{controls} control character(s) replaced by spaces")
-    if surrogates:
-        warnings.append(f"{surrogates} lone surrogate(s) replaced by U+FFFD")
-    if nul or controls:
-        text = _CONTROL.sub(" ", text)
-    if surrogates:
-        text = _SURROGATE.sub("\ufffd", text)
-    return text, warnings
+    text, controls = _CONTROL.subn(" ", text)
+    text, surrogates = _SURROGATE.subn("\ufffd", text)
+    found = [
+        (nul, "NUL character(s) replaced by spaces"),
+        (controls - nul, "control character(s) replaced by spaces"),
+        (surrogates, "lone surrogate(s) replaced by U+FFFD"),
+    ]
+    return text, [f"{count} {what}" for count, what in found if count]
 
 
-def _check_string(value: str, where: str) -> None:
+def check_string(value: str, where: str) -> None:
+    """Refuse a string that PostgreSQL cannot store: a NUL or a lone surrogate (U+D800 to
+    U+DFFF, which has no UTF-8 form); the message starts with ``where``."""
     if "\x00" in value:
         raise ConfigurationError(f"{where} contains a NUL character")
     if _SURROGATE.search(value):
@@ -97,7 +94,7 @@ def _normalize(value: Any, where: str, depth: int = 0) -> Any:
             raise ConfigurationError(f"{where} is {value!r}, not a finite number (not JSON)")
         return value
     if isinstance(value, str):
-        _check_string(value, where)
+        check_string(value, where)
         return value
     if isinstance(value, _dt.datetime | _dt.date | _dt.time):
         return value.isoformat()
@@ -108,7 +105,7 @@ def _normalize(value: Any, where: str, depth: int = 0) -> Any:
                 raise ConfigurationError(
                     f"{where} has a key of type {type(k).__name__}; keys must be strings"
                 )
-            _check_string(k, f"{where} key {k!r}")
+            check_string(k, f"{where} key {k!r}")
             out[k] = _normalize(v, f"{where}[{k!r}]", depth + 1)
         return out
     if isinstance(value, list | tuple):
@@ -127,7 +124,7 @@ def check_document_id(document_id: Any) -> str:
     """
     if not isinstance(document_id, str) or not document_id:
         raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
-    _check_string(document_id, "document_id")
+    check_string(document_id, "document_id")
     size = len(document_id.encode("utf-8"))
     if size > MAX_ID_BYTES:
         raise ConfigurationError(

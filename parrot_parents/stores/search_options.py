@@ -21,13 +21,7 @@ __all__ = [
     "fusion_depth",
 ]
 
-#: The default ``ef_search`` of :class:`HNSWQueryOptions`: the smallest that kept HNSW
-#: recall@10 at 0.95 or above for held-out children of real text (late-chunked HTML
-#: manuals, 101k children) with the default index build
-#: (:class:`~parrot_parents.stores.postgres.collections.schema.HNSWIndex`,
-# ``ef_construction=200``): 0.952, at
-#: 1.45 ms p50 against 0.78 and 1.24 ms for pgvector's 40 on pgvector's build
-#: (``python -m benchmarks run hnsw_recall``, ``docs/performance.md``).
+#: The default ``ef_search`` of :class:`HNSWQueryOptions` (how it was chosen: there).
 DEFAULT_EF_SEARCH = 100
 
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
@@ -39,6 +33,15 @@ SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
 #: collection of up to 100k children; the threshold grows with a larger collection
 #: (measured crossings: :mod:`parrot_parents.stores.postgres.search.filter_plan`).
 FILTER_EXACT_BELOW = 4000
+
+
+def _check_range(name: str, value: object, low: float, high: float, *, integer: bool) -> None:
+    """Refuse ``value`` unless it is a number (an int when ``integer``; never a bool) in
+    ``[low, high]``; the message names ``name``."""
+    kind = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kind) or not low <= value <= high:
+        what = "an int in" if integer else "in"
+        raise ConfigurationError(f"{name} must be {what} [{low}, {high}], got {value!r}")
 
 
 def check_search_mode(mode: object) -> SearchMode:
@@ -77,13 +80,9 @@ class PRF:
     original_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("fb_docs", "fb_terms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
-                raise ConfigurationError(f"prf {name} must be an int in [1, 100], got {value!r}")
-        w = self.original_weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= float(w) <= 1.0:
-            raise ConfigurationError(f"prf original_weight must be in [0, 1], got {w!r}")
+        _check_range("prf fb_docs", self.fb_docs, 1, 100, integer=True)
+        _check_range("prf fb_terms", self.fb_terms, 1, 100, integer=True)
+        _check_range("prf original_weight", self.original_weight, 0, 1, integer=False)
 
 
 #: The fewest candidates each branch gives a hybrid search to fuse by default: the default
@@ -119,18 +118,12 @@ class Fusion:
     def __post_init__(self) -> None:
         if self.prf is not None and not isinstance(self.prf, PRF):
             raise ConfigurationError(f"prf must be a PRF or None, got {self.prf!r}")
-        if isinstance(self.rrf_k, bool) or not isinstance(self.rrf_k, int):
-            raise ConfigurationError(f"rrf_k must be an int, got {self.rrf_k!r}")
-        if not 1 <= self.rrf_k <= 1000:
-            raise ConfigurationError(f"rrf_k must be in [1, 1000], got {self.rrf_k!r}")
-        for name in ("dense_weight", "lexical_weight"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not 0.0 <= float(value) <= 10.0:
-                raise ConfigurationError(f"{name} must be in [0, 10], got {value!r}")
+        _check_range("rrf_k", self.rrf_k, 1, 1000, integer=True)
+        _check_range("dense_weight", self.dense_weight, 0, 10, integer=False)
+        _check_range("lexical_weight", self.lexical_weight, 0, 10, integer=False)
         for name in ("depth", "lexical_depth"):
-            value = getattr(self, name)
-            if value is not None and not 1 <= value <= 10_000:
-                raise ConfigurationError(f"{name} must be in [1, 10000], got {value!r}")
+            if getattr(self, name) is not None:
+                _check_range(name, getattr(self, name), 1, 10_000, integer=True)
 
 
 @dataclass(frozen=True)
@@ -140,10 +133,12 @@ class HNSWQueryOptions:
     Attributes:
         ef_search: candidate list size, 1..1000 (default :data:`DEFAULT_EF_SEARCH`);
             raised to ``limit`` when a search asks for more rows. Larger finds more of
-            the exact top ``limit`` and costs latency: the default is the smallest
-            measured to keep recall@10 at 0.95 or above on real text at 100k children
-            with the default index build (pgvector's own default, 40, gave 0.78 there
-            on pgvector's build: ``python -m benchmarks run hnsw_recall``,
+            the exact top ``limit`` and costs latency: the default is the smallest that
+            kept recall@10 at 0.95 or above (0.952, 1.45 ms p50) for held-out children of
+            real text (late-chunked HTML manuals, 101k children) with the default index
+            build (:class:`~parrot_parents.stores.postgres.collections.schema.HNSWIndex`,
+            ``ef_construction=200``); pgvector's own default, 40, gave 0.78 at 1.24 ms on
+            pgvector's build (``python -m benchmarks run hnsw_recall``,
             ``docs/performance.md``). An index built with ``ef_construction=64`` (before
             that default) needs far more (0.84 at 100, 0.94 at 400): rebuild it.
         iterative_scan: pgvector >= 0.8 iterative index scans. ``"strict_order"`` (default)
@@ -167,8 +162,7 @@ class HNSWQueryOptions:
     filter_exact_below: int = FILTER_EXACT_BELOW
 
     def __post_init__(self) -> None:
-        if not 1 <= self.ef_search <= 1000:
-            raise ConfigurationError(f"ef_search must be in [1, 1000], got {self.ef_search!r}")
+        _check_range("ef_search", self.ef_search, 1, 1000, integer=True)
         if self.iterative_scan not in ("off", "strict_order", "relaxed_order"):
             raise ConfigurationError(
                 "iterative_scan must be 'off', 'strict_order' or 'relaxed_order', "

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.stores.postgres.search.filter_plan import FilterPlan
-from parrot_parents.stores.records.markers import RowKind, row_kind
+from parrot_parents.stores.records.markers import RowKind, int_marker, row_kind
 from parrot_parents.stores.records.sentences import SENTENCES, SentenceVectors
 
 __all__ = ["DocumentRow", "SearchResult", "SearchResults"]
@@ -30,13 +30,13 @@ class SearchResult:
             None when the row was not in that branch's candidates.
         lexical_score: the BM25 score, when the lexical branch ran and found the row.
         fused_score: in ``hybrid`` mode, the weighted reciprocal-rank-fusion value the rows
-            are ordered by (higher is better; :mod:`parrot_parents.stores.postgres.search.hybrid`);
-            None in
-            the other modes, and from a store whose engine fuses without reporting ranks
-            (Milvus, whose ``score`` is then the fused value).
+            are ordered by (higher is better;
+            :mod:`parrot_parents.stores.postgres.search.hybrid`); None in the other modes,
+            and from a store whose engine fuses without reporting ranks (Milvus, whose
+            ``score`` is then the fused value).
         lexical_expansion: the lexemes pseudo-relevance feedback added to the query of the
             search that found the row, heaviest first (the same on every row of one search);
-            None when it did not run (:class:`~parrot_parents.stores. search_options.PRF`).
+            None when it did not run (:class:`~parrot_parents.stores.search_options.PRF`).
         filter_plan: how the search that found the row planned its metadata filter
             (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`; the
             same on every row of one search); None without a filter, and from a store that
@@ -45,8 +45,9 @@ class SearchResult:
             strategy's text), that row's id and kind (``context``, ``question``...);
             None otherwise. Scores and ranks are then those of the indexed row.
         stored_sentences: the row's stored sentences and their vectors, as stored
-            (:mod:`parrot_parents.stores.records.sentences`), taken out of the metadata, which keeps
-            only what a caller reads; decoded only when asked for (:attr:`sentences`).
+            (:mod:`parrot_parents.stores.records.sentences`), taken out of the metadata,
+            which keeps only what a caller reads; decoded only when asked for
+            (:attr:`sentences`).
     """
 
     id: str
@@ -134,18 +135,14 @@ class DocumentRow:
 
     @classmethod
     def from_row(cls, row_id: str, metadata: dict[str, Any], length: int) -> DocumentRow:
-        def as_int(key: str) -> int | None:
-            value = metadata.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
         parent = metadata.get("parent_document_id")
         return cls(
             id=row_id,
             kind=row_kind(metadata),
-            start_index=as_int("start_index"),
-            end_index=as_int("end_index"),
+            start_index=int_marker(metadata, "start_index"),
+            end_index=int_marker(metadata, "end_index"),
             parent_document_id=None if parent in (None, "") else str(parent),
-            chunk_index=as_int("chunk_index"),
+            chunk_index=int_marker(metadata, "chunk_index"),
             length=length,
         )
 

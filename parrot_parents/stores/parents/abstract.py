@@ -158,11 +158,9 @@ class StoreParentSearcher(AbstractParentSearcher):
         self._reads = store
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
-        """One read of the store; see :meth:`AbstractParentSearcher.fetch_children`."""
         return await self._reads.fetch_children(parent_ids)
 
     async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
-        """One read of the store; see :meth:`AbstractParentSearcher.fetch_neighbours`."""
         return await self._reads.fetch_chunk_ranges(ranges)
 
 

@@ -42,14 +42,10 @@ class InTableParentSearcher(StoreParentSearcher):
     config_model = InTableParentSearcherConfig
     store_class = PgVectorStore
     store: PgVectorStore
-
-    def __init__(self, store: PgVectorStore) -> None:
-        super().__init__(store)
-        self._fetch: Any = None
+    #: The parents statement, built on the first fetch (the table is known once connected).
+    _fetch: Any = None
 
     def reads_from(self, store: Any) -> bool:
-        """True for the store this searcher was built on: the store joins the parents to
-        its search (:meth:`PgVectorStore.search_with_context`)."""
         return store is self.store
 
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:

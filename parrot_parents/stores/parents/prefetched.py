@@ -15,14 +15,10 @@ from langchain_core.documents import Document
 
 from parrot_parents.stores.context import Context
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.records.markers import CHUNK_INDEX, int_marker
 from parrot_parents.stores.results import SearchResult
 
 __all__ = ["PrefetchedParentSearcher"]
-
-
-def _chunk_index(row: SearchResult) -> int | None:
-    value = row.metadata.get("chunk_index")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class PrefetchedParentSearcher(AbstractParentSearcher):
@@ -70,7 +66,8 @@ class PrefetchedParentSearcher(AbstractParentSearcher):
             rows = [
                 r
                 for r in self.context.neighbours.get(d, ())
-                if (i := _chunk_index(r)) is not None and any(lo <= i <= hi for lo, hi in spans)
+                if (i := int_marker(r.metadata, CHUNK_INDEX)) is not None
+                and any(lo <= i <= hi for lo, hi in spans)
             ]
             if rows:
                 out[d] = rows

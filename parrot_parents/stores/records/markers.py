@@ -45,6 +45,7 @@ __all__ = [
     "SOURCE",
     "START_INDEX",
     "RowKind",
+    "int_marker",
     "is_indexed",
     "is_parent",
     "is_searchable",
@@ -167,6 +168,12 @@ def is_indexed(metadata: dict[str, Any]) -> bool:
 def is_searchable(metadata: dict[str, Any]) -> bool:
     """False for parents and for children marked ``searchable: false``."""
     return not is_parent(metadata) and metadata.get(SEARCHABLE) is not False
+
+
+def int_marker(metadata: dict[str, Any], key: str) -> int | None:
+    """``metadata[key]`` when it is an int (not a bool), else None (absent or malformed)."""
+    value = metadata.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def row_kind(metadata: dict[str, Any]) -> RowKind:

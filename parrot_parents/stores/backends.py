@@ -29,9 +29,8 @@ def parse_store_spec(spec: str | None) -> StoreSpec:
     Raises:
         ConfigurationError: any other spec, or ``milvus:`` without a URI.
     """
-    if spec in (None, "", "postgres", "postgresql", "pg"):
+    if spec is None or spec in ("", "postgres", "postgresql", "pg"):
         return "postgres", None
-    assert spec is not None
     kind, sep, uri = spec.partition(":")
     if kind == "milvus" and sep and uri.strip():
         return "milvus", uri.strip()
@@ -53,9 +52,9 @@ def open_store(
     """The store named by ``spec`` (see :func:`parse_store_spec`); nothing connects yet.
 
     ``dsn`` and ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
-    lexical branch of a new collection, :mod:`parrot_parents.stores.postgres.search.bm25_index`)
-    are for
-    PostgreSQL; a Milvus cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
+    lexical branch of a new collection,
+    :mod:`parrot_parents.stores.postgres.search.bm25_index`) are for PostgreSQL; a Milvus
+    cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
 
     Raises:
         ConfigurationError: a bad spec, collection name or lexical backend, or ``--dsn``
@@ -94,14 +93,10 @@ def parent_searcher_for(store: AbstractStore) -> AbstractParentSearcher:
     Raises:
         ConfigurationError: a store of a kind this package has no searcher for.
     """
-    from parrot_parents.stores.milvus.store import MilvusStore
+    from parrot_parents.stores.milvus.parents import MilvusParentSearcher
     from parrot_parents.stores.parents.in_table import InTableParentSearcher
-    from parrot_parents.stores.postgres import PgVectorStore
 
-    if isinstance(store, MilvusStore):
-        from parrot_parents.stores.milvus.parents import MilvusParentSearcher
-
-        return MilvusParentSearcher(store)
-    if isinstance(store, PgVectorStore):
-        return InTableParentSearcher(store=store)
+    for searcher in (InTableParentSearcher, MilvusParentSearcher):
+        if isinstance(store, searcher.store_class):
+            return searcher(store)
     raise ConfigurationError(f"no parent searcher for a {type(store).__name__}")

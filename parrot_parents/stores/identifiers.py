@@ -26,7 +26,6 @@ __all__ = [
     "RESERVED_TABLE_NAMES",
     "SHORT_NAME_BYTES",
     "CollectionName",
-    "check_collection_name",
     "collection_name",
     "derived_name",
     "validate_identifier",
@@ -66,22 +65,6 @@ def validate_identifier(value: object, what: str) -> str:
     return value
 
 
-def check_collection_name(value: object, what: str = "collection") -> str:
-    """:func:`validate_identifier` for a collection, which also refuses the project's own
-    table names (:data:`RESERVED_TABLE_NAMES`).
-
-    Raises:
-        ConfigurationError: a bad identifier, or a reserved name.
-    """
-    name = validate_identifier(value, what)
-    if name in RESERVED_TABLE_NAMES:
-        raise ConfigurationError(
-            f"{name!r} is the name of one of parrot-parents' own tables, not a collection",
-            hint="choose another collection name",
-        )
-    return name
-
-
 @dataclass(frozen=True)
 class CollectionName:
     """A collection's schema and table, both checked: made by :func:`collection_name`, so
@@ -105,12 +88,18 @@ def collection_name(
 ) -> CollectionName:
     """The checked name of the collection ``table`` in ``schema``: where a name enters.
 
-    ``reserved``: allow the project's own table names (readers of any table).
+    ``reserved``: allow the project's own table names (:data:`RESERVED_TABLE_NAMES`), for
+    readers of any table.
 
     Raises:
         ConfigurationError: a bad identifier, or (unless ``reserved``) a reserved name.
     """
-    checked = validate_identifier(table, what) if reserved else check_collection_name(table, what)
+    checked = validate_identifier(table, what)
+    if not reserved and checked in RESERVED_TABLE_NAMES:
+        raise ConfigurationError(
+            f"{checked!r} is the name of one of parrot-parents' own tables, not a collection",
+            hint="choose another collection name",
+        )
     return CollectionName(validate_identifier(schema, "schema"), checked)
 
 

@@ -137,9 +137,8 @@ class ContentLookup(Protocol):
 @runtime_checkable
 class DocumentTable(ReplaceDocument, Protocol):
     """A documents table beside the collection: per document its text, hash, source and
-    chunk-policy version (:mod:`parrot_parents.stores.postgres.collections.documents`), written in
-    the same
-    transaction as the document's rows."""
+    chunk-policy version (:mod:`parrot_parents.stores.postgres.collections.documents`),
+    written in the same transaction as the document's rows."""
 
     @abstractmethod
     async def replace_document(

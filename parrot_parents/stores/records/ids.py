@@ -36,14 +36,13 @@ def make_row_id(document_id: str, kind: str, start: int, end: int) -> str:
 
 def content_sha256(text: str) -> str:
     """Hex sha256 of a document's text (stored on its parents as ``content_sha256``)."""
+    # surrogatepass: a lone surrogate must not crash the id of a text (it is reported later)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def content_document_id(text: str) -> str:
     """A stable document id for text that arrived without one (sha256 prefix)."""
-    # surrogatepass: a lone surrogate must not crash the id of a text (it is reported later)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return CONTENT_ID_PREFIX + digest[:24]
+    return CONTENT_ID_PREFIX + content_sha256(text)[:24]
 
 
 def document_identity(metadata: dict[str, Any], given_id: str | None, text: str) -> str:
@@ -76,5 +75,5 @@ def row_id_for(content: str, metadata: dict[str, Any]) -> str:
     start, end = metadata.get("start_index"), metadata.get("end_index")
     if isinstance(start, int) and isinstance(end, int):
         return make_row_id(document_id, kind, start, end)
-    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    digest = content_sha256(content)[:16]
     return f"{document_id}#{_TAGS.get(kind, kind)}:h{digest}:{metadata.get('chunk_index', 0)}"

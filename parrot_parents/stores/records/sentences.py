@@ -50,9 +50,9 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
     """The sentences of ``text[start:end]`` as ``(start, end)`` offsets into ``text``.
 
     A sentence ends at a line break or after ``.``, ``?`` or ``!`` followed by whitespace
-    (the sentence separators of
-    :data:`~parrot_parents.loaders.splitting.CHILD_SEPARATORS`, which children are cut at); each
-    span is stripped of surrounding whitespace, and whitespace-only pieces are dropped.
+    (the sentence separators of :data:`~parrot_parents.loaders.splitting.CHILD_SEPARATORS`,
+    which children are cut at); each span is stripped of surrounding whitespace, and
+    whitespace-only pieces are dropped.
     So a child cut at those separators is the union of its sentences and the gaps between
     them, and every span satisfies ``start <= s < e <= end``.
     """

@@ -15,7 +15,7 @@ from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.milvus.settings import MILVUS_TOKEN_ENV
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 
-__all__ = ["MILVUS_TOKEN_ENV", "StoreSpec", "open_store", "parent_searcher_for", "parse_store_spec"]
+__all__ = ["StoreSpec", "open_store", "parent_searcher_for", "parse_store_spec"]
 
 StoreSpec = tuple[str, str | None]
 

@@ -15,12 +15,7 @@ from parrot_parents.stores.milvus.settings import MILVUS_TOKEN_ENV, MILVUS_URI_E
 from parrot_parents.stores.milvus.store import MilvusStore
 from parrot_parents.stores.parents.abstract import StoreParentSearcher
 
-__all__ = [
-    "MILVUS_TOKEN_ENV",
-    "MILVUS_URI_ENV",
-    "MilvusParentSearcher",
-    "MilvusParentSearcherConfig",
-]
+__all__ = ["MilvusParentSearcher", "MilvusParentSearcherConfig"]
 
 
 class MilvusParentSearcherConfig(BaseModel):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from langchain_core.documents import Document
@@ -66,6 +66,7 @@ __all__ = [
     "HIERARCHY_OWNED",
     "DocumentHierarchy",
     "LateChunkingProcessor",
+    "ProcessorOptions",
     "validate_parent_sizes",
 ]
 
@@ -115,6 +116,18 @@ class DocumentHierarchy:
     def documents(self) -> list[Document]:
         """Parents first, then children."""
         return [*self.parents, *self.child_documents()]
+
+
+class ProcessorOptions(TypedDict, total=False):
+    """The keywords of :class:`LateChunkingProcessor`."""
+
+    child_chunk_size: int
+    child_chunk_overlap: int
+    embedding: SentenceTransformerEmbeddings | None
+    late_chunking: bool
+    section_parents: bool
+    preamble: bool
+    document_layer: bool
 
 
 class LateChunkingProcessor:
@@ -308,10 +321,7 @@ class LateChunkingProcessor:
         header = {text: vectors[i] for i, text in enumerate(texts)}
         for child in rows:
             head = header[str(child.row_prefix).strip()]
-            if child.embedding is None:  # pragma: no cover - late chunking embeds every child
-                child.embedding = head
-                continue
-            both = np.asarray(child.embedding, dtype=np.float32) + head
+            both = np.asarray(child.embedding, dtype=np.float32) + head  # every child embedded
             child.embedding = both / max(float(np.linalg.norm(both)), 1e-12)
 
     async def _embed_step(self, groups: list[_Group]) -> None:

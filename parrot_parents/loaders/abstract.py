@@ -11,12 +11,11 @@ import shlex
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
 
-from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import ConfigurationError, ModelLoadError, StoreError
 from parrot_parents.loaders import defaults
 from parrot_parents.loaders.extractive import ExtractiveIndexer
@@ -24,6 +23,7 @@ from parrot_parents.loaders.hierarchy import (
     HIERARCHY_OWNED,
     DocumentHierarchy,
     LateChunkingProcessor,
+    ProcessorOptions,
     validate_parent_sizes,
 )
 from parrot_parents.loaders.indexing import RowIndexer, mark_row_prefixes, row_vectors
@@ -111,7 +111,6 @@ class _Run:
 
     store: AbstractStore | None
     indexer: RowIndexer | None
-    documents: Sequence[Document]
     events: IngestProgress | None
     sizes: ParentSizes
     policy: ChunkPolicy
@@ -122,17 +121,10 @@ class _Run:
     out: list[Document] = field(default_factory=list)
 
 
-class LoaderOptions(TypedDict, total=False):
+class LoaderOptions(ProcessorOptions, total=False):
     """The keywords of :class:`AbstractLoader`, which its subclasses pass on."""
 
-    child_chunk_size: int
-    child_chunk_overlap: int
-    late_chunking: bool
-    embedding: SentenceTransformerEmbeddings | None
     indexer: RowIndexer | Literal["default"] | None
-    section_parents: bool
-    preamble: bool
-    document_layer: bool
 
 
 class ParentSizes(TypedDict, total=False):
@@ -167,14 +159,8 @@ class AbstractLoader(ABC):
     def __init__(
         self,
         *,
-        child_chunk_size: int = defaults.DEFAULT_CHILD_SIZE,
-        child_chunk_overlap: int = defaults.DEFAULT_CHILD_OVERLAP,
-        late_chunking: bool = defaults.DEFAULT_LATE_CHUNKING,
-        embedding: SentenceTransformerEmbeddings | None = None,
         indexer: RowIndexer | Literal["default"] | None = DEFAULT_INDEXER,
-        section_parents: bool = defaults.DEFAULT_SECTION_PARENTS,
-        preamble: bool = defaults.DEFAULT_PREAMBLE,
-        document_layer: bool = defaults.DEFAULT_DOCUMENT_LAYER,
+        **options: Unpack[ProcessorOptions],
     ) -> None:
         if isinstance(indexer, str) and indexer != DEFAULT_INDEXER:
             raise ConfigurationError(
@@ -183,15 +169,7 @@ class AbstractLoader(ABC):
         self.indexer = ExtractiveIndexer() if isinstance(indexer, str) else indexer
         self._default_indexer = isinstance(indexer, str)
         self.report = IngestReport()
-        self.processor = LateChunkingProcessor(
-            child_chunk_size=child_chunk_size,
-            child_chunk_overlap=child_chunk_overlap,
-            embedding=embedding,
-            late_chunking=late_chunking,
-            section_parents=section_parents,
-            preamble=preamble,
-            document_layer=document_layer,
-        )
+        self.processor = LateChunkingProcessor(**options)
 
     @abstractmethod
     def load(self) -> list[Document]:
@@ -285,8 +263,11 @@ class AbstractLoader(ABC):
             # A writer opens the store as one (creating the collection when missing), so
             # that the reads before its first write find the collection.
             await vector_store.connect()
-        states = await _stored_states(vector_store, documents) if skip_unchanged else {}
-        run = _Run(vector_store, indexer, documents, as_progress(progress), sizes, policy, states)
+        states: Mapping[str, DocumentState] = {}
+        if skip_unchanged and isinstance(vector_store, DocumentTable):
+            ids = [_document_id(d) for d in documents if isinstance(d, Document)]
+            states = await vector_store.document_states(ids)
+        run = _Run(vector_store, indexer, as_progress(progress), sizes, policy, states)
         for i, doc in enumerate(documents):
             self._build(run, doc, _name(doc, i))
         skipped = len(documents) - len(run.hierarchies)
@@ -314,7 +295,9 @@ class AbstractLoader(ABC):
         """Check and split one document into ``run``; a document refused or unchanged from
         its stored state is reported instead."""
         try:
-            text, warnings = _checked(doc)
+            if not isinstance(doc, Document):
+                raise ConfigurationError(f"expected a langchain Document, got {type(doc).__name__}")
+            text, warnings = clean_text(doc.page_content)
             metadata, structure = split_structure(doc.metadata)
             document_id = check_document_id(_document_id(doc))
             metadata = normalize_metadata(metadata)
@@ -388,7 +371,7 @@ class AbstractLoader(ABC):
             if run.events is not None:
                 run.events.advance(done)  # nothing to embed without a store
             return batch, done, {}
-        await self._warn_on_replaced_sources(run.store, batch, run.documents)
+        await self._warn_on_replaced_sources(run, batch)
         # Rows first: a row built from its child (header + child) gets its vector in the
         # child's embedding step, so the store embeds nothing and each text is read once
         # alone (see embed_hierarchies).
@@ -518,38 +501,29 @@ class AbstractLoader(ABC):
             run.events.advance(len(batch) - reported)
         return kept
 
-    async def _warn_on_replaced_sources(
-        self,
-        store: AbstractStore,
-        batch: Sequence[DocumentHierarchy],
-        documents: Sequence[Document],
-    ) -> None:
-        """Record a warning when a document id stored from another file is replaced."""
-        if not isinstance(store, SourceLookup):
+    async def _warn_on_replaced_sources(self, run: _Run, batch: list[DocumentHierarchy]) -> None:
+        """Record a warning when a document id stored from another file is replaced, or
+        when the same content is stored under another id."""
+        if not isinstance(run.store, SourceLookup):
             return
-        stored = await store.document_sources([h.document_id for h in batch])
-        sources = {
-            _document_id(d): (d.metadata or {}).get("source")
-            for d in documents
-            if isinstance(d, Document)
-        }
-        for h in batch:
-            new = sources.get(h.document_id)
-            old = stored.get(h.document_id, set()) - {new}
-            if new is not None and old:
-                self.report.warnings.setdefault(str(new), []).append(
-                    f"replaced document {h.document_id!r} previously ingested from "
+        records = {h.document_id: run.records[h.document_id] for h in batch}
+        stored = await run.store.document_sources(list(records))
+        for document_id, record in records.items():
+            old = stored.get(document_id, set()) - {record.source}
+            if record.source is not None and old:
+                self.report.warnings.setdefault(record.source, []).append(
+                    f"replaced document {document_id!r} previously ingested from "
                     f"{', '.join(sorted(old))}"
                 )
-        if not isinstance(store, ContentLookup):
+        if not isinstance(run.store, ContentLookup):
             return
-        digests = {h.document_id: _digest(h) for h in batch}
-        found = await store.documents_with_content([d for d in digests.values() if d])
-        for h in batch:
-            others = found.get(digests[h.document_id] or "", set()) - {h.document_id}
+        digests = {h.document_id: records[h.document_id].content_sha256 for h in batch if h.parents}
+        found = await run.store.documents_with_content(list(digests.values()))
+        for document_id, digest in digests.items():
+            others = found.get(digest, set()) - {document_id}
             if others:
-                name = sources.get(h.document_id) or h.document_id
-                self.report.warnings.setdefault(str(name), []).append(
+                name = records[document_id].source or document_id
+                self.report.warnings.setdefault(name, []).append(
                     f"the same content is already stored as document(s) "
                     f"{', '.join(repr(o) for o in sorted(others))}; give stable ids with "
                     "root= / id_prefix= (CLI: --root / --id-prefix), or delete the old copy "
@@ -562,10 +536,6 @@ def _without_indexed_rows(store: AbstractStore | None) -> bool:
     return store is not None and not isinstance(store, IndexedRows)
 
 
-def _digest(h: DocumentHierarchy) -> str | None:
-    return str(h.parents[0].metadata.get("content_sha256")) if h.parents else None
-
-
 def _name(doc: Document, index: int) -> str:
     """How a document is named in the report: its source, its id, or its position."""
     meta = doc.metadata if isinstance(getattr(doc, "metadata", None), dict) else {}
@@ -575,25 +545,8 @@ def _name(doc: Document, index: int) -> str:
     return f"documents[{index}]"
 
 
-def _checked(doc: Any) -> tuple[str, list[str]]:
-    """The document's text, cleaned (:func:`clean_text`), and what was cleaned."""
-    if not isinstance(doc, Document):
-        raise ConfigurationError(f"expected a langchain Document, got {type(doc).__name__}")
-    return clean_text(doc.page_content)
-
-
 def _document_id(doc: Document) -> str:
     return document_identity(doc.metadata or {}, doc.id, doc.page_content)
-
-
-async def _stored_states(
-    store: AbstractStore | None, documents: Sequence[Document]
-) -> dict[str, DocumentState]:
-    """The documents table's state of these documents (empty without such a table)."""
-    if not isinstance(store, DocumentTable):
-        return {}
-    ids = [_document_id(d) for d in documents if isinstance(d, Document)]
-    return dict(await store.document_states(ids))
 
 
 def _record(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from langchain_core.documents import Document
@@ -42,7 +42,7 @@ from parrot_parents.loaders.defaults import (
 )
 from parrot_parents.loaders.progress import PROGRESS_CHARACTERS
 from parrot_parents.loaders.splitting import PARENT_SEPARATORS, split_spans
-from parrot_parents.stores.records.ids import content_sha256, make_row_id
+from parrot_parents.loaders.structure.builder import Rows, SectionSizes, build_rows
 from parrot_parents.stores.records.markers import (
     DOCUMENT_ID,
     HIERARCHY_KEYS,
@@ -66,6 +66,7 @@ __all__ = [
     "HIERARCHY_OWNED",
     "DocumentHierarchy",
     "LateChunkingProcessor",
+    "ProcessorOptions",
     "validate_parent_sizes",
 ]
 
@@ -115,6 +116,18 @@ class DocumentHierarchy:
     def documents(self) -> list[Document]:
         """Parents first, then children."""
         return [*self.parents, *self.child_documents()]
+
+
+class ProcessorOptions(TypedDict, total=False):
+    """The keywords of :class:`LateChunkingProcessor`."""
+
+    child_chunk_size: int
+    child_chunk_overlap: int
+    embedding: SentenceTransformerEmbeddings | None
+    late_chunking: bool
+    section_parents: bool
+    preamble: bool
+    document_layer: bool
 
 
 class LateChunkingProcessor:
@@ -204,25 +217,25 @@ class LateChunkingProcessor:
         if not document_text.strip():
             return hierarchy
         if self.section_parents and structure is not None and not structure.empty:
-            from parrot_parents.loaders.structure.builder import SectionSizes, build_rows
-
+            rows = Rows(document_text, document_id, base, structure.pages)
             sizes = SectionSizes(
                 self.child_chunk_size,
                 self.child_chunk_overlap,
                 parent_chunk_size_tokens,
                 parent_chunk_overlap_tokens,
             )
-            hierarchy.parents, hierarchy.children = build_rows(
-                document_text,
-                document_id,
-                base,
+            build_rows(
+                rows,
                 structure,
                 sizes,
                 three_level=three,
                 preamble=self.preamble,
                 document_layer=self.document_layer,
             )
+            hierarchy.parents, hierarchy.children = rows.parents, rows.children
             return hierarchy
+        rows = Rows(document_text, document_id, base)
+        meta: dict[str, Any]
         if three:
             spans = split_spans(
                 document_text,
@@ -230,61 +243,22 @@ class LateChunkingProcessor:
                 parent_chunk_overlap_tokens,
                 separators=PARENT_SEPARATORS,
             )
-            kind = "parent_chunk"
+            kind, meta = "parent_chunk", {"document_type": PARENT_CHUNK}
         else:
             spans = [(0, len(document_text))]
-            kind = "parent"
+            kind, meta = "parent", {"is_full_document": True}
         seen_children: set[tuple[int, int]] = set()
-        # Parents carry the hash of the whole document, so that the same content stored
-        # under another id can be found (GIN containment) and reported.
-        digest = content_sha256(document_text)
-        for parent_index, (p_start, p_end) in enumerate(spans):
-            parent_id = make_row_id(document_id, kind, p_start, p_end)
-            meta = {
-                **base,
-                "chunk_index": parent_index,
-                "start_index": p_start,
-                "end_index": p_end,
-                "is_chunk": False,
-                "content_sha256": digest,
-            }
-            if three:
-                meta["document_type"] = PARENT_CHUNK
-            else:
-                meta["is_full_document"] = True
-            parent_text = document_text[p_start:p_end]
-            hierarchy.parents.append(
-                Document(id=parent_id, page_content=parent_text, metadata=meta)
-            )
+        for p_start, p_end in spans:
+            parent_id = rows.parent(kind, p_start, p_end, meta)
             for c_start, c_end in split_spans(
-                parent_text, self.child_chunk_size, self.child_chunk_overlap
+                document_text[p_start:p_end], self.child_chunk_size, self.child_chunk_overlap
             ):
-                start, end = p_start + c_start, p_start + c_end
+                span = (p_start + c_start, p_start + c_end)
                 # Overlapping parent_chunks can cut the very same child twice; keep the first.
-                if (start, end) in seen_children:
-                    continue
-                seen_children.add((start, end))
-                index = len(hierarchy.children)
-                child_meta = {
-                    **base,
-                    "is_chunk": True,
-                    "parent_document_id": parent_id,
-                    "chunk_index": index,
-                    "start_index": start,
-                    "end_index": end,
-                }
-                hierarchy.children.append(
-                    ChunkInfo(
-                        make_row_id(document_id, "child", start, end),
-                        parent_id,
-                        document_id,
-                        index,
-                        start,
-                        end,
-                        document_text[start:end],
-                        child_meta,
-                    )
-                )
+                if span not in seen_children:
+                    seen_children.add(span)
+                    rows.child(parent_id, *span, {})
+        hierarchy.parents, hierarchy.children = rows.parents, rows.children
         return hierarchy
 
     # -- embedding ---------------------------------------------------------------------
@@ -347,10 +321,7 @@ class LateChunkingProcessor:
         header = {text: vectors[i] for i, text in enumerate(texts)}
         for child in rows:
             head = header[str(child.row_prefix).strip()]
-            if child.embedding is None:  # pragma: no cover - late chunking embeds every child
-                child.embedding = head
-                continue
-            both = np.asarray(child.embedding, dtype=np.float32) + head
+            both = np.asarray(child.embedding, dtype=np.float32) + head  # every child embedded
             child.embedding = both / max(float(np.linalg.norm(both)), 1e-12)
 
     async def _embed_step(self, groups: list[_Group]) -> None:

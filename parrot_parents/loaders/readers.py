@@ -159,14 +159,6 @@ def utf8_name(name: str) -> tuple[str, bool]:
         return raw.decode("utf-8", "backslashreplace"), True
 
 
-def _relative_to(f: Path, base: Path) -> str | None:
-    """``f``'s path relative to ``base`` (both resolved), or None when outside it."""
-    try:
-        return f.resolve().relative_to(base).as_posix()
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True)
 class Discovery:
     """Files found by :func:`discover_files` and what was left out, with reasons.
@@ -235,25 +227,18 @@ def discover_files(
             named = [(root, root.name)]
         else:
             raise DocumentReadError(str(root), "no such file or directory")
-        found = []
         for f, doc_id in named:
             why = _not_read(f)
-            if why is None:
-                found.append((f, doc_id))
-            else:
+            if why is not None:
                 skipped[str(f)] = why
-        if base is not None:
-            inside = []
-            for f, _ in found:
-                relative = _relative_to(f, base)
-                if relative is None:
+                continue
+            if base is not None:
+                try:
+                    doc_id = f.resolve().relative_to(base).as_posix()
+                except ValueError:
                     conflicts[str(f)] = f"outside the root {str(base)!r}"
-                else:
-                    inside.append((f, relative))
-            found = inside
-        if id_prefix:
-            found = [(f, id_prefix + doc_id) for f, doc_id in found]
-        for f, doc_id in found:
+                    continue
+            doc_id = (id_prefix or "") + doc_id
             if doc_id in seen and seen[doc_id].resolve() != f.resolve():
                 conflicts[str(f)] = (
                     f"same document id {doc_id!r} as {str(seen[doc_id])!r}; ingest it "
@@ -297,19 +282,18 @@ def _not_read(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot be read: {exc.strerror or exc}"
     if not stat.S_ISREG(mode):
-        kind = (
-            "a named pipe"
-            if stat.S_ISFIFO(mode)
-            else "a socket"
-            if stat.S_ISSOCK(mode)
-            else "a device"
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a special file"
-        )
-        return f"not a regular file ({kind})"
+        return f"not a regular file ({_SPECIAL.get(stat.S_IFMT(mode), 'a special file')})"
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
         return f"unsupported file type {path.suffix or '(none)'!r}"
     return None
+
+
+_SPECIAL = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
 
 
 def _once_per_file(

@@ -75,21 +75,11 @@ def free_report(spec: StrategySpec, children: int, parents: int) -> dict[str, An
     ``expansion`` (searched units per retrievable unit): children per parent for
     ``parent-document``, where the parent is what comes back, else 1; None when nothing
     was written."""
-    expansion: float | None = 1.0 if children or parents else None
+    report = ChunkIndexer(str(spec), "context").report()
+    report["expansion"] = 1.0 if children or parents else None
     if spec.name == "parent-document" and parents:
-        expansion = round(children / parents, 4)
-    return {
-        "strategy": str(spec),
-        "enriched": 0,
-        "of": 0,
-        "partial": False,
-        "indexed_rows": 0,
-        "expansion": expansion,
-        "calls": 0,
-        "cache_hits": 0,
-        "tokens": {"prompt": 0, "completion": 0},
-        "failures": {},
-    }
+        report["expansion"] = round(children / parents, 4)
+    return report
 
 
 def collection_record(records: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -19,14 +19,11 @@ from typing import Any, Protocol, TypeVar
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.strategies.cache import PromptCache, prompt_sha256
 
-__all__ = ["FAILURE_KINDS", "ChatClient", "GuardedModel", "MalformedReply", "ModelStats"]
+__all__ = ["ChatClient", "GuardedModel", "MalformedReply", "ModelStats"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: Why a call gave nothing usable.
-FAILURE_KINDS = ("error", "empty", "malformed")
 
 
 class MalformedReply(ValueError):

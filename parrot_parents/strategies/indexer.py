@@ -19,18 +19,13 @@ from parrot_parents.loaders.chunk_info import ChunkInfo
 from parrot_parents.loaders.extractive import extractive_text
 from parrot_parents.loaders.headings import HeadingIndex
 from parrot_parents.loaders.hierarchy import DocumentHierarchy
-from parrot_parents.loaders.indexing import (
-    INGESTION_KEY,
-    ChunkIndexer,
-    IndexedKind,
-    with_table,
-)
+from parrot_parents.loaders.indexing import ChunkIndexer, IndexedKind, with_table
 from parrot_parents.stores.records.markers import SEARCHABLE
 from parrot_parents.strategies import prompts
 from parrot_parents.strategies.guarded import GuardedModel
 from parrot_parents.strategies.spec import StrategySpec
 
-__all__ = ["INGESTION_KEY", "StrategyIndexer"]
+__all__ = ["StrategyIndexer"]
 
 _KINDS: dict[str, IndexedKind] = {
     "contextual": "context",
@@ -71,14 +66,11 @@ class StrategyIndexer(ChunkIndexer):
         if self.spec.name == "summary":
             return await self._summary(h)
         headings = HeadingIndex(h.text) if self.spec.context == "extractive" else None
-        per_child = await asyncio.gather(*(self._child(h, c, headings) for c in h.children))
-        rows = [row for found in per_child for row in found]
-        return sum(1 for found in per_child if found), len(per_child), rows
-
-    async def _child(
-        self, h: DocumentHierarchy, child: ChunkInfo, headings: HeadingIndex | None
-    ) -> list[Document]:
-        return self.child_rows(child, await self._texts(h, child, headings))
+        texts = await asyncio.gather(*(self._texts(h, c, headings) for c in h.children))
+        rows = [
+            row for c, own in zip(h.children, texts, strict=True) for row in self.child_rows(c, own)
+        ]
+        return sum(1 for own in texts if own), len(texts), rows
 
     async def _texts(
         self, h: DocumentHierarchy, child: ChunkInfo, headings: HeadingIndex | None

@@ -10,7 +10,7 @@ characters); ``max_document_chars`` is in characters (default 12,000).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard, get_args
 
 from parrot_parents.errors import ConfigurationError
@@ -46,9 +46,13 @@ FREE: frozenset[str] = frozenset({"plain", "parent-document", "sentence-window",
 DEFAULT_MAX_DOCUMENT_CHARS = 12_000
 #: Largest ``count`` of questions or propositions per chunk (bounds prompts and the index).
 MAX_COUNT = 20
-_DEFAULT_WINDOW = 2
-_DEFAULT_THRESHOLD = 0.5
-_DEFAULT_COUNT = {"hypothetical-questions": 3, "propositions": 6}
+_DEFAULT_COUNT = {"hypothetical-questions": "3", "propositions": "6"}
+_DEFAULTS = {
+    "window": "2",
+    "threshold": "0.5",
+    "context": "model",
+    "max_document_chars": str(DEFAULT_MAX_DOCUMENT_CHARS),
+}
 
 # Per strategy: its keywords, and which one the positional shorthand sets.
 _MODEL_KEYS = ("model", "max_document_chars")
@@ -156,13 +160,6 @@ def _fail(spec: str, problem: str, hint: str | None = None) -> ConfigurationErro
     return ConfigurationError(f"strategy {spec!r}: {problem}", hint=hint)
 
 
-def _int(spec: str, key: str, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise _fail(spec, f"{key} must be a whole number, got {raw!r}") from None
-
-
 def strategy_for(value: str | StrategySpec | None, store: object) -> StrategySpec:
     """The strategy given, parsed; when none is given, the package default for ``store``
     (what ``TextLoader()`` does): :data:`DEFAULT_STRATEGY` (from
@@ -220,30 +217,26 @@ def parse_strategy(value: str | StrategySpec | None) -> StrategySpec:
             if not raw:
                 raise _fail(spec, f"parameter {key!r} has no value")
             given[key] = raw
-    out = StrategySpec(name=name)
+    extractive = given.get("context") == "extractive"
+    if extractive and ("model" in given or "max_document_chars" in given):
+        raise _fail(spec, "the extractive variant calls no model: drop model/max_document_chars")
     fields: dict[str, Any] = {}
-    if name in ("parent-document", "hierarchical") and "group" in given:
-        group = _int(spec, "group", given["group"])
-        if group < 2:
-            raise _fail(
-                spec,
-                f"a parent must group at least 2 children, got {group}",
-                hint="a group of one child is plain retrieval: use 'plain'",
-            )
-        fields["group"] = group
-    if name == "sentence-window":
-        window = _int(spec, "window", given.get("window", str(_DEFAULT_WINDOW)))
-        if window < 1:
-            raise _fail(
-                spec,
-                f"the window must take at least 1 neighbour on each side, got {window}",
-                hint="a window of zero is plain retrieval: use 'plain'",
-            )
-        if window > MAX_WINDOW:
-            raise _fail(spec, f"the window must be at most {MAX_WINDOW}, got {window}")
-        fields["window"] = window
-    if name == "hierarchical":
-        raw = given.get("threshold", str(_DEFAULT_THRESHOLD))
+    for key in keys:
+        text = given.get(key, _DEFAULT_COUNT.get(name) if key == "count" else _DEFAULTS.get(key))
+        if text is not None and not (extractive and key == "max_document_chars"):
+            fields[key] = _value(spec, key, text)
+    return StrategySpec(name, **fields)
+
+
+def _value(spec: str, key: str, raw: str) -> Any:
+    """The value of ``key=raw`` in ``spec``, within its limits."""
+    if key == "model":
+        return raw
+    if key == "context":
+        if raw not in ("model", "extractive"):
+            raise _fail(spec, f"context must be 'model' or 'extractive', got {raw!r}")
+        return raw
+    if key == "threshold":
         try:
             threshold = float(raw)
         except ValueError:
@@ -254,25 +247,27 @@ def parse_strategy(value: str | StrategySpec | None) -> StrategySpec:
                 f"threshold must be in (0, 1], got {raw}",
                 hint="1 merges a parent only when every one of its children hit",
             )
-        fields["threshold"] = threshold
-    if name in _DEFAULT_COUNT:
-        count = _int(spec, "count", given.get("count", str(_DEFAULT_COUNT[name])))
-        if not 1 <= count <= MAX_COUNT:
-            raise _fail(spec, f"count must be in [1, {MAX_COUNT}], got {count}")
-        fields["count"] = count
-    if name == "contextual":
-        context = given.get("context", "model")
-        if context not in ("model", "extractive"):
-            raise _fail(spec, f"context must be 'model' or 'extractive', got {context!r}")
-        fields["context"] = context
-    if "model" in keys and fields.get("context") != "extractive":
-        if "model" in given:
-            fields["model"] = given["model"]
-        raw = given.get("max_document_chars", str(DEFAULT_MAX_DOCUMENT_CHARS))
-        chars = _int(spec, "max_document_chars", raw)
-        if chars < 1:
-            raise _fail(spec, f"max_document_chars must be >= 1, got {chars}")
-        fields["max_document_chars"] = chars
-    elif "model" in given or "max_document_chars" in given:
-        raise _fail(spec, "the extractive variant calls no model: drop model/max_document_chars")
-    return replace(out, **fields)
+        return threshold
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _fail(spec, f"{key} must be a whole number, got {raw!r}") from None
+    if key == "group" and value < 2:
+        raise _fail(
+            spec,
+            f"a parent must group at least 2 children, got {value}",
+            hint="a group of one child is plain retrieval: use 'plain'",
+        )
+    if key == "window" and value < 1:
+        raise _fail(
+            spec,
+            f"the window must take at least 1 neighbour on each side, got {value}",
+            hint="a window of zero is plain retrieval: use 'plain'",
+        )
+    if key == "window" and value > MAX_WINDOW:
+        raise _fail(spec, f"the window must be at most {MAX_WINDOW}, got {value}")
+    if key == "count" and not 1 <= value <= MAX_COUNT:
+        raise _fail(spec, f"count must be in [1, {MAX_COUNT}], got {value}")
+    if key == "max_document_chars" and value < 1:
+        raise _fail(spec, f"max_document_chars must be >= 1, got {value}")
+    return value

@@ -47,7 +47,7 @@ from parrot_parents.stores.records.structure_markers import (
     SECTION_PATH,
 )
 
-__all__ = ["SectionSizes", "build_rows", "document_title", "section_bounds"]
+__all__ = ["Rows", "SectionSizes", "build_rows", "document_title"]
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,6 @@ class SectionSizes:
     @property
     def max_section(self) -> int:
         return self.parent + self.parent // 4
-
-
-def section_bounds(parent_size: int) -> tuple[int, int]:
-    """``(min_chars, max_chars)`` of section units for a parent size (characters)."""
-    sizes = SectionSizes(1, 0, parent_size, 0)
-    return sizes.min_section, sizes.max_section
 
 
 def document_title(document_id: str, metadata: dict[str, Any], structure: Structure) -> str:
@@ -116,13 +110,87 @@ def _section_meta(seg: Segment | None) -> dict[str, Any]:
     }
 
 
-def _pages(structure: Structure, start: int, end: int) -> dict[str, Any]:
-    if not structure.pages:
-        return {}
-    starts = [p[0] for p in structure.pages]
-    first = max(0, bisect.bisect_right(starts, start) - 1)
-    last = max(first, bisect.bisect_right(starts, max(start, end - 1)) - 1)
-    return {PAGE: first + 1, PAGE_END: last + 1}
+class Rows:
+    """The parents and children of one document as they are added, each a slice of
+    ``text`` with its exact offsets and the keys of its level; ``base`` is the metadata
+    every row starts from, ``pages`` the page spans of a PDF (rows then name their pages).
+    """
+
+    def __init__(
+        self,
+        text: str,
+        document_id: str,
+        base: dict[str, Any],
+        pages: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        self.text = text
+        self.document_id = document_id
+        self.base = base
+        self.page_starts = [p[0] for p in pages]
+        # Parents carry the hash of the whole document, so that the same content stored
+        # under another id can be found (GIN containment) and reported.
+        self.digest = content_sha256(text)
+        self.parents: list[Document] = []
+        self.children: list[ChunkInfo] = []
+
+    def _pages(self, start: int, end: int) -> dict[str, Any]:
+        if not self.page_starts:
+            return {}
+        first = max(0, bisect.bisect_right(self.page_starts, start) - 1)
+        last = max(first, bisect.bisect_right(self.page_starts, max(start, end - 1)) - 1)
+        return {PAGE: first + 1, PAGE_END: last + 1}
+
+    def parent(self, kind: str, start: int, end: int, meta: dict[str, Any]) -> str:
+        """Add the parent ``[start, end)`` of ``kind``; its id."""
+        parent_id = make_row_id(self.document_id, kind, start, end)
+        row = {
+            **self.base,
+            **meta,
+            "chunk_index": len(self.parents),
+            "start_index": start,
+            "end_index": end,
+            "is_chunk": False,
+            "content_sha256": self.digest,
+            **self._pages(start, end),
+        }
+        self.parents.append(Document(id=parent_id, page_content=self.text[start:end], metadata=row))
+        return parent_id
+
+    def child(
+        self,
+        parent_id: str,
+        start: int,
+        end: int,
+        meta: dict[str, Any],
+        table: tuple[str | None, tuple[str, ...]] = (None, ()),
+    ) -> None:
+        """Add the child ``[start, end)`` of ``parent_id`` (``table``: the caption and
+        column headers of a ``table_row`` child)."""
+        i = len(self.children)
+        row = {
+            **self.base,
+            **meta,
+            "is_chunk": True,
+            "parent_document_id": parent_id,
+            "chunk_index": i,
+            "start_index": start,
+            "end_index": end,
+            **self._pages(start, end),
+        }
+        self.children.append(
+            ChunkInfo(
+                make_row_id(self.document_id, "child", start, end),
+                parent_id,
+                self.document_id,
+                i,
+                start,
+                end,
+                self.text[start:end],
+                row,
+                table_caption=table[0],
+                table_columns=table[1],
+            )
+        )
 
 
 def _subtract(start: int, end: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -149,25 +217,22 @@ def _row_groups(table: Table, size: int) -> list[tuple[int, int]]:
 
 
 def build_rows(
-    text: str,
-    document_id: str,
-    base: dict[str, Any],
+    rows: Rows,
     structure: Structure,
     sizes: SectionSizes,
     *,
     three_level: bool,
     preamble: bool,
     document_layer: bool = False,
-) -> tuple[list[Document], list[ChunkInfo]]:
-    """Parents and children of one structured document (docs/architecture.md).
-
-    ``base`` is the metadata every row starts from (``document_id`` included). Children
-    come back in document order with ``chunk_index`` 0, 1, 2…
+) -> None:
+    """Add the parents and children of one structured document to ``rows``
+    (docs/architecture.md). Children come in document order with ``chunk_index`` 0, 1, 2…
     """
+    text = rows.text
     segs = segments(text, structure.headings)
     index = _Segments(segs)
     units = plan_units(text, segs, min_chars=sizes.min_section, max_chars=sizes.max_section)
-    title = document_title(document_id, base, structure)
+    title = document_title(rows.document_id, rows.base, structure)
     has_top = any(h.level == 1 for h in structure.headings)
 
     def preamble_for(seg: Segment | None) -> str | None:
@@ -184,35 +249,17 @@ def build_rows(
             row[RETRIEVAL_PREAMBLE] = p
         return row
 
-    digest = content_sha256(text)
-    parents: list[Document] = []
     # (start, end, parent id) regions inside which children are cut.
     regions: list[tuple[int, int, str]] = []
-
-    def add_parent(kind: str, start: int, end: int, meta: dict[str, Any]) -> str:
-        parent_id = make_row_id(document_id, kind, start, end)
-        row = {
-            **base,
-            **meta,
-            "chunk_index": len(parents),
-            "start_index": start,
-            "end_index": end,
-            "is_chunk": False,
-            "content_sha256": digest,
-            **_pages(structure, start, end),
-        }
-        parents.append(Document(id=parent_id, page_content=text[start:end], metadata=row))
-        return parent_id
-
     runs = _HeadingRuns(text, structure.headings)
     if three_level:
         for unit in units:
             for p_start, p_end in _pieces(text, unit, sizes, runs):
                 seg = index.at(p_start) if p_start != unit.start else unit.first
                 meta = section_row(seg, document_type=PARENT_CHUNK)
-                regions.append((p_start, p_end, add_parent("parent_chunk", p_start, p_end, meta)))
+                regions.append((p_start, p_end, rows.parent("parent_chunk", p_start, p_end, meta)))
     else:
-        doc_id = add_parent(
+        doc_id = rows.parent(
             "parent",
             0,
             len(text),
@@ -247,12 +294,12 @@ def build_rows(
                     spans[(start, end)] = (parent_id, section_row(index.main(start, end)))
 
     for table in tables:
-        table_id = make_row_id(document_id, "table", table.start, table.end)
+        table_id = make_row_id(rows.document_id, "table", table.start, table.end)
         seg = index.main(table.start, table.end)
         holder = next((pid for s, e, pid in regions if s <= table.start and table.end <= e), None)
         if holder is None:
             meta = {"document_type": PARENT_CHUNK, LAYER: LAYER_TABLE, **_section_meta(seg)}
-            holder = add_parent("table", table.start, table.end, meta)
+            holder = rows.parent("table", table.start, table.end, meta)
         header = text[table.header[0] : table.header[1]] if table.header else ""
         context = "\n".join(x for x in (preamble_for(seg), table.caption, header) if x)
         columns = tuple(c for c in table.columns if c) or ((header,) if header else ())
@@ -268,46 +315,17 @@ def build_rows(
         for start, end, parent_id in alone:
             spans[(start, end)] = (parent_id, section_row(index.main(start, end)))
 
-    children: list[ChunkInfo] = []
     for (start, end), (parent_id, meta) in sorted(spans.items()):
-        i = len(children)
-        row = {
-            **base,
-            **meta,
-            "is_chunk": True,
-            "parent_document_id": parent_id,
-            "chunk_index": i,
-            "start_index": start,
-            "end_index": end,
-            **_pages(structure, start, end),
-        }
-        caption, columns = headers.get((start, end), (None, ()))
-        children.append(
-            ChunkInfo(
-                make_row_id(document_id, "child", start, end),
-                parent_id,
-                document_id,
-                i,
-                start,
-                end,
-                text[start:end],
-                row,
-                table_caption=caption,
-                table_columns=columns,
-            )
-        )
+        rows.child(parent_id, start, end, meta, headers.get((start, end), (None, ())))
     if document_layer:
-        children.append(_overview_row(text, document_id, base, segs, title))
-    return parents, children
+        rows.children.append(_overview_row(rows, segs, title))
 
 
-def _overview_row(
-    text: str, document_id: str, base: dict[str, Any], segs: list[Segment], title: str
-) -> ChunkInfo:
+def _overview_row(rows: Rows, segs: list[Segment], title: str) -> ChunkInfo:
     """The ``document`` layer row (:mod:`.summary`): a child without parent or offsets."""
-    overview = extractive_summary(text, segs, title)
+    overview = extractive_summary(rows.text, segs, title)
     meta = {
-        **base,
+        **rows.base,
         LAYER: LAYER_DOCUMENT,
         **_section_meta(None),
         "is_chunk": True,
@@ -315,6 +333,7 @@ def _overview_row(
         "summary_sections": list(overview.ordinals),
     }
     # No parent and no span: late chunking leaves it to the store, which embeds its text.
+    document_id = rows.document_id
     return ChunkInfo(f"{document_id}#document", "", document_id, -1, 0, 0, overview.text, meta)
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import io
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +27,13 @@ PAGE_SEPARATOR = "\n\n"
 logger = logging.getLogger(__name__)
 
 
-class _Collector(logging.Handler):
-    """Keeps the messages pypdf logs in one thread."""
+class _PypdfMessages(logging.Handler):
+    """The messages pypdf logs in this thread while the handler is entered. pypdf reports
+    what it repairs or gives up on through :mod:`logging`; with no handler configured,
+    Python writes those records raw on stderr, where they read as the program's own lines.
+    With one of ours attached they are not: a failed read gives the first as its reason, a
+    read that succeeds passes them on at DEBUG level. A handler the user configured still
+    gets them."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -41,22 +44,12 @@ class _Collector(logging.Handler):
         if record.thread == self.thread:
             self.messages.append(record.getMessage())
 
+    def __enter__(self) -> list[str]:
+        logging.getLogger("pypdf").addHandler(self)
+        return self.messages
 
-@contextmanager
-def _pypdf_messages() -> Iterator[list[str]]:
-    """The messages pypdf logs in this thread meanwhile. pypdf reports what it repairs or
-    gives up on through :mod:`logging`; with no handler configured, Python writes those
-    records raw on stderr, where they read as the program's own lines. With one of ours
-    attached they are not: a failed read gives the first as its reason, a read that
-    succeeds passes them on at DEBUG level. A handler the user configured still gets
-    them."""
-    pypdf_logger = logging.getLogger("pypdf")
-    collector = _Collector()
-    pypdf_logger.addHandler(collector)
-    try:
-        yield collector.messages
-    finally:
-        pypdf_logger.removeHandler(collector)
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("pypdf").removeHandler(self)
 
 
 def read_pdf(source: str | Path | bytes) -> tuple[str, Structure]:
@@ -66,7 +59,7 @@ def read_pdf(source: str | Path | bytes) -> tuple[str, Structure]:
         DocumentReadError: the file is missing, encrypted or not a readable PDF.
     """
     name = "<bytes>" if isinstance(source, bytes) else str(source)
-    with _pypdf_messages() as messages:
+    with _PypdfMessages() as messages:
         text, structure = _read(source, name, messages)
     for message in messages:
         logger.debug("pypdf, reading %s: %s", name, message)

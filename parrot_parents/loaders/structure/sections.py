@@ -70,8 +70,7 @@ def segments(text: str, headings: tuple[Heading, ...] | list[Heading]) -> list[S
     out: list[Segment] = []
     ordered = sorted(headings, key=lambda h: h.start)
     first = ordered[0].start if ordered else len(text)
-    s = _lstrip(text, 0, first)
-    e = _rstrip(text, s, first)
+    s, e = _span(text, 0, first)
     if e > s:
         out.append(Segment(s, e, 0, (), 0, 0))
     stack: list[Heading] = []

@@ -8,7 +8,7 @@ re-chunk without reading the file again; :meth:`Structure.to_dict` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["Heading", "Structure", "Table"]
@@ -72,17 +72,7 @@ class Structure:
             "reader": self.reader,
             "title": self.title,
             "headings": [[h.level, h.title, h.start, h.end] for h in self.headings],
-            "tables": [
-                {
-                    "start": t.start,
-                    "end": t.end,
-                    "header": list(t.header) if t.header else None,
-                    "columns": list(t.columns),
-                    "rows": [list(r) for r in t.rows],
-                    "caption": t.caption,
-                }
-                for t in self.tables
-            ],
+            "tables": [asdict(t) for t in self.tables],
             "pages": [list(p) for p in self.pages],
         }
 

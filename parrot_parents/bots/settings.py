@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.errors import BotConfigError, ConfigurationError, NamedProblem
-from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
+from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.options import (
     DEFAULTS,
     Budget,
@@ -41,7 +41,6 @@ __all__ = [
     "BotSettings",
     "apply_changes",
     "parse_assignment",
-    "parse_expansion_mode",
     "validate_bot",
     "validation_problems",
 ]
@@ -61,16 +60,6 @@ _SPEC_NAMES = {
 SETTING_NAMES: dict[str, str] = {
     name: _SPEC_NAMES.get(name, name) for name in RetrievalOptions.model_fields if name != "filter"
 }
-
-
-def parse_expansion_mode(value: str) -> ExpansionMode:
-    """Parse a bot's ``expansion_mode`` with the one mode parser
-    (:func:`~parrot_parents.retrieval.modes.parse_mode`).
-
-    Raises:
-        ConfigurationError: any other value; the message names ``expansion_mode``.
-    """
-    return parse_mode(value, field="expansion_mode")
 
 
 class BotSettings(BaseModel):

@@ -155,19 +155,6 @@ def validation_problems(
     return out
 
 
-def _check_plugin(
-    key: str, config: dict[str, Any], registry: Any
-) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    try:
-        name, params = registry.validate(config)
-    except ValidationError as exc:
-        model = registry.config_model(config["type"])
-        return config, validation_problems(exc, model, f"{key}.")
-    except ConfigurationError as exc:
-        return config, [(f"{key}.type", exc.message)]
-    return {"type": name, **params}, []
-
-
 def validate_bot(
     data: Mapping[str, Any],
     *,
@@ -198,9 +185,16 @@ def validate_bot(
         ("parent_searcher_config", registries.parent_searchers),
     ):
         raw = values.get(key, BotSettings.model_fields[key].get_default(call_default_factory=True))
-        if isinstance(raw, dict):
-            plugins[key], bad = _check_plugin(key, raw, registry)
-            problems += bad
+        if not isinstance(raw, dict):
+            continue
+        try:
+            type_name, params = registry.validate(raw)
+        except ValidationError as exc:
+            problems += validation_problems(exc, registry.config_model(raw["type"]), f"{key}.")
+        except ConfigurationError as exc:
+            problems.append((f"{key}.type", exc.message))
+        else:
+            plugins[key] = {"type": type_name, **params}
     try:
         settings = BotSettings.model_validate(values)
     except ValidationError as exc:

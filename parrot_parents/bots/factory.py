@@ -31,7 +31,6 @@ __all__ = [
     "connect_row_store",
     "require_collection",
     "row_store",
-    "store_key",
 ]
 
 B = TypeVar("B", bound=AbstractBot)
@@ -75,12 +74,6 @@ def row_store(
         return cls.open_store(settings.collection, embedding=embedding)
     except ParrotParentsError as exc:
         raise BotConfigError(settings.name, [("parent_searcher_config", exc.message)]) from exc
-
-
-def store_key(settings: BotSettings, store: AbstractStore | None) -> tuple[str, str]:
-    """``(backend, collection)``: bots with equal keys can share one store."""
-    backend = "postgres" if store is None else type(store).__name__
-    return backend, settings.collection
 
 
 async def connect_row_store(settings: BotSettings, store: AbstractStore) -> AbstractStore:

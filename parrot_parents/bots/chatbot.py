@@ -7,12 +7,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from parrot_parents.bots.abstract import AbstractBot
-from parrot_parents.bots.factory import (
-    build_bot,
-    connect_row_store,
-    require_collection,
-    row_store,
-)
+from parrot_parents.bots.factory import build_bot, connect_row_store, require_collection, row_store
 from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.bots.settings import validate_bot

@@ -19,34 +19,6 @@ from parrot_parents.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# name -> module that defines it
-_EXPORTS = {
-    "AbstractBot": "parrot_parents.bots.abstract",
-    "AbstractParentSearcher": "parrot_parents.stores.parents.abstract",
-    "AbstractReranker": "parrot_parents.rerankers.abstract",
-    "AbstractStore": "parrot_parents.stores.abstract",
-    "BotManager": "parrot_parents.bots.manager",
-    "Chatbot": "parrot_parents.bots.chatbot",
-    "ConfigurationError": "parrot_parents.errors",
-    "CrossEncoderReranker": "parrot_parents.rerankers.cross_encoder",
-    "ExpansionMode": "parrot_parents.retrieval.modes",
-    "InTableParentSearcher": "parrot_parents.stores.parents.in_table",
-    "LateChunkingEmbedder": "parrot_parents.embeddings.late_chunking",
-    "MilvusParentSearcher": "parrot_parents.stores.milvus.parents",
-    "MilvusStore": "parrot_parents.stores.milvus.store",
-    "ParrotParentsError": "parrot_parents.errors",
-    "Passage": "parrot_parents.retrieval.passages",
-    "PgVectorStore": "parrot_parents.stores.postgres.store",
-    "Retrieval": "parrot_parents.retrieval.pipeline",
-    "RetrievalMeta": "parrot_parents.retrieval.meta",
-    "RetrievalOptions": "parrot_parents.retrieval.options",
-    "Retriever": "parrot_parents.retrieval.pipeline",
-    "SentenceTransformerEmbeddings": "parrot_parents.embeddings.sentence_transformer",
-    "StoreError": "parrot_parents.errors",
-    "TextLoader": "parrot_parents.loaders.text",
-    "run_sync": "parrot_parents.sync",
-}
-
 __all__ = [
     "AbstractBot",
     "AbstractParentSearcher",
@@ -76,7 +48,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 
 if TYPE_CHECKING:
@@ -100,3 +72,4 @@ if TYPE_CHECKING:
     from parrot_parents.stores.parents.abstract import AbstractParentSearcher
     from parrot_parents.stores.parents.in_table import InTableParentSearcher
     from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.sync import run_sync

@@ -130,9 +130,11 @@ class Registry(Generic[T]):
                     f"{self.kind} type {name!r} ({ep.value}) failed to load: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        cls = self._check_class(
-            name, _load(entry.target) if isinstance(entry.target, str) else entry.target
-        )
+        target = entry.target
+        if isinstance(target, str):  # a trusted built-in's "module:attr", never a row's
+            module, _, attr = target.partition(":")
+            target = getattr(importlib.import_module(module), attr)
+        cls = self._check_class(name, target)
         model = entry.config_model or getattr(cls, "config_model", None)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             model = _model_from_signature(cls)
@@ -185,12 +187,6 @@ class Registry(Generic[T]):
             raise ConfigurationError(
                 f"{self.kind} type {name!r} rejected {params!r}: {exc}"
             ) from exc
-
-
-def _load(target: str) -> Any:
-    """The object named by a trusted ``"module:attr"`` string (never one from a row)."""
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def _check_name(name: object, kind: str) -> None:

@@ -26,7 +26,8 @@ _LOCK = threading.Lock()
 _LOOP: asyncio.AbstractEventLoop | None = None
 
 
-def _loop() -> asyncio.AbstractEventLoop:
+def package_loop() -> asyncio.AbstractEventLoop:
+    """The package's background event loop (started on first use)."""
     global _LOOP
     with _LOCK:
         if _LOOP is None or _LOOP.is_closed():
@@ -36,11 +37,6 @@ def _loop() -> asyncio.AbstractEventLoop:
             ).start()
             _LOOP = loop
         return _LOOP
-
-
-def package_loop() -> asyncio.AbstractEventLoop:
-    """The package's background event loop (started on first use)."""
-    return _loop()
 
 
 def is_package_loop(loop: asyncio.AbstractEventLoop) -> bool:
@@ -57,7 +53,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         RuntimeError: called from a coroutine running on that same loop (it would
             deadlock); use ``await`` there instead.
     """
-    loop = _loop()
+    loop = package_loop()
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:

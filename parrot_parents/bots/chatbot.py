@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from typing_extensions import Unpack
 
 from parrot_parents.bots.abstract import AbstractBot
-from parrot_parents.bots.factory import load_bot
-from parrot_parents.errors import LLMNotConfiguredError
+from parrot_parents.bots.factory import build_bot, connect_row_store, require_collection, row_store
+from parrot_parents.bots.registries import Registries, default_registries
+from parrot_parents.bots.repository import BotRepository
+from parrot_parents.bots.settings import validate_bot
+from parrot_parents.errors import (
+    BotConfigError,
+    BotNotFoundError,
+    CollectionNotFoundError,
+    LLMNotConfiguredError,
+    SchemaMismatchError,
+)
 from parrot_parents.llm.client import BASE_URL_ENV, ChatCompletionsClient
 from parrot_parents.llm.prompt import Answer, build_messages
 from parrot_parents.retrieval.options import RetrievalOptions, RetrievalOverrides
 from parrot_parents.retrieval.pipeline import Retrieval
+from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.questions import check_question
 from parrot_parents.sync import run_sync, sync_twin
-
-if TYPE_CHECKING:
-    from parrot_parents.bots.registries import Registries
 
 __all__ = ["Chatbot"]
 
@@ -75,15 +82,35 @@ class Chatbot(AbstractBot):
                 its collection is missing.
             StoreError: the database or the bots table is unavailable.
         """
-        return await load_bot(
-            name,
-            dsn=dsn,
-            embedding=embedding,
-            registries=registries,
-            table=table,
-            warm_up=warm_up,
-            bot_class=cls,
+        registries = registries or default_registries()
+        async with BotRepository(dsn, table=table, registries=registries) as repo:
+            row = await repo.get_row(name)
+            if not row.get("enabled", True):
+                raise BotNotFoundError(
+                    name, hint=f"the bot is disabled: `parrot-parents bots set {name} enabled=true`"
+                )
+            settings = validate_bot(row, registries=registries)
+            other = row_store(settings, registries=registries, embedding=embedding)
+            if other is None:
+                await require_collection(await repo.engine(), settings)
+        if other is not None:
+            await connect_row_store(settings, other)
+        # A bot only reads: a missing collection is an error, never an empty one made here.
+        store = other or PgVectorStore(
+            dsn=dsn, table=settings.collection, embedding=embedding, create=False
         )
+        try:
+            if other is None:
+                await store.connect()
+            return await build_bot(
+                settings, store, registries=registries, warm_up=warm_up, bot_class=cls
+            )
+        except (SchemaMismatchError, CollectionNotFoundError) as exc:
+            await store.close()
+            raise BotConfigError(name, [("collection", exc.message)]) from exc
+        except BaseException:
+            await store.close()
+            raise
 
     @classmethod
     def from_database_sync(cls, name: str, **kwargs: Any) -> Chatbot:

@@ -1,8 +1,8 @@
 """Building a bot from a validated row: plugins by type name, the store, the settings.
 
 Used by :class:`~parrot_parents.bots.manager.BotManager` (shared stores) and by
-``Chatbot.from_database`` (a store of its own). It takes the bot class as an argument, so
-it never imports the bot class it builds.
+``Chatbot.from_database`` (a store of its own). :func:`build_bot` takes the bot class as an
+argument, so this module never imports the bot class it builds.
 """
 
 from __future__ import annotations
@@ -14,28 +14,23 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.bots.abstract import AbstractBot
 from parrot_parents.bots.registries import Registries, default_registries
-from parrot_parents.bots.repository import BotRepository
-from parrot_parents.bots.settings import BotSettings, validate_bot
+from parrot_parents.bots.settings import BotSettings
 from parrot_parents.errors import (
     BotConfigError,
-    BotNotFoundError,
-    CollectionNotFoundError,
     ParrotParentsError,
     SchemaMismatchError,
     StoreError,
 )
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import RESERVED_TABLE_NAMES
-from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.creation import collection_state
 
 __all__ = [
     "build_bot",
     "collection_exists",
-    "load_bot",
+    "connect_row_store",
     "require_collection",
     "row_store",
-    "store_key",
 ]
 
 B = TypeVar("B", bound=AbstractBot)
@@ -79,12 +74,6 @@ def row_store(
         return cls.open_store(settings.collection, embedding=embedding)
     except ParrotParentsError as exc:
         raise BotConfigError(settings.name, [("parent_searcher_config", exc.message)]) from exc
-
-
-def store_key(settings: BotSettings, store: AbstractStore | None) -> tuple[str, str]:
-    """``(backend, collection)``: bots with equal keys can share one store."""
-    backend = "postgres" if store is None else type(store).__name__
-    return backend, settings.collection
 
 
 async def connect_row_store(settings: BotSettings, store: AbstractStore) -> AbstractStore:
@@ -146,57 +135,3 @@ async def build_bot(
     except ParrotParentsError as exc:
         raise BotConfigError(name, [("", exc.message)]) from exc
     return bot
-
-
-async def load_bot(
-    name: str,
-    *,
-    dsn: str | None = None,
-    embedding: Any = None,
-    registries: Registries | None = None,
-    table: str = "bots",
-    schema: str = "public",
-    warm_up: bool = True,
-    bot_class: type[B],
-) -> B:
-    """Load one bot of ``bot_class`` from its row, with its own store (closed by ``bot.close()``).
-
-    Raises:
-        BotNotFoundError: no row of that name, or the row is disabled.
-        BotConfigError: the row is invalid, its collection is missing or was built with
-            another embedding dimension, or a plugin failed to build.
-        StoreError: the database cannot be reached or the bots table is missing.
-    """
-    registries = registries or default_registries()
-    async with BotRepository(dsn, table=table, schema=schema, registries=registries) as repo:
-        row = await repo.get_row(name)
-        if not row.get("enabled", True):
-            raise BotNotFoundError(
-                name, hint=f"the bot is disabled: `parrot-parents bots set {name} enabled=true`"
-            )
-        settings = validate_bot(row, registries=registries)
-        other = row_store(settings, registries=registries, embedding=embedding)
-        if other is None:
-            await require_collection(await repo.engine(), settings)
-    if other is not None:
-        await connect_row_store(settings, other)
-        try:
-            return await build_bot(
-                settings, other, registries=registries, warm_up=warm_up, bot_class=bot_class
-            )
-        except BaseException:
-            await other.close()
-            raise
-    # A bot only reads: a missing collection is an error, never an empty one made here.
-    store = PgVectorStore(dsn=dsn, table=settings.collection, embedding=embedding, create=False)
-    try:
-        await store.connect()
-        return await build_bot(
-            settings, store, registries=registries, warm_up=warm_up, bot_class=bot_class
-        )
-    except (SchemaMismatchError, CollectionNotFoundError) as exc:
-        await store.close()
-        raise BotConfigError(name, [("collection", exc.message)]) from exc
-    except BaseException:
-        await store.close()
-        raise

@@ -24,7 +24,6 @@ from parrot_parents.bots.factory import (
     connect_row_store,
     require_collection,
     row_store,
-    store_key,
 )
 from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.bots.repository import BotRepository
@@ -145,7 +144,7 @@ class BotManager:
         dropped or recreated: the shared store of the old table is closed first), so they
         report a missing collection now rather than failing each request."""
         async with self._lock:
-            # The key store_key gives a collection of the bots' own database.
+            # The key of a collection of the bots' own database (see _store).
             stale = self._stores.pop(("postgres", collection), None)
             on_stale = {name for name, bot in self.bots.items() if bot.store is stale}
             for name in on_stale:
@@ -244,12 +243,12 @@ class BotManager:
 
     async def _store(self, settings: BotSettings) -> AbstractStore:
         other = row_store(settings, registries=self.registries, embedding=self.embedding)
-        key = store_key(settings, other)
+        # Bots on one collection of one backend share a store.
+        key = ("postgres" if other is None else type(other).__name__, settings.collection)
         store = self._stores.get(key)
         if other is not None:  # the searcher type brings its own backend (e.g. milvus)
             if store is None:
-                self._stores[key] = await connect_row_store(settings, other)
-                return other
+                store = self._stores[key] = await connect_row_store(settings, other)
             return store
         engine = await self.repository.engine()
         # Checked for a store already open too: its collection may have been dropped since.

@@ -98,9 +98,7 @@ class BotRepository:
     """CRUD on the bots table; every write is validated first.
 
     Args:
-        dsn: PostgreSQL DSN (default ``$PARROT_PARENTS_DSN``, else the embedded server);
-            ignored when ``engine`` is given.
-        engine: an existing async engine to share (not disposed by :meth:`close`).
+        dsn: PostgreSQL DSN (default ``$PARROT_PARENTS_DSN``, else the embedded server).
         table, schema: where the bots live, default ``public.bots``.
         registries: type names for the JSON configs; the process default when None.
 
@@ -113,7 +111,6 @@ class BotRepository:
         self,
         dsn: str | None = None,
         *,
-        engine: AsyncEngine | None = None,
         table: str = "bots",
         schema: str = "public",
         registries: Registries | None = None,
@@ -121,8 +118,7 @@ class BotRepository:
         self.table = bots_table(table, schema)
         self.registries = registries
         self._dsn = dsn
-        self._engine = engine
-        self._owns_engine = engine is None
+        self._engine: AsyncEngine | None = None
         self._lock = asyncio.Lock()
 
     async def engine(self) -> AsyncEngine:
@@ -133,9 +129,9 @@ class BotRepository:
             return self._engine
 
     async def close(self) -> None:
-        """Dispose of an engine this repository created. Safe to call twice."""
+        """Dispose of the engine. Safe to call twice."""
         engine, self._engine = self._engine, None
-        if engine is not None and self._owns_engine:
+        if engine is not None:
             await asyncio.shield(engine.dispose())
 
     async def __aenter__(self) -> BotRepository:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from parrot_parents.bots.registries import Registries, default_registries
 from parrot_parents.errors import BotConfigError, ConfigurationError, NamedProblem
-from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
+from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.options import (
     DEFAULTS,
     Budget,
@@ -41,7 +41,6 @@ __all__ = [
     "BotSettings",
     "apply_changes",
     "parse_assignment",
-    "parse_expansion_mode",
     "validate_bot",
     "validation_problems",
 ]
@@ -61,16 +60,6 @@ _SPEC_NAMES = {
 SETTING_NAMES: dict[str, str] = {
     name: _SPEC_NAMES.get(name, name) for name in RetrievalOptions.model_fields if name != "filter"
 }
-
-
-def parse_expansion_mode(value: str) -> ExpansionMode:
-    """Parse a bot's ``expansion_mode`` with the one mode parser
-    (:func:`~parrot_parents.retrieval.modes.parse_mode`).
-
-    Raises:
-        ConfigurationError: any other value; the message names ``expansion_mode``.
-    """
-    return parse_mode(value, field="expansion_mode")
 
 
 class BotSettings(BaseModel):
@@ -166,19 +155,6 @@ def validation_problems(
     return out
 
 
-def _check_plugin(
-    key: str, config: dict[str, Any], registry: Any
-) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    try:
-        name, params = registry.validate(config)
-    except ValidationError as exc:
-        model = registry.config_model(config["type"])
-        return config, validation_problems(exc, model, f"{key}.")
-    except ConfigurationError as exc:
-        return config, [(f"{key}.type", exc.message)]
-    return {"type": name, **params}, []
-
-
 def validate_bot(
     data: Mapping[str, Any],
     *,
@@ -209,9 +185,16 @@ def validate_bot(
         ("parent_searcher_config", registries.parent_searchers),
     ):
         raw = values.get(key, BotSettings.model_fields[key].get_default(call_default_factory=True))
-        if isinstance(raw, dict):
-            plugins[key], bad = _check_plugin(key, raw, registry)
-            problems += bad
+        if not isinstance(raw, dict):
+            continue
+        try:
+            type_name, params = registry.validate(raw)
+        except ValidationError as exc:
+            problems += validation_problems(exc, registry.config_model(raw["type"]), f"{key}.")
+        except ConfigurationError as exc:
+            problems.append((f"{key}.type", exc.message))
+        else:
+            plugins[key] = {"type": type_name, **params}
     try:
         settings = BotSettings.model_validate(values)
     except ValidationError as exc:

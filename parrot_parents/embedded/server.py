@@ -15,7 +15,9 @@ WAL after a crash is waited for, up to :data:`READY_WAIT_S` seconds.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -71,7 +73,6 @@ _SERVERS: dict[Path, PostgresServer] = {}
 #: which this process starts again when it finds them down
 #: (:mod:`~parrot_parents.embedded.revival`); a server given by DSN is never among them.
 _HANDED_OUT: set[Path] = set()
-_SERVER_CLASS: type[PostgresServer] | None = None
 _WARNED_LEFT = False
 
 
@@ -212,11 +213,9 @@ def _import_pgserver() -> None:
         import pgserver  # noqa: F401
 
 
+@functools.cache
 def _server_class() -> type[PostgresServer]:
     """pgserver's ``PostgresServer`` with the lifecycle of the module docstring."""
-    global _SERVER_CLASS
-    if _SERVER_CLASS is not None:
-        return _SERVER_CLASS
     import fasteners
 
     _import_pgserver()
@@ -229,19 +228,17 @@ def _server_class() -> type[PostgresServer]:
     # macOS default, "Application Support") would never start. Such a directory gets its
     # socket in the private runtime directory.
     choose_socket_dir = getattr(postgres_server, "find_suitable_socket_dir")  # noqa: B009  # not exported
-    if not getattr(choose_socket_dir, "parrot_parents", False):
 
-        def socket_dir(pgdata: Path, runtime_path: Path) -> Path:
-            if system_user.runs_as_root():
-                return system_user.socket_dir(Path(pgdata))
-            if " " in str(pgdata):
-                path = Path(runtime_path) / hashlib.sha256(str(pgdata).encode()).hexdigest()[:10]
-                path.mkdir(parents=True, exist_ok=True)
-                return path
-            return Path(choose_socket_dir(pgdata, runtime_path))
+    def socket_dir(pgdata: Path, runtime_path: Path) -> Path:
+        if system_user.runs_as_root():
+            return system_user.socket_dir(Path(pgdata))
+        if " " in str(pgdata):
+            path = Path(runtime_path) / hashlib.sha256(str(pgdata).encode()).hexdigest()[:10]
+            path.mkdir(parents=True, exist_ok=True)
+            return path
+        return Path(choose_socket_dir(pgdata, runtime_path))
 
-        socket_dir.parrot_parents = True  # type: ignore[attr-defined]  # marks the wrapper
-        setattr(postgres_server, "find_suitable_socket_dir", socket_dir)  # noqa: B010
+    setattr(postgres_server, "find_suitable_socket_dir", socket_dir)  # noqa: B010
     system_user.install_in_pgserver()
 
     class Server(PostgresServer):
@@ -338,7 +335,6 @@ def _server_class() -> type[PostgresServer]:
             finally:
                 quiet.level = level
 
-    _SERVER_CLASS = Server
     return Server
 
 
@@ -411,10 +407,7 @@ def release(data_dir: str | os.PathLike[str]) -> None:
         server = _SERVERS.pop(path, None)
         _HANDED_OUT.discard(path)
     if server is not None:
-        with contextlib.suppress(Exception):
-            import atexit
-
-            atexit.unregister(server._cleanup)
+        atexit.unregister(server._cleanup)
         server.cleanup()
 
 

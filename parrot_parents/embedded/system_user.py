@@ -226,12 +226,6 @@ class _KeptMode(type(Path())):  # type: ignore[misc]  # the platform's concrete 
         return None
 
 
-def _no_folder_permissions(path: Path, flag: int) -> None:
-    """Stands in for pgserver's recursive chmod of its install: the install used was
-    checked readable, or copied readable, by :func:`prepare_binaries`."""
-    del path, flag
-
-
 def prepare_binaries() -> None:
     """Point pgserver's commands at binaries the system user can run (see the module
     docstring). Call as root before pgserver's ``ensure_pgdata_inited``."""
@@ -250,4 +244,6 @@ def install_in_pgserver() -> None:
 
     module: Any = postgres_server
     module.ensure_prefix_permissions = require_reachable
-    module.ensure_folder_permissions = _no_folder_permissions
+    # pgserver's recursive chmod of its install: the install used was checked readable, or
+    # copied readable, by prepare_binaries.
+    module.ensure_folder_permissions = lambda path, flag: None

@@ -56,18 +56,9 @@ async def on_loop(coro: Coroutine[Any, Any, T], package: bool) -> T:
 
 
 def passage_metadata(passage: Passage) -> dict[str, Any]:
-    """Metadata of a passage handed to a framework (JSON-ready).
-
-    Keys: those of :meth:`Passage.to_dict` but ``text`` (``id``, ``source``,
-    ``document_id``, ``start_index``/``end_index`` (character offsets into the source),
-    ``score`` (the best hit's search score: fused RRF value in hybrid mode, cosine
-    similarity in dense mode), ``dense_rank``/``dense_score``/``lexical_rank``/
-    ``lexical_score`` (the best hit in each search branch, None where absent), ``kind``
-    (``child``, ``parent``, ``parent_chunk``, ``window`` or ``merged``), ``child_ids``
-    (the hits it stands for), ``section_path`` (heading titles), ``section_ordinal``,
-    ``ordinal``, ``layer``, ``page``/``page_end`` (PDF)), and ``rank`` (0-based position in
-    the context).
-    """
+    """Metadata of a passage handed to a framework (JSON-ready): the keys of
+    :meth:`Passage.to_dict` but ``text`` (offsets in characters, scores as the
+    :class:`Passage` fields say), and ``rank`` (0-based position in the context)."""
     out = {k: v for k, v in passage.to_dict().items() if k != "text"}
     out["rank"] = passage.rank
     return out

@@ -90,18 +90,16 @@ class ParentChildRetriever(BaseRetriever):
         """The same for ``model_validate``, which does not call ``__init__``."""
         return _collect_options(cls.model_fields, data) if isinstance(data, dict) else data
 
-    def _fixed(self) -> dict[str, Any]:
-        return self.options.set_fields()
-
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        return to_documents(run_sync(retrieval(self.bot, query, self._fixed(), overrides)))
+        coro = retrieval(self.bot, query, self.options.set_fields(), overrides)
+        return to_documents(run_sync(coro))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        coro = retrieval(self.bot, query, self._fixed(), overrides)
+        coro = retrieval(self.bot, query, self.options.set_fields(), overrides)
         return to_documents(await on_loop(coro, self.on_package_loop))
 
     @classmethod

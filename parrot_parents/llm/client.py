@@ -1,21 +1,9 @@
 """A small OpenAI-compatible chat-completions client over aiohttp.
 
-``PARROT_PARENTS_LLM_BASE_URL``     e.g. ``http://127.0.0.1:11434/v1`` (required)
-``PARROT_PARENTS_LLM_MODEL``        model name sent in each request (required)
-``PARROT_PARENTS_LLM_API_KEY``      sent as ``Authorization: Bearer ...`` (optional)
-``PARROT_PARENTS_LLM_TIMEOUT``      seconds per request, default 60
-==================================  =====================================================
-====
 It speaks ``POST {base_url}/chat/completions`` as OpenAI, vLLM, llama.cpp's server, Ollama
 (``/v1``) and most gateways do. Configuration comes from the constructor or the
-``PARROT_PARENTS_LLM_*`` environment (:class:`LLMSettings`; docs/service.md, "Answers
-from an LLM").
-====
-``PARROT_PARENTS_LLM_BASE_URL``     e.g. ``http://127.0.0.1:11434/v1`` (required)
-``PARROT_PARENTS_LLM_MODEL``        model name sent in each request (required)
-``PARROT_PARENTS_LLM_API_KEY``      sent as ``Authorization: Bearer ...`` (optional)
-``PARROT_PARENTS_LLM_TIMEOUT``      seconds per request, default 60
-==================================  =====================================================
+``PARROT_PARENTS_LLM_*`` environment (:meth:`LLMSettings.from_env`; docs/service.md,
+"Answers from an LLM").
 """
 
 from __future__ import annotations
@@ -100,7 +88,9 @@ class LLMSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMSettings | None:
-        """Settings from the environment; None when no base URL is set.
+        """Settings from ``PARROT_PARENTS_LLM_BASE_URL``, ``_MODEL`` (both required),
+        ``_API_KEY`` (sent as ``Authorization: Bearer ...``) and ``_TIMEOUT`` (seconds per
+        request, default 60); None when no base URL is set.
 
         Raises:
             ConfigurationError: a base URL without a model, or a bad timeout.

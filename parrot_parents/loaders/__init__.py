@@ -18,19 +18,7 @@ __all__ = [
     "read_text_file",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "AbstractLoader": "parrot_parents.loaders.abstract",
-        "IngestReport": "parrot_parents.loaders.abstract",
-        "ChunkInfo": "parrot_parents.loaders.chunk_info",
-        "DocumentHierarchy": "parrot_parents.loaders.hierarchy",
-        "LateChunkingProcessor": "parrot_parents.loaders.hierarchy",
-        "read_text_file": "parrot_parents.loaders.readers",
-        "TextLoader": "parrot_parents.loaders.text",
-    },
-    globals(),
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.loaders.abstract import AbstractLoader, IngestReport

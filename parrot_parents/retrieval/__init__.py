@@ -36,33 +36,7 @@ __all__ = [
     "parse_mode",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "AutoMergeExpander": "parrot_parents.retrieval.expanders",
-        "Expander": "parrot_parents.retrieval.expanders",
-        "Expansion": "parrot_parents.retrieval.expanders",
-        "ParentExpander": "parrot_parents.retrieval.expanders",
-        "WindowExpander": "parrot_parents.retrieval.expanders",
-        "RetrievalMeta": "parrot_parents.retrieval.meta",
-        "ExpansionMode": "parrot_parents.retrieval.modes",
-        "parse_mode": "parrot_parents.retrieval.modes",
-        "DEFAULTS": "parrot_parents.retrieval.options",
-        "RetrievalOptions": "parrot_parents.retrieval.options",
-        "RetrievalOverrides": "parrot_parents.retrieval.options",
-        "PackResult": "parrot_parents.retrieval.packing",
-        "pack": "parrot_parents.retrieval.packing",
-        "Hit": "parrot_parents.retrieval.passages",
-        "Passage": "parrot_parents.retrieval.passages",
-        "format_context": "parrot_parents.retrieval.passages",
-        "Retrieval": "parrot_parents.retrieval.pipeline",
-        "Retriever": "parrot_parents.retrieval.pipeline",
-        "Section": "parrot_parents.retrieval.sections",
-        # The question's rules live with the stores, whose searches check them too.
-        "check_question": "parrot_parents.stores.questions",
-    },
-    globals(),
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.retrieval.expanders import (
@@ -79,4 +53,4 @@ if TYPE_CHECKING:
     from parrot_parents.retrieval.passages import Hit, Passage, format_context
     from parrot_parents.retrieval.pipeline import Retrieval, Retriever
     from parrot_parents.retrieval.sections import Section
-    from parrot_parents.stores.questions import check_question
+    from parrot_parents.stores.questions import check_question  # the stores check it too

@@ -11,9 +11,7 @@ from parrot_parents.server.limits import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "TOKEN_ENV", "create_app"]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__, {"create_app": "parrot_parents.server.app"}, globals()
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.server.app import create_app

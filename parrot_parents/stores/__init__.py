@@ -10,17 +10,7 @@ from parrot_parents.lazy import lazy_exports
 
 __all__ = ["AbstractStore", "HNSWIndex", "HNSWQueryOptions", "PgVectorStore", "SearchResult"]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "AbstractStore": "parrot_parents.stores.abstract",
-        "HNSWIndex": "parrot_parents.stores.postgres.collections.schema",
-        "HNSWQueryOptions": "parrot_parents.stores.search_options",
-        "PgVectorStore": "parrot_parents.stores.postgres.store",
-        "SearchResult": "parrot_parents.stores.results",
-    },
-    globals(),
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.stores.abstract import AbstractStore

@@ -10,7 +10,6 @@ from parrot_parents.bots.settings import (
     BOT_KEYS,
     apply_changes,
     parse_assignment,
-    parse_expansion_mode,
     validate_bot,
 )
 from parrot_parents.errors import BotConfigError, ConfigurationError
@@ -137,13 +136,12 @@ def test_plugin_configs_are_normalised_but_keep_only_given_keys() -> None:
 
 @pytest.mark.parametrize("mode", ["parent", "auto_merge:0.5", "auto_merge:1", "window:3"])
 def test_expansion_modes_accepted(mode: str) -> None:
-    assert parse_expansion_mode(mode) == mode
     assert validate_bot({**BASE, "expansion_mode": mode}).expansion_mode == mode
 
 
 def test_expansion_mode_error_names_the_value() -> None:
-    with pytest.raises(ConfigurationError, match="expansion_mode 'window:0': the window size"):
-        parse_expansion_mode("window:0")
+    with pytest.raises(BotConfigError, match='expansion_mode "window:0": the window size'):
+        validate_bot({**BASE, "expansion_mode": "window:0"})
 
 
 @pytest.mark.parametrize(

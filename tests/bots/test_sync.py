@@ -35,13 +35,13 @@ def test_ingest_and_retrieve_without_an_event_loop(pg_dsn: str, embeddings, tmp_
 async def test_run_sync_refuses_its_own_loop() -> None:
     import asyncio
 
-    from parrot_parents.sync import _loop, run_sync
+    from parrot_parents.sync import package_loop, run_sync
 
     async def inner() -> None:
         with pytest.raises(RuntimeError, match="use await"):
             run_sync(asyncio.sleep(0))
 
-    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(inner(), _loop()))
+    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(inner(), package_loop()))
 
 
 def test_the_store_closes_without_an_event_loop(pg_dsn: str, embeddings) -> None:

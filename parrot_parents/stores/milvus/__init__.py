@@ -10,14 +10,7 @@ from parrot_parents.lazy import lazy_exports
 
 __all__ = ["MilvusParentSearcher", "MilvusStore"]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "MilvusParentSearcher": "parrot_parents.stores.milvus.parents",
-        "MilvusStore": "parrot_parents.stores.milvus.store",
-    },
-    globals(),
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.stores.milvus.parents import MilvusParentSearcher

@@ -9,14 +9,7 @@ from parrot_parents.lazy import lazy_exports
 
 __all__ = ["AbstractParentSearcher", "InTableParentSearcher"]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "AbstractParentSearcher": "parrot_parents.stores.parents.abstract",
-        "InTableParentSearcher": "parrot_parents.stores.parents.in_table",
-    },
-    globals(),
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.stores.parents.abstract import AbstractParentSearcher

@@ -11,9 +11,7 @@ from parrot_parents.lazy import lazy_exports
 
 __all__ = ["PgVectorStore"]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__, {"PgVectorStore": "parrot_parents.stores.postgres.store"}, globals()
-)
+__getattr__, __dir__ = lazy_exports(__name__, globals())
 
 if TYPE_CHECKING:
     from parrot_parents.stores.postgres.store import PgVectorStore

@@ -26,6 +26,8 @@ def _exports(package: str) -> dict[str, str]:
     import ast  # not at import time: ``import parrot_parents`` stays cheap
 
     source = sys.modules[package].__loader__.get_source(package)  # type: ignore[union-attr]
+    if source is None:  # an install of bytecode only (a frozen app) has no imports to read
+        raise ImportError(f"{package}: lazy exports need the package's .py source")
     exports: dict[str, str] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":

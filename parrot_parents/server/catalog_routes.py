@@ -9,12 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import (
+    MAX_DELETE_IDS,
     MAX_DOCUMENT_ID,
     BadRequest,
+    DeleteRequest,
     ErrorAnswer,
     id_too_long,
     path_document_id,
@@ -25,9 +28,6 @@ from parrot_parents.server.state import STATE, ServerState
 __all__ = ["MAX_DELETE_IDS", "catalog_routes", "require_writes", "state", "unknown_collection"]
 
 catalog_routes = web.RouteTableDef()
-
-#: Most document ids one ``POST .../documents/delete`` takes.
-MAX_DELETE_IDS = 1000
 
 
 def state(request: web.Request) -> ServerState:
@@ -131,18 +131,17 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
     Raises:
         BadRequest: other keys, or not a list of 1..MAX_DELETE_IDS non-empty strings.
     """
-    extra = sorted(set(data) - {"document_ids"})
-    if extra:
-        raise BadRequest(
-            f"invalid body: {extra[0]}: unknown key",
-            [{"key": k, "message": "unknown key"} for k in extra],
-        )
-    ids = data.get("document_ids")
-    if (
-        not isinstance(ids, list)
-        or not 1 <= len(ids) <= MAX_DELETE_IDS
-        or not all(isinstance(i, str) and i and not id_too_long(i) for i in ids)
-    ):
+    try:
+        ids = DeleteRequest.model_validate(data).document_ids
+    except ValidationError as exc:
+        extra = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
+        if extra:
+            raise BadRequest(
+                f"invalid body: {extra[0]}: unknown key",
+                [{"key": k, "message": "unknown key"} for k in extra],
+            ) from None
+        ids = []
+    if not ids or any(id_too_long(i) for i in ids):
         message = (
             f"must be a list of 1 to {MAX_DELETE_IDS} document ids "
             f"(non-empty strings of at most {MAX_DOCUMENT_ID} bytes of UTF-8)"
@@ -151,7 +150,7 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
             f"invalid body: document_ids: {message}",
             [{"key": "document_ids", "message": message}],
         )
-    return [str(i) for i in ids]
+    return ids
 
 
 @catalog_routes.post("/api/v1/collections/{collection}/documents/delete")

@@ -20,7 +20,12 @@ from pydantic import TypeAdapter
 
 from parrot_parents import __version__
 from parrot_parents.bots.settings import BotSettings
-from parrot_parents.server.schemas import AskRequest, ContextRequest
+from parrot_parents.server.schemas import (
+    MAX_DOCUMENT_ID,
+    AskRequest,
+    ContextRequest,
+    DeleteRequest,
+)
 from parrot_parents.stores.postgres.collections.catalog import (
     CollectionInfo,
     DeleteReport,
@@ -186,28 +191,14 @@ _LIVENESS = {
     "required": ["status"],
     "properties": {"status": {"enum": ["ok", "unavailable"]}},
 }
-_DELETE_REQUEST = {
-    "type": "object",
-    "required": ["document_ids"],
-    "additionalProperties": False,
-    "properties": {
-        "document_ids": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": 1000,
-            "items": {"type": "string", "minLength": 1, "maxLength": 1024},
-        }
-    },
-}
-
 #: The schemas of the path parameters, by name: each path takes those its template names.
 _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "name": {"type": "string"},
     "collection": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
     "document_id": {
         "type": "string",
-        "maxLength": 1024,
-        "description": "URL-encoded; at most 1024 bytes of UTF-8",
+        "maxLength": MAX_DOCUMENT_ID,
+        "description": f"URL-encoded; at most {MAX_DOCUMENT_ID} bytes of UTF-8",
     },
 }
 _FORCE = {
@@ -418,7 +409,7 @@ def build_spec() -> dict[str, Any]:
     """The OpenAPI document as a dict."""
     schemas = {
         m.__name__: m.model_json_schema(ref_template=_REF)
-        for m in (ContextRequest, AskRequest, BotSettings)
+        for m in (ContextRequest, AskRequest, DeleteRequest, BotSettings)
     }
     schemas.update(
         BotWrite=dict(schemas["BotSettings"], required=["collection"], title="BotWrite"),
@@ -436,7 +427,6 @@ def build_spec() -> dict[str, Any]:
         Liveness=_LIVENESS,
         Collection=_dataclass(CollectionInfo),
         DocumentInfo=_dataclass(DocumentInfo),
-        DeleteRequest=_DELETE_REQUEST,
         DeleteReport=_dataclass(DeleteReport, collection=_STRING),
         DocumentRow=_dataclass(DocumentRow),
         Document=_DOCUMENT,

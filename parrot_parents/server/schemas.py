@@ -7,7 +7,7 @@ with a 400 whose ``details`` name each bad key.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
@@ -20,11 +20,20 @@ from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
 from parrot_parents.stores.records.values import MAX_ID_BYTES
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
-__all__ = ["AskRequest", "BadRequest", "ContextRequest", "ErrorAnswer", "read_body"]
+__all__ = [
+    "AskRequest",
+    "BadRequest",
+    "ContextRequest",
+    "DeleteRequest",
+    "ErrorAnswer",
+    "read_body",
+]
 
 #: Longest document id the routes accept: the store's own limit, in bytes of UTF-8, so
 #: every id that can be stored can be read and deleted.
 MAX_DOCUMENT_ID = MAX_ID_BYTES
+#: Most document ids one ``POST .../documents/delete`` takes.
+MAX_DELETE_IDS = 1000
 
 
 def id_too_long(document_id: str) -> bool:
@@ -108,6 +117,16 @@ class AskRequest(ContextRequest):
     """Body of ``POST /api/v1/bots/{name}/ask``: the context request plus ``max_tokens``."""
 
     max_tokens: int | None = Field(None, ge=1, le=32768, description="answer length cap")
+
+
+class DeleteRequest(BaseModel):
+    """Body of ``POST .../documents/delete``; the byte limit of an id is checked apart."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    document_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT_ID)]] = Field(
+        min_length=1, max_length=MAX_DELETE_IDS
+    )
 
 
 async def read_body(request: web.Request, model: type[M]) -> M:

@@ -12,6 +12,8 @@ from aiohttp import web
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from parrot_parents.bots.factory import collection_exists
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import (
     MAX_DELETE_IDS,
@@ -24,6 +26,8 @@ from parrot_parents.server.schemas import (
     read_object,
 )
 from parrot_parents.server.state import STATE, ServerState
+from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.postgres.collections import catalog
 
 __all__ = ["MAX_DELETE_IDS", "catalog_routes", "require_writes", "state", "unknown_collection"]
 
@@ -62,11 +66,8 @@ def _require_collection_writes(request: web.Request) -> str:
 
 async def _require_collection(request: web.Request, collection: str) -> None:
     """Raises ErrorAnswer (404) when ``collection`` is not a collection of the database."""
-    from parrot_parents.stores.identifiers import validate_identifier
-    from parrot_parents.stores.postgres.collections.catalog import collection_names
-
     validate_identifier(collection, "collection")
-    if collection not in await collection_names(await _engine(request)):
+    if collection not in await catalog.collection_names(await _engine(request)):
         raise ErrorAnswer(
             404,
             f"no collection named {collection!r}",
@@ -82,10 +83,6 @@ async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None
     Raises:
         ErrorAnswer: 400 "collection ... does not exist".
     """
-    from parrot_parents.bots.factory import collection_exists
-    from parrot_parents.errors import ConfigurationError
-    from parrot_parents.stores.identifiers import validate_identifier
-
     collection = data.get("collection")
     if not isinstance(collection, str) or request.query.get("force") == "true":
         return
@@ -108,20 +105,16 @@ async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None
 @catalog_routes.get("/api/v1/collections")
 async def list_collections(request: web.Request) -> web.Response:
     """Every collection with its row counts, dimension, model, strategies, lexical backend."""
-    from parrot_parents.stores.postgres.collections.catalog import list_collections as listing
-
-    found = await listing(await _engine(request))
+    found = await catalog.list_collections(await _engine(request))
     return json_response({"collections": [c.to_dict() for c in found]})
 
 
 @catalog_routes.get("/api/v1/collections/{collection}/documents")
 async def list_documents(request: web.Request) -> web.Response:
     """A collection's documents: ids, sources, sizes (characters), row counts, times."""
-    from parrot_parents.stores.postgres.collections.catalog import list_documents as listing
-
     collection = request.match_info["collection"]
     await _require_collection(request, collection)
-    found = await listing(await _engine(request), collection)
+    found = await catalog.list_documents(await _engine(request), collection)
     return json_response({"collection": collection, "documents": [d.to_dict() for d in found]})
 
 
@@ -157,24 +150,20 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
 async def delete_documents(request: web.Request) -> web.Response:
     """Delete documents by id: ``{"document_ids": [...]}``; answers what was deleted
     (rows per id) and the ids that name no document."""
-    from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
-
     collection = _require_collection_writes(request)
     ids = _document_ids(await read_object(request))
     await _require_collection(request, collection)
-    report = await delete(await _engine(request), collection, ids)
+    report = await catalog.delete_documents(await _engine(request), collection, ids)
     return json_response({"collection": collection, **report.to_dict()})
 
 
 @catalog_routes.delete("/api/v1/collections/{collection}/documents/{document_id:.+}")
 async def delete_document(request: web.Request) -> web.Response:
     """Delete one document; 204, or 404 when no document has that id."""
-    from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
-
     collection = _require_collection_writes(request)
     document_id = path_document_id(request)
     await _require_collection(request, collection)
-    report = await delete(await _engine(request), collection, [document_id])
+    report = await catalog.delete_documents(await _engine(request), collection, [document_id])
     if report.unknown:
         return json_error(
             404,
@@ -189,10 +178,8 @@ async def delete_document(request: web.Request) -> web.Response:
 async def drop_collection(request: web.Request) -> web.Response:
     """Drop a collection and everything stored with it; 204. The bots on it are
     reloaded at once, so they report the missing collection instead of failing later."""
-    from parrot_parents.stores.postgres.collections.catalog import drop_collection as drop
-
     collection = _require_collection_writes(request)
     await _require_collection(request, collection)
-    await drop(await _engine(request), collection)
+    await catalog.drop_collection(await _engine(request), collection)
     await state(request).manager.reload_collection(collection)
     return web.Response(status=204)

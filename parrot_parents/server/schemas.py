@@ -130,22 +130,13 @@ class DeleteRequest(BaseModel):
 
 
 async def read_body(request: web.Request, model: type[M]) -> M:
-    """Read the request's JSON object and validate it with ``model``.
-
-    The size limit is the application's ``client_max_size`` (aiohttp answers 413 past it);
-    the time limit its body timeout (:func:`~parrot_parents.server.timeouts.read_bytes`).
+    """Read the request's JSON object (:func:`read_object`) and validate it with ``model``.
 
     Raises:
-        BadRequest: not JSON (duplicate keys included), not an object, or invalid for
-            ``model``.
+        BadRequest: as :func:`read_object`, or invalid for ``model``.
         web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
-    raw = await read_bytes(request)
-    if not raw.strip():
-        raise BadRequest("the body must be a JSON object; it is empty")
-    data = _parse(raw)
-    if not isinstance(data, dict):
-        raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
+    data = await read_object(request)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -157,16 +148,21 @@ async def read_body(request: web.Request, model: type[M]) -> M:
 
 
 async def read_object(request: web.Request) -> dict[str, Any]:
-    """Read a JSON object body without a fixed model (bot writes; validated by the caller).
+    """Read the request's JSON object, not yet validated (bot writes validate it
+    themselves). The size limit is the application's ``client_max_size`` (aiohttp answers
+    413 past it); the time limit its body timeout
+    (:func:`~parrot_parents.server.timeouts.read_bytes`).
 
     Raises:
         BadRequest: empty, not JSON (duplicate keys included), or not an object.
         web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
     raw = await read_bytes(request)
-    data = _parse(raw) if raw.strip() else None
+    if not raw.strip():
+        raise BadRequest("the body must be a JSON object; it is empty")
+    data = _parse(raw)
     if not isinstance(data, dict):
-        raise BadRequest("the body must be a JSON object")
+        raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
     return data
 
 

@@ -228,9 +228,7 @@ async def document_rows(request: web.Request) -> web.Response:
             request=request,
             hint="document ids are the 'document_id' of the passages (/context)",
         )
-    counts = {kind: 0 for kind in ("parent", "parent_chunk", "child")}
-    for row in rows:
-        counts[row.kind] += 1
+    counts = {k: sum(r.kind == k for r in rows) for k in ("parent", "parent_chunk", "child")}
     return json_response(
         {
             "bot": bot.name,

@@ -148,8 +148,9 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
 
 @catalog_routes.post("/api/v1/collections/{collection}/documents/delete")
 async def delete_documents(request: web.Request) -> web.Response:
-    """Delete documents by id: ``{"document_ids": [...]}``; answers what was deleted
-    (rows per id) and the ids that name no document."""
+    """Delete documents (children, parents and documents-table rows) by id:
+    ``{"document_ids": [...]}``; answers what was deleted (rows per id) and the ids that
+    name no document."""
     collection = _require_collection_writes(request)
     ids = _document_ids(await read_object(request))
     await _require_collection(request, collection)

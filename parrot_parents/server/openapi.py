@@ -1,25 +1,30 @@
 """OpenAPI 3.1 description of the HTTP service.
 
 :func:`build_spec` derives the request schemas from the pydantic models the service
-validates with, and the catalog's answers from the dataclasses the routes serialise, so
-the description cannot drift from the code. The same document is shipped as
-``openapi.json`` and ``openapi.yaml`` next to this module; regenerate both with
+validates with, the catalog's answers from the dataclasses the routes serialise, and the
+paths, methods and summaries from the route tables and their handlers' docstrings, so the
+description cannot drift from the code. The same document is shipped as ``openapi.json``
+and ``openapi.yaml`` next to this module; regenerate both with
 ``python -m parrot_parents.server.openapi`` (a test checks that they are current).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from aiohttp.web import RouteDef
 from pydantic import TypeAdapter
 
 from parrot_parents import __version__
 from parrot_parents.bots.settings import BotSettings
+from parrot_parents.server import catalog_routes, routes
 from parrot_parents.server.schemas import (
     MAX_DOCUMENT_ID,
     AskRequest,
@@ -251,7 +256,6 @@ def _error(name: str) -> tuple[str, dict[str, Any]]:
 
 
 def _op(
-    summary: str,
     answers: dict[str, Any],
     errors: str = "",
     body: str | None = None,
@@ -261,7 +265,7 @@ def _op(
     ``errors`` (space-separated), the request body schema ``body`` and a ``query``
     parameter."""
     responses = {**answers, **dict(_error(name) for name in errors.split())}
-    op: dict[str, Any] = {"summary": summary, "security": _AUTH, "responses": responses}
+    op: dict[str, Any] = {"security": _AUTH, "responses": responses}
     if body is not None:
         op["requestBody"] = {"required": True, "content": _json(_ref(body))}
     if query is not None:
@@ -279,129 +283,80 @@ def _ok(
     return {status: {"description": description, "content": _json(content)}}
 
 
-_BOT_WRITES = "unknown_collection auth bot_writes no_bot"
-
-
-def _paths() -> dict[str, Any]:
+def _operations() -> dict[Callable[..., Any], dict[str, Any]]:
+    """What each documented handler takes and answers; its summary is its docstring's
+    first paragraph, its path and method those of its route."""
+    bot_writes = "unknown_collection auth bot_writes no_bot"
     documents = _object(collection=_STRING, documents=_array(_ref("DocumentInfo")))
     return {
-        "/health": {
-            "get": {
-                "summary": "Liveness: whether the service is up (no token needed, no bot names)",
-                "security": [],
-                "responses": {
-                    **_ok("Liveness", "up: the database answers"),
-                    **_ok("Liveness", "the database does not answer", "503"),
-                },
-            }
+        routes.health: {
+            "security": [],
+            "responses": {
+                **_ok("Liveness", "up: the database answers"),
+                **_ok("Liveness", "the database does not answer", "503"),
+            },
         },
-        "/api/v1/health": {
-            "get": _op(
-                "Database and each bot's parent-searcher readiness",
-                {
-                    **_ok("Health", "the database is up"),
-                    **_ok("Health", "the database is down", "503"),
-                },
-                "auth",
-            )
-        },
-        "/api/v1/bots": {
-            "get": _op(
-                "The bots, loaded and failed", _ok(_object(bots=_array(_ref("Bot")))), "auth"
-            ),
-        },
-        "/api/v1/bots/{name}": {
-            "get": _op("One bot's row and load status", _ok("Bot"), "auth no_bot"),
-            "put": _op(
-                "Create a bot, or replace its settings",
-                {**_ok("Bot"), **_ok("Bot", "created", "201")},
-                _BOT_WRITES,
-                "BotWrite",
-                query=_FORCE,
-            ),
-            "patch": _op(
-                'Change some settings, e.g. {"expand_to_parent": true}',
-                _ok("Bot"),
-                _BOT_WRITES,
-                "BotPatch",
-                query=_FORCE,
-            ),
-            "delete": _op("Remove a bot", _ok(None, "removed", "204"), "auth bot_writes no_bot"),
-        },
-        "/api/v1/bots/{name}/context": {
-            "post": _op(
-                "Retrieve the passages for a question",
-                _ok("ContextResponse"),
-                "bad auth no_bot big unavailable",
-                "ContextRequest",
-            ),
-        },
-        "/api/v1/bots/{name}/ask": {
-            "post": _op(
-                "Answer a question with the LLM, from the bot's passages",
-                _ok("AskResponse"),
-                "bad auth no_bot big no_llm llm unavailable",
-                "AskRequest",
-            ),
-        },
-        "/api/v1/bots/{name}/documents/{document_id}": {
-            "get": _op(
-                "One document's stored hierarchy (the inspector's document view)",
-                _ok("Document"),
-                "bad auth no_rows unavailable",
-            ),
-        },
-        "/api/v1/reload": {
-            "post": _op("Rebuild every bot from its row now", _ok(None)),
-        },
-        "/api/v1/collections": {
-            "get": _op(
-                "The collections, with row counts, model, strategies and lexical backend",
-                _ok(_object(collections=_array(_ref("Collection")))),
-                "auth unavailable",
-            )
-        },
-        "/api/v1/collections/{collection}": {
-            "delete": _op(
-                "Drop a collection and everything stored with it",
-                _ok(None, "dropped", "204"),
-                "bad_name auth collection_writes no_collection unavailable",
-            ),
-        },
-        "/api/v1/collections/{collection}/documents": {
-            "get": _op(
-                "A collection's documents: ids, sources, sizes and ingest times",
-                _ok(documents),
-                "bad_name auth no_collection unavailable",
-            ),
-        },
-        "/api/v1/collections/{collection}/documents/delete": {
-            "post": _op(
-                "Delete documents (children, parents and documents-table rows) by id",
-                _ok("DeleteReport"),
-                "bad auth collection_writes no_collection big unavailable",
-                "DeleteRequest",
-            ),
-        },
-        "/api/v1/collections/{collection}/documents/{document_id}": {
-            "delete": _op(
-                "Delete one document",
-                _ok(None, "deleted", "204"),
-                "bad auth collection_writes no_document unavailable",
-            ),
-        },
+        routes.bots_health: _op(
+            {**_ok("Health", "the database is up"), **_ok("Health", "the database is down", "503")},
+            "auth",
+        ),
+        routes.list_bots: _op(_ok(_object(bots=_array(_ref("Bot")))), "auth"),
+        routes.get_bot: _op(_ok("Bot"), "auth no_bot"),
+        routes.put_bot: _op(
+            {**_ok("Bot"), **_ok("Bot", "created", "201")}, bot_writes, "BotWrite", _FORCE
+        ),
+        routes.patch_bot: _op(_ok("Bot"), bot_writes, "BotPatch", _FORCE),
+        routes.delete_bot: _op(_ok(None, "removed", "204"), "auth bot_writes no_bot"),
+        routes.reload: _op(_ok(None)),
+        routes.context: _op(
+            _ok("ContextResponse"), "bad auth no_bot big unavailable", "ContextRequest"
+        ),
+        routes.document_rows: _op(_ok("Document"), "bad auth no_rows unavailable"),
+        routes.ask: _op(
+            _ok("AskResponse"), "bad auth no_bot big no_llm llm unavailable", "AskRequest"
+        ),
+        catalog_routes.list_collections: _op(
+            _ok(_object(collections=_array(_ref("Collection")))), "auth unavailable"
+        ),
+        catalog_routes.list_documents: _op(
+            _ok(documents), "bad_name auth no_collection unavailable"
+        ),
+        catalog_routes.delete_documents: _op(
+            _ok("DeleteReport"),
+            "bad auth collection_writes no_collection big unavailable",
+            "DeleteRequest",
+        ),
+        catalog_routes.delete_document: _op(
+            _ok(None, "deleted", "204"), "bad auth collection_writes no_document unavailable"
+        ),
+        catalog_routes.drop_collection: _op(
+            _ok(None, "dropped", "204"),
+            "bad_name auth collection_writes no_collection unavailable",
+        ),
     }
 
 
-def _with_parameters(path: str, operations: dict[str, Any]) -> dict[str, Any]:
-    """The operations of ``path``, after the parameters its template names."""
-    names = re.findall(r"{(\w+)}", path)
-    if not names:
-        return operations
-    parameters = [
-        {"name": n, "in": "path", "required": True, "schema": _PATH_PARAMETERS[n]} for n in names
-    ]
-    return {"parameters": parameters, **operations}
+def _paths() -> dict[str, Any]:
+    """The documented routes by path (without the pattern of a parameter), each after the
+    parameters its template names."""
+    operations = _operations()
+    paths: dict[str, Any] = {}
+    for route in [*routes.routes, *catalog_routes.catalog_routes]:
+        if not isinstance(route, RouteDef) or route.handler not in operations:
+            continue
+        path = re.sub(r"{(\w+):[^}]*}", r"{\1}", route.path)
+        names = re.findall(r"{(\w+)}", path)
+        parameters = [
+            {"name": n, "in": "path", "required": True, "schema": _PATH_PARAMETERS[n]}
+            for n in names
+        ]
+        summary = " ".join((inspect.getdoc(route.handler) or "").split("\n\n")[0].split())
+        paths.setdefault(path, {"parameters": parameters} if parameters else {})
+        paths[path][route.method.lower()] = {
+            "summary": summary.replace("``", "`"),
+            **operations[route.handler],
+        }
+    return paths
 
 
 @cache
@@ -439,7 +394,7 @@ def build_spec() -> dict[str, Any]:
             "description": "Parent-child retrieval bots over HTTP. Send "
             "'Authorization: Bearer <token>' when the server was started with a token.",
         },
-        "paths": {path: _with_parameters(path, ops) for path, ops in _paths().items()},
+        "paths": _paths(),
         "components": {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

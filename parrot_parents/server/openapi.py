@@ -214,7 +214,7 @@ _FORCE = {
     "schema": {"enum": ["true", "false"]},
 }
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
-#: The error answers the operations name: status and description.
+#: The error answers the operations name, with status and description (and "unavailable").
 _ERRORS = {
     "bad": ("400", "malformed body: the message and details say what is wrong"),
     "bad_name": ("400", "not a valid collection name"),
@@ -233,26 +233,26 @@ _ERRORS = {
     "big": ("413", "body larger than the limit (64 KiB by default)"),
     "no_llm": ("501", "no LLM is configured"),
     "llm": ("502", "the LLM request failed"),
-    "unavailable": (
-        "503",
-        "the bot failed to load (it is retried on the next request), or the database is "
-        "unavailable (retry after Retry-After seconds)",
-    ),
 }
-_RETRY_AFTER = {
-    "Retry-After": {
-        "description": "seconds to wait (database outages)",
-        "schema": {"type": "integer"},
-    }
+#: "unavailable": the answer of a bot that failed to load, or of a database outage.
+_UNAVAILABLE = {
+    "description": "the bot failed to load (it is retried on the next request), or the "
+    "database is unavailable (retry after Retry-After seconds)",
+    "content": _json(_ref("Error")),
+    "headers": {
+        "Retry-After": {
+            "description": "seconds to wait (database outages)",
+            "schema": {"type": "integer"},
+        }
+    },
 }
 
 
 def _error(name: str) -> tuple[str, dict[str, Any]]:
+    if name == "unavailable":
+        return "503", _UNAVAILABLE
     status, description = _ERRORS[name]
-    answer: dict[str, Any] = {"description": description, "content": _json(_ref("Error"))}
-    if status == "503":
-        answer["headers"] = _RETRY_AFTER
-    return status, answer
+    return status, {"description": description, "content": _json(_ref("Error"))}
 
 
 def _op(

@@ -28,29 +28,28 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
 
 
-def _force(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = subparsers.add_parser("bots", help="list, add, change and remove bot rows")
+    sub = group.add_subparsers(dest="bots_command", required=True)
+    # Every subcommand takes --dsn; the two writes that name a collection take --force.
+    dsn = argparse.ArgumentParser(add_help=False)
+    add_dsn_option(dsn)
+    force = argparse.ArgumentParser(add_help=False, parents=[dsn])
+    force.add_argument(
         "--force",
         action="store_true",
         help="accept a collection that does not exist yet (the bot loads once it does)",
     )
 
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = subparsers.add_parser("bots", help="list, add, change and remove bot rows")
-    sub = group.add_subparsers(dest="bots_command", required=True)
-
-    p = sub.add_parser("list", help="list the bot rows (invalid ones are flagged)")
-    add_dsn_option(p)
+    p = sub.add_parser("list", parents=[dsn], help="list the bot rows (invalid ones are flagged)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_list)
 
-    p = sub.add_parser("show", help="print one bot row as JSON")
+    p = sub.add_parser("show", parents=[dsn], help="print one bot row as JSON")
     p.add_argument("name")
-    add_dsn_option(p)
     p.set_defaults(func=run_show)
 
-    p = sub.add_parser("add", help="create a bot row")
+    p = sub.add_parser("add", parents=[force], help="create a bot row")
     p.add_argument("name")
     p.add_argument("--collection", required=True, help="collection (table) the bot searches")
     p.add_argument("--description", default="", help="free text")
@@ -73,12 +72,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help='JSON (default: \'{"type": "in_table"}\'), or none',
     )
     p.add_argument("--disabled", action="store_true", help="create it disabled")
-    _force(p)
-    add_dsn_option(p)
     p.set_defaults(func=run_add)
 
     p = sub.add_parser(
         "set",
+        parents=[force],
         help="change settings: key=value ...",
         description="Values are JSON (true, 5, null, {...}); text keys (description, "
         "collection, expansion_mode, name) take the text as is. A dotted key such as "
@@ -86,13 +84,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("name")
     p.add_argument("assignments", nargs="+", metavar="key=value")
-    _force(p)
-    add_dsn_option(p)
     p.set_defaults(func=run_set)
 
-    p = sub.add_parser("remove", help="delete a bot row")
+    p = sub.add_parser("remove", parents=[dsn], help="delete a bot row")
     p.add_argument("name")
-    add_dsn_option(p)
     p.set_defaults(func=run_remove)
 
 

@@ -20,7 +20,6 @@ __all__ = [
     "add_strategy_option",
     "describe_strategy",
     "make_store",
-    "parse_filter",
     "print_json",
     "retrieval_overrides",
     "visible",
@@ -237,33 +236,22 @@ def retrieval_overrides(args: argparse.Namespace, *, check_filter: bool = True) 
     """
     keys = [name for name, *_ in RETRIEVAL_FLAGS]
     out = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
-    if "filter" in out:
-        out["filter"] = parse_filter(out["filter"], check=check_filter)
-    return out
-
-
-def parse_filter(raw: str | None, *, check: bool = True) -> dict[str, Any] | None:
-    """``--filter`` as a filter dict (None when not given), checked unless ``check=False``.
-
-    Raises:
-        ConfigurationError: not strict JSON, not an object, or (checked) an invalid filter.
-    """
-    if raw is None:
-        return None
+    if "filter" not in out:
+        return out
     from parrot_parents.errors import ConfigurationError
     from parrot_parents.strict_json import InvalidJSON, loads_strict
 
     try:
-        value = loads_strict(raw)
+        value = loads_strict(out["filter"])
     except InvalidJSON as exc:
         raise ConfigurationError(f"--filter is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ConfigurationError("--filter must be a JSON object")
-    if check:
+    if check_filter:
         from parrot_parents.stores.filters import validate_filter
 
         validate_filter(value)
-    return value
+    return {**out, "filter": value}
 
 
 def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:

@@ -31,9 +31,6 @@ class Report:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 async def diagnose(dsn: str | None) -> Report:
     """Gather the report for ``dsn`` (None: ``$PARROT_PARENTS_DSN``, else the embedded
@@ -135,7 +132,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    report = (await diagnose(args.dsn)).as_dict()
+    report = asdict(await diagnose(args.dsn))
     if args.json:
         print_json(report)
     else:

@@ -106,28 +106,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def config_from_args(args: argparse.Namespace) -> EvalConfig:
-    """The :class:`EvalConfig` described by parsed ``eval`` options."""
+    """The :class:`EvalConfig` described by parsed ``eval`` options: each field from the
+    option of its name, the retrieval options as :func:`retrieval_overrides` reads them."""
+    from dataclasses import fields
+
     from parrot_parents.eval.runner import EvalConfig
 
-    return EvalConfig(
-        child_size=args.child_size,
-        child_overlap=args.child_overlap,
-        parent_size=args.parent_size,
-        parent_threshold=args.parent_threshold,
-        parent_overlap=args.parent_overlap,
-        late_chunking=args.late_chunking,
-        reranker=args.reranker,
-        model=args.model,
-        dsn=args.dsn,
-        store=args.store,
-        lexical_backend=args.lexical_backend,
-        collection=args.collection,
-        keep=args.keep,
-        ks=tuple(args.ks),
-        budgets=tuple(args.budgets),
-        strategy=args.strategy,
-        **retrieval_overrides(args),
-    )
+    given = {f.name: getattr(args, f.name) for f in fields(EvalConfig) if hasattr(args, f.name)}
+    return EvalConfig(**{**given, **retrieval_overrides(args)})
 
 
 async def evaluate(args: argparse.Namespace) -> EvalResult:

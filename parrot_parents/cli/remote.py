@@ -70,17 +70,13 @@ class ServerClient:
                 hint="start it with `parrot-parents serve`, or drop --server",
             ) from None
 
-    def bots(self) -> list[dict[str, Any]]:
-        """The server's bots (``GET /api/v1/bots``), loaded and failed."""
-        return list(self._call("/api/v1/bots").get("bots", []))
-
     def bot_for(self, collection: str) -> str:
         """The one loaded bot that serves ``collection``.
 
         Raises:
             ConfigurationError: no loaded bot serves it, or several do (name one: --bot).
         """
-        bots = self.bots()
+        bots: list[dict[str, Any]] = self._call("/api/v1/bots").get("bots", [])
         names: list[str] = sorted(
             b["name"]
             for b in bots

@@ -9,25 +9,29 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from parrot_parents.bots.factory import collection_exists
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.server.middleware import json_error, json_response
 from parrot_parents.server.schemas import (
+    MAX_DELETE_IDS,
     MAX_DOCUMENT_ID,
     BadRequest,
+    DeleteRequest,
     ErrorAnswer,
     id_too_long,
     path_document_id,
     read_object,
 )
 from parrot_parents.server.state import STATE, ServerState
+from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.postgres.collections import catalog
 
 __all__ = ["MAX_DELETE_IDS", "catalog_routes", "require_writes", "state", "unknown_collection"]
 
 catalog_routes = web.RouteTableDef()
-
-#: Most document ids one ``POST .../documents/delete`` takes.
-MAX_DELETE_IDS = 1000
 
 
 def state(request: web.Request) -> ServerState:
@@ -62,11 +66,8 @@ def _require_collection_writes(request: web.Request) -> str:
 
 async def _require_collection(request: web.Request, collection: str) -> None:
     """Raises ErrorAnswer (404) when ``collection`` is not a collection of the database."""
-    from parrot_parents.stores.identifiers import validate_identifier
-    from parrot_parents.stores.postgres.collections.catalog import collection_names
-
     validate_identifier(collection, "collection")
-    if collection not in await collection_names(await _engine(request)):
+    if collection not in await catalog.collection_names(await _engine(request)):
         raise ErrorAnswer(
             404,
             f"no collection named {collection!r}",
@@ -82,10 +83,6 @@ async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None
     Raises:
         ErrorAnswer: 400 "collection ... does not exist".
     """
-    from parrot_parents.bots.factory import collection_exists
-    from parrot_parents.errors import ConfigurationError
-    from parrot_parents.stores.identifiers import validate_identifier
-
     collection = data.get("collection")
     if not isinstance(collection, str) or request.query.get("force") == "true":
         return
@@ -108,20 +105,16 @@ async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None
 @catalog_routes.get("/api/v1/collections")
 async def list_collections(request: web.Request) -> web.Response:
     """Every collection with its row counts, dimension, model, strategies, lexical backend."""
-    from parrot_parents.stores.postgres.collections.catalog import list_collections as listing
-
-    found = await listing(await _engine(request))
+    found = await catalog.list_collections(await _engine(request))
     return json_response({"collections": [c.to_dict() for c in found]})
 
 
 @catalog_routes.get("/api/v1/collections/{collection}/documents")
 async def list_documents(request: web.Request) -> web.Response:
     """A collection's documents: ids, sources, sizes (characters), row counts, times."""
-    from parrot_parents.stores.postgres.collections.catalog import list_documents as listing
-
     collection = request.match_info["collection"]
     await _require_collection(request, collection)
-    found = await listing(await _engine(request), collection)
+    found = await catalog.list_documents(await _engine(request), collection)
     return json_response({"collection": collection, "documents": [d.to_dict() for d in found]})
 
 
@@ -131,18 +124,17 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
     Raises:
         BadRequest: other keys, or not a list of 1..MAX_DELETE_IDS non-empty strings.
     """
-    extra = sorted(set(data) - {"document_ids"})
-    if extra:
-        raise BadRequest(
-            f"invalid body: {extra[0]}: unknown key",
-            [{"key": k, "message": "unknown key"} for k in extra],
-        )
-    ids = data.get("document_ids")
-    if (
-        not isinstance(ids, list)
-        or not 1 <= len(ids) <= MAX_DELETE_IDS
-        or not all(isinstance(i, str) and i and not id_too_long(i) for i in ids)
-    ):
+    try:
+        ids = DeleteRequest.model_validate(data).document_ids
+    except ValidationError as exc:
+        extra = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
+        if extra:
+            raise BadRequest(
+                f"invalid body: {extra[0]}: unknown key",
+                [{"key": k, "message": "unknown key"} for k in extra],
+            ) from None
+        ids = []
+    if not ids or any(id_too_long(i) for i in ids):
         message = (
             f"must be a list of 1 to {MAX_DELETE_IDS} document ids "
             f"(non-empty strings of at most {MAX_DOCUMENT_ID} bytes of UTF-8)"
@@ -151,31 +143,28 @@ def _document_ids(data: dict[str, Any]) -> list[str]:
             f"invalid body: document_ids: {message}",
             [{"key": "document_ids", "message": message}],
         )
-    return [str(i) for i in ids]
+    return ids
 
 
 @catalog_routes.post("/api/v1/collections/{collection}/documents/delete")
 async def delete_documents(request: web.Request) -> web.Response:
-    """Delete documents by id: ``{"document_ids": [...]}``; answers what was deleted
-    (rows per id) and the ids that name no document."""
-    from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
-
+    """Delete documents (children, parents and documents-table rows) by id:
+    ``{"document_ids": [...]}``; answers what was deleted (rows per id) and the ids that
+    name no document."""
     collection = _require_collection_writes(request)
     ids = _document_ids(await read_object(request))
     await _require_collection(request, collection)
-    report = await delete(await _engine(request), collection, ids)
+    report = await catalog.delete_documents(await _engine(request), collection, ids)
     return json_response({"collection": collection, **report.to_dict()})
 
 
 @catalog_routes.delete("/api/v1/collections/{collection}/documents/{document_id:.+}")
 async def delete_document(request: web.Request) -> web.Response:
     """Delete one document; 204, or 404 when no document has that id."""
-    from parrot_parents.stores.postgres.collections.catalog import delete_documents as delete
-
     collection = _require_collection_writes(request)
     document_id = path_document_id(request)
     await _require_collection(request, collection)
-    report = await delete(await _engine(request), collection, [document_id])
+    report = await catalog.delete_documents(await _engine(request), collection, [document_id])
     if report.unknown:
         return json_error(
             404,
@@ -190,10 +179,8 @@ async def delete_document(request: web.Request) -> web.Response:
 async def drop_collection(request: web.Request) -> web.Response:
     """Drop a collection and everything stored with it; 204. The bots on it are
     reloaded at once, so they report the missing collection instead of failing later."""
-    from parrot_parents.stores.postgres.collections.catalog import drop_collection as drop
-
     collection = _require_collection_writes(request)
     await _require_collection(request, collection)
-    await drop(await _engine(request), collection)
+    await catalog.drop_collection(await _engine(request), collection)
     await state(request).manager.reload_collection(collection)
     return web.Response(status=204)

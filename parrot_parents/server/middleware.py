@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -64,13 +65,10 @@ def is_public(path: str) -> bool:
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
+    return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=_default)
+_dumps = partial(json.dumps, ensure_ascii=False, default=_default)
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:

@@ -1,22 +1,42 @@
 """OpenAPI 3.1 description of the HTTP service.
 
 :func:`build_spec` derives the request schemas from the pydantic models the service
-validates with, so the description cannot drift from the validation. The same document is
-shipped as ``openapi.json`` and ``openapi.yaml`` next to this module; regenerate both with
+validates with, the catalog's answers from the dataclasses the routes serialise, and the
+paths, methods and summaries from the route tables and their handlers' docstrings, so the
+description cannot drift from the code. The same document is shipped as ``openapi.json``
+and ``openapi.yaml`` next to this module; regenerate both with
 ``python -m parrot_parents.server.openapi`` (a test checks that they are current).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from aiohttp.web import RouteDef
+from pydantic import TypeAdapter
+
 from parrot_parents import __version__
 from parrot_parents.bots.settings import BotSettings
-from parrot_parents.server.schemas import AskRequest, ContextRequest
+from parrot_parents.server import catalog_routes, routes
+from parrot_parents.server.schemas import (
+    MAX_DOCUMENT_ID,
+    AskRequest,
+    ContextRequest,
+    DeleteRequest,
+)
+from parrot_parents.stores.postgres.collections.catalog import (
+    CollectionInfo,
+    DeleteReport,
+    DocumentInfo,
+)
+from parrot_parents.stores.results import DocumentRow
 
 __all__ = ["build_spec", "shipped_yaml"]
 
@@ -24,15 +44,11 @@ _REF = "#/components/schemas/{model}"
 
 
 def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+    return {"$ref": _REF.format(model=name)}
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
-
-
-def _error(description: str) -> dict[str, Any]:
-    return {"description": description, "content": _json(_ref("Error"))}
 
 
 def _field(kind: str, description: str | None = None, *, null: bool = False) -> dict[str, Any]:
@@ -52,6 +68,14 @@ def _array(items: dict[str, Any], description: str | None = None) -> dict[str, A
 
 def _object(**properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties}
+
+
+def _dataclass(cls: type, **extra: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a dataclass the routes answer with (its ``to_dict``), plus ``extra``
+    properties the route adds around it."""
+    schema = TypeAdapter(cls).json_schema(ref_template=_REF)
+    schema["properties"] = {**extra, **schema["properties"]}
+    return schema
 
 
 _STRING = _field("string")
@@ -135,16 +159,6 @@ _ASK_RESPONSE = _object(
     passages=_array(_ref("Passage")),
     meta=_field("object", "retrieval meta plus meta.llm"),
 )
-_ROW_KINDS = ("parent", "parent_chunk", "child")
-_DOCUMENT_ROW = _object(
-    id=_STRING,
-    kind={"enum": list(_ROW_KINDS)},
-    start_index=_OFFSET,
-    end_index=_OFFSET,
-    parent_document_id=_field("string", "a child's parent", null=True),
-    chunk_index=_field("integer", null=True),
-    length=_field("integer", "characters of the row's text"),
-)
 _DOCUMENT = _object(
     bot=_STRING,
     collection=_STRING,
@@ -152,7 +166,7 @@ _DOCUMENT = _object(
     counts={
         "type": "object",
         "description": "rows per kind",
-        "properties": {k: _field("integer") for k in _ROW_KINDS},
+        "properties": {k: _field("integer") for k in ("parent", "parent_chunk", "child")},
     },
     rows=_array(_ref("DocumentRow"), "parents first, then by start_index and id; no row text"),
 )
@@ -182,70 +196,15 @@ _LIVENESS = {
     "required": ["status"],
     "properties": {"status": {"enum": ["ok", "unavailable"]}},
 }
-_COLLECTION = _object(
-    name=_STRING,
-    schema=_STRING,
-    children=_field("integer", "child rows (the searched units)"),
-    parents=_field("integer", "parent rows"),
-    indexed=_field("integer", "rows an ingestion strategy wrote"),
-    documents=_field(
-        "integer", "documents-table rows (null: the collection has no such table)", null=True
-    ),
-    dimension=_field("integer", "embedding length", null=True),
-    embedding_model=_field(
-        "string", "the model the collection records (null: none recorded)", null=True
-    ),
-    model_fingerprint=_field(
-        "string", "12 hex characters identifying the recorded model's vectors", null=True
-    ),
-    reembedding=_field("boolean", "a `reindex --model` pass is unfinished"),
-    strategies=_array(_STRING),
-    lexical_backend=_field(
-        "string",
-        "what ranks BM25: pg_textsearch (its bm25 index) or sql; null without a lexical index",
-        null=True,
-    ),
-    text_search_config=_field("string", null=True),
-)
-_DOCUMENT_INFO = _object(
-    document_id=_STRING,
-    source=_field("string", null=True),
-    characters=_field(
-        "integer", "length of the text in characters (null: no documents-table row)", null=True
-    ),
-    children=_field("integer"),
-    parents=_field("integer"),
-    ingested_at={"type": ["string", "null"], "format": "date-time"},
-)
-_DELETE_REQUEST = {
-    "type": "object",
-    "required": ["document_ids"],
-    "additionalProperties": False,
-    "properties": {
-        "document_ids": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": 1000,
-            "items": {"type": "string", "minLength": 1, "maxLength": 1024},
-        }
+#: The schemas of the path parameters, by name: each path takes those its template names.
+_PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "name": {"type": "string"},
+    "collection": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
+    "document_id": {
+        "type": "string",
+        "maxLength": MAX_DOCUMENT_ID,
+        "description": f"URL-encoded; at most {MAX_DOCUMENT_ID} bytes of UTF-8",
     },
-}
-_DELETE_REPORT = _object(
-    collection=_STRING,
-    deleted={
-        "type": "object",
-        "description": "rows removed, by document id",
-        "additionalProperties": _field("integer"),
-    },
-    unknown=_array(_STRING, "ids that name no document"),
-)
-
-_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-_COLLECTION_NAME = {
-    "name": "collection",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
 }
 _FORCE = {
     "name": "force",
@@ -255,211 +214,149 @@ _FORCE = {
     "schema": {"enum": ["true", "false"]},
 }
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
-_UNAUTHORIZED = _error("missing or wrong bearer token (when the server has one)")
-_COMMON = {
-    "401": _UNAUTHORIZED,
-    "404": _error("no bot of that name, or its collection was dropped"),
-}
-_BAD = {"400": _error("malformed body: the message and details say what is wrong")}
-_BIG = {"413": _error("body larger than the limit (64 KiB by default)")}
-_UNAVAILABLE = {
-    "503": {
-        **_error(
-            "the bot failed to load (it is retried on the next request), or the "
-            "database is unavailable (retry after Retry-After seconds)"
-        ),
-        "headers": {
-            "Retry-After": {
-                "description": "seconds to wait (database outages)",
-                "schema": {"type": "integer"},
-            }
-        },
-    }
-}
-_BOT_WRITES = {"403": _error("bot writes are disabled (the server has no token)")}
-_COLLECTION_WRITES = {"403": _error("collection writes are disabled (the server has no token)")}
-_NO_COLLECTION = {"404": _error("no collection of that name")}
-_BAD_NAME = {"400": _error("not a valid collection name")}
-_UNKNOWN_COLLECTION = {
-    "400": _error(
+#: The error answers the operations name, with status and description (and "unavailable").
+_ERRORS = {
+    "bad": ("400", "malformed body: the message and details say what is wrong"),
+    "bad_name": ("400", "not a valid collection name"),
+    "unknown_collection": (
+        "400",
         "malformed body, or a collection that does not exist (add ?force=true to save "
-        "the bot anyway)"
-    )
+        "the bot anyway)",
+    ),
+    "auth": ("401", "missing or wrong bearer token (when the server has one)"),
+    "bot_writes": ("403", "bot writes are disabled (the server has no token)"),
+    "collection_writes": ("403", "collection writes are disabled (the server has no token)"),
+    "no_bot": ("404", "no bot of that name, or its collection was dropped"),
+    "no_rows": ("404", "no bot of that name, or no rows of that document"),
+    "no_collection": ("404", "no collection of that name"),
+    "no_document": ("404", "no collection of that name, or no document of that id"),
+    "big": ("413", "body larger than the limit (64 KiB by default)"),
+    "no_llm": ("501", "no LLM is configured"),
+    "llm": ("502", "the LLM request failed"),
+}
+#: "unavailable": the answer of a bot that failed to load, or of a database outage.
+_UNAVAILABLE = {
+    "description": "the bot failed to load (it is retried on the next request), or the "
+    "database is unavailable (retry after Retry-After seconds)",
+    "content": _json(_ref("Error")),
+    "headers": {
+        "Retry-After": {
+            "description": "seconds to wait (database outages)",
+            "schema": {"type": "integer"},
+        }
+    },
 }
 
 
-def _op(summary: str, responses: dict[str, Any], body: str | None = None) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "security": _AUTH, "responses": responses}
+def _error(name: str) -> tuple[str, dict[str, Any]]:
+    if name == "unavailable":
+        return "503", _UNAVAILABLE
+    status, description = _ERRORS[name]
+    return status, {"description": description, "content": _json(_ref("Error"))}
+
+
+def _op(
+    answers: dict[str, Any],
+    errors: str = "",
+    body: str | None = None,
+    query: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An operation behind the token: its answers, then the ``_ERRORS`` named in
+    ``errors`` (space-separated), the request body schema ``body`` and a ``query``
+    parameter."""
+    responses = {**answers, **dict(_error(name) for name in errors.split())}
+    op: dict[str, Any] = {"security": _AUTH, "responses": responses}
     if body is not None:
         op["requestBody"] = {"required": True, "content": _json(_ref(body))}
+    if query is not None:
+        op["parameters"] = [query]
     return op
 
 
-def _ok(schema: str | dict[str, Any], description: str = "OK") -> dict[str, Any]:
+def _ok(
+    schema: str | dict[str, Any] | None, description: str = "OK", status: str = "200"
+) -> dict[str, Any]:
+    """``{status: answer}``: ``schema`` names a component or is one (None: no body)."""
+    if schema is None:
+        return {status: {"description": description}}
     content = _ref(schema) if isinstance(schema, str) else schema
-    return {"description": description, "content": _json(content)}
+    return {status: {"description": description, "content": _json(content)}}
 
 
-def _document_id(description: str) -> dict[str, Any]:
+def _operations() -> dict[Callable[..., Any], dict[str, Any]]:
+    """What each documented handler takes and answers; its summary is its docstring's
+    first paragraph, its path and method those of its route."""
+    bot_writes = "unknown_collection auth bot_writes no_bot"
+    documents = _object(collection=_STRING, documents=_array(_ref("DocumentInfo")))
     return {
-        "name": "document_id",
-        "in": "path",
-        "required": True,
-        "description": description,
-        "schema": {"type": "string", "maxLength": 1024},
-    }
-
-
-def _collection_paths() -> dict[str, Any]:
-    return {
-        "/api/v1/collections": {
-            "get": _op(
-                "The collections, with row counts, model, strategies and lexical backend",
-                {
-                    "200": _ok(_object(collections=_array(_ref("Collection")))),
-                    "401": _UNAUTHORIZED,
-                    **_UNAVAILABLE,
-                },
-            )
-        },
-        "/api/v1/collections/{collection}": {
-            "parameters": [_COLLECTION_NAME],
-            "delete": _op(
-                "Drop a collection and everything stored with it",
-                {
-                    "204": {"description": "dropped"},
-                    **_BAD_NAME,
-                    "401": _UNAUTHORIZED,
-                    **_COLLECTION_WRITES,
-                    **_NO_COLLECTION,
-                    **_UNAVAILABLE,
-                },
-            ),
-        },
-        "/api/v1/collections/{collection}/documents": {
-            "parameters": [_COLLECTION_NAME],
-            "get": _op(
-                "A collection's documents: ids, sources, sizes and ingest times",
-                {
-                    "200": _ok(_object(collection=_STRING, documents=_array(_ref("DocumentInfo")))),
-                    **_BAD_NAME,
-                    "401": _UNAUTHORIZED,
-                    **_NO_COLLECTION,
-                    **_UNAVAILABLE,
-                },
-            ),
-        },
-        "/api/v1/collections/{collection}/documents/delete": {
-            "parameters": [_COLLECTION_NAME],
-            "post": _op(
-                "Delete documents (children, parents and documents-table rows) by id",
-                {
-                    "200": _ok("DeleteReport"),
-                    **_BAD,
-                    **_BIG,
-                    "401": _UNAUTHORIZED,
-                    **_COLLECTION_WRITES,
-                    **_NO_COLLECTION,
-                    **_UNAVAILABLE,
-                },
-                "DeleteRequest",
-            ),
-        },
-        "/api/v1/collections/{collection}/documents/{document_id}": {
-            "parameters": [
-                _COLLECTION_NAME,
-                _document_id("URL-encoded; at most 1024 bytes of UTF-8"),
-            ],
-            "delete": _op(
-                "Delete one document",
-                {
-                    "204": {"description": "deleted"},
-                    **_BAD,
-                    "401": _UNAUTHORIZED,
-                    **_COLLECTION_WRITES,
-                    "404": _error("no collection of that name, or no document of that id"),
-                    **_UNAVAILABLE,
-                },
-            ),
-        },
-    }
-
-
-def _bot_paths() -> dict[str, Any]:
-    writes = {**_UNKNOWN_COLLECTION, **_BOT_WRITES, **_COMMON}
-    return {
-        "/api/v1/bots": {
-            "get": _op(
-                "The bots, loaded and failed",
-                {"200": _ok(_object(bots=_array(_ref("Bot")))), "401": _UNAUTHORIZED},
-            )
-        },
-        "/api/v1/bots/{name}": {
-            "parameters": [_NAME],
-            "get": _op("One bot's row and load status", {"200": _ok("Bot"), **_COMMON}),
-            "put": {
-                **_op(
-                    "Create a bot, or replace its settings",
-                    {"200": _ok("Bot"), "201": _ok("Bot", "created"), **writes},
-                    "BotWrite",
-                ),
-                "parameters": [_FORCE],
+        routes.health: {
+            "security": [],
+            "responses": {
+                **_ok("Liveness", "up: the database answers"),
+                **_ok("Liveness", "the database does not answer", "503"),
             },
-            "patch": {
-                **_op(
-                    'Change some settings, e.g. {"expand_to_parent": true}',
-                    {"200": _ok("Bot"), **writes},
-                    "BotPatch",
-                ),
-                "parameters": [_FORCE],
-            },
-            "delete": _op(
-                "Remove a bot", {"204": {"description": "removed"}, **_BOT_WRITES, **_COMMON}
-            ),
         },
-        "/api/v1/bots/{name}/context": {
-            "parameters": [_NAME],
-            "post": _op(
-                "Retrieve the passages for a question",
-                {"200": _ok("ContextResponse"), **_BAD, **_BIG, **_COMMON, **_UNAVAILABLE},
-                "ContextRequest",
-            ),
-        },
-        "/api/v1/bots/{name}/ask": {
-            "parameters": [_NAME],
-            "post": _op(
-                "Answer a question with the LLM, from the bot's passages",
-                {
-                    "200": _ok("AskResponse"),
-                    **_BAD,
-                    **_BIG,
-                    **_COMMON,
-                    "501": _error("no LLM is configured"),
-                    "502": _error("the LLM request failed"),
-                    **_UNAVAILABLE,
-                },
-                "AskRequest",
-            ),
-        },
-        "/api/v1/bots/{name}/documents/{document_id}": {
-            "parameters": [
-                _NAME,
-                _document_id(
-                    "the document_id of the rows (URL-encoded; at most 1024 bytes of UTF-8)"
-                ),
-            ],
-            "get": _op(
-                "One document's stored hierarchy (the inspector's document view)",
-                {
-                    "200": _ok("Document"),
-                    **_BAD,
-                    "401": _UNAUTHORIZED,
-                    "404": _error("no bot of that name, or no rows of that document"),
-                    **_UNAVAILABLE,
-                },
-            ),
-        },
+        routes.bots_health: _op(
+            {**_ok("Health", "the database is up"), **_ok("Health", "the database is down", "503")},
+            "auth",
+        ),
+        routes.list_bots: _op(_ok(_object(bots=_array(_ref("Bot")))), "auth"),
+        routes.get_bot: _op(_ok("Bot"), "auth no_bot"),
+        routes.put_bot: _op(
+            {**_ok("Bot"), **_ok("Bot", "created", "201")}, bot_writes, "BotWrite", _FORCE
+        ),
+        routes.patch_bot: _op(_ok("Bot"), bot_writes, "BotPatch", _FORCE),
+        routes.delete_bot: _op(_ok(None, "removed", "204"), "auth bot_writes no_bot"),
+        routes.reload: _op(_ok(None)),
+        routes.context: _op(
+            _ok("ContextResponse"), "bad auth no_bot big unavailable", "ContextRequest"
+        ),
+        routes.document_rows: _op(_ok("Document"), "bad auth no_rows unavailable"),
+        routes.ask: _op(
+            _ok("AskResponse"), "bad auth no_bot big no_llm llm unavailable", "AskRequest"
+        ),
+        catalog_routes.list_collections: _op(
+            _ok(_object(collections=_array(_ref("Collection")))), "auth unavailable"
+        ),
+        catalog_routes.list_documents: _op(
+            _ok(documents), "bad_name auth no_collection unavailable"
+        ),
+        catalog_routes.delete_documents: _op(
+            _ok("DeleteReport"),
+            "bad auth collection_writes no_collection big unavailable",
+            "DeleteRequest",
+        ),
+        catalog_routes.delete_document: _op(
+            _ok(None, "deleted", "204"), "bad auth collection_writes no_document unavailable"
+        ),
+        catalog_routes.drop_collection: _op(
+            _ok(None, "dropped", "204"),
+            "bad_name auth collection_writes no_collection unavailable",
+        ),
     }
+
+
+def _paths() -> dict[str, Any]:
+    """The documented routes by path (without the pattern of a parameter), each after the
+    parameters its template names."""
+    operations = _operations()
+    paths: dict[str, Any] = {}
+    for route in [*routes.routes, *catalog_routes.catalog_routes]:
+        if not isinstance(route, RouteDef) or route.handler not in operations:
+            continue
+        path = re.sub(r"{(\w+):[^}]*}", r"{\1}", route.path)
+        names = re.findall(r"{(\w+)}", path)
+        parameters = [
+            {"name": n, "in": "path", "required": True, "schema": _PATH_PARAMETERS[n]}
+            for n in names
+        ]
+        summary = " ".join((inspect.getdoc(route.handler) or "").split("\n\n")[0].split())
+        paths.setdefault(path, {"parameters": parameters} if parameters else {})
+        paths[path][route.method.lower()] = {
+            "summary": summary.replace("``", "`"),
+            **operations[route.handler],
+        }
+    return paths
 
 
 @cache
@@ -467,7 +364,7 @@ def build_spec() -> dict[str, Any]:
     """The OpenAPI document as a dict."""
     schemas = {
         m.__name__: m.model_json_schema(ref_template=_REF)
-        for m in (ContextRequest, AskRequest, BotSettings)
+        for m in (ContextRequest, AskRequest, DeleteRequest, BotSettings)
     }
     schemas.update(
         BotWrite=dict(schemas["BotSettings"], required=["collection"], title="BotWrite"),
@@ -483,40 +380,12 @@ def build_spec() -> dict[str, Any]:
         Bot=_BOT,
         Health=_HEALTH,
         Liveness=_LIVENESS,
-        Collection=_COLLECTION,
-        DocumentInfo=_DOCUMENT_INFO,
-        DeleteRequest=_DELETE_REQUEST,
-        DeleteReport=_DELETE_REPORT,
-        DocumentRow=_DOCUMENT_ROW,
+        Collection=_dataclass(CollectionInfo),
+        DocumentInfo=_dataclass(DocumentInfo),
+        DeleteReport=_dataclass(DeleteReport, collection=_STRING),
+        DocumentRow=_dataclass(DocumentRow),
         Document=_DOCUMENT,
     )
-    paths = {
-        "/health": {
-            "get": {
-                "summary": "Liveness: whether the service is up (no token needed, no bot names)",
-                "security": [],
-                "responses": {
-                    "200": _ok("Liveness", "up: the database answers"),
-                    "503": _ok("Liveness", "the database does not answer"),
-                },
-            }
-        },
-        "/api/v1/health": {
-            "get": _op(
-                "Database and each bot's parent-searcher readiness",
-                {
-                    "200": _ok("Health", "the database is up"),
-                    "401": _UNAUTHORIZED,
-                    "503": _ok("Health", "the database is down"),
-                },
-            )
-        },
-        **_bot_paths(),
-        "/api/v1/reload": {
-            "post": _op("Rebuild every bot from its row now", {"200": {"description": "OK"}})
-        },
-        **_collection_paths(),
-    }
     return {
         "openapi": "3.1.0",
         "info": {
@@ -525,7 +394,7 @@ def build_spec() -> dict[str, Any]:
             "description": "Parent-child retrieval bots over HTTP. Send "
             "'Authorization: Bearer <token>' when the server was started with a token.",
         },
-        "paths": paths,
+        "paths": _paths(),
         "components": {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

@@ -79,9 +79,11 @@ async def _lookup(request: web.Request) -> Chatbot:
 
 @routes.get("/health")
 async def health(request: web.Request) -> web.Response:
-    """Liveness, served without a token: ``{"status": "ok"}``, or 503 with
-    ``{"status": "unavailable"}`` when the database does not answer within 5 seconds.
-    Nothing about the bots: their state is ``GET /api/v1/health``, behind the token."""
+    """Liveness, served without a token: whether the database answers within 5 seconds.
+
+    ``{"status": "ok"}``, or 503 with ``{"status": "unavailable"}``. Nothing about the
+    bots: their state is ``GET /api/v1/health``, behind the token.
+    """
     if not await state(request).manager.database_ok():
         logger.warning("[%s] health: the database does not answer", request[REQUEST_ID])
         return json_response({"status": "unavailable"}, status=503)
@@ -228,9 +230,7 @@ async def document_rows(request: web.Request) -> web.Response:
             request=request,
             hint="document ids are the 'document_id' of the passages (/context)",
         )
-    counts = {kind: 0 for kind in ("parent", "parent_chunk", "child")}
-    for row in rows:
-        counts[row.kind] += 1
+    counts = {k: sum(r.kind == k for r in rows) for k in ("parent", "parent_chunk", "child")}
     return json_response(
         {
             "bot": bot.name,

@@ -7,7 +7,7 @@ with a 400 whose ``details`` name each bad key.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
@@ -20,11 +20,20 @@ from parrot_parents.stores.questions import MAX_QUESTION_CHARS, question_problem
 from parrot_parents.stores.records.values import MAX_ID_BYTES
 from parrot_parents.strict_json import InvalidJSON, find_nul, loads_strict
 
-__all__ = ["AskRequest", "BadRequest", "ContextRequest", "ErrorAnswer", "read_body"]
+__all__ = [
+    "AskRequest",
+    "BadRequest",
+    "ContextRequest",
+    "DeleteRequest",
+    "ErrorAnswer",
+    "read_body",
+]
 
 #: Longest document id the routes accept: the store's own limit, in bytes of UTF-8, so
 #: every id that can be stored can be read and deleted.
 MAX_DOCUMENT_ID = MAX_ID_BYTES
+#: Most document ids one ``POST .../documents/delete`` takes.
+MAX_DELETE_IDS = 1000
 
 
 def id_too_long(document_id: str) -> bool:
@@ -110,23 +119,24 @@ class AskRequest(ContextRequest):
     max_tokens: int | None = Field(None, ge=1, le=32768, description="answer length cap")
 
 
-async def read_body(request: web.Request, model: type[M]) -> M:
-    """Read the request's JSON object and validate it with ``model``.
+class DeleteRequest(BaseModel):
+    """Body of ``POST .../documents/delete``; the byte limit of an id is checked apart."""
 
-    The size limit is the application's ``client_max_size`` (aiohttp answers 413 past it);
-    the time limit its body timeout (:func:`~parrot_parents.server.timeouts.read_bytes`).
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    document_ids: list[Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT_ID)]] = Field(
+        min_length=1, max_length=MAX_DELETE_IDS
+    )
+
+
+async def read_body(request: web.Request, model: type[M]) -> M:
+    """Read the request's JSON object (:func:`read_object`) and validate it with ``model``.
 
     Raises:
-        BadRequest: not JSON (duplicate keys included), not an object, or invalid for
-            ``model``.
+        BadRequest: as :func:`read_object`, or invalid for ``model``.
         web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
-    raw = await read_bytes(request)
-    if not raw.strip():
-        raise BadRequest("the body must be a JSON object; it is empty")
-    data = _parse(raw)
-    if not isinstance(data, dict):
-        raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
+    data = await read_object(request)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -138,16 +148,21 @@ async def read_body(request: web.Request, model: type[M]) -> M:
 
 
 async def read_object(request: web.Request) -> dict[str, Any]:
-    """Read a JSON object body without a fixed model (bot writes; validated by the caller).
+    """Read the request's JSON object, not yet validated (bot writes validate it
+    themselves). The size limit is the application's ``client_max_size`` (aiohttp answers
+    413 past it); the time limit its body timeout
+    (:func:`~parrot_parents.server.timeouts.read_bytes`).
 
     Raises:
         BadRequest: empty, not JSON (duplicate keys included), or not an object.
         web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
     raw = await read_bytes(request)
-    data = _parse(raw) if raw.strip() else None
+    if not raw.strip():
+        raise BadRequest("the body must be a JSON object; it is empty")
+    data = _parse(raw)
     if not isinstance(data, dict):
-        raise BadRequest("the body must be a JSON object")
+        raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
     return data
 
 

@@ -37,11 +37,8 @@ def make_runner(
     """
     if isinstance(header_timeout_s, bool) or not header_timeout_s > 0:
         raise ValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
-    settings: dict[str, Any] = {
-        "keepalive_timeout": float(header_timeout_s),
-        "lingering_time": LINGERING_S,
-    }
-    return web.AppRunner(app, **{**settings, **kwargs})
+    kwargs = {"keepalive_timeout": float(header_timeout_s), "lingering_time": LINGERING_S, **kwargs}
+    return web.AppRunner(app, **kwargs)
 
 
 async def read_bytes(request: web.Request) -> bytes:

@@ -25,16 +25,12 @@ _HEADERS = {
 }
 
 
-async def _index(request: web.Request) -> web.StreamResponse:
-    return web.FileResponse(STATIC_DIR / "index.html", headers=_HEADERS)
-
-
 async def _redirect(request: web.Request) -> web.StreamResponse:
     raise web.HTTPPermanentRedirect("/ui/")
 
 
 async def _asset(request: web.Request) -> web.StreamResponse:
-    name = request.match_info["name"]
+    name = request.match_info.get("name", "index.html")
     path = STATIC_DIR / name
     # Only the page's own files, by plain name (no folders, no dot files).
     if "/" in name or name.startswith(".") or not path.is_file():
@@ -45,5 +41,5 @@ async def _asset(request: web.Request) -> web.StreamResponse:
 def add_ui_routes(app: web.Application) -> None:
     """Serve the inspector: ``/ui`` redirects to ``/ui/``, which is ``index.html``."""
     app.router.add_get("/ui", _redirect)
-    app.router.add_get("/ui/", _index)
+    app.router.add_get("/ui/", _asset)
     app.router.add_get("/ui/{name}", _asset)

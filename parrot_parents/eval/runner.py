@@ -15,8 +15,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
@@ -27,6 +28,7 @@ from parrot_parents.eval.questions import (
     load_questions,
 )
 from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
+from parrot_parents.loaders.defaults import DEFAULT_LATE_CHUNKING
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
@@ -362,28 +364,13 @@ async def _query_all(
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
-    """The ``pct``-th percentile of ``values``, interpolating linearly between ranks.
-
-    Same definition as ``numpy.percentile``'s default; 0.0 for no values.
-    """
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * pct / 100.0
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+    """``numpy.percentile`` of ``values`` (linear between ranks); 0.0 for no values."""
+    return float(np.percentile(values, pct)) if values else 0.0
 
 
 def fresh_collection_name() -> str:
     """A new table name: ``eval_`` and 16 random hex digits."""
     return f"eval_{uuid.uuid4().hex[:16]}"
-
-
-class _LateChunking(TypedDict, total=False):
-    """The loader's ``late_chunking`` keyword, absent to keep the loader's default."""
-
-    late_chunking: bool
 
 
 class _Session:
@@ -405,9 +392,7 @@ class _Session:
             embedding=self.embedding,
             lexical_backend=config.lexical_backend,
         )
-        late: _LateChunking = {}
-        if config.late_chunking is not None:
-            late["late_chunking"] = config.late_chunking
+        late = DEFAULT_LATE_CHUNKING if config.late_chunking is None else config.late_chunking
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
         self.spec = strategy_for(config.strategy, self.store)
@@ -417,7 +402,7 @@ class _Session:
             child_chunk_overlap=config.child_overlap,
             embedding=self.embedding,
             indexer=self.indexer,
-            **late,
+            late_chunking=late,
         )
         self.reranker: Any = None
         if config.reranker is not None:
@@ -436,7 +421,7 @@ class _Session:
         config = self.config
         # Load the models before the clock starts: loading is not ingest throughput.
         await asyncio.to_thread(self.loader.processor.warm_up)
-        if self.reranker is not None and hasattr(self.reranker, "warm_up"):
+        if self.reranker is not None:
             await asyncio.to_thread(self.reranker.warm_up)
         await self.store.connect()
         if config.collection is not None and await self.store.count() > 0:

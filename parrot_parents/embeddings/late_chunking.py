@@ -89,7 +89,15 @@ def _max_tokens(model: Any, first: Any, tokenizer: Any, auto_model: Any) -> int:
     return min(candidates)
 
 
-def _inspect_model(model: Any) -> _ModelSpec:
+def check_late_chunking_model(model: Any) -> _ModelSpec:
+    """Check that ``model`` (a ``SentenceTransformer``) can be used for late chunking, and
+    return what late chunking needs of it.
+
+    Raises:
+        ModelLoadError: not a sentence-transformers model, modules other than
+            Transformer + Pooling [+ Normalize] (the message names the modules found), a slow
+            tokenizer, or a pooling mode that cannot pool a span.
+    """
     import torch
 
     if not isinstance(model, torch.nn.Sequential):
@@ -130,17 +138,6 @@ def _inspect_model(model: Any) -> _ModelSpec:
         max_tokens=_max_tokens(model, first, tokenizer, auto_model),
         lower_case=bool(getattr(first, "do_lower_case", False)),
     )
-
-
-def check_late_chunking_model(model: Any) -> None:
-    """Check that ``model`` (a ``SentenceTransformer``) can be used for late chunking.
-
-    Raises:
-        ModelLoadError: not a sentence-transformers model, modules other than
-            Transformer + Pooling [+ Normalize] (the message names the modules found), a slow
-            tokenizer, or a pooling mode that cannot pool a span.
-    """
-    _inspect_model(model)
 
 
 def span_token_indices(
@@ -305,7 +302,7 @@ class LateChunkingEmbedder:
                 raise ModelLoadError(
                     f"{type(self.embeddings).__name__} has no 'model' to run late chunking on"
                 ) from exc
-            spec = _inspect_model(model)
+            spec = check_late_chunking_model(model)
             prefix, suffix = self._special_tokens(spec.tokenizer)
             window = spec.max_tokens
             if self.max_window_tokens is not None:

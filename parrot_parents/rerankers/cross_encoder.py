@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field
 
 from parrot_parents.errors import ConfigurationError, ModelLoadError
-from parrot_parents.rerankers.abstract import AbstractReranker
+from parrot_parents.rerankers.abstract import AbstractReranker, check_int
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -210,8 +210,8 @@ class CrossEncoderReranker(AbstractReranker):
             raise ConfigurationError(
                 f"model must be a non-empty model name or directory, got {model!r}"
             )
-        _check_positive_int("batch_size", batch_size, 1)
-        _check_positive_int("max_length", max_length, _MIN_MAX_LENGTH)
+        check_int("batch_size", batch_size, 1)
+        check_int("max_length", max_length, _MIN_MAX_LENGTH)
         if not isinstance(device, str) or not device.strip():
             raise ConfigurationError(f"device must be a non-empty string, got {device!r}")
         try:
@@ -287,7 +287,6 @@ class CrossEncoderReranker(AbstractReranker):
         return await asyncio.to_thread(self._predict, query, texts)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "cross_encoder", "model", "batch_size", "max_length", "device"}``."""
         return {
             "type": self.type_name,
             "model": self._model_name,
@@ -295,11 +294,3 @@ class CrossEncoderReranker(AbstractReranker):
             "max_length": self.max_length,
             "device": self.device,
         }
-
-
-def _check_positive_int(name: str, value: object, minimum: int) -> None:
-    # bool is an int subclass; True as a batch size is a mistake, not 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be >= {minimum}, got {value!r}")

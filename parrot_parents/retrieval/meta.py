@@ -3,7 +3,7 @@ service emit (``meta`` of ``ask --json`` and ``/context``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -80,7 +80,7 @@ class ChildScore:
 
 
 @dataclass
-class RetrievalMeta:
+class RetrievalMeta(Mapping[str, Any]):
     """What one query did.
 
     Attributes:
@@ -186,18 +186,12 @@ class RetrievalMeta:
                 out[key] = value
         return out
 
-    # Read access like the dict it replaces.
+    # Read access like the dict it replaces (``Mapping`` adds ``get``, ``in``, ``keys``...).
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_dict()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.to_dict())
 
-    def keys(self) -> Any:
-        return self.to_dict().keys()
+    def __len__(self) -> int:
+        return len(self.to_dict())

@@ -21,6 +21,7 @@ modes: :mod:`.modes`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -203,20 +204,12 @@ class WindowExpander:
             and not is_parent(h.metadata)
         ]
         neighbours = await searcher.fetch_neighbours(ranges) if ranges else {}
-        parent_ids = list(
-            dict.fromkeys(
-                [
-                    *group_by_parent(hits),
-                    *(
-                        str(r.metadata[PARENT_DOCUMENT_ID])
-                        for rows in neighbours.values()
-                        for r in rows
-                        if r.metadata.get(PARENT_DOCUMENT_ID)
-                    ),
-                ]
-            )
-        )
-        parents = await searcher.fetch(parent_ids) if parent_ids else {}
+        # The hits' parents, then their neighbours', each once.
+        parent_ids = dict.fromkeys(group_by_parent(hits))
+        for r in itertools.chain.from_iterable(neighbours.values()):
+            if r.metadata.get(PARENT_DOCUMENT_ID):
+                parent_ids[str(r.metadata[PARENT_DOCUMENT_ID])] = None
+        parents = await searcher.fetch(list(parent_ids)) if parent_ids else {}
         return neighbours, parents
 
     def expand(

@@ -420,17 +420,15 @@ class LateChunkingEmbedder:
         device = next(auto_model.parameters()).device
         pad_id = spec.tokenizer.pad_token_id or 0
         wants_types = "token_type_ids" in getattr(spec.tokenizer, "model_input_names", ())
+        pad_sequence = torch.nn.utils.rnn.pad_sequence
         positions = 0
         with torch.no_grad():
             for b in range(0, len(windows), self.batch_size):
                 batch = windows[b : b + self.batch_size]
                 rows = [prefix + docs[d].ids[lo:hi] + suffix for d, lo, hi in batch]
-                width = max(len(r) for r in rows)
-                input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-                attention = torch.zeros((len(rows), width), dtype=torch.long)
-                for r, row in enumerate(rows):
-                    input_ids[r, : len(row)] = torch.tensor(row, dtype=torch.long)
-                    attention[r, : len(row)] = 1
+                ids = [torch.tensor(row, dtype=torch.long) for row in rows]
+                input_ids = pad_sequence(ids, batch_first=True, padding_value=pad_id)
+                attention = pad_sequence([torch.ones_like(t) for t in ids], batch_first=True)
                 inputs = {"input_ids": input_ids.to(device), "attention_mask": attention.to(device)}
                 if wants_types:
                     inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])

@@ -21,6 +21,7 @@ modes: :mod:`.modes`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.packing import SourceIndex
-from parrot_parents.retrieval.passages import Hit, Passage, branch_scores
+from parrot_parents.retrieval.passages import Hit, Passage
 from parrot_parents.retrieval.sections import Section
 from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
@@ -251,24 +252,18 @@ class WindowExpander:
                 out.append(Passage.from_hit(hit))
                 continue
             windows[hit.id] = [r.id for r in rows]
+            own = Passage.from_hit(hit)
             out.append(
-                Passage(
-                    f"{doc}#window:{start}-{end}",
-                    text,
-                    "window",
-                    hit.score,
-                    hit.rank,
-                    doc,
-                    start,
-                    end,
-                    Passage.from_hit(hit).source,
-                    [hit.id],
-                    {},
+                dataclasses.replace(
+                    own,
+                    id=f"{doc}#window:{start}-{end}",
+                    text=text,
+                    kind="window",
+                    start_index=start,
+                    end_index=end,
+                    metadata={},
                     # The hit's section; pages covering every child of the window.
-                    section=Section.from_metadata(hit.metadata).spanning(
-                        Section.from_metadata(r.metadata) for r in rows
-                    ),
-                    **branch_scores(hit),
+                    section=own.section.spanning(Section.from_metadata(r.metadata) for r in rows),
                 )
             )
         if not packed:

@@ -24,6 +24,7 @@ from parrot_parents.errors import ConfigurationError, ParrotParentsError
 from parrot_parents.eval.questions import (
     Question,
     check_references,
+    is_int,
     load_corpora,
     load_questions,
 )
@@ -129,11 +130,7 @@ class EvalConfig:
         for name in ("parent_size", "parent_threshold", "budget"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
-        if (
-            isinstance(self.child_overlap, bool)
-            or not isinstance(self.child_overlap, int)
-            or (not 0 <= self.child_overlap < self.child_size)
-        ):
+        if not is_int(self.child_overlap) or not 0 <= self.child_overlap < self.child_size:
             raise ConfigurationError(
                 f"child_overlap must be an int in [0, child_size={self.child_size}), "
                 f"got {self.child_overlap!r}"
@@ -202,7 +199,7 @@ class EvalConfig:
 
 
 def _positive(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
 
 

@@ -79,7 +79,7 @@ class ChildScore:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RetrievalMeta(Mapping[str, Any]):
     """What one query did.
 
@@ -125,16 +125,21 @@ class RetrievalMeta(Mapping[str, Any]):
     ``meta`` of ``get_vector_context`` always has.
     """
 
+    # The fields in the order of the JSON form (:meth:`to_dict`).
     question: str
     expand_to_parent: bool
+    expanded: bool = False
     limit: int
     mode: str
     search_mode: str = "dense"
-    expanded: bool = False
+    fallbacks: list[Fallback] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
     candidates: int = 0
-    reranked: bool | None = None
     children: list[ChildScore] = field(default_factory=list)
+    passages: int = 0
+    context_chars: int = 0
     notes: list[str] = field(default_factory=list)
+    reranked: bool | None = None
     parents: list[str] | None = None
     folded: dict[str, list[str]] | None = None
     missing_parents: list[str] | None = None
@@ -144,46 +149,19 @@ class RetrievalMeta(Mapping[str, Any]):
     prf: dict[str, Any] | None = None
     lexical: dict[str, str] | None = None
     filter_plan: dict[str, Any] | None = None
-    fallbacks: list[Fallback] = field(default_factory=list)
-    passages: int = 0
-    context_chars: int = 0
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-    _OPTIONAL = (
-        "reranked",
-        "parents",
-        "folded",
-        "missing_parents",
-        "auto_merge",
-        "windows",
-        "packing",
-        "prf",
-        "lexical",
-        "filter_plan",
-    )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: keys that do not apply to this query are left out."""
-        out: dict[str, Any] = {
-            "question": self.question,
-            "expand_to_parent": self.expand_to_parent,
-            "expanded": self.expanded,
-            "limit": self.limit,
-            "mode": self.mode,
-            "search_mode": self.search_mode,
-            "fallbacks": [f.to_dict() for f in self.fallbacks],
-            "timings_ms": dict(self.timings_ms),
-            "candidates": self.candidates,
-            "children": [c.to_dict() for c in self.children],
-            "passages": self.passages,
-            "context_chars": self.context_chars,
-        }
-        if self.notes:
-            out["notes"] = list(self.notes)
-        for key in self._OPTIONAL:
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+        """The JSON form: keys that do not apply to this query (None, or no notes) are left
+        out."""
+        out = {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+        out.update(
+            fallbacks=[f.to_dict() for f in self.fallbacks],
+            timings_ms=dict(self.timings_ms),
+            children=[c.to_dict() for c in self.children],
+            notes=list(self.notes),
+        )
+        if not self.notes:
+            del out["notes"]
         return out
 
     # Read access like the dict it replaces (``Mapping`` adds ``get``, ``in``, ``keys``...).

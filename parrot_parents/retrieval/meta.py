@@ -4,7 +4,7 @@ service emit (``meta`` of ``ask --json`` and ``/context``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from parrot_parents.retrieval.passages import Hit
@@ -39,10 +39,7 @@ class Fallback:
     parent_ids: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stage": self.stage, "error": self.error, "action": self.action}
-        if self.parent_ids is not None:
-            out["parent_ids"] = list(self.parent_ids)
-        return out
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)

@@ -180,21 +180,16 @@ class EvalConfig:
         """
         given = {name: getattr(self, name) for name in RetrievalOptions.model_fields}
         if self.strategy is not None:
-            wanted = self.spec.retrieval_overrides()
-            expand, mode = given["expand_to_parent"], given["mode"]
-            if expand is not None and expand != wanted["expand_to_parent"]:
-                raise ConfigurationError(
-                    f"strategy {self.strategy!r} sets expand_to_parent="
-                    f"{wanted['expand_to_parent']}, but expand_to_parent={expand} is given",
-                    hint="leave expand_to_parent unset with a strategy",
-                )
-            if mode is not None and "mode" in wanted and parse_mode(mode) != wanted["mode"]:
-                raise ConfigurationError(
-                    f"strategy {self.strategy!r} sets mode {wanted['mode']!r}, "
-                    f"but mode {mode!r} is given",
-                    hint="leave mode unset with a strategy",
-                )
-            given.update(wanted)
+            for name, wanted in self.spec.retrieval_overrides().items():
+                value = given[name]
+                # A mode is compared parsed: "window:+2" is "window:2".
+                if value is not None and (parse_mode(value) if name == "mode" else value) != wanted:
+                    raise ConfigurationError(
+                        f"strategy {self.strategy!r} sets {name} {wanted!r}, "
+                        f"but {name} {value!r} is given",
+                        hint=f"leave {name} unset with a strategy",
+                    )
+                given[name] = wanted
         return RetrievalOptions.from_overrides(given)
 
 

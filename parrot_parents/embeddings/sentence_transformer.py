@@ -71,12 +71,6 @@ def prefer_passive_openmp() -> None:
         os.environ.setdefault(OMP_WAIT_POLICY_ENV, "PASSIVE")
 
 
-def _resolve(model: str | os.PathLike[str] | None) -> str:
-    if model is None or str(model) in {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}:
-        return str(default_model_path())
-    return str(model)
-
-
 def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str = "cpu") -> Any:
     """Load (once per process, model and device) a ``SentenceTransformer``.
 
@@ -86,8 +80,10 @@ def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str 
     Raises:
         ModelLoadError: the model cannot be found or loaded; the message names the path tried.
     """
+    if model is None or str(model) in {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}:
+        model = default_model_path()
     with _CACHE_LOCK:  # one load per key, even when threads ask at once
-        return _load(_resolve(model), device)
+        return _load(str(model), device)
 
 
 @functools.cache

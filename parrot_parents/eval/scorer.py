@@ -75,10 +75,6 @@ def union_spans(spans: Iterable[Span]) -> list[Span]:
     return [(s, e) for s, e in out]
 
 
-def _length(spans: Iterable[Span]) -> int:
-    return sum(end - start for start, end in spans)
-
-
 def covered_chars(references: Iterable[Span], spans: Iterable[Span]) -> int:
     """Reference characters inside at least one span (both sides unioned first)."""
     passages = union_spans(spans)
@@ -132,7 +128,7 @@ def score_run(
     for qid, q in enumerate(questions):
         passages = list(run.get(qid, ()))
         refs = [(r.start, r.end) for r in q.references]
-        ref_len = _length(union_spans(refs))
+        ref_len = sum(end - start for start, end in union_spans(refs))
         for k in ks:
             top = passages[:k]
             own = [(s, e) for c, s, e in top if c == q.corpus_id]

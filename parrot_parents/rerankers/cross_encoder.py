@@ -67,13 +67,6 @@ def _looks_like_path(model: str) -> bool:
     )
 
 
-def _cache_key(model: str, device: str, max_length: int) -> tuple[str, str, int]:
-    local = Path(model).expanduser()
-    # Normalise local directories so "./m" and "/abs/m" share one loaded model.
-    name = str(local.resolve()) if local.is_dir() else model
-    return (name, device, max_length)
-
-
 def _load(model: str, device: str, max_length: int) -> CrossEncoder:
     """Load (or fetch from the process cache) a single-output ``CrossEncoder``.
 
@@ -81,7 +74,10 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
         ModelLoadError: not found locally nor in the HF cache, failed to load, or has
             ``num_labels != 1``.
     """
-    key = _cache_key(model, device, max_length)
+    local = Path(model).expanduser()
+    is_dir = local.is_dir()
+    # Normalise local directories so "./m" and "/abs/m" share one loaded model.
+    key = (str(local.resolve()) if is_dir else model, device, max_length)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
@@ -90,8 +86,6 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
         import torch
         from sentence_transformers import CrossEncoder
 
-        local = Path(model).expanduser()
-        is_dir = local.is_dir()
         if not is_dir and (local.exists() or _looks_like_path(model)):
             # Meant as a directory: never fall through to a hub lookup with a path.
             what = "is not a directory" if local.exists() else "does not exist"

@@ -81,10 +81,7 @@ class QueryBatcher:
 
     def _queue(self, loop: asyncio.AbstractEventLoop) -> _LoopQueue:
         with self._lock:
-            queue = self._queues.get(loop)
-            if queue is None:
-                queue = self._queues[loop] = _LoopQueue()
-            return queue
+            return self._queues.setdefault(loop, _LoopQueue())
 
     async def embed(self, text: str) -> list[float]:
         """The row of ``text``, computed in a batch with the other waiting texts.

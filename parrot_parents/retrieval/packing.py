@@ -591,7 +591,5 @@ def _emit(
                 )
             )
     out.extend(loose)
-    out.sort(key=lambda p: p.rank)
-    for i, p in enumerate(out):
-        p.rank = i
+    out.sort(key=lambda p: p.rank)  # renumbered by _finish, once the bare ones are out
     return out

@@ -13,48 +13,70 @@ from typing import TYPE_CHECKING
 
 from parrot_parents.lazy import lazy_exports
 
-#: Module -> the names it exports (the imports under ``TYPE_CHECKING`` name them for mypy).
-_EXPORTS = {
-    "parrot_parents.retrieval.expanders": (
-        "AutoMergeExpander",
-        "Expander",
-        "Expansion",
-        "ParentExpander",
-        "WindowExpander",
-    ),
-    "parrot_parents.retrieval.meta": ("RetrievalMeta",),
-    "parrot_parents.retrieval.modes": ("ExpansionMode", "parse_mode"),
-    "parrot_parents.retrieval.options": ("DEFAULTS", "RetrievalOptions", "RetrievalOverrides"),
-    "parrot_parents.retrieval.packing": ("PackResult", "pack"),
-    "parrot_parents.retrieval.passages": ("Hit", "Passage", "format_context"),
-    "parrot_parents.retrieval.pipeline": ("Retrieval", "Retriever"),
-    "parrot_parents.retrieval.sections": ("Section",),
-    # The question's rules live with the stores, whose searches check them too.
-    "parrot_parents.stores.questions": ("check_question",),
-}
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
+__all__ = [
+    "DEFAULTS",
+    "AutoMergeExpander",
+    "Expander",
+    "Expansion",
+    "ExpansionMode",
+    "Hit",
+    "PackResult",
+    "ParentExpander",
+    "Passage",
+    "Retrieval",
+    "RetrievalMeta",
+    "RetrievalOptions",
+    "RetrievalOverrides",
+    "Retriever",
+    "Section",
+    "WindowExpander",
+    "check_question",
+    "format_context",
+    "pack",
+    "parse_mode",
+]
+
 __getattr__, __dir__ = lazy_exports(
-    __name__, {name: module for module, names in _EXPORTS.items() for name in names}, globals()
+    __name__,
+    {
+        "AutoMergeExpander": "parrot_parents.retrieval.expanders",
+        "Expander": "parrot_parents.retrieval.expanders",
+        "Expansion": "parrot_parents.retrieval.expanders",
+        "ParentExpander": "parrot_parents.retrieval.expanders",
+        "WindowExpander": "parrot_parents.retrieval.expanders",
+        "RetrievalMeta": "parrot_parents.retrieval.meta",
+        "ExpansionMode": "parrot_parents.retrieval.modes",
+        "parse_mode": "parrot_parents.retrieval.modes",
+        "DEFAULTS": "parrot_parents.retrieval.options",
+        "RetrievalOptions": "parrot_parents.retrieval.options",
+        "RetrievalOverrides": "parrot_parents.retrieval.options",
+        "PackResult": "parrot_parents.retrieval.packing",
+        "pack": "parrot_parents.retrieval.packing",
+        "Hit": "parrot_parents.retrieval.passages",
+        "Passage": "parrot_parents.retrieval.passages",
+        "format_context": "parrot_parents.retrieval.passages",
+        "Retrieval": "parrot_parents.retrieval.pipeline",
+        "Retriever": "parrot_parents.retrieval.pipeline",
+        "Section": "parrot_parents.retrieval.sections",
+        # The question's rules live with the stores, whose searches check them too.
+        "check_question": "parrot_parents.stores.questions",
+    },
+    globals(),
 )
 
 if TYPE_CHECKING:
-    from parrot_parents.retrieval.expanders import AutoMergeExpander as AutoMergeExpander
-    from parrot_parents.retrieval.expanders import Expander as Expander
-    from parrot_parents.retrieval.expanders import Expansion as Expansion
-    from parrot_parents.retrieval.expanders import ParentExpander as ParentExpander
-    from parrot_parents.retrieval.expanders import WindowExpander as WindowExpander
-    from parrot_parents.retrieval.meta import RetrievalMeta as RetrievalMeta
-    from parrot_parents.retrieval.modes import ExpansionMode as ExpansionMode
-    from parrot_parents.retrieval.modes import parse_mode as parse_mode
-    from parrot_parents.retrieval.options import DEFAULTS as DEFAULTS
-    from parrot_parents.retrieval.options import RetrievalOptions as RetrievalOptions
-    from parrot_parents.retrieval.options import RetrievalOverrides as RetrievalOverrides
-    from parrot_parents.retrieval.packing import PackResult as PackResult
-    from parrot_parents.retrieval.packing import pack as pack
-    from parrot_parents.retrieval.passages import Hit as Hit
-    from parrot_parents.retrieval.passages import Passage as Passage
-    from parrot_parents.retrieval.passages import format_context as format_context
-    from parrot_parents.retrieval.pipeline import Retrieval as Retrieval
-    from parrot_parents.retrieval.pipeline import Retriever as Retriever
-    from parrot_parents.retrieval.sections import Section as Section
-    from parrot_parents.stores.questions import check_question as check_question
+    from parrot_parents.retrieval.expanders import (
+        AutoMergeExpander,
+        Expander,
+        Expansion,
+        ParentExpander,
+        WindowExpander,
+    )
+    from parrot_parents.retrieval.meta import RetrievalMeta
+    from parrot_parents.retrieval.modes import ExpansionMode, parse_mode
+    from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions, RetrievalOverrides
+    from parrot_parents.retrieval.packing import PackResult, pack
+    from parrot_parents.retrieval.passages import Hit, Passage, format_context
+    from parrot_parents.retrieval.pipeline import Retrieval, Retriever
+    from parrot_parents.retrieval.sections import Section
+    from parrot_parents.stores.questions import check_question

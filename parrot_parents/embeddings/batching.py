@@ -81,10 +81,7 @@ class QueryBatcher:
 
     def _queue(self, loop: asyncio.AbstractEventLoop) -> _LoopQueue:
         with self._lock:
-            queue = self._queues.get(loop)
-            if queue is None:
-                queue = self._queues[loop] = _LoopQueue()
-            return queue
+            return self._queues.setdefault(loop, _LoopQueue())
 
     async def embed(self, text: str) -> list[float]:
         """The row of ``text``, computed in a batch with the other waiting texts.
@@ -113,17 +110,18 @@ class QueryBatcher:
                 texts = list(queue.waiting)[: self.max_batch]
                 for text in texts:
                     queue.encoding[text] = queue.waiting.pop(text)
+                # Only this worker settles the futures (callers await them shielded).
                 try:
                     rows = await asyncio.to_thread(self._encode, texts)
                     if len(rows) != len(texts):
                         raise RuntimeError(f"encode returned {len(rows)} rows for {len(texts)}")
                 except Exception as exc:
                     for text in texts:
-                        _settle(queue.encoding.pop(text), exc=exc)
+                        queue.encoding.pop(text).set_exception(exc)
                 else:
                     self.batches += 1
                     for text, row in zip(texts, rows, strict=True):
-                        _settle(queue.encoding.pop(text), row=row)
+                        queue.encoding.pop(text).set_result(row)
         except BaseException:
             # Cancelled (its loop is closing): nobody may wait forever on a lost batch.
             for future in [*queue.encoding.values(), *queue.waiting.values()]:
@@ -133,14 +131,3 @@ class QueryBatcher:
             raise
         finally:
             queue.worker = None
-
-
-def _settle(
-    future: asyncio.Future[Any], *, row: Any = None, exc: BaseException | None = None
-) -> None:
-    if future.done():  # pragma: no cover - only the worker settles, but be safe
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(row)

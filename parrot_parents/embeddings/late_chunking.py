@@ -89,7 +89,15 @@ def _max_tokens(model: Any, first: Any, tokenizer: Any, auto_model: Any) -> int:
     return min(candidates)
 
 
-def _inspect_model(model: Any) -> _ModelSpec:
+def check_late_chunking_model(model: Any) -> _ModelSpec:
+    """Check that ``model`` (a ``SentenceTransformer``) can be used for late chunking, and
+    return what late chunking needs of it.
+
+    Raises:
+        ModelLoadError: not a sentence-transformers model, modules other than
+            Transformer + Pooling [+ Normalize] (the message names the modules found), a slow
+            tokenizer, or a pooling mode that cannot pool a span.
+    """
     import torch
 
     if not isinstance(model, torch.nn.Sequential):
@@ -130,17 +138,6 @@ def _inspect_model(model: Any) -> _ModelSpec:
         max_tokens=_max_tokens(model, first, tokenizer, auto_model),
         lower_case=bool(getattr(first, "do_lower_case", False)),
     )
-
-
-def check_late_chunking_model(model: Any) -> None:
-    """Check that ``model`` (a ``SentenceTransformer``) can be used for late chunking.
-
-    Raises:
-        ModelLoadError: not a sentence-transformers model, modules other than
-            Transformer + Pooling [+ Normalize] (the message names the modules found), a slow
-            tokenizer, or a pooling mode that cannot pool a span.
-    """
-    _inspect_model(model)
 
 
 def span_token_indices(
@@ -305,7 +302,7 @@ class LateChunkingEmbedder:
                 raise ModelLoadError(
                     f"{type(self.embeddings).__name__} has no 'model' to run late chunking on"
                 ) from exc
-            spec = _inspect_model(model)
+            spec = check_late_chunking_model(model)
             prefix, suffix = self._special_tokens(spec.tokenizer)
             window = spec.max_tokens
             if self.max_window_tokens is not None:
@@ -423,17 +420,15 @@ class LateChunkingEmbedder:
         device = next(auto_model.parameters()).device
         pad_id = spec.tokenizer.pad_token_id or 0
         wants_types = "token_type_ids" in getattr(spec.tokenizer, "model_input_names", ())
+        pad_sequence = torch.nn.utils.rnn.pad_sequence
         positions = 0
         with torch.no_grad():
             for b in range(0, len(windows), self.batch_size):
                 batch = windows[b : b + self.batch_size]
                 rows = [prefix + docs[d].ids[lo:hi] + suffix for d, lo, hi in batch]
-                width = max(len(r) for r in rows)
-                input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-                attention = torch.zeros((len(rows), width), dtype=torch.long)
-                for r, row in enumerate(rows):
-                    input_ids[r, : len(row)] = torch.tensor(row, dtype=torch.long)
-                    attention[r, : len(row)] = 1
+                ids = [torch.tensor(row, dtype=torch.long) for row in rows]
+                input_ids = pad_sequence(ids, batch_first=True, padding_value=pad_id)
+                attention = pad_sequence([torch.ones_like(t) for t in ids], batch_first=True)
                 inputs = {"input_ids": input_ids.to(device), "attention_mask": attention.to(device)}
                 if wants_types:
                     inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
 import threading
@@ -32,7 +33,6 @@ DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: used dropped first): 256 x 384 floats, about 1 MB as Python lists.
 RECENT_QUERIES = 256
 
-_CACHE: dict[tuple[str, str], SentenceTransformer] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -71,12 +71,6 @@ def prefer_passive_openmp() -> None:
         os.environ.setdefault(OMP_WAIT_POLICY_ENV, "PASSIVE")
 
 
-def _resolve(model: str | os.PathLike[str] | None) -> str:
-    if model is None or str(model) in {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}:
-        return str(default_model_path())
-    return str(model)
-
-
 def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str = "cpu") -> Any:
     """Load (once per process, model and device) a ``SentenceTransformer``.
 
@@ -86,28 +80,28 @@ def load_sentence_transformer(model: str | os.PathLike[str] | None, device: str 
     Raises:
         ModelLoadError: the model cannot be found or loaded; the message names the path tried.
     """
-    resolved = _resolve(model)
-    key = (resolved, device)
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None:
-            return cached
-        prefer_passive_openmp()
-        from sentence_transformers import SentenceTransformer
+    if model is None or str(model) in {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}:
+        model = default_model_path()
+    with _CACHE_LOCK:  # one load per key, even when threads ask at once
+        return _load(str(model), device)
 
-        from parrot_parents.embeddings.quiet_load import quiet_model_load
 
-        try:
-            with quiet_model_load():
-                loaded = SentenceTransformer(resolved, device=device)
-        except Exception as exc:
-            raise ModelLoadError(
-                f"cannot load embedding model {resolved!r}: {exc}",
-                hint="give a local directory of a sentence-transformers model; "
-                "this machine may not reach the model hub",
-            ) from exc
-        _CACHE[key] = loaded
-        return loaded
+@functools.cache
+def _load(resolved: str, device: str) -> SentenceTransformer:
+    prefer_passive_openmp()
+    from sentence_transformers import SentenceTransformer
+
+    from parrot_parents.embeddings.quiet_load import quiet_model_load
+
+    try:
+        with quiet_model_load():
+            return SentenceTransformer(resolved, device=device)
+    except Exception as exc:
+        raise ModelLoadError(
+            f"cannot load embedding model {resolved!r}: {exc}",
+            hint="give a local directory of a sentence-transformers model; "
+            "this machine may not reach the model hub",
+        ) from exc
 
 
 class SentenceTransformerEmbeddings:

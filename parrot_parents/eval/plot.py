@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.eval.questions import Question
+from parrot_parents.eval.questions import Question, is_int
 from parrot_parents.eval.scorer import Run, score_run
 
 __all__ = [
@@ -60,7 +60,7 @@ def curve_from_budget_runs(
         raise ConfigurationError(f"curve {label!r}: no runs")
     points = []
     for budget in sorted(runs):
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        if not is_int(budget) or budget < 1:
             raise ConfigurationError(f"curve {label!r}: bad budget {budget!r}")
         scores = score_run(questions, runs[budget], ks=(), budgets=(budget,))
         points.append((budget, float(scores[f"recall@{budget}c"])))

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from parrot_parents.errors import ConfigurationError, DocumentReadError
 from parrot_parents.loaders.readers import read_text_file
@@ -106,19 +106,18 @@ def _parse_row(qid: int, row: Mapping[str, Any]) -> Question:
 def _parse_reference(qid: int, ref: Any) -> Reference:
     start = ref.get("start_index") if isinstance(ref, dict) else None
     end = ref.get("end_index") if isinstance(ref, dict) else None
-    if not (
-        isinstance(start, int)
-        and isinstance(end, int)
-        and not isinstance(start, bool)
-        and not isinstance(end, bool)
-        and 0 <= start <= end
-    ):
+    if not (is_int(start) and is_int(end) and 0 <= start <= end):
         raise ConfigurationError(
             f"question {qid}: bad reference {ref!r}",
             hint="start_index and end_index are ints with 0 <= start_index <= end_index",
         )
     content = ref.get("content")
     return Reference(start, end, None if content is None else str(content))
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """An int that is not a bool (JSON's ``true`` is no offset)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_references(questions: Sequence[Question], corpora: Mapping[str, str]) -> None:

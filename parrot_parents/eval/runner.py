@@ -15,18 +15,21 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
 from parrot_parents.eval.questions import (
     Question,
     check_references,
+    is_int,
     load_corpora,
     load_questions,
 )
 from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
+from parrot_parents.loaders.defaults import DEFAULT_LATE_CHUNKING
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
@@ -127,11 +130,7 @@ class EvalConfig:
         for name in ("parent_size", "parent_threshold", "budget"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
-        if (
-            isinstance(self.child_overlap, bool)
-            or not isinstance(self.child_overlap, int)
-            or (not 0 <= self.child_overlap < self.child_size)
-        ):
+        if not is_int(self.child_overlap) or not 0 <= self.child_overlap < self.child_size:
             raise ConfigurationError(
                 f"child_overlap must be an int in [0, child_size={self.child_size}), "
                 f"got {self.child_overlap!r}"
@@ -181,26 +180,21 @@ class EvalConfig:
         """
         given = {name: getattr(self, name) for name in RetrievalOptions.model_fields}
         if self.strategy is not None:
-            wanted = self.spec.retrieval_overrides()
-            expand, mode = given["expand_to_parent"], given["mode"]
-            if expand is not None and expand != wanted["expand_to_parent"]:
-                raise ConfigurationError(
-                    f"strategy {self.strategy!r} sets expand_to_parent="
-                    f"{wanted['expand_to_parent']}, but expand_to_parent={expand} is given",
-                    hint="leave expand_to_parent unset with a strategy",
-                )
-            if mode is not None and "mode" in wanted and parse_mode(mode) != wanted["mode"]:
-                raise ConfigurationError(
-                    f"strategy {self.strategy!r} sets mode {wanted['mode']!r}, "
-                    f"but mode {mode!r} is given",
-                    hint="leave mode unset with a strategy",
-                )
-            given.update(wanted)
+            for name, wanted in self.spec.retrieval_overrides().items():
+                value = given[name]
+                # A mode is compared parsed: "window:+2" is "window:2".
+                if value is not None and (parse_mode(value) if name == "mode" else value) != wanted:
+                    raise ConfigurationError(
+                        f"strategy {self.strategy!r} sets {name} {wanted!r}, "
+                        f"but {name} {value!r} is given",
+                        hint=f"leave {name} unset with a strategy",
+                    )
+                given[name] = wanted
         return RetrievalOptions.from_overrides(given)
 
 
 def _positive(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
 
 
@@ -362,28 +356,13 @@ async def _query_all(
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
-    """The ``pct``-th percentile of ``values``, interpolating linearly between ranks.
-
-    Same definition as ``numpy.percentile``'s default; 0.0 for no values.
-    """
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * pct / 100.0
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+    """``numpy.percentile`` of ``values`` (linear between ranks); 0.0 for no values."""
+    return float(np.percentile(values, pct)) if values else 0.0
 
 
 def fresh_collection_name() -> str:
     """A new table name: ``eval_`` and 16 random hex digits."""
     return f"eval_{uuid.uuid4().hex[:16]}"
-
-
-class _LateChunking(TypedDict, total=False):
-    """The loader's ``late_chunking`` keyword, absent to keep the loader's default."""
-
-    late_chunking: bool
 
 
 class _Session:
@@ -405,9 +384,7 @@ class _Session:
             embedding=self.embedding,
             lexical_backend=config.lexical_backend,
         )
-        late: _LateChunking = {}
-        if config.late_chunking is not None:
-            late["late_chunking"] = config.late_chunking
+        late = DEFAULT_LATE_CHUNKING if config.late_chunking is None else config.late_chunking
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
         self.spec = strategy_for(config.strategy, self.store)
@@ -417,7 +394,7 @@ class _Session:
             child_chunk_overlap=config.child_overlap,
             embedding=self.embedding,
             indexer=self.indexer,
-            **late,
+            late_chunking=late,
         )
         self.reranker: Any = None
         if config.reranker is not None:
@@ -436,7 +413,7 @@ class _Session:
         config = self.config
         # Load the models before the clock starts: loading is not ingest throughput.
         await asyncio.to_thread(self.loader.processor.warm_up)
-        if self.reranker is not None and hasattr(self.reranker, "warm_up"):
+        if self.reranker is not None:
             await asyncio.to_thread(self.reranker.warm_up)
         await self.store.connect()
         if config.collection is not None and await self.store.count() > 0:

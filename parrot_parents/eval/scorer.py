@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.eval.questions import Question
+from parrot_parents.eval.questions import Question, is_int
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -73,10 +73,6 @@ def union_spans(spans: Iterable[Span]) -> list[Span]:
         else:
             out.append([start, end])
     return [(s, e) for s, e in out]
-
-
-def _length(spans: Iterable[Span]) -> int:
-    return sum(end - start for start, end in spans)
 
 
 def covered_chars(references: Iterable[Span], spans: Iterable[Span]) -> int:
@@ -132,7 +128,7 @@ def score_run(
     for qid, q in enumerate(questions):
         passages = list(run.get(qid, ()))
         refs = [(r.start, r.end) for r in q.references]
-        ref_len = _length(union_spans(refs))
+        ref_len = sum(end - start for start, end in union_spans(refs))
         for k in ks:
             top = passages[:k]
             own = [(s, e) for c, s, e in top if c == q.corpus_id]
@@ -184,7 +180,7 @@ def load_run(path: str | Path, n_questions: int) -> dict[int, list[RunPassage]]:
             where = f"{path}:{lineno}"
             obj = json.loads(line)
             qid = obj.get("qid")
-            if isinstance(qid, bool) or not isinstance(qid, int) or not 0 <= qid < n_questions:
+            if not is_int(qid) or not 0 <= qid < n_questions:
                 raise ConfigurationError(
                     f"{where}: qid {qid!r} is not a row of the question set "
                     f"(expected 0..{n_questions - 1})"
@@ -194,14 +190,10 @@ def load_run(path: str | Path, n_questions: int) -> dict[int, list[RunPassage]]:
             passages: list[RunPassage] = []
             for p in obj.get("passages", []):
                 start, end = p.get("start"), p.get("end")
-                if not (_is_int(start) and _is_int(end) and 0 <= start <= end):
+                if not (is_int(start) and is_int(end) and 0 <= start <= end):
                     raise ConfigurationError(
                         f"{where}: bad span {p!r}", hint="expected ints with 0 <= start <= end"
                     )
                 passages.append((str(p["corpus_id"]), start, end))
             run[qid] = passages
     return run
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -44,13 +44,17 @@ def _sort_key(item: tuple[int, float]) -> tuple[float, int]:
     return (math.inf if math.isnan(score) else -score, index)
 
 
-def _check_top_n(top_n: int | None) -> None:
-    if top_n is None:
+def check_int(name: str, value: object, minimum: int, *, or_none: bool = False) -> None:
+    """Raise :class:`ConfigurationError` unless ``value`` is an int >= ``minimum`` (or
+    None, with ``or_none``); the message names ``name`` and the value."""
+    if value is None and or_none:
         return
-    if isinstance(top_n, bool) or not isinstance(top_n, int):
-        raise ConfigurationError(f"top_n must be an int >= 1 or None, got {top_n!r}")
-    if top_n < 1:
-        raise ConfigurationError(f"top_n must be >= 1 or None, got {top_n!r}")
+    also = " or None" if or_none else ""
+    # bool is an int subclass; True as a batch size is a mistake, not 1.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f"{name} must be an int >= {minimum}{also}, got {value!r}")
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be >= {minimum}{also}, got {value!r}")
 
 
 class AbstractReranker(ABC):
@@ -97,7 +101,7 @@ class AbstractReranker(ABC):
             Exception: whatever the model raises is propagated unchanged, so that callers can
                 fall back to the un-reranked order.
         """
-        _check_top_n(top_n)
+        check_int("top_n", top_n, 1, or_none=True)
         docs = list(documents)
         if not docs:
             return []

@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, ConfigDict, Field
 
 from parrot_parents.errors import ConfigurationError, ModelLoadError
-from parrot_parents.rerankers.abstract import AbstractReranker
+from parrot_parents.rerankers.abstract import AbstractReranker, check_int
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -67,13 +67,6 @@ def _looks_like_path(model: str) -> bool:
     )
 
 
-def _cache_key(model: str, device: str, max_length: int) -> tuple[str, str, int]:
-    local = Path(model).expanduser()
-    # Normalise local directories so "./m" and "/abs/m" share one loaded model.
-    name = str(local.resolve()) if local.is_dir() else model
-    return (name, device, max_length)
-
-
 def _load(model: str, device: str, max_length: int) -> CrossEncoder:
     """Load (or fetch from the process cache) a single-output ``CrossEncoder``.
 
@@ -81,7 +74,10 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
         ModelLoadError: not found locally nor in the HF cache, failed to load, or has
             ``num_labels != 1``.
     """
-    key = _cache_key(model, device, max_length)
+    local = Path(model).expanduser()
+    is_dir = local.is_dir()
+    # Normalise local directories so "./m" and "/abs/m" share one loaded model.
+    key = (str(local.resolve()) if is_dir else model, device, max_length)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
@@ -90,8 +86,6 @@ def _load(model: str, device: str, max_length: int) -> CrossEncoder:
         import torch
         from sentence_transformers import CrossEncoder
 
-        local = Path(model).expanduser()
-        is_dir = local.is_dir()
         if not is_dir and (local.exists() or _looks_like_path(model)):
             # Meant as a directory: never fall through to a hub lookup with a path.
             what = "is not a directory" if local.exists() else "does not exist"
@@ -210,8 +204,8 @@ class CrossEncoderReranker(AbstractReranker):
             raise ConfigurationError(
                 f"model must be a non-empty model name or directory, got {model!r}"
             )
-        _check_positive_int("batch_size", batch_size, 1)
-        _check_positive_int("max_length", max_length, _MIN_MAX_LENGTH)
+        check_int("batch_size", batch_size, 1)
+        check_int("max_length", max_length, _MIN_MAX_LENGTH)
         if not isinstance(device, str) or not device.strip():
             raise ConfigurationError(f"device must be a non-empty string, got {device!r}")
         try:
@@ -287,7 +281,6 @@ class CrossEncoderReranker(AbstractReranker):
         return await asyncio.to_thread(self._predict, query, texts)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "cross_encoder", "model", "batch_size", "max_length", "device"}``."""
         return {
             "type": self.type_name,
             "model": self._model_name,
@@ -295,11 +288,3 @@ class CrossEncoderReranker(AbstractReranker):
             "max_length": self.max_length,
             "device": self.device,
         }
-
-
-def _check_positive_int(name: str, value: object, minimum: int) -> None:
-    # bool is an int subclass; True as a batch size is a mistake, not 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be >= {minimum}, got {value!r}")

@@ -21,6 +21,8 @@ modes: :mod:`.modes`.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,7 +31,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.packing import SourceIndex
-from parrot_parents.retrieval.passages import Hit, Passage, branch_scores
+from parrot_parents.retrieval.passages import Hit, Passage
 from parrot_parents.retrieval.sections import Section
 from parrot_parents.stores.context import ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
@@ -203,20 +205,12 @@ class WindowExpander:
             and not is_parent(h.metadata)
         ]
         neighbours = await searcher.fetch_neighbours(ranges) if ranges else {}
-        parent_ids = list(
-            dict.fromkeys(
-                [
-                    *group_by_parent(hits),
-                    *(
-                        str(r.metadata[PARENT_DOCUMENT_ID])
-                        for rows in neighbours.values()
-                        for r in rows
-                        if r.metadata.get(PARENT_DOCUMENT_ID)
-                    ),
-                ]
-            )
-        )
-        parents = await searcher.fetch(parent_ids) if parent_ids else {}
+        # The hits' parents, then their neighbours', each once.
+        parent_ids = dict.fromkeys(group_by_parent(hits))
+        for r in itertools.chain.from_iterable(neighbours.values()):
+            if r.metadata.get(PARENT_DOCUMENT_ID):
+                parent_ids[str(r.metadata[PARENT_DOCUMENT_ID])] = None
+        parents = await searcher.fetch(list(parent_ids)) if parent_ids else {}
         return neighbours, parents
 
     def expand(
@@ -258,28 +252,27 @@ class WindowExpander:
                 out.append(Passage.from_hit(hit))
                 continue
             windows[hit.id] = [r.id for r in rows]
+            own = Passage.from_hit(hit)
+            # The hit's section; pages covering every child of the window.
+            section = own.section.spanning(Section.from_metadata(r.metadata) for r in rows)
+            joined = None if packed else _join(out, doc, start, end, source)
+            if joined is not None:
+                joined.section = joined.section.spanning([section])
+                if hit.id not in joined.child_ids:
+                    joined.child_ids.append(hit.id)
+                continue
             out.append(
-                Passage(
-                    f"{doc}#window:{start}-{end}",
-                    text,
-                    "window",
-                    hit.score,
-                    hit.rank,
-                    doc,
-                    start,
-                    end,
-                    Passage.from_hit(hit).source,
-                    [hit.id],
-                    {},
-                    # The hit's section; pages covering every child of the window.
-                    section=Section.from_metadata(hit.metadata).spanning(
-                        Section.from_metadata(r.metadata) for r in rows
-                    ),
-                    **branch_scores(hit),
+                dataclasses.replace(
+                    own,
+                    id=f"{doc}#window:{start}-{end}",
+                    text=text,
+                    kind="window",
+                    start_index=start,
+                    end_index=end,
+                    metadata={},
+                    section=section,
                 )
             )
-        if not packed:
-            out = _merge_overlapping(out, source)
         for rank, p in enumerate(out):
             p.rank = rank
         return Expansion(
@@ -287,49 +280,23 @@ class WindowExpander:
         )
 
 
-def _merge_overlapping(passages: list[Passage], source: SourceIndex) -> list[Passage]:
-    """Join windows of one document that overlap or touch, at the rank of the first.
-
-    Neighbouring hits have overlapping windows; handing both over would repeat text.
-    """
-    out: list[Passage] = []
-    for p in passages:
-        span = _window_span(p)
-        found = next(
-            (
-                (q, q_span)
-                for q in out
-                if span is not None
-                and (q_span := _window_span(q)) is not None
-                and q.document_id == p.document_id
-                and span[0] <= q_span[1]
-                and q_span[0] <= span[1]
-            ),
-            None,
-        )
-        if found is None or span is None:
-            out.append(p)
+def _join(
+    out: list[Passage], doc: str, start: int, end: int, source: SourceIndex
+) -> Passage | None:
+    """The first window of ``doc`` in ``out`` that ``[start, end)`` overlaps or touches,
+    widened to cover it; None when there is none. Neighbouring hits have overlapping
+    windows: handing both over would repeat text."""
+    for q in out:
+        if q.kind != "window" or q.document_id != doc or q.start_index is None:
             continue
-        target, target_span = found
-        start = min(target_span[0], span[0])
-        end = max(target_span[1], span[1])
-        text = source.slice(target.document_id or "", start, end)
-        if text is None:  # pragma: no cover - both windows came from known text
-            out.append(p)
-            continue
-        target.text, target.start_index, target.end_index = text, start, end
-        target.id = f"{target.document_id}#window:{start}-{end}"
-        target.section = target.section.spanning([p.section])
-        target.child_ids += [c for c in p.child_ids if c not in target.child_ids]
-    return out
-
-
-def _window_span(p: Passage) -> tuple[int, int] | None:
-    """``(start_index, end_index)`` of a window passage (characters); None for any other
-    passage, or a window without offsets."""
-    if p.kind != "window" or p.start_index is None or p.end_index is None:
-        return None
-    return p.start_index, p.end_index
+        if q.end_index is not None and start <= q.end_index and q.start_index <= end:
+            s, e = min(start, q.start_index), max(end, q.end_index)
+            text = source.slice(doc, s, e)
+            if text is None:  # pragma: no cover - both windows came from known text
+                return None
+            q.text, q.start_index, q.end_index, q.id = text, s, e, f"{doc}#window:{s}-{e}"
+            return q
+    return None
 
 
 def plan_for(mode: ExpansionMode) -> ContextPlan:

@@ -3,8 +3,8 @@ service emit (``meta`` of ``ask --json`` and ``/context``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from parrot_parents.retrieval.passages import Hit
@@ -39,10 +39,7 @@ class Fallback:
     parent_ids: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stage": self.stage, "error": self.error, "action": self.action}
-        if self.parent_ids is not None:
-            out["parent_ids"] = list(self.parent_ids)
-        return out
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -79,8 +76,8 @@ class ChildScore:
         return out
 
 
-@dataclass
-class RetrievalMeta:
+@dataclass(kw_only=True)
+class RetrievalMeta(Mapping[str, Any]):
     """What one query did.
 
     Attributes:
@@ -125,16 +122,21 @@ class RetrievalMeta:
     ``meta`` of ``get_vector_context`` always has.
     """
 
+    # The fields in the order of the JSON form (:meth:`to_dict`).
     question: str
     expand_to_parent: bool
+    expanded: bool = False
     limit: int
     mode: str
     search_mode: str = "dense"
-    expanded: bool = False
+    fallbacks: list[Fallback] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
     candidates: int = 0
-    reranked: bool | None = None
     children: list[ChildScore] = field(default_factory=list)
+    passages: int = 0
+    context_chars: int = 0
     notes: list[str] = field(default_factory=list)
+    reranked: bool | None = None
     parents: list[str] | None = None
     folded: dict[str, list[str]] | None = None
     missing_parents: list[str] | None = None
@@ -144,60 +146,27 @@ class RetrievalMeta:
     prf: dict[str, Any] | None = None
     lexical: dict[str, str] | None = None
     filter_plan: dict[str, Any] | None = None
-    fallbacks: list[Fallback] = field(default_factory=list)
-    passages: int = 0
-    context_chars: int = 0
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-    _OPTIONAL = (
-        "reranked",
-        "parents",
-        "folded",
-        "missing_parents",
-        "auto_merge",
-        "windows",
-        "packing",
-        "prf",
-        "lexical",
-        "filter_plan",
-    )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: keys that do not apply to this query are left out."""
-        out: dict[str, Any] = {
-            "question": self.question,
-            "expand_to_parent": self.expand_to_parent,
-            "expanded": self.expanded,
-            "limit": self.limit,
-            "mode": self.mode,
-            "search_mode": self.search_mode,
-            "fallbacks": [f.to_dict() for f in self.fallbacks],
-            "timings_ms": dict(self.timings_ms),
-            "candidates": self.candidates,
-            "children": [c.to_dict() for c in self.children],
-            "passages": self.passages,
-            "context_chars": self.context_chars,
-        }
-        if self.notes:
-            out["notes"] = list(self.notes)
-        for key in self._OPTIONAL:
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+        """The JSON form: keys that do not apply to this query (None, or no notes) are left
+        out."""
+        out = {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+        out.update(
+            fallbacks=[f.to_dict() for f in self.fallbacks],
+            timings_ms=dict(self.timings_ms),
+            children=[c.to_dict() for c in self.children],
+            notes=list(self.notes),
+        )
+        if not self.notes:
+            del out["notes"]
         return out
 
-    # Read access like the dict it replaces.
+    # Read access like the dict it replaces (``Mapping`` adds ``get``, ``in``, ``keys``...).
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_dict()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.to_dict())
 
-    def keys(self) -> Any:
-        return self.to_dict().keys()
+    def __len__(self) -> int:
+        return len(self.to_dict())

@@ -25,7 +25,7 @@ from pydantic_core import core_schema
 
 from parrot_parents.errors import ConfigurationError
 
-__all__ = ["MAX_WINDOW", "ExpansionMode", "mode_problem", "parse_mode"]
+__all__ = ["MAX_WINDOW", "ExpansionMode", "parse_mode"]
 
 ModeName = Literal["parent", "auto_merge", "window"]
 
@@ -74,7 +74,7 @@ class ExpansionMode:
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
         return core_schema.no_info_plain_validator_function(
-            _validate_field,
+            _check,
             serialization=core_schema.plain_serializer_function_ser_schema(str),
         )
 
@@ -93,55 +93,46 @@ def _plain(number: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _validate_field(value: Any) -> ExpansionMode:
-    mode, problem, _ = _check(value)
-    if problem is not None:
-        # pydantic turns a ValueError into a validation error naming the field.
-        raise ValueError(problem)
-    assert mode is not None
-    return mode
+class _BadMode(ValueError):
+    """A mode string that does not parse: the problem, the offending part and a hint."""
+
+    def __init__(self, problem: str, got: str | None = None, hint: str | None = None) -> None:
+        super().__init__(problem)
+        self.got, self.hint = got, hint
 
 
-def mode_problem(value: Any) -> tuple[ExpansionMode | None, str | None]:
-    """``(mode, None)`` for a valid mode, ``(None, problem)`` otherwise.
-
-    The problem is a sentence without the value, for callers that name the field and
-    the value themselves (bot rows, HTTP bodies).
-    """
-    mode, problem, _ = _check(value)
-    return mode, problem
-
-
-def _check(value: Any) -> tuple[ExpansionMode | None, str | None, str | None]:
-    """``(mode, problem, offending part)``."""
+def _check(value: Any) -> ExpansionMode:
+    """The mode ``value`` names; :class:`_BadMode` otherwise (pydantic, which calls this
+    for a field, turns the ``ValueError`` into a validation error naming the field)."""
     if isinstance(value, ExpansionMode):
-        return value, None, None
+        return value
     if not isinstance(value, str):
-        return None, "must be a string like 'window:2'", type(value).__name__
+        raise _BadMode("must be a string like 'window:2'", type(value).__name__)
     name, sep, arg = value.strip().partition(":")
     if name == "parent":
         if sep:
-            return None, "mode 'parent' takes no parameter", None
-        return ExpansionMode(), None, None
+            raise _BadMode("mode 'parent' takes no parameter")
+        return ExpansionMode()
     if name == "auto_merge":
         try:
             threshold = float(arg)
         except ValueError:
-            return None, "auto_merge needs a threshold, e.g. 'auto_merge:0.5'", None
+            raise _BadMode("auto_merge needs a threshold, e.g. 'auto_merge:0.5'") from None
         if math.isnan(threshold) or not 0.0 < threshold <= 1.0:
-            return None, "the auto_merge threshold T must be in (0, 1]", f"{threshold:g}"
-        return ExpansionMode("auto_merge", threshold=threshold), None, None
+            raise _BadMode("the auto_merge threshold T must be in (0, 1]", f"{threshold:g}")
+        return ExpansionMode("auto_merge", threshold=threshold)
     if name == "window":
         try:
             n = int(arg)
         except ValueError:
-            return None, "window needs a whole number of neighbours, e.g. 'window:2'", None
+            raise _BadMode("window needs a whole number of neighbours, e.g. 'window:2'") from None
         if n < 1:
-            return None, "the window size N must be >= 1", str(n)
+            hint = "a window of 0 is the hit alone: use expand_to_parent=False"
+            raise _BadMode("the window size N must be >= 1", str(n), hint)
         if n > MAX_WINDOW:
-            return None, f"the window size N must be <= {MAX_WINDOW}", str(n)
-        return ExpansionMode("window", window=n), None, None
-    return None, f"unknown mode: {_GRAMMAR}", None
+            raise _BadMode(f"the window size N must be <= {MAX_WINDOW}", str(n))
+        return ExpansionMode("window", window=n)
+    raise _BadMode(f"unknown mode: {_GRAMMAR}")
 
 
 def parse_mode(value: str | ExpansionMode | None, *, field: str = "mode") -> ExpansionMode:
@@ -159,12 +150,8 @@ def parse_mode(value: str | ExpansionMode | None, *, field: str = "mode") -> Exp
     """
     if value is None:
         return ExpansionMode()
-    mode, problem, got = _check(value)
-    if problem is not None:
-        hint = None
-        if problem.startswith("the window size N must be >= 1"):
-            hint = "a window of 0 is the hit alone: use expand_to_parent=False"
-        detail = "" if got is None else f", got {got}"
-        raise ConfigurationError(f"{field} {value!r}: {problem}{detail}", hint=hint)
-    assert mode is not None
-    return mode
+    try:
+        return _check(value)
+    except _BadMode as exc:
+        detail = "" if exc.got is None else f", got {exc.got}"
+        raise ConfigurationError(f"{field} {value!r}: {exc}{detail}", hint=exc.hint) from None

@@ -68,7 +68,6 @@ __all__ = [
     "Weight",
     "echo_value",
     "option_problem",
-    "options_error",
 ]
 
 LIMIT_MAX = 100
@@ -199,7 +198,16 @@ class RetrievalOptions(BaseModel):
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            raise options_error(exc, values, names or {}) from None
+            problems = []
+            for err in exc.errors(include_url=False):
+                key = str(err["loc"][0]) if err["loc"] else ""
+                shown = (names or {}).get(key, key)
+                if err["type"] == "extra_forbidden":
+                    known = ", ".join(sorted(cls.model_fields))
+                    problems.append(f"unknown option {shown!r} (known: {known})")
+                else:
+                    problems.append(option_problem(err, key, shown))
+            raise ConfigurationError("; ".join(problems)) from None
 
     def over(self, base: RetrievalOptions | None) -> RetrievalOptions:
         """These options where set, else ``base``'s (per call over the bot's settings)."""
@@ -317,23 +325,3 @@ def option_problem(err: ErrorDetails, option: str, shown: str, *, as_json: bool 
         return f"{shown} {value}: {msg}"
     where = ".".join([shown, *(str(p) for p in err["loc"][1:])])
     return f"{where}: {err['msg']}, got {value}"
-
-
-def options_error(
-    exc: ValidationError, values: Mapping[str, Any], names: Mapping[str, str]
-) -> ConfigurationError:
-    """One :class:`ConfigurationError` for a failed :class:`RetrievalOptions` validation.
-
-    ``values`` are the values validated (kept for the callers; the error carries them
-    too) and ``names`` how the caller's surface calls each option.
-    """
-    problems = []
-    for err in exc.errors(include_url=False):
-        key = str(err["loc"][0]) if err["loc"] else ""
-        shown = names.get(key, key)
-        if err["type"] == "extra_forbidden":
-            known = ", ".join(sorted(RetrievalOptions.model_fields))
-            problems.append(f"unknown option {shown!r} (known: {known})")
-        else:
-            problems.append(option_problem(err, key, shown))
-    return ConfigurationError("; ".join(problems))

@@ -19,9 +19,13 @@ from parrot_parents.retrieval.passages import Hit, Passage, PassageKind, branch_
 from parrot_parents.retrieval.trimming import Candidate, choose_sentences
 from parrot_parents.stores.records.sentences import SENTENCE_BREAK, only_headings
 
-__all__ = ["PackResult", "SourceIndex", "pack"]
+__all__ = ["CONTEXT_SHARE", "MIN_PIECE", "PackResult", "SourceIndex", "pack"]
 
 Span = tuple[int, int]
+#: Fraction of the budget kept for text around the hits (docs/benchmarks.md).
+CONTEXT_SHARE = 0.25
+#: The smallest cut worth handing over, in characters.
+MIN_PIECE = 40
 
 
 class SourceIndex:
@@ -112,28 +116,6 @@ class _Piece:
     hit: str | None = None  # the hit this piece was cut from (None: a whole passage)
 
 
-class _Selection:
-    """Selected spans per document, with their cost in characters."""
-
-    def __init__(self) -> None:
-        self.pieces: list[_Piece] = []
-
-    def spans(self, doc: str, extra: Sequence[Span] = ()) -> list[Span]:
-        return [p.span for p in self.pieces if p.doc == doc] + list(extra)
-
-    def used(self) -> int:
-        return sum(union_length(self.spans(d)) for d in {p.doc for p in self.pieces})
-
-    def cost(self, doc: str, span: Span) -> int:
-        return union_length(self.spans(doc, [span])) - union_length(self.spans(doc))
-
-    def grown_used(self, g: int) -> int:
-        by_doc: dict[str, list[Span]] = {}
-        for p in self.pieces:
-            by_doc.setdefault(p.doc, []).append(_grow(p, g))
-        return sum(union_length(v) for v in by_doc.values())
-
-
 def _grow(p: _Piece, g: int) -> Span:
     if p.whole:
         return p.span
@@ -142,17 +124,31 @@ def _grow(p: _Piece, g: int) -> Span:
 
 
 class _Packer:
-    """Phase state: the selection, rows without offsets, and passages already used."""
+    """Phase state: the selected pieces, rows without offsets, and passages already used.
+
+    Costs are characters: a document's pieces cost the union of their spans.
+    """
 
     def __init__(self, owner: dict[str, Passage], min_piece: int) -> None:
         self.owner = owner
         self.min_piece = min_piece
-        self.sel = _Selection()
+        self.pieces: list[_Piece] = []
         self.loose: list[Passage] = []
         self.taken: set[str] = set()
 
-    def used(self) -> int:
-        return self.sel.used() + sum(len(p.text) for p in self.loose)
+    def used(self, grown: int = 0) -> int:
+        """Characters of the selection, its pieces grown by ``grown`` on each side."""
+        by_doc: dict[str, list[Span]] = {}
+        for p in self.pieces:
+            by_doc.setdefault(p.doc, []).append(_grow(p, grown))
+        return sum(map(union_length, by_doc.values())) + sum(len(p.text) for p in self.loose)
+
+    def cost(self, doc: str, span: Span) -> int:
+        spans = [p.span for p in self.pieces if p.doc == doc]
+        return union_length([*spans, span]) - union_length(spans)
+
+    def is_whole(self, p: Passage) -> bool:
+        return any(x.owner is p and x.whole for x in self.pieces)
 
     def take(
         self, hits: Sequence[Hit], start: int, limit: int, *, cut: bool, result: PackResult
@@ -163,37 +159,45 @@ class _Packer:
         hit that does not fit stops the walk; with ``cut`` it is first cut around its
         centre to what is left (when that is at least ``min_piece``).
         """
-        sel = self.sel
         for i in range(start, len(hits)):
             hit = hits[i]
             p = self.owner.get(hit.id)
-            if p is None or _is_whole(sel, p):
+            if p is None or self.is_whole(p):
                 continue
             room = limit - self.used()
             span = _span(p)
             if span is None:  # a legacy row without offsets: whole or a prefix
                 if p.id not in self.taken and room >= min(self.min_piece, len(p.text)):
                     text = p.text[:room]
-                    self.loose.append(_copy(p, text))
+                    self.loose.append(
+                        dataclasses.replace(
+                            p,
+                            text=text,
+                            start_index=None,
+                            end_index=None,
+                            child_ids=list(p.child_ids),
+                            metadata=dict(p.metadata),
+                        )
+                    )
                     self.taken.add(p.id)
                     if len(text) < len(p.text):
                         result.truncated.append(p.id)
                 continue
             doc = p.document_id or ""
-            if p.kind != "child" and p.id not in self.taken and sel.cost(doc, span) <= room:
-                sel.pieces.append(_Piece(doc, span, span, p, whole=True))
+            if p.kind != "child" and p.id not in self.taken and self.cost(doc, span) <= room:
+                self.pieces.append(_Piece(doc, span, span, p, whole=True))
                 self.taken.add(p.id)
                 continue
             if hit.start_index is None or hit.end_index is None:
                 continue
             s, e = hit.start_index, hit.end_index
-            if sel.cost(doc, (s, e)) <= room:
-                sel.pieces.append(_Piece(doc, (s, e), span, p, whole=False, hit=hit.id))
+            if self.cost(doc, (s, e)) <= room:
+                self.pieces.append(_Piece(doc, (s, e), span, p, whole=False, hit=hit.id))
                 self.taken.add(p.id)
                 continue
             if cut and room >= self.min_piece:
                 cs = max(s, min((s + e) // 2 - room // 2, e - room))
-                sel.pieces.append(
+                self.pieces.append(
                     _Piece(doc, (cs, min(e, cs + room)), span, p, whole=False, hit=hit.id)
                 )
                 self.taken.add(p.id)
@@ -204,16 +208,14 @@ class _Packer:
 
     def grow(self, limit: int) -> None:
         """Grow every non-whole piece symmetrically by the largest step that fits."""
-        room = limit - sum(len(p.text) for p in self.loose)
-        pieces = self.sel.pieces
-        a, b = 0, max(p.bounds[1] - p.bounds[0] for p in pieces)
+        a, b = 0, max(p.bounds[1] - p.bounds[0] for p in self.pieces)
         while a < b:
             mid = (a + b + 1) // 2
-            if self.sel.grown_used(mid) <= room:
+            if self.used(mid) <= limit:
                 a = mid
             else:
                 b = mid - 1
-        for piece in pieces:
+        for piece in self.pieces:
             piece.span = _grow(piece, a)
 
 
@@ -227,10 +229,7 @@ def pack(
     passages: Sequence[Passage],
     hits: Sequence[Hit],
     budget: int,
-    source: SourceIndex | None = None,
     *,
-    context_share: float = 0.25,
-    min_piece: int = 40,
     trim: bool = False,
     query: np.ndarray | None = None,
 ) -> PackResult:
@@ -239,10 +238,8 @@ def pack(
     Args:
         passages: expanded passages, best first; each lists its hits in ``child_ids``.
         hits: the children in rank order.
-        budget: characters of passage text, >= 1.
-        source: known source text; built from ``passages`` when None.
-        context_share: fraction of the budget kept for text around the hits, in [0, 1).
-        min_piece: the smallest cut worth handing over, in characters (default 40).
+        budget: characters of passage text, >= 1; :data:`CONTEXT_SHARE` of it is kept for
+            the text around the hits, and no cut is shorter than :data:`MIN_PIECE`.
         trim: hand over the hits that do not fit whole as their best sentences
             (:mod:`parrot_parents.retrieval.trimming`); needs ``query`` and the hits'
             stored sentences, and applies when the passages are the hits themselves (no
@@ -254,13 +251,11 @@ def pack(
         none of them only headings, and their lengths add up to at most ``budget``.
 
     Raises:
-        ConfigurationError: ``budget < 1`` or ``context_share`` outside [0, 1).
+        ConfigurationError: ``budget < 1``.
     """
     if budget < 1:
         raise ConfigurationError(f"budget must be >= 1 character, got {budget!r}")
-    if not 0.0 <= context_share < 1.0:
-        raise ConfigurationError(f"context_share must be in [0, 1), got {context_share!r}")
-    source = source or SourceIndex()
+    source = SourceIndex()
     for p in passages:
         source.add(p.document_id, p.start_index, p.text)
     # A hit that is only headings is never packed for itself (another hit's window may
@@ -269,8 +264,7 @@ def pack(
     # to the next hits. At most one run more per hit, and none without headings.
     aside = {h.id for h in hits if only_headings(h.text)}
     while True:
-        args = (passages, hits, aside, budget, source, context_share, min_piece)
-        result, bare = _pack_once(*args, trim=trim, query=query)
+        result, bare = _pack_once(passages, hits, aside, budget, source, trim=trim, query=query)
         if bare <= aside:
             return result
         aside |= bare
@@ -282,8 +276,6 @@ def _pack_once(
     aside: set[str],
     budget: int,
     source: SourceIndex,
-    context_share: float,
-    min_piece: int,
     *,
     trim: bool,
     query: np.ndarray | None,
@@ -299,17 +291,17 @@ def _pack_once(
         if blocker is None:
             assert query is not None
             packer = _trimmed(owner, active, budget, query, result)
-            if packer.sel.pieces:
+            if packer.pieces:
                 result.trim = "sentences"
                 return _finish(result, packer, passages, hits, owner, source)
             blocker = "no sentence fits the budget"
             result.trimmed.clear()
         result.trim = f"skipped: {blocker}"
-    hit_budget = int(budget * (1.0 - context_share)) if can_grow else budget
-    packer = _Packer(owner, min_piece)
+    hit_budget = int(budget * (1.0 - CONTEXT_SHARE)) if can_grow else budget
+    packer = _Packer(owner, MIN_PIECE)
     # Phase 1: hits in rank order into the hit share of the budget.
     nxt = packer.take(active, 0, hit_budget, cut=not can_grow, result=result)
-    if can_grow and packer.sel.pieces:
+    if can_grow and packer.pieces:
         # Phase 2: the rest of the budget becomes text around the hits.
         packer.grow(budget)
     if nxt < len(active):
@@ -379,9 +371,7 @@ def _trimmed(
         span = (h.start_index or 0, h.end_index or 0)
         for piece in choice.spans:
             whole = choice.whole and piece == _span(p)
-            packer.sel.pieces.append(
-                _Piece(p.document_id or "", piece, span, p, whole=whole, hit=h.id)
-            )
+            packer.pieces.append(_Piece(p.document_id or "", piece, span, p, whole=whole, hit=h.id))
         packer.taken.add(p.id)
         if not choice.whole:
             result.trimmed.append(
@@ -406,13 +396,15 @@ def _finish(
 ) -> tuple[PackResult, set[str]]:
     """The passages of the packer's selection, and what was cut or substituted; and the
     hits of the passages left out because they came out as only headings."""
-    sel, loose, taken = packer.sel, packer.loose, packer.taken
+    taken = packer.taken
     hit_spans = {
         h.id: (h.start_index, h.end_index)
         for h in hits
         if h.start_index is not None and h.end_index is not None
     }
-    emitted = _emit(sel, loose, source, hit_spans, {h.id: h for h in hits}, result.mid_sentence)
+    emitted = _emit(
+        packer.pieces, packer.loose, source, hit_spans, {h.id: h for h in hits}, result.mid_sentence
+    )
     result.passages = [p for p in emitted if not only_headings(p.text)]
     bare = {c for p in emitted if only_headings(p.text) for c in p.child_ids}
     for i, p in enumerate(result.passages):
@@ -422,32 +414,13 @@ def _finish(
     for p in passages:
         if p.id not in taken and not (set(p.child_ids) & kept):
             result.cut.append(p.id)
-        elif p.kind != "child" and p.id in taken and not _is_whole(sel, p):
+        elif p.kind != "child" and p.id in taken and not packer.is_whole(p):
             result.substituted.append(p.id)
     # Every hit is accounted for: in a passage's child_ids, or listed as cut.
     for h in hits:
         if h.id in owner and h.id not in kept and h.id not in result.cut:
             result.cut.append(h.id)
     return result, bare
-
-
-def _is_whole(sel: _Selection, p: Passage) -> bool:
-    return any(x.owner is p and x.whole for x in sel.pieces)
-
-
-def _inside(span: Span, outer: Span) -> bool:
-    return outer[0] <= span[0] and span[1] <= outer[1]
-
-
-def _copy(p: Passage, text: str) -> Passage:
-    return dataclasses.replace(
-        p,
-        text=text,
-        start_index=None,
-        end_index=None,
-        child_ids=list(p.child_ids),
-        metadata=dict(p.metadata),
-    )
 
 
 def _snap_to_words(source: SourceIndex, doc: str, start: int, end: int, reach: int = 40) -> Span:
@@ -533,7 +506,7 @@ def _snap_to_sentences(
 
 
 def _emit(
-    sel: _Selection,
+    selected: list[_Piece],
     loose: list[Passage],
     source: SourceIndex,
     hit_spans: dict[str, Span],
@@ -554,8 +527,8 @@ def _emit(
     """
     out: list[Passage] = []
     seen: set[str] = set()
-    for doc in dict.fromkeys(p.doc for p in sel.pieces):
-        pieces = sorted((p for p in sel.pieces if p.doc == doc), key=lambda p: p.span)
+    for doc in dict.fromkeys(p.doc for p in selected):
+        pieces = sorted((p for p in selected if p.doc == doc), key=lambda p: p.span)
         groups: list[list[_Piece]] = []
         for piece in pieces:
             if groups and piece.span[0] <= max(x.span[1] for x in groups[-1]):
@@ -593,7 +566,7 @@ def _emit(
                 c
                 for c in dict.fromkeys(c for o in owners for c in o.child_ids)
                 if c in own
-                or (c in hit_spans and _inside(hit_spans[c], (start, end)))
+                or (c in hit_spans and start <= hit_spans[c][0] and hit_spans[c][1] <= end)
                 or (c not in hit_spans and c not in own)
             ]
             held = [hits[c] for c in children if c in hits]
@@ -618,7 +591,5 @@ def _emit(
                 )
             )
     out.extend(loose)
-    out.sort(key=lambda p: p.rank)
-    for i, p in enumerate(out):
-        p.rank = i
+    out.sort(key=lambda p: p.rank)  # renumbered by _finish, once the bare ones are out
     return out

@@ -126,11 +126,6 @@ class Hit:
         return value if isinstance(value, int) else None
 
 
-def _hit_kind(metadata: dict[str, Any]) -> PassageKind:
-    kind = row_kind(metadata)
-    return "child" if kind == "indexed" else kind
-
-
 @dataclass
 class Passage:
     """One unit of context handed to the LLM.
@@ -201,11 +196,12 @@ class Passage:
 
     @classmethod
     def from_hit(cls, hit: Hit) -> Passage:
+        kind = row_kind(hit.metadata)
         return cls(
             id=hit.id,
             text=hit.text,
             # A hit is a child, unless an indexed row (a summary) resolved to a parent.
-            kind=_hit_kind(hit.metadata),
+            kind="child" if kind == "indexed" else kind,
             score=hit.score,
             rank=hit.rank,
             document_id=hit.document_id,

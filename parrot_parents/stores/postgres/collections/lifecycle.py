@@ -13,7 +13,7 @@ import asyncio
 import weakref
 from typing import Any, Protocol
 
-from sqlalchemy import MetaData, Table
+from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
@@ -134,14 +134,10 @@ class CollectionLifecycle:
         loop = asyncio.get_running_loop()
         async with connections.connect_locks.get(loop):
             if connections.home_engine is None:
-                engine = await connections.new_engine()
-                try:
+                # Not connected, so not writable (a close forgets both): a failure here
+                # leaves it so.
+                async with connections.opening(loop) as engine:
                     await self._connect(engine, create=create)
-                except BaseException:
-                    self.writable = False
-                    await connections.discard(engine)
-                    raise
-                connections.adopt(engine, loop)
             elif create and not self.writable:
                 await self._prepare(connections.pools().engine)
 
@@ -165,7 +161,6 @@ class CollectionLifecycle:
             table,
             dimension,
             schema=schema,
-            metadata=MetaData(),
             hnsw=store.hnsw,
             text_search_config=self.wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
         )

@@ -214,11 +214,8 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
 
 
 async def list_collections(engine: AsyncEngine, schema: str = "public") -> list[CollectionInfo]:
-    """Every collection of ``schema``, by name, with its row counts and settings.
-
-    Each collection's rows are counted once. Read as every read of the package is (a dead
-    pooled connection retried, a recovering server waited for, :mod:`~parrot_parents.
-    stores.reads`).
+    """Every collection of ``schema``, by name, with its row counts and settings; each
+    collection's rows are counted once.
 
     Raises:
         ConfigurationError: a bad schema name.
@@ -276,17 +273,8 @@ async def list_documents(
         return list((await conn.execute(text(sql))).all())
 
     rows = await read(engine, f"listing the documents of {name.qualified}", work)
-    return [
-        DocumentInfo(
-            document_id=r.document_id,
-            source=r.source,
-            characters=None if r.characters is None else int(r.characters),
-            children=int(r.children),
-            parents=int(r.parents),
-            ingested_at=r.ingested_at,
-        )
-        for r in rows
-    ]
+    # The statements name their columns as DocumentInfo's fields.
+    return [DocumentInfo(**r._mapping) for r in rows]
 
 
 async def _open(engine: AsyncEngine, name: CollectionName) -> Any:
@@ -294,10 +282,7 @@ async def _open(engine: AsyncEngine, name: CollectionName) -> Any:
     dimension); a :class:`~parrot_parents.stores.postgres.PgVectorStore`."""
     from parrot_parents.stores.postgres import PgVectorStore
 
-    async def work(conn: AsyncConnection) -> None:
-        await _require(conn, name)
-
-    await read(engine, f"opening {name.qualified}", work)
+    await read(engine, f"opening {name.qualified}", lambda conn: _require(conn, name))
     return PgVectorStore(engine=engine, table=name.table, schema=name.schema, create=False)
 
 
@@ -378,8 +363,5 @@ async def collection_names(engine: AsyncEngine, schema: str = "public") -> list[
         StoreError: the database cannot be reached.
     """
     validate_identifier(schema, "schema")
-
-    async def work(conn: AsyncConnection) -> list[str]:
-        return await _names(conn, schema)
-
-    return await read(engine, f"listing the collections of {schema!r}", work)
+    action = f"listing the collections of {schema!r}"
+    return await read(engine, action, lambda conn: _names(conn, schema))

@@ -12,7 +12,7 @@ whether a text is stored under another id.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from sqlalchemy import (
@@ -53,9 +53,6 @@ class DocumentRecord:
             state.policy_version,
             state.source,
         ) == (self.content_sha256, self.policy_version, self.source)
-
-    def values(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -107,44 +104,28 @@ class DocumentsTable:
         records with one id the last wins (``ON CONFLICT`` touches a row once)."""
         by_id = {r.document_id: r for r in records}
         stmt = pg_insert(self.table).values(
-            [{**r.values(), "ingested_at": func.now()} for r in by_id.values()]
+            [{**asdict(r), "ingested_at": func.now()} for r in by_id.values()]
         )
         return stmt.on_conflict_do_update(
             index_elements=[self.table.c.document_id],
-            set_={
-                c: stmt.excluded[c]
-                for c in (
-                    "source",
-                    "content_sha256",
-                    "policy_version",
-                    "metadata",
-                    "source_text",
-                    "ingested_at",
-                )
-            },
+            set_={c.name: stmt.excluded[c.name] for c in self.table.c if not c.primary_key},
         )
 
     def delete(self, document_id: str) -> Any:
         return self.table.delete().where(self.table.c.document_id == document_id)
 
     def states(self, document_ids: Sequence[str]) -> Any:
+        """``document_id`` and the :class:`DocumentState` columns of ``document_ids``."""
         t = self.table.c
-        return select(t.document_id, t.content_sha256, t.policy_version, t.source).where(
-            t.document_id.in_(list(document_ids))
-        )
+        state = [t[f.name] for f in fields(DocumentState)]
+        return select(t.document_id, *state).where(t.document_id.in_(list(document_ids)))
 
     def stale(self, policy_versions: Sequence[str], after: str | None, limit: int) -> Any:
-        """Documents whose policy version is none of ``policy_versions``, by id."""
+        """The :class:`DocumentRecord` columns of the documents whose policy version is
+        none of ``policy_versions``, by id."""
         t = self.table.c
         stmt = (
-            select(
-                t.document_id,
-                t.source,
-                t.content_sha256,
-                t.policy_version,
-                t.metadata,
-                t.source_text,
-            )
+            select(*[t[f.name] for f in fields(DocumentRecord)])
             .where(t.policy_version.is_(None) | t.policy_version.not_in(list(policy_versions)))
             .order_by(t.document_id)
             .limit(limit)

@@ -31,7 +31,7 @@ from parrot_parents.stores.records.markers import (
 )
 from parrot_parents.stores.results import DocumentRow, SearchResult
 
-__all__ = ["CollectionReads", "ReadStore"]
+__all__ = ["CollectionReads", "ReadStore", "all_rows"]
 
 
 class ReadStore(Protocol):
@@ -55,7 +55,7 @@ class CollectionReads:
 
     async def _rows(self, statement: Any, what: str = "read from") -> list[Any]:
         engine, _ = await self._store.ready()
-        return await read(engine, f"{what} {self._store.name.qualified}", _all(statement))
+        return await read(engine, f"{what} {self._store.name.qualified}", all_rows(statement))
 
     async def _table(self) -> Table:
         return (await self._store.ready())[1]
@@ -172,25 +172,14 @@ class CollectionReads:
         if not ids:
             return {}
         rows = await self._rows(self._store.documents.states(ids), "read the documents of")
-        return {
-            r.document_id: DocumentState(r.content_sha256, r.policy_version, r.source) for r in rows
-        }
+        return {r.document_id: DocumentState(*r[1:]) for r in rows}
 
     async def stale_documents(
         self, policy_versions: Sequence[str], after: str | None, limit: int
     ) -> list[DocumentRecord]:
         stmt = self._store.documents.stale(policy_versions, after, limit)
-        return [
-            DocumentRecord(
-                document_id=r.document_id,
-                content_sha256=r.content_sha256,
-                policy_version=r.policy_version,
-                source_text=r.source_text,
-                source=r.source,
-                metadata=dict(r.metadata or {}),
-            )
-            for r in await self._rows(stmt, "read the documents of")
-        ]
+        rows = await self._rows(stmt, "read the documents of")
+        return [DocumentRecord(**r._mapping) for r in rows]
 
     async def count(self, include_parents: bool) -> int:
         stmt = select(func.count()).select_from(await self._table())
@@ -199,7 +188,7 @@ class CollectionReads:
         return int((await self._rows(stmt, "count"))[0][0])
 
 
-def _all(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:
+def all_rows(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:
     """A read's work: every row of ``statement``."""
 
     async def work(conn: Any) -> list[Any]:

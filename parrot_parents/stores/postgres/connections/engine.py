@@ -154,13 +154,26 @@ def _driver_message(exc: BaseException) -> str:
     return ""
 
 
-#: What an outage's SQLSTATE means, in words (PostgreSQL's appendix A, class 57).
+#: Driver errors that mean the connection was cut while a statement ran.
+_CUT = frozenset({"ConnectionDoesNotExistError", "ConnectionDropped", "ConnectionResetError"})
+
+#: What an outage means, in words: by SQLSTATE (PostgreSQL's appendix A, class 57), else by
+#: the driver error's class.
 _OUTAGES = {
     "57P01": "the server is shutting down, or an administrator ended this connection",
     "57P02": "a server process crashed, and the server is restarting all of them",
     "57P03": "the server is starting up or recovering from a crash",
     "57P04": "the database was dropped",
     "57P05": "the server closed an idle session",
+    **dict.fromkeys(
+        _CUT,
+        "the connection was cut while a statement ran: its server process crashed or "
+        "was terminated (the server log says which)",
+    ),
+    **dict.fromkeys(
+        ("ConnectionRefusedError", "FileNotFoundError"),
+        "the server is not running or not reachable",
+    ),
 }
 
 _OUTAGE_HINTS = {
@@ -168,9 +181,6 @@ _OUTAGE_HINTS = {
     "the restart, so retry now",
     "57P03": "the server replays its log after a crash, usually within seconds; retry",
 }
-
-#: Driver errors that mean the connection was cut while a statement ran.
-_CUT = frozenset({"ConnectionDoesNotExistError", "ConnectionDropped", "ConnectionResetError"})
 
 
 def _root_class(exc: BaseException) -> str:
@@ -185,20 +195,6 @@ def _root_message(exc: BaseException) -> str:
         if not isinstance(cur, SQLAlchemyError) and cur.args and isinstance(cur.args[0], str):
             return cur.args[0].splitlines()[0][:300] if cur.args[0] else ""
     return ""
-
-
-def _outage(code: str | None, kind: str) -> str:
-    """The outage of SQLSTATE ``code`` or driver error class ``kind``, in words."""
-    if code in _OUTAGES:
-        return _OUTAGES[code]
-    if kind in _CUT:
-        return (
-            "the connection was cut while a statement ran: its server process crashed or "
-            "was terminated (the server log says which)"
-        )
-    if kind in {"ConnectionRefusedError", "FileNotFoundError"}:
-        return "the server is not running or not reachable"
-    return "the server could not be reached"
 
 
 def _unencodable(exc: BaseException) -> str | None:
@@ -249,9 +245,9 @@ def store_error(exc: BaseException, action: str) -> StoreError:
         said = _escape(_driver_message(exc) if from_server else _root_message(exc))
         who = "the server" if from_server else "the driver"
         quote = f'; {who} said: "{said}"' if said else ""
+        meaning = _OUTAGES.get(code or "") or _OUTAGES.get(kind, "the server could not be reached")
         return StoreError(
-            f"{action} failed: the database is unavailable ({kind}): "
-            f"{_outage(code, kind)}{quote}{suffix}",
+            f"{action} failed: the database is unavailable ({kind}): {meaning}{quote}{suffix}",
             hint=_OUTAGE_HINTS.get(code or "", "check that the server is running; retry later"),
             sqlstate=code,
             unavailable=True,

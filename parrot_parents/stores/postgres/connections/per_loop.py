@@ -49,12 +49,10 @@ class PerLoop(Generic[T]):
                 value = self._values[loop] = self._make()
             return value
 
-    def put(self, loop: asyncio.AbstractEventLoop, value: T) -> T | None:
-        """Make ``value`` the value of ``loop``; returns the value it had, if any."""
+    def put(self, loop: asyncio.AbstractEventLoop, value: T) -> None:
+        """Make ``value`` the value of ``loop``."""
         with self._lock:
-            old = self._values.get(loop)
             self._values[loop] = value
-            return old
 
     def take_all(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
         """Every ``(loop, value)``, forgotten here (for :func:`release_all`)."""

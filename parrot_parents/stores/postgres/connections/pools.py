@@ -127,16 +127,16 @@ class Connections:
         if home is None:
             raise StoreError(_NOT_CONNECTED, hint="await store.connect() first")
         engine = engine_for_url(home.url, **self.engine_kwargs)
-        return Pools(engine, ReadPool(self._connect_kwargs(engine), self._settings()))
+        return Pools(engine, self._read_pool(engine))
 
-    def _connect_kwargs(self, engine: AsyncEngine) -> dict[str, Any]:
-        """``asyncpg.connect`` arguments for a read pool: the engine's URL's, and the
+    def _read_pool(self, engine: AsyncEngine) -> ReadPool:
+        """A read pool of the ``asyncpg.connect`` arguments of ``engine``'s URL and of the
         ``connect_args`` given in ``engine_kwargs``."""
         import asyncpg
 
         known = inspect.signature(asyncpg.connect).parameters
         merged = {**connect_args(engine), **dict(self.engine_kwargs.get("connect_args") or {})}
-        return {k: v for k, v in merged.items() if k in known}
+        return ReadPool({k: v for k, v in merged.items() if k in known}, self._settings())
 
     @asynccontextmanager
     async def opening(self, loop: asyncio.AbstractEventLoop) -> AsyncIterator[AsyncEngine]:
@@ -151,7 +151,7 @@ class Connections:
             if engine is not self.shared:
                 await engine.dispose()
             raise
-        reads = ReadPool(self._connect_kwargs(engine), self._settings())
+        reads = self._read_pool(engine)
         with self._lock:
             if self.home_engine is None:
                 self.home_reads, self.home_engine, self._home = reads, engine, loop

@@ -87,21 +87,16 @@ class ReadPool:
             password, database, ssl...), as SQLAlchemy's asyncpg dialect derives them from
             the engine's URL.
         server_settings: the sessions' start-up settings (GUC name -> value).
-        size: connections kept at most, default :data:`READ_POOL_SIZE`.
     """
 
     def __init__(
-        self,
-        connect_kwargs: Mapping[str, Any],
-        server_settings: Mapping[str, str],
-        size: int = READ_POOL_SIZE,
+        self, connect_kwargs: Mapping[str, Any], server_settings: Mapping[str, str]
     ) -> None:
         self._connect_kwargs = dict(connect_kwargs)
         self._server_settings = {
             **dict(self._connect_kwargs.pop("server_settings", None) or {}),
             **server_settings,
         }
-        self.size = size
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._loggers: list[Callable[[Any], None]] = []
         #: Connections opened so far (each a server process and its start-up round trips).
@@ -132,7 +127,7 @@ class ReadPool:
         if self._pool is None:
             self._pool = await asyncpg.create_pool(
                 min_size=0,
-                max_size=self.size,
+                max_size=READ_POOL_SIZE,
                 init=self._init,
                 reset=_reset,
                 connection_class=ReadConnection,

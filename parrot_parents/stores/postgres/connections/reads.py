@@ -1,12 +1,9 @@
 """How the store reads and writes through its SQLAlchemy engine, with one error mapping and
-one retry policy for every path (the read pool uses the same policy).
+one retry policy for every path (:func:`through_outages`; the read pool uses it too).
 
 A read runs in autocommit (one round trip); one that needs settings sets them with
 ``set_config(..., true)`` in its transaction, so a shared engine's connections go back as
-they came. A connection found dead is retried once on a fresh one (reads are idempotent);
-a recovering server (SQLSTATE 57P02, 57P03) is waited for up to :data:`RECOVERY_WAIT_S`
-seconds; the embedded server found down is started again
-(:mod:`~parrot_parents.embedded.revival`), a server given by DSN only reported down.
+they came.
 """
 
 from __future__ import annotations
@@ -29,11 +26,9 @@ from parrot_parents.stores.postgres.connections.vector_codec import ensure_codec
 __all__ = [
     "RECOVERY_WAIT_S",
     "Settings",
-    "nothing_listens",
     "read",
     "set_config_sql",
     "through_outages",
-    "was_disconnect",
     "write",
 ]
 
@@ -87,12 +82,14 @@ async def through_outages(
     target: Callable[[], Mapping[str, Any]] | None = None,
 ) -> T:
     """``attempt()``, run once more at once when its pooled connection was dead, and again
-    with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
-    most :data:`RECOVERY_WAIT_S` seconds; then the last error is raised.
+    with backoff (0.05 s doubling to 1 s) while the server says it is recovering (SQLSTATE
+    57P02, 57P03), for at most :data:`RECOVERY_WAIT_S` seconds; then the last error is
+    raised.
 
     When nothing listens at ``target()`` (``asyncpg.connect`` arguments) and it is the
     embedded server this process uses, the server is started again and ``attempt()`` runs
-    once more (:func:`~parrot_parents.embedded.revival.revive`).
+    once more (:func:`~parrot_parents.embedded.revival.revive`); a server given by DSN is
+    only reported down.
 
     A statement whose connection is cut is sent at most :data:`_CUT_RETRIES` more times:
     it may be the one that crashes the server. Only the server's own "recovering" answers
@@ -189,7 +186,6 @@ async def read(
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                 return await work(conn)
             async with conn.begin():
-                # For this transaction only: a shared engine's connections go back as they came.
                 sql, values = set_config_sql(settings, local=True)
                 await conn.exec_driver_sql(sql, tuple(values))
                 return await work(conn)

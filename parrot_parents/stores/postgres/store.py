@@ -184,7 +184,7 @@ class PgVectorStore(
         self.lifecycle = CollectionLifecycle(self, dimension, wanted_config, wanted_backend)
         self.searcher = Searcher(self, self.connections.statements, wanted_backend)
         self.writes = DocumentWrites(self, self.lifecycle)
-        self.reads = CollectionReads(self)
+        self.reads = CollectionReads(self.name, self.documents, self.lifecycle.ready)
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -170,7 +170,9 @@ class _Backfill:
             Column("cmetadata", JSONB),
             schema=self.schema,
         )
-        self.progress = progress_table()
+        self.progress = p = progress_table()
+        #: This collection's row of the progress table.
+        self.mine = (p.c.collection_schema == self.schema) & (p.c.collection == self.collection)
         # Identifiers are validated; the values are bound arrays.
         self.update_sql = text(
             f'UPDATE "{self.schema}"."{self.collection}" AS t SET cmetadata = v.new_meta::jsonb'
@@ -193,13 +195,7 @@ class _Backfill:
                     f"collection {self.schema}.{self.collection} does not exist"
                 )
             await conn.run_sync(p.create, checkfirst=True)
-            row = (
-                await conn.execute(
-                    select(p).where(
-                        p.c.collection_schema == self.schema, p.c.collection == self.collection
-                    )
-                )
-            ).first()
+            row = (await conn.execute(select(p).where(self.mine))).first()
             if row is not None and row.finished_at is None and not restart:
                 return dict(row._mapping)
             fresh = {**key, "last_id": None, "scanned": 0, "updated": 0, "batches": 0}
@@ -289,10 +285,9 @@ class _Backfill:
         if state["last_id"] is not None:
             stmt = stmt.where(t.c.id > state["last_id"])
         rows = (await conn.execute(stmt)).all()
-        where = (p.c.collection_schema == self.schema) & (p.c.collection == self.collection)
         if not rows:
             await conn.execute(
-                p.update().where(where).values(finished_at=func.now(), updated_at=func.now())
+                p.update().where(self.mine).values(finished_at=func.now(), updated_at=func.now())
             )
             return None
         ids, olds, news = [], [], []
@@ -313,5 +308,5 @@ class _Backfill:
             "updated": state["updated"] + updated,
             "batches": state["batches"] + 1,
         }
-        await conn.execute(p.update().where(where).values(**new_state, updated_at=func.now()))
+        await conn.execute(p.update().where(self.mine).values(**new_state, updated_at=func.now()))
         return new_state

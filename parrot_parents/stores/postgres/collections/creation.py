@@ -40,20 +40,15 @@ __all__ = [
     "COLLECTION_COLUMNS",
     "DERIVED_RELATIONS",
     "DROP_LOCK_TIMEOUT",
-    "CollectionSetup",
     "CollectionState",
-    "adopt_legacy_names",
-    "check_names_free",
     "collection_state",
     "derived_names",
     "drop_collection",
-    "lock_creation",
     "missing_collection",
     "move_lexical_backend",
     "not_a_collection",
     "prepare_collection",
     "size_rebuild_memory",
-    "taken_names",
 ]
 
 #: The columns every collection table has

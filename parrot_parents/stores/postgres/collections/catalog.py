@@ -345,11 +345,8 @@ async def drop_collection(engine: AsyncEngine, collection: str, schema: str = "p
         CollectionNotFoundError: no such collection.
         StoreError: the database cannot be reached.
     """
-    store = await _open(engine, collection_name(collection, schema, reserved=True))
-    try:
+    async with await _open(engine, collection_name(collection, schema, reserved=True)) as store:
         await store.drop()
-    finally:
-        await store.close()
 
 
 async def collection_names(engine: AsyncEngine, schema: str = "public") -> list[str]:

@@ -48,11 +48,7 @@ class DocumentRecord:
 
     def same_as(self, state: DocumentState | None) -> bool:
         """True when ``state`` (what is stored) has this text hash, policy and source."""
-        return state is not None and (
-            state.content_sha256,
-            state.policy_version,
-            state.source,
-        ) == (self.content_sha256, self.policy_version, self.source)
+        return state == DocumentState(self.content_sha256, self.policy_version, self.source)
 
 
 @dataclass(frozen=True)
@@ -167,6 +163,7 @@ def backfill_documents(conn: Connection, table: str, schema: str = "public") -> 
         by_doc.setdefault(r.doc, []).append(r)
     from parrot_parents.stores.records.ids import content_sha256
 
+    records = []
     for doc_id, parts in by_doc.items():
         chars: list[str] = []
         for r in parts:
@@ -177,16 +174,7 @@ def backfill_documents(conn: Connection, table: str, schema: str = "public") -> 
         body = "".join(chars)
         sha = next((r.sha for r in parts if r.sha), None) or content_sha256(body)
         source = next((r.source for r in parts if r.source), None)
-        conn.execute(
-            pg_insert(docs.table)
-            .values(
-                document_id=doc_id,
-                source=source,
-                content_sha256=sha,
-                policy_version=None,
-                metadata={"backfilled": True},
-                source_text=body,
-            )
-            .on_conflict_do_nothing()
-        )
-    return len(by_doc)
+        records.append(DocumentRecord(doc_id, sha, None, body, source, {"backfilled": True}))
+    if records:
+        conn.execute(pg_insert(docs.table).on_conflict_do_nothing(), [asdict(r) for r in records])
+    return len(records)

@@ -159,16 +159,13 @@ def fingerprint(embedding: Embeds) -> ModelFingerprint:
 
 
 class ModelContract:
-    """The model record of one collection, as one store reads, checks and writes it.
+    """The model record of the collection ``name``, as one store reads, checks and writes it.
 
     Every read and write of the record goes through the store's outage handling
     (:func:`~parrot_parents.stores.postgres.connections.reads.read`,
-    :func:`~parrot_parents.stores.postgres.connections.reads.write`):
-    each is idempotent, so one that meets a pooled connection a restart left dead runs
-    again on a fresh one instead of failing.
-
-    Args:
-        name: the collection.
+    :func:`~parrot_parents.stores.postgres.connections.reads.write`): each is idempotent,
+    so one that meets a pooled connection a restart left dead runs again on a fresh one
+    instead of failing.
     """
 
     def __init__(self, name: CollectionName) -> None:

@@ -1,16 +1,8 @@
 """PostgreSQL + pgvector store (SQLAlchemy 2 async, asyncpg, pgvector-python): a thin
 facade over its parts, each one concern (Django's ``DatabaseWrapper`` is the model):
-
-* ``connections``: :class:`~parrot_parents.stores.postgres.connections.pools.Connections`,
-  the engine and read pool of each event loop, and the compiled statements;
-* ``lifecycle``:
-  :class:`~parrot_parents.stores.postgres.collections.lifecycle.CollectionLifecycle`, the
-  collection opened (created for a writer), its dimension and model checked, dropped;
-* ``searcher``: :class:`~parrot_parents.stores.postgres.search.searcher.Searcher`, every
-  search and the context read with it;
-* ``writes``: :class:`~parrot_parents.stores.postgres.writes.documents.DocumentWrites`;
-* ``reads``: :class:`~parrot_parents.stores.postgres.collections.reads.CollectionReads`,
-  the collection's other reads.
+``connections`` (the pools of each event loop, the compiled statements), ``lifecycle``
+(the collection opened, created, checked, dropped), ``searcher`` (every search and the
+context read with it), ``writes``, and ``reads`` (the collection's other reads).
 """
 
 from __future__ import annotations
@@ -181,11 +173,7 @@ class PgVectorStore(
         #: Which query lexemes generate lexical candidates
         #: (:class:`~parrot_parents.stores.postgres.search.hybrid.CandidateRule`).
         self.lexical_candidates: CandidateRule = CANDIDATES
-        #: The collection's documents table
-        #: (:mod:`parrot_parents.stores.postgres.collections.documents`).
         self.documents = DocumentsTable(self.name)
-        #: The collection's recorded embedding model
-        #: (:mod:`~parrot_parents.stores.postgres.collections.model_contract`).
         self.model_contract = ModelContract(self.name)
         self.connections = Connections(
             dsn,
@@ -196,7 +184,7 @@ class PgVectorStore(
         self.lifecycle = CollectionLifecycle(self, dimension, wanted_config, wanted_backend)
         self.searcher = Searcher(self, self.connections.statements, wanted_backend)
         self.writes = DocumentWrites(self, self.lifecycle)
-        self.reads = CollectionReads(self)
+        self.reads = CollectionReads(self.name, self.documents, self.lifecycle.ready)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -253,9 +241,7 @@ class PgVectorStore(
 
     async def close(self) -> None:
         """Dispose of the connection pools of every event loop the store was used from
-        (not of a shared engine), each on its own loop
-        (:func:`~parrot_parents.stores.postgres.connections.per_loop.release_all`). Safe to
-        call twice, from any loop.
+        (not of a shared engine), each on its own loop. Safe to call twice, from any loop.
 
         The statements built for this collection are forgotten too: after a reconnect
         they are built again from what the collection is then (it may have been
@@ -296,21 +282,15 @@ class PgVectorStore(
     async def add_documents(
         self, documents: Sequence[Document], *, embeddings: Vectors | None = None
     ) -> list[str]:
-        """Insert or update rows, one transaction per source document.
+        """Insert or update rows (parents and/or children), one transaction per source
+        document; returns the row ids, in input order.
 
         Markers are normalised (:func:`~parrot_parents.stores.records.markers.normalize_markers`);
-        children without a given vector are embedded in batches; parents are stored
-        without one. Ids come from ``Document.id`` or are derived deterministically from
-        ``document_id`` and the span, so adding the same rows twice leaves one copy.
-
-        Args:
-            documents: LangChain ``Document``s (parents and/or children).
-            embeddings: optional precomputed vectors aligned with ``documents``: lists of
-                floats or numpy arrays of shape ``(dimension,)`` (or one
-                ``(len(documents), dimension)`` array); ``None`` entries are embedded here.
-
-        Returns:
-            The row ids, in input order.
+        children without a given vector (``embeddings``:
+        :data:`~parrot_parents.stores.protocols.Vectors`) are embedded in batches; parents
+        are stored without one. Ids come from ``Document.id`` or are derived
+        deterministically from ``document_id`` and the span, so adding the same rows twice
+        leaves one copy.
 
         Raises:
             ConfigurationError: a non-Document, or a vector of the wrong length.
@@ -340,8 +320,7 @@ class PgVectorStore(
         return await vector_index_exists(*await self.ready())
 
     async def delete(self, document_id: str) -> int:
-        """Remove every row (parents and children) of a source document, in one statement,
-        under the document's advisory lock; returns the rows deleted.
+        """:meth:`AbstractStore.delete` in one statement, under the document's advisory lock.
 
         Raises:
             CollectionNotFoundError: the collection does not exist (nothing is created).

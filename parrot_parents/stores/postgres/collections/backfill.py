@@ -37,6 +37,7 @@ from sqlalchemy.pool import NullPool
 
 from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.identifiers import validate_identifier
+from parrot_parents.stores.postgres.connections.engine import make_engine, sqlstate_of
 from parrot_parents.stores.records.markers import normalize_markers
 
 __all__ = ["PROGRESS_TABLE", "BackfillReport", "backfill_markers", "progress_table"]
@@ -87,27 +88,6 @@ class BackfillReport:
     finished: bool
     resumed_from: str | None
     seconds: float
-
-
-def _collection(name: str, schema: str) -> Table:
-    return Table(
-        name,
-        MetaData(),
-        Column("id", Text, primary_key=True),
-        Column("cmetadata", JSONB),
-        schema=schema,
-    )
-
-
-def _update_sql(schema: str, name: str) -> Any:
-    # Identifiers are validated; the values are bound arrays.
-    return text(
-        f'UPDATE "{schema}"."{name}" AS t SET cmetadata = v.new_meta::jsonb'
-        " FROM unnest(CAST(:ids AS text[]), CAST(:olds AS text[]), CAST(:news AS text[]))"
-        " AS v(id, old_meta, new_meta)"
-        " WHERE t.id = v.id AND t.cmetadata = v.old_meta::jsonb"
-        " RETURNING t.id"
-    )
 
 
 def _check_positive(name: str, value: Any, allow_none: bool = False) -> None:
@@ -163,8 +143,6 @@ async def backfill_markers(
         raise ConfigurationError(f"pause_s must be >= 0, got {pause_s!r}")
     owned = engine is None
     if engine is None:
-        from parrot_parents.stores.postgres.connections.engine import make_engine
-
         engine = await make_engine(dsn, poolclass=NullPool)
     try:
         runner = _Backfill(engine, collection, schema, batch_size, lock_timeout_ms, retries)
@@ -174,25 +152,35 @@ async def backfill_markers(
             await engine.dispose()
 
 
+@dataclass
 class _Backfill:
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        collection: str,
-        schema: str,
-        batch_size: int,
-        lock_timeout_ms: int,
-        retries: int,
-    ) -> None:
-        self.engine = engine
-        self.collection = collection
-        self.schema = schema
-        self.batch_size = batch_size
-        self.lock_timeout_ms = lock_timeout_ms
-        self.retries = max(0, retries)
-        self.table = _collection(collection, schema)
-        self.progress = progress_table()
-        self.update_sql = _update_sql(schema, collection)
+    engine: AsyncEngine
+    collection: str
+    schema: str
+    batch_size: int
+    lock_timeout_ms: int
+    retries: int
+
+    def __post_init__(self) -> None:
+        self.retries = max(0, self.retries)
+        self.table = Table(
+            self.collection,
+            MetaData(),
+            Column("id", Text, primary_key=True),
+            Column("cmetadata", JSONB),
+            schema=self.schema,
+        )
+        self.progress = p = progress_table()
+        #: This collection's row of the progress table.
+        self.mine = (p.c.collection_schema == self.schema) & (p.c.collection == self.collection)
+        # Identifiers are validated; the values are bound arrays.
+        self.update_sql = text(
+            f'UPDATE "{self.schema}"."{self.collection}" AS t SET cmetadata = v.new_meta::jsonb'
+            " FROM unnest(CAST(:ids AS text[]), CAST(:olds AS text[]), CAST(:news AS text[]))"
+            " AS v(id, old_meta, new_meta)"
+            " WHERE t.id = v.id AND t.cmetadata = v.old_meta::jsonb"
+            " RETURNING t.id"
+        )
 
     async def _start(self, restart: bool) -> dict[str, Any]:
         p = self.progress
@@ -207,13 +195,7 @@ class _Backfill:
                     f"collection {self.schema}.{self.collection} does not exist"
                 )
             await conn.run_sync(p.create, checkfirst=True)
-            row = (
-                await conn.execute(
-                    select(p).where(
-                        p.c.collection_schema == self.schema, p.c.collection == self.collection
-                    )
-                )
-            ).first()
+            row = (await conn.execute(select(p).where(self.mine))).first()
             if row is not None and row.finished_at is None and not restart:
                 return dict(row._mapping)
             fresh = {**key, "last_id": None, "scanned": 0, "updated": 0, "batches": 0}
@@ -269,26 +251,25 @@ class _Backfill:
         )
 
     async def _batch_with_retries(self, state: dict[str, Any]) -> bool:
-        for attempt in range(self.retries + 1):
+        attempt = 0
+        while True:
             try:
                 async with self.engine.begin() as conn:
                     new_state = await self._batch(conn, state)
+                break
             except DBAPIError as exc:
-                code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
-                if code not in _RETRY_SQLSTATES or attempt == self.retries:
+                if sqlstate_of(exc) not in _RETRY_SQLSTATES or attempt == self.retries:
                     raise StoreError(
                         f"backfill of {self.schema}.{self.collection} stopped after row "
                         f"{state['last_id']!r}: {type(exc.orig).__name__}",
                         hint="run the backfill again to resume from there",
                     ) from exc
-                await asyncio.sleep(0.2 * (attempt + 1))
-                continue
-            # Committed: only now does the in-memory position move.
-            if new_state is None:
-                return True
+                attempt += 1
+                await asyncio.sleep(0.2 * attempt)
+        # Committed: only now does the in-memory position move.
+        if new_state is not None:
             state.update(new_state)
-            return False
-        raise AssertionError("unreachable")  # pragma: no cover
+        return new_state is None
 
     async def _batch(self, conn: AsyncConnection, state: dict[str, Any]) -> dict[str, Any] | None:
         """One transaction: read a batch, fix its markers, move the checkpoint.
@@ -304,10 +285,9 @@ class _Backfill:
         if state["last_id"] is not None:
             stmt = stmt.where(t.c.id > state["last_id"])
         rows = (await conn.execute(stmt)).all()
-        where = (p.c.collection_schema == self.schema) & (p.c.collection == self.collection)
         if not rows:
             await conn.execute(
-                p.update().where(where).values(finished_at=func.now(), updated_at=func.now())
+                p.update().where(self.mine).values(finished_at=func.now(), updated_at=func.now())
             )
             return None
         ids, olds, news = [], [], []
@@ -328,5 +308,5 @@ class _Backfill:
             "updated": state["updated"] + updated,
             "batches": state["batches"] + 1,
         }
-        await conn.execute(p.update().where(where).values(**new_state, updated_at=func.now()))
+        await conn.execute(p.update().where(self.mine).values(**new_state, updated_at=func.now()))
         return new_state

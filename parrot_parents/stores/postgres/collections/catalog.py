@@ -1,12 +1,11 @@
 """What a database holds: its collections, their documents, and removing either.
 
 A collection is a table with the columns of
-:func:`~parrot_parents.stores.postgres.collections.schema.collection_table`: ``embedding`` of type
-``vector``,
-``document`` (text) and ``cmetadata`` (jsonb). Its helper tables (the documents table,
-the BM25 statistics), the bots table and the migrations' ``alembic_version`` lack those
-columns, so they are never listed. Everything is read from the catalog and the rows; no
-model is loaded and nothing is created.
+:func:`~parrot_parents.stores.postgres.collections.schema.collection_table`: ``embedding``
+of type ``vector``, ``document`` (text) and ``cmetadata`` (jsonb). Its helper tables (the
+documents table, the BM25 statistics), the bots table and the migrations'
+``alembic_version`` lack those columns, so they are never listed. Everything is read from
+the catalog and the rows; no model is loaded and nothing is created.
 
 The edges (``parrot-parents collections|documents|delete|drop`` and the HTTP routes
 under ``/api/v1/collections``) call these functions and only format what they return.
@@ -26,6 +25,7 @@ from parrot_parents.errors import CollectionNotFoundError
 from parrot_parents.stores.identifiers import CollectionName, collection_name, validate_identifier
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
+from parrot_parents.stores.postgres.collections.setup import stored_dimension
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.postgres.search.bm25_index import read_lexical_backend
 from parrot_parents.stores.postgres.search.lexical import read_text_search_config
@@ -161,6 +161,18 @@ async def _exists(conn: AsyncConnection, schema: str, name: str) -> bool:
     return found.scalar_one() is not None
 
 
+async def _documents(conn: AsyncConnection, name: CollectionName) -> str:
+    """The collection's documents table, or an empty relation of its columns for a
+    collection without one."""
+    docs = DocumentsTable(name)
+    if await _exists(conn, name.schema, docs.name):
+        return docs.q
+    return (
+        "(SELECT NULL::text AS document_id, NULL::text AS source, NULL::text AS source_text,"
+        " NULL::timestamptz AS ingested_at WHERE false)"
+    )
+
+
 async def _require(conn: AsyncConnection, name: CollectionName) -> None:
     """Raise unless ``name`` is a collection table."""
     if name.table not in await _names(conn, name.schema):
@@ -171,8 +183,6 @@ async def _require(conn: AsyncConnection, name: CollectionName) -> None:
 
 
 async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo:
-    from parrot_parents.stores.postgres.collections.setup import stored_dimension
-
     # A name the server lists is a table's own: quoted, never validated again.
     collection = CollectionName(schema, name)
     row = (
@@ -214,11 +224,8 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
 
 
 async def list_collections(engine: AsyncEngine, schema: str = "public") -> list[CollectionInfo]:
-    """Every collection of ``schema``, by name, with its row counts and settings.
-
-    Each collection's rows are counted once. Read as every read of the package is (a dead
-    pooled connection retried, a recovering server waited for, :mod:`~parrot_parents.
-    stores.reads`).
+    """Every collection of ``schema``, by name, with its row counts and settings; each
+    collection's rows are counted once.
 
     Raises:
         ConfigurationError: a bad schema name.
@@ -256,37 +263,20 @@ async def list_documents(
 
     async def work(conn: AsyncConnection) -> list[Any]:
         await _require(conn, name)
-        docs = DocumentsTable(name)
-        if await _exists(conn, name.schema, docs.name):
-            sql = (
-                f"WITH r AS ({rows_sql})"
-                " SELECT coalesce(d.document_id, r.document_id) AS document_id,"
-                " coalesce(d.source, r.source) AS source,"
-                " length(d.source_text) AS characters, d.ingested_at,"
-                " coalesce(r.children, 0) AS children, coalesce(r.parents, 0) AS parents"
-                f" FROM {docs.q} d FULL JOIN r ON r.document_id = d.document_id"
-                " ORDER BY 1"
-            )
-        else:
-            sql = (
-                "SELECT document_id, source, NULL::int AS characters,"
-                " NULL::timestamptz AS ingested_at, children, parents"
-                f" FROM ({rows_sql}) r ORDER BY 1"
-            )
+        sql = (
+            f"WITH r AS ({rows_sql})"
+            " SELECT coalesce(d.document_id, r.document_id) AS document_id,"
+            " coalesce(d.source, r.source) AS source,"
+            " length(d.source_text) AS characters, d.ingested_at,"
+            " coalesce(r.children, 0) AS children, coalesce(r.parents, 0) AS parents"
+            f" FROM {await _documents(conn, name)} d FULL JOIN r ON r.document_id = d.document_id"
+            " ORDER BY 1"
+        )
         return list((await conn.execute(text(sql))).all())
 
     rows = await read(engine, f"listing the documents of {name.qualified}", work)
-    return [
-        DocumentInfo(
-            document_id=r.document_id,
-            source=r.source,
-            characters=None if r.characters is None else int(r.characters),
-            children=int(r.children),
-            parents=int(r.parents),
-            ingested_at=r.ingested_at,
-        )
-        for r in rows
-    ]
+    # The statements name their columns as DocumentInfo's fields.
+    return [DocumentInfo(**r._mapping) for r in rows]
 
 
 async def _open(engine: AsyncEngine, name: CollectionName) -> Any:
@@ -294,29 +284,21 @@ async def _open(engine: AsyncEngine, name: CollectionName) -> Any:
     dimension); a :class:`~parrot_parents.stores.postgres.PgVectorStore`."""
     from parrot_parents.stores.postgres import PgVectorStore
 
-    async def work(conn: AsyncConnection) -> None:
-        await _require(conn, name)
-
-    await read(engine, f"opening {name.qualified}", work)
+    await read(engine, f"opening {name.qualified}", lambda conn: _require(conn, name))
     return PgVectorStore(engine=engine, table=name.table, schema=name.schema, create=False)
 
 
 async def _known(engine: AsyncEngine, name: CollectionName, document_ids: list[str]) -> set[str]:
     """Those of ``document_ids`` that have rows or a documents-table row."""
-    docs = DocumentsTable(name)
-    sql = (
-        f"SELECT DISTINCT cmetadata->>'document_id' FROM {name.quoted()}"
-        " WHERE cmetadata->>'document_id' = ANY(CAST(:ids AS text[]))"
-    )
 
     async def work(conn: AsyncConnection) -> set[str]:
-        statement = sql
-        if await _exists(conn, name.schema, docs.name):
-            statement += (
-                f" UNION SELECT document_id FROM {docs.q}"
-                " WHERE document_id = ANY(CAST(:ids AS text[]))"
-            )
-        rows = (await conn.execute(text(statement), {"ids": document_ids})).all()
+        sql = (
+            f"SELECT DISTINCT cmetadata->>'document_id' FROM {name.quoted()}"
+            " WHERE cmetadata->>'document_id' = ANY(CAST(:ids AS text[]))"
+            f" UNION SELECT document_id FROM {await _documents(conn, name)} d"
+            " WHERE document_id = ANY(CAST(:ids AS text[]))"
+        )
+        rows = (await conn.execute(text(sql), {"ids": document_ids})).all()
         return {r[0] for r in rows}
 
     return await read(engine, f"reading {name.qualified}", work)
@@ -363,11 +345,8 @@ async def drop_collection(engine: AsyncEngine, collection: str, schema: str = "p
         CollectionNotFoundError: no such collection.
         StoreError: the database cannot be reached.
     """
-    store = await _open(engine, collection_name(collection, schema, reserved=True))
-    try:
+    async with await _open(engine, collection_name(collection, schema, reserved=True)) as store:
         await store.drop()
-    finally:
-        await store.close()
 
 
 async def collection_names(engine: AsyncEngine, schema: str = "public") -> list[str]:
@@ -378,8 +357,5 @@ async def collection_names(engine: AsyncEngine, schema: str = "public") -> list[
         StoreError: the database cannot be reached.
     """
     validate_identifier(schema, "schema")
-
-    async def work(conn: AsyncConnection) -> list[str]:
-        return await _names(conn, schema)
-
-    return await read(engine, f"listing the collections of {schema!r}", work)
+    action = f"listing the collections of {schema!r}"
+    return await read(engine, action, lambda conn: _names(conn, schema))

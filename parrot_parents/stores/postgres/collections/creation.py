@@ -40,20 +40,15 @@ __all__ = [
     "COLLECTION_COLUMNS",
     "DERIVED_RELATIONS",
     "DROP_LOCK_TIMEOUT",
-    "CollectionSetup",
     "CollectionState",
-    "adopt_legacy_names",
-    "check_names_free",
     "collection_state",
     "derived_names",
     "drop_collection",
-    "lock_creation",
     "missing_collection",
     "move_lexical_backend",
     "not_a_collection",
     "prepare_collection",
     "size_rebuild_memory",
-    "taken_names",
 ]
 
 #: The columns every collection table has
@@ -337,12 +332,10 @@ def adopt_legacy_names(conn: Connection, schema: str, table: str) -> None:
     for suffix in ("lex_insert", "lex_delete", "lex_update"):
         conn.execute(text(f'DROP TRIGGER IF EXISTS "{old}_{suffix}" ON {qt}'))
     conn.execute(text(f'DROP FUNCTION IF EXISTS "{schema}"."{old}_lexstats_fn"() CASCADE'))
+    present = set(taken_names(conn, schema, (f"{old}_{s}" for s in DERIVED_RELATIONS)))
     for suffix in DERIVED_RELATIONS:
         before, after = f"{old}_{suffix}", derived_name(table, suffix)
-        exists = conn.execute(
-            text("SELECT to_regclass(:n) IS NOT NULL"), {"n": f'"{schema}"."{before}"'}
-        ).scalar_one()
-        if exists and before != after:
+        if before in present and before != after:
             kind = "TABLE" if suffix in _HELPER_TABLES else "INDEX"
             conn.execute(text(f'ALTER {kind} "{schema}"."{before}" RENAME TO "{after}"'))
 

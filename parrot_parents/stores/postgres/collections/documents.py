@@ -12,7 +12,7 @@ whether a text is stored under another id.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from sqlalchemy import (
@@ -48,14 +48,7 @@ class DocumentRecord:
 
     def same_as(self, state: DocumentState | None) -> bool:
         """True when ``state`` (what is stored) has this text hash, policy and source."""
-        return state is not None and (
-            state.content_sha256,
-            state.policy_version,
-            state.source,
-        ) == (self.content_sha256, self.policy_version, self.source)
-
-    def values(self) -> dict[str, Any]:
-        return asdict(self)
+        return state == DocumentState(self.content_sha256, self.policy_version, self.source)
 
 
 @dataclass(frozen=True)
@@ -107,44 +100,28 @@ class DocumentsTable:
         records with one id the last wins (``ON CONFLICT`` touches a row once)."""
         by_id = {r.document_id: r for r in records}
         stmt = pg_insert(self.table).values(
-            [{**r.values(), "ingested_at": func.now()} for r in by_id.values()]
+            [{**asdict(r), "ingested_at": func.now()} for r in by_id.values()]
         )
         return stmt.on_conflict_do_update(
             index_elements=[self.table.c.document_id],
-            set_={
-                c: stmt.excluded[c]
-                for c in (
-                    "source",
-                    "content_sha256",
-                    "policy_version",
-                    "metadata",
-                    "source_text",
-                    "ingested_at",
-                )
-            },
+            set_={c.name: stmt.excluded[c.name] for c in self.table.c if not c.primary_key},
         )
 
     def delete(self, document_id: str) -> Any:
         return self.table.delete().where(self.table.c.document_id == document_id)
 
     def states(self, document_ids: Sequence[str]) -> Any:
+        """``document_id`` and the :class:`DocumentState` columns of ``document_ids``."""
         t = self.table.c
-        return select(t.document_id, t.content_sha256, t.policy_version, t.source).where(
-            t.document_id.in_(list(document_ids))
-        )
+        state = [t[f.name] for f in fields(DocumentState)]
+        return select(t.document_id, *state).where(t.document_id.in_(list(document_ids)))
 
     def stale(self, policy_versions: Sequence[str], after: str | None, limit: int) -> Any:
-        """Documents whose policy version is none of ``policy_versions``, by id."""
+        """The :class:`DocumentRecord` columns of the documents whose policy version is
+        none of ``policy_versions``, by id."""
         t = self.table.c
         stmt = (
-            select(
-                t.document_id,
-                t.source,
-                t.content_sha256,
-                t.policy_version,
-                t.metadata,
-                t.source_text,
-            )
+            select(*[t[f.name] for f in fields(DocumentRecord)])
             .where(t.policy_version.is_(None) | t.policy_version.not_in(list(policy_versions)))
             .order_by(t.document_id)
             .limit(limit)
@@ -186,6 +163,7 @@ def backfill_documents(conn: Connection, table: str, schema: str = "public") -> 
         by_doc.setdefault(r.doc, []).append(r)
     from parrot_parents.stores.records.ids import content_sha256
 
+    records = []
     for doc_id, parts in by_doc.items():
         chars: list[str] = []
         for r in parts:
@@ -196,16 +174,7 @@ def backfill_documents(conn: Connection, table: str, schema: str = "public") -> 
         body = "".join(chars)
         sha = next((r.sha for r in parts if r.sha), None) or content_sha256(body)
         source = next((r.source for r in parts if r.source), None)
-        conn.execute(
-            pg_insert(docs.table)
-            .values(
-                document_id=doc_id,
-                source=source,
-                content_sha256=sha,
-                policy_version=None,
-                metadata={"backfilled": True},
-                source_text=body,
-            )
-            .on_conflict_do_nothing()
-        )
-    return len(by_doc)
+        records.append(DocumentRecord(doc_id, sha, None, body, source, {"backfilled": True}))
+    if records:
+        conn.execute(pg_insert(docs.table).on_conflict_do_nothing(), [asdict(r) for r in records])
+    return len(records)

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-__all__ = ["INLINE_COLUMNS", "apply_layout", "columns_out_of_layout"]
+__all__ = ["INLINE_COLUMNS", "apply_layout"]
 
 #: Columns stored ``MAIN``: kept in the row, compressed only as a last resort.
 INLINE_COLUMNS = ("embedding", "cmetadata", "lexical")
 
 
-def columns_out_of_layout(conn: Connection, schema: str, table: str) -> list[str]:
-    """The :data:`INLINE_COLUMNS` of ``schema.table`` whose storage is not ``MAIN``
-    (columns the table lacks are skipped); ``[]`` when the layout is in place."""
+def apply_layout(conn: Connection, schema: str, table: str) -> list[str]:
+    """Give the :data:`INLINE_COLUMNS` of ``schema.table`` storage ``MAIN`` (those it has);
+    return the columns changed (``[]``: the layout is in place, and no lock taken).
+
+    ``ALTER TABLE ... SET STORAGE`` takes an ``ACCESS EXCLUSIVE`` lock for a moment and
+    rewrites nothing: rows written from then on follow it. Sync, inside the caller's
+    transaction; ``schema`` and ``table`` must be validated identifiers.
+    """
     rows = conn.execute(
         text(
             "SELECT a.attname FROM pg_attribute a"
@@ -30,18 +35,7 @@ def columns_out_of_layout(conn: Connection, schema: str, table: str) -> list[str
         ),
         {"qualified": f'"{schema}"."{table}"', "columns": list(INLINE_COLUMNS)},
     )
-    return [str(r[0]) for r in rows]
-
-
-def apply_layout(conn: Connection, schema: str, table: str) -> list[str]:
-    """Give the :data:`INLINE_COLUMNS` of ``schema.table`` storage ``MAIN``; return the
-    columns changed (``[]``: nothing to do, and no lock taken).
-
-    ``ALTER TABLE ... SET STORAGE`` takes an ``ACCESS EXCLUSIVE`` lock for a moment and
-    rewrites nothing: rows written from then on follow it. Sync, inside the caller's
-    transaction; ``schema`` and ``table`` must be validated identifiers.
-    """
-    changed = columns_out_of_layout(conn, schema, table)
+    changed = [str(r[0]) for r in rows]
     if changed:
         actions = ", ".join(f'ALTER COLUMN "{c}" SET STORAGE MAIN' for c in changed)
         conn.execute(text(f'ALTER TABLE "{schema}"."{table}" {actions}'))

@@ -13,7 +13,7 @@ import asyncio
 import weakref
 from typing import Any, Protocol
 
-from sqlalchemy import MetaData, Table
+from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
@@ -73,14 +73,9 @@ class OpenedStore(Protocol):
 
 
 class CollectionLifecycle:
-    """Opens, checks and drops a store's collection.
-
-    Args:
-        store: the store.
-        dimension: the ``dimension`` given, or None (the table's, else the model's).
-        wanted_config, wanted_backend: the ``text_search_config`` and ``lexical_backend``
-            given (checked).
-    """
+    """Opens, checks and drops a store's collection. ``dimension``, ``wanted_config`` and
+    ``wanted_backend`` are the store's ``dimension``, ``text_search_config`` and
+    ``lexical_backend`` as given (checked)."""
 
     def __init__(
         self,
@@ -134,14 +129,10 @@ class CollectionLifecycle:
         loop = asyncio.get_running_loop()
         async with connections.connect_locks.get(loop):
             if connections.home_engine is None:
-                engine = await connections.new_engine()
-                try:
+                # Not connected, so not writable (a close forgets both): a failure here
+                # leaves it so.
+                async with connections.opening(loop) as engine:
                     await self._connect(engine, create=create)
-                except BaseException:
-                    self.writable = False
-                    await connections.discard(engine)
-                    raise
-                connections.adopt(engine, loop)
             elif create and not self.writable:
                 await self._prepare(connections.pools().engine)
 
@@ -165,7 +156,6 @@ class CollectionLifecycle:
             table,
             dimension,
             schema=schema,
-            metadata=MetaData(),
             hnsw=store.hnsw,
             text_search_config=self.wanted_config or DEFAULT_TEXT_SEARCH_CONFIG,
         )
@@ -257,12 +247,12 @@ class CollectionLifecycle:
             engine, table = await self.ready()
         except CollectionNotFoundError:
             return
-
-        async def work(conn: Any) -> None:
-            await conn.run_sync(drop_collection, table, store.lexical, store.documents)
-
-        await write(engine, f"drop {store.name.qualified}", work, retry_lock_conflicts=True)
-        store.model_contract.forget()
+        await write(
+            engine,
+            f"drop {store.name.qualified}",
+            lambda conn: conn.run_sync(drop_collection, table, store.lexical, store.documents),
+            retry_lock_conflicts=True,
+        )
         if self._from_table:
             # The collection made again is the model's.
             self._dimension, self._from_table = None, False
@@ -272,14 +262,11 @@ class CollectionLifecycle:
     async def set_lexical_backend(self, backend: LexicalBackend) -> LexicalBackend:
         store, name = self._store, self._store.name
         engine, _ = await self.ready()
-
-        async def work(conn: Any) -> LexicalBackend:
-            before: LexicalBackend = await conn.run_sync(
-                move_lexical_backend, name.schema, name.table, backend
-            )
-            return before
-
-        before = await write(engine, f"move {name.qualified} to {backend}", work)
+        before = await write(
+            engine,
+            f"move {name.qualified} to {backend}",
+            lambda conn: conn.run_sync(move_lexical_backend, name.schema, name.table, backend),
+        )
         store.lexical_backend = backend
         self._connections.statements.clear()
         return before

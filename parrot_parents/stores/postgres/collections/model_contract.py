@@ -24,8 +24,8 @@ import logging
 import math
 import time
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import text
@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import ModelMismatchError
 from parrot_parents.stores.identifiers import CollectionName
+from parrot_parents.stores.postgres.collections.setup import embedding_column
 from parrot_parents.stores.postgres.connections.reads import read, write
 
 __all__ = [
@@ -92,9 +93,6 @@ class ModelFingerprint:
         norm = math.sqrt(sum(a * a for a in self.probe) * sum(b * b for b in other.probe))
         return norm > 0 and dot / norm >= SAME_MODEL_COSINE
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "dimension": self.dimension, "probe": list(self.probe)}
-
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ModelFingerprint:
         probe = tuple(float(v) for v in data["probe"])
@@ -122,12 +120,7 @@ class ModelRecord:
         return self.reembed_from is not None
 
     def to_comment(self) -> str:
-        payload = {
-            "model": self.model.to_json(),
-            "reembed_from": None if self.reembed_from is None else self.reembed_from.to_json(),
-            "cursor": self.cursor,
-        }
-        return _MARK + json.dumps(payload, ensure_ascii=True, sort_keys=True)
+        return _MARK + json.dumps(asdict(self), ensure_ascii=True, sort_keys=True)
 
     @classmethod
     def from_comment(cls, comment: str | None) -> ModelRecord | None:
@@ -150,11 +143,6 @@ class ModelRecord:
 _FINGERPRINTS: weakref.WeakKeyDictionary[Any, ModelFingerprint] = weakref.WeakKeyDictionary()
 
 
-def model_name(embedding: object) -> str:
-    """The name an embeddings object gives its model (its class name without one)."""
-    return str(getattr(embedding, "model_name", type(embedding).__name__))
-
-
 def fingerprint(embedding: Embeds) -> ModelFingerprint:
     """The fingerprint of ``embedding``'s model (loads it; computed once per object).
 
@@ -163,40 +151,21 @@ def fingerprint(embedding: Embeds) -> ModelFingerprint:
     """
     found = _FINGERPRINTS.get(embedding)
     if found is None:
-        found = ModelFingerprint.of_vector(model_name(embedding), embedding.embed_query(PROBE_TEXT))
+        # The name the object gives its model, else its class name.
+        name = str(getattr(embedding, "model_name", type(embedding).__name__))
+        found = ModelFingerprint.of_vector(name, embedding.embed_query(PROBE_TEXT))
         _FINGERPRINTS[embedding] = found
     return found
 
 
-def _literal(value: str) -> str:
-    """``value`` as an escaped string constant (a COMMENT takes no bound parameter).
-
-    ``E'...'`` with backslashes and quotes doubled reads the same whatever
-    ``standard_conforming_strings`` is; the JSON is ASCII, without control characters.
-    """
-    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-_READ = text(
-    "SELECT col_description(c.oid, a.attnum) FROM pg_attribute a"
-    " JOIN pg_class c ON c.oid = a.attrelid"
-    " JOIN pg_namespace n ON n.oid = c.relnamespace"
-    " WHERE n.nspname = :schema AND c.relname = :table"
-    " AND a.attname = 'embedding' AND NOT a.attisdropped"
-)
-
-
 class ModelContract:
-    """The model record of one collection, as one store reads, checks and writes it.
+    """The model record of the collection ``name``, as one store reads, checks and writes it.
 
     Every read and write of the record goes through the store's outage handling
     (:func:`~parrot_parents.stores.postgres.connections.reads.read`,
-    :func:`~parrot_parents.stores.postgres.connections.reads.write`):
-    each is idempotent, so one that meets a pooled connection a restart left dead runs
-    again on a fresh one instead of failing.
-
-    Args:
-        name: the collection.
+    :func:`~parrot_parents.stores.postgres.connections.reads.write`): each is idempotent,
+    so one that meets a pooled connection a restart left dead runs again on a fresh one
+    instead of failing.
     """
 
     def __init__(self, name: CollectionName) -> None:
@@ -215,29 +184,22 @@ class ModelContract:
 
     async def read(self, conn: AsyncConnection) -> ModelRecord | None:
         """The record as the database has it now (also remembered)."""
-        params = {"schema": self.schema, "table": self.table}
-        comment = (await conn.execute(_READ, params)).scalar_one_or_none()
+        comment = await embedding_column(
+            conn, self.schema, self.table, "col_description(c.oid, a.attnum)"
+        )
         self._record = ModelRecord.from_comment(comment)
         self._read_at = time.monotonic()
         return self._record
 
     async def write(self, conn: AsyncConnection, record: ModelRecord) -> None:
         """Record ``record`` in ``conn``'s transaction (it commits with the caller's work)."""
-        await conn.execute(
-            text(
-                f'COMMENT ON COLUMN "{self.schema}"."{self.table}".embedding IS '
-                + _literal(record.to_comment())
-            )
-        )
+        # A COMMENT takes no bound parameter: E'...' with backslashes and quotes doubled
+        # reads the same whatever standard_conforming_strings is (the JSON is ASCII).
+        value = record.to_comment().replace("\\", "\\\\").replace("'", "''")
+        column = f'"{self.schema}"."{self.table}".embedding'
+        await conn.execute(text(f"COMMENT ON COLUMN {column} IS E'{value}'"))
         self._record = record
         self._read_at = time.monotonic()
-
-    async def lock(self, conn: AsyncConnection) -> None:
-        """Serialise the writers of the record until ``conn``'s transaction ends."""
-        await conn.execute(
-            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-            {"key": f"{self.schema}.{self.table}#model"},
-        )
 
     async def record(self, engine: AsyncEngine, *, fresh: bool = False) -> ModelRecord | None:
         """The record, read again when older than :data:`RECHECK_S` (or ``fresh``)."""
@@ -267,7 +229,11 @@ class ModelContract:
         ):
             return
         if record is None and writing:
-            record = await self._claim(engine, actual)
+            # Under the record's lock, so that two first writers agree.
+            before, after = await self._update(
+                engine, lambda r: ModelRecord(actual) if r is None else None
+            )
+            record = after or before
         if record is None:
             if not self._warned:
                 self._warned = True
@@ -281,19 +247,24 @@ class ModelContract:
             self._compare(record, actual, writing=writing)
         self._passed = (record, actual, writing)
 
-    async def _claim(self, engine: AsyncEngine, actual: ModelFingerprint) -> ModelRecord:
-        """Record ``actual`` on a collection without a record (under the record's lock,
-        so that two first writers agree)."""
+    async def _update(
+        self, engine: AsyncEngine, change: Callable[[ModelRecord | None], ModelRecord | None]
+    ) -> tuple[ModelRecord | None, ModelRecord | None]:
+        """``(before, after)``: the record read under a lock that serialises its writers,
+        and ``change(before)``, recorded in the same transaction unless it is None."""
 
-        async def claim(conn: AsyncConnection) -> ModelRecord:
-            await self.lock(conn)
-            record = await self.read(conn)
-            if record is None:
-                record = ModelRecord(actual)
-                await self.write(conn, record)
-            return record
+        async def update(conn: AsyncConnection) -> tuple[ModelRecord | None, ModelRecord | None]:
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                {"key": f"{self.schema}.{self.table}#model"},
+            )
+            before = await self.read(conn)
+            after = change(before)
+            if after is not None:
+                await self.write(conn, after)
+            return before, after
 
-        return await write(engine, f"recording the model of {self.table}", claim)
+        return await write(engine, f"recording the model of {self.table}", update)
 
     async def begin_reembed(
         self, engine: AsyncEngine, target: ModelFingerprint
@@ -307,21 +278,18 @@ class ModelContract:
         first document (it keeps the original ``reembed_from``).
         """
 
-        async def begin(conn: AsyncConnection) -> tuple[ModelRecord | None, bool]:
-            await self.lock(conn)
-            record = await self.read(conn)
+        def begin(record: ModelRecord | None) -> ModelRecord | None:
             if record is not None and record.model.same_model(target):
-                return (record, True) if record.reembedding else (None, False)
+                return None
             if record is None:
                 origin = ModelFingerprint("(not recorded)", target.dimension, ())
             else:
                 origin = record.reembed_from or record.model
-            record = ModelRecord(target, reembed_from=origin, cursor=None)
-            await self.write(conn, record)
-            return record, True
+            return ModelRecord(target, reembed_from=origin, cursor=None)
 
-        record, reembedding = await write(engine, f"recording the model of {self.table}", begin)
-        if reembedding:
+        before, after = await self._update(engine, begin)
+        record = after or (before if before is not None and before.reembedding else None)
+        if record is not None:
             self.reembedding = True
         return record
 
@@ -329,17 +297,14 @@ class ModelContract:
         """Record a re-embed's progress: every document up to ``cursor`` (by id) holds the
         new model's vectors; ``done`` records the pass finished (one model again)."""
 
-        async def advance(conn: AsyncConnection) -> None:
-            await self.lock(conn)
-            record = await self.read(conn)
+        def advance(record: ModelRecord | None) -> ModelRecord | None:
             if record is None or not record.reembedding:
-                return
+                return None
             if done:
-                await self.write(conn, ModelRecord(record.model))
-            else:
-                await self.write(conn, ModelRecord(record.model, record.reembed_from, cursor))
+                return ModelRecord(record.model)
+            return ModelRecord(record.model, record.reembed_from, cursor)
 
-        await write(engine, f"recording the model of {self.table}", advance)
+        await self._update(engine, advance)
 
     def _compare(self, record: ModelRecord, actual: ModelFingerprint, *, writing: bool) -> None:
         finish = f"parrot-parents reindex --model {record.model.name} --collection {self.table}"

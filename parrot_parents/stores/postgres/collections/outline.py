@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Integer, func, select, text
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.postgres.collections.reads import all_rows
 from parrot_parents.stores.postgres.collections.schema import meta_field
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.records.markers import NOT_INDEXED_PREDICATE, PARENT_PREDICATE
@@ -62,11 +63,7 @@ async def document_outline(store: Any, document_id: str) -> list[OutlineEntry]:
         .group_by(path, layer)
         .order_by(text("start"), path, layer)
     )
-
-    async def work(conn: Any) -> list[Any]:
-        return list((await conn.execute(stmt)).all())
-
-    rows = await read(engine, f"read from {store.qualified_name}", work)
+    rows = await read(engine, f"read from {store.qualified_name}", all_rows(stmt))
     return [
         OutlineEntry(r.path, r.layer, int(r.parents), int(r.children), int(r.start or 0), r.ordinal)
         for r in rows
@@ -90,9 +87,5 @@ async def document_text(store: Any, document_id: str) -> str | None:
         raise ConfigurationError(f"document_id must be a non-empty string, got {document_id!r}")
     engine, _ = await store.ready()
     stmt = store.documents.read(document_id)
-
-    async def work(conn: Any) -> Any:
-        return (await conn.execute(stmt)).first()
-
-    row = await read(engine, f"read the documents of {store.qualified_name}", work)
-    return None if row is None else str(row.source_text)
+    rows = await read(engine, f"read the documents of {store.qualified_name}", all_rows(stmt))
+    return str(rows[0].source_text) if rows else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Integer, Table, and_, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -31,34 +31,38 @@ from parrot_parents.stores.records.markers import (
 )
 from parrot_parents.stores.results import DocumentRow, SearchResult
 
-__all__ = ["CollectionReads", "ReadStore"]
-
-
-class ReadStore(Protocol):
-    """What :class:`CollectionReads` reads of its store."""
-
-    name: CollectionName
-    documents: DocumentsTable
-
-    async def ready(self) -> tuple[AsyncEngine, Table]: ...
+__all__ = ["CollectionReads", "all_rows"]
 
 
 def _unique(values: Sequence[Any]) -> list[str]:
     return list(dict.fromkeys(str(v) for v in values))
 
 
-class CollectionReads:
-    """Reads a store's collection."""
+def _rows_of(table: Table) -> Any:
+    """``SELECT id, document, cmetadata``: the rows :meth:`CollectionReads._grouped` groups."""
+    return select(table.c.id, table.c.document, table.c.cmetadata)
 
-    def __init__(self, store: ReadStore) -> None:
-        self._store = store
+
+class CollectionReads:
+    """Reads the collection ``name``, whose documents table is ``documents``; ``ready``
+    gives ``(engine, table)``, connecting first (the store's :meth:`ready`)."""
+
+    def __init__(
+        self,
+        name: CollectionName,
+        documents: DocumentsTable,
+        ready: Callable[[], Awaitable[tuple[AsyncEngine, Table]]],
+    ) -> None:
+        self._name = name
+        self._documents = documents
+        self._ready = ready
 
     async def _rows(self, statement: Any, what: str = "read from") -> list[Any]:
-        engine, _ = await self._store.ready()
-        return await read(engine, f"{what} {self._store.name.qualified}", _all(statement))
+        engine, _ = await self._ready()
+        return await read(engine, f"{what} {self._name.qualified}", all_rows(statement))
 
     async def _table(self) -> Table:
-        return (await self._store.ready())[1]
+        return (await self._ready())[1]
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         ids = _unique(parent_ids)
@@ -66,12 +70,9 @@ class CollectionReads:
             return {}
         table = await self._table()
         parent_key = meta_field(table, "parent_document_id")
-        stmt = (
-            select(table.c.id, table.c.document, table.c.cmetadata)
-            .where(parent_key.in_(ids))
-            .order_by(parent_key, meta_field(table, "start_index").cast(Integer))
-        )
-        return await self._grouped(stmt, "parent_document_id")
+        stmt = _rows_of(table).where(parent_key.in_(ids))
+        order = meta_field(table, "start_index").cast(Integer)
+        return await self._grouped(stmt.order_by(parent_key, order), "parent_document_id")
 
     async def fetch_chunk_ranges(
         self, ranges: Sequence[tuple[str, int, int]]
@@ -84,12 +85,7 @@ class CollectionReads:
         cond = or_(
             *[and_(doc_key == str(d), index.between(int(lo), int(hi))) for d, lo, hi in ranges]
         )
-        stmt = (
-            select(table.c.id, table.c.document, table.c.cmetadata)
-            .where(text(CHILD_PREDICATE))
-            .where(cond)
-            .order_by(doc_key, index)
-        )
+        stmt = _rows_of(table).where(text(CHILD_PREDICATE)).where(cond).order_by(doc_key, index)
         return await self._grouped(stmt, "document_id")
 
     async def _grouped(self, stmt: Any, key: str) -> dict[str, list[SearchResult]]:
@@ -171,26 +167,15 @@ class CollectionReads:
         ids = _unique(document_ids)
         if not ids:
             return {}
-        rows = await self._rows(self._store.documents.states(ids), "read the documents of")
-        return {
-            r.document_id: DocumentState(r.content_sha256, r.policy_version, r.source) for r in rows
-        }
+        rows = await self._rows(self._documents.states(ids), "read the documents of")
+        return {r.document_id: DocumentState(*r[1:]) for r in rows}
 
     async def stale_documents(
         self, policy_versions: Sequence[str], after: str | None, limit: int
     ) -> list[DocumentRecord]:
-        stmt = self._store.documents.stale(policy_versions, after, limit)
-        return [
-            DocumentRecord(
-                document_id=r.document_id,
-                content_sha256=r.content_sha256,
-                policy_version=r.policy_version,
-                source_text=r.source_text,
-                source=r.source,
-                metadata=dict(r.metadata or {}),
-            )
-            for r in await self._rows(stmt, "read the documents of")
-        ]
+        stmt = self._documents.stale(policy_versions, after, limit)
+        rows = await self._rows(stmt, "read the documents of")
+        return [DocumentRecord(**r._mapping) for r in rows]
 
     async def count(self, include_parents: bool) -> int:
         stmt = select(func.count()).select_from(await self._table())
@@ -199,7 +184,7 @@ class CollectionReads:
         return int((await self._rows(stmt, "count"))[0][0])
 
 
-def _all(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:
+def all_rows(statement: Any) -> Callable[[Any], Awaitable[list[Any]]]:
     """A read's work: every row of ``statement``."""
 
     async def work(conn: Any) -> list[Any]:

@@ -104,7 +104,7 @@ def collection_table(
         dimension: embedding length (384 for all-MiniLM-L6-v2).
         schema: PostgreSQL schema, default ``"public"``.
         metadata: SQLAlchemy ``MetaData`` to attach to; a new one by default.
-        hnsw: HNSW build parameters; pgvector defaults when None.
+        hnsw: HNSW build parameters; :class:`HNSWIndex`'s defaults when None.
         text_search_config: configuration of the ``lexical`` column of a new table
             (``english`` by default; ``simple`` for text of unknown language).
 

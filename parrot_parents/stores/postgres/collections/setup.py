@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -18,6 +19,7 @@ __all__ = [
     "check_dimension",
     "create_extension",
     "dimension_mismatch",
+    "embedding_column",
     "stored_dimension",
     "vector_versions",
 ]
@@ -114,15 +116,12 @@ async def vector_versions(conn: AsyncConnection) -> ExtensionVersions | None:
     return None if row is None else ExtensionVersions(catalog=row[0], library=row[1])
 
 
-async def check_dimension(conn: AsyncConnection, schema: str, table: str, expected: int) -> None:
-    """Fail fast when an existing table's ``embedding`` column has another dimension.
-
-    Raises:
-        SchemaMismatchError: no ``embedding`` column, or ``vector(n)`` with ``n != expected``.
-    """
+async def embedding_column(conn: AsyncConnection, schema: str, table: str, what: str) -> Any:
+    """``what`` (SQL over the catalog rows ``c``, the table, and ``a``, its column) of the
+    ``embedding`` column of ``schema.table``; None when there is no such column."""
     row = await conn.execute(
         text(
-            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+            f"SELECT {what} FROM pg_attribute a"
             " JOIN pg_class c ON c.oid = a.attrelid"
             " JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE n.nspname = :schema AND c.relname = :table"
@@ -130,7 +129,16 @@ async def check_dimension(conn: AsyncConnection, schema: str, table: str, expect
         ),
         {"schema": schema, "table": table},
     )
-    found = row.scalar_one_or_none()
+    return row.scalar_one_or_none()
+
+
+async def check_dimension(conn: AsyncConnection, schema: str, table: str, expected: int) -> None:
+    """Fail fast when an existing table's ``embedding`` column has another dimension.
+
+    Raises:
+        SchemaMismatchError: no ``embedding`` column, or ``vector(n)`` with ``n != expected``.
+    """
+    found = await embedding_column(conn, schema, table, "format_type(a.atttypid, a.atttypmod)")
     name = f"{schema}.{table}"
     if found is None:
         raise SchemaMismatchError(
@@ -165,15 +173,5 @@ async def stored_dimension(conn: AsyncConnection, schema: str, table: str) -> in
     Returns:
         ``n``, or None when the table (or its ``embedding`` column, or its typmod) is missing.
     """
-    row = await conn.execute(
-        text(
-            "SELECT a.atttypmod FROM pg_attribute a"
-            " JOIN pg_class c ON c.oid = a.attrelid"
-            " JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = :schema AND c.relname = :table"
-            " AND a.attname = 'embedding' AND NOT a.attisdropped"
-        ),
-        {"schema": schema, "table": table},
-    )
-    typmod = row.scalar_one_or_none()
+    typmod = await embedding_column(conn, schema, table, "a.atttypmod")
     return int(typmod) if typmod is not None and typmod > 0 else None

@@ -15,10 +15,11 @@ into :class:`~parrot_parents.errors.StoreError`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -33,6 +34,8 @@ from parrot_parents.stores.postgres.connections.vector_codec import install as i
 __all__ = [
     "POOL_SIZE",
     "UNAVAILABLE_SQLSTATE_CLASSES",
+    "causes",
+    "connect_args",
     "engine_for_url",
     "is_unavailable",
     "make_engine",
@@ -65,7 +68,7 @@ async def make_engine(dsn: str | None = None, **kwargs: Any) -> AsyncEngine:
     raw = await asyncio.to_thread(resolve_dsn, dsn)
     engine = engine_for_url(to_async_dsn(raw), **kwargs)
     # The embedded server this process holds may have stopped since it was last used.
-    await revive(engine.dialect.create_connect_args(engine.url)[1])
+    await revive(connect_args(engine))
     return engine
 
 
@@ -81,16 +84,28 @@ def engine_for_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
     return engine
 
 
-def sqlstate_of(exc: BaseException) -> str | None:
-    """The SQLSTATE carried by a driver or SQLAlchemy error (or its cause), else None."""
+def connect_args(engine: AsyncEngine) -> dict[str, Any]:
+    """The ``asyncpg.connect`` arguments of ``engine``'s URL, as its dialect reads it."""
+    return dict(engine.dialect.create_connect_args(engine.url)[1])
+
+
+def causes(exc: BaseException, *, context: bool = False) -> Iterator[BaseException]:
+    """``exc`` and what it wraps, each once: SQLAlchemy's ``orig``, else ``__cause__``
+    (with ``context``, else ``__context__`` too)."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
+        yield cur
+        cur = getattr(cur, "orig", None) or cur.__cause__ or (cur.__context__ if context else None)
+
+
+def sqlstate_of(exc: BaseException) -> str | None:
+    """The SQLSTATE carried by a driver or SQLAlchemy error (or its cause), else None."""
+    for cur in causes(exc):
         code = getattr(cur, "sqlstate", None) or getattr(cur, "pgcode", None)
         if isinstance(code, str) and code:
             return code
-        cur = getattr(cur, "orig", None) or cur.__cause__
     return None
 
 
@@ -111,10 +126,6 @@ def is_unavailable(exc: BaseException) -> bool:
     if code is not None:
         return code[:2] in UNAVAILABLE_SQLSTATE_CLASSES
     # Interface errors without a code: the connection dropped under the driver.
-    try:
-        import asyncpg
-    except ImportError:  # pragma: no cover - a hard dependency
-        return False
     # DataError (a bad argument) is an InterfaceError too, but not an outage.
     return any(
         isinstance(x, asyncpg.InterfaceError) and not isinstance(x, asyncpg.DataError)
@@ -143,13 +154,26 @@ def _driver_message(exc: BaseException) -> str:
     return ""
 
 
-#: What an outage's SQLSTATE means, in words (PostgreSQL's appendix A, class 57).
+#: Driver errors that mean the connection was cut while a statement ran.
+_CUT = frozenset({"ConnectionDoesNotExistError", "ConnectionDropped", "ConnectionResetError"})
+
+#: What an outage means, in words: by SQLSTATE (PostgreSQL's appendix A, class 57), else by
+#: the driver error's class.
 _OUTAGES = {
     "57P01": "the server is shutting down, or an administrator ended this connection",
     "57P02": "a server process crashed, and the server is restarting all of them",
     "57P03": "the server is starting up or recovering from a crash",
     "57P04": "the database was dropped",
     "57P05": "the server closed an idle session",
+    **dict.fromkeys(
+        _CUT,
+        "the connection was cut while a statement ran: its server process crashed or "
+        "was terminated (the server log says which)",
+    ),
+    **dict.fromkeys(
+        ("ConnectionRefusedError", "FileNotFoundError"),
+        "the server is not running or not reachable",
+    ),
 }
 
 _OUTAGE_HINTS = {
@@ -157,9 +181,6 @@ _OUTAGE_HINTS = {
     "the restart, so retry now",
     "57P03": "the server replays its log after a crash, usually within seconds; retry",
 }
-
-#: Driver errors that mean the connection was cut while a statement ran.
-_CUT = frozenset({"ConnectionDoesNotExistError", "ConnectionDropped", "ConnectionResetError"})
 
 
 def _root_class(exc: BaseException) -> str:
@@ -170,40 +191,18 @@ def _root_class(exc: BaseException) -> str:
 
 def _root_message(exc: BaseException) -> str:
     """The first line of the driver's own message, for errors that carry no SQLSTATE."""
-    cur: BaseException | None = exc
-    seen: set[int] = set()
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in causes(exc):
         if not isinstance(cur, SQLAlchemyError) and cur.args and isinstance(cur.args[0], str):
             return cur.args[0].splitlines()[0][:300] if cur.args[0] else ""
-        cur = getattr(cur, "orig", None) or cur.__cause__
     return ""
-
-
-def _outage(code: str | None, kind: str) -> str:
-    """The outage of SQLSTATE ``code`` or driver error class ``kind``, in words."""
-    if code in _OUTAGES:
-        return _OUTAGES[code]
-    if kind in _CUT:
-        return (
-            "the connection was cut while a statement ran: its server process crashed or "
-            "was terminated (the server log says which)"
-        )
-    if kind in {"ConnectionRefusedError", "FileNotFoundError"}:
-        return "the server is not running or not reachable"
-    return "the server could not be reached"
 
 
 def _unencodable(exc: BaseException) -> str | None:
     """The escaped character that made the driver fail to encode a parameter as UTF-8
     (a ``UnicodeEncodeError`` in ``exc``'s chain), else None."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in causes(exc, context=True):
         if isinstance(cur, UnicodeEncodeError):
             return ascii(cur.object[cur.start : cur.end])
-        cur = getattr(cur, "orig", None) or cur.__cause__ or cur.__context__
     return None
 
 
@@ -212,17 +211,6 @@ def _escape(message: str) -> str:
     carried into the driver's words) written as a ``\\udxxx`` escape: an error message
     must print and serialise everywhere."""
     return message.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-#: Refusals whose server message does not say what to do: their meaning and the fix.
-_NAMED = {
-    "40P01": (
-        "a deadlock with a concurrent transaction, most likely a schema change running at "
-        "the same time (a collection being dropped or created, a migration, a reindex); "
-        "the server rolled this statement back",
-        "retry; if the collection was dropped, it no longer exists",
-    ),
-}
 
 
 #: SQLSTATE of a relation that does not exist: a collection's table (or one of its own
@@ -248,6 +236,7 @@ def store_error(exc: BaseException, action: str) -> StoreError:
             "pool_size or pool_timeout, or return connections sooner",
         )
     code = sqlstate_of(exc)
+    suffix = f" (SQLSTATE {code})" if code else ""
     if is_unavailable(exc):
         kind = _root_class(exc)
         # Only an error the server sent carries its words: a cut connection has a SQLSTATE
@@ -256,10 +245,9 @@ def store_error(exc: BaseException, action: str) -> StoreError:
         said = _escape(_driver_message(exc) if from_server else _root_message(exc))
         who = "the server" if from_server else "the driver"
         quote = f'; {who} said: "{said}"' if said else ""
-        suffix = f" (SQLSTATE {code})" if code else ""
+        meaning = _OUTAGES.get(code or "") or _OUTAGES.get(kind, "the server could not be reached")
         return StoreError(
-            f"{action} failed: the database is unavailable ({kind}): "
-            f"{_outage(code, kind)}{quote}{suffix}",
+            f"{action} failed: the database is unavailable ({kind}): {meaning}{quote}{suffix}",
             hint=_OUTAGE_HINTS.get(code or "", "check that the server is running; retry later"),
             sqlstate=code,
             unavailable=True,
@@ -275,7 +263,6 @@ def store_error(exc: BaseException, action: str) -> StoreError:
             sqlstate=code,
         )
     detail = _escape(_driver_message(exc))
-    suffix = f" (SQLSTATE {code})" if code else ""
     text = f": {detail}" if detail else f": {type(exc).__name__}"
     if code == _UNDEFINED_TABLE:
         return CollectionNotFoundError(
@@ -285,9 +272,15 @@ def store_error(exc: BaseException, action: str) -> StoreError:
             "(`parrot-parents collections` lists them)",
             sqlstate=code,
         )
-    if code in _NAMED:
-        meaning, hint = _NAMED[code]
-        return StoreError(f"{action} failed: {meaning}{suffix}", hint=hint, sqlstate=code)
+    if code == "40P01":
+        # The server's message does not say what a deadlock means here, nor what to do.
+        return StoreError(
+            f"{action} failed: a deadlock with a concurrent transaction, most likely a "
+            "schema change running at the same time (a collection being dropped or created, "
+            f"a migration, a reindex); the server rolled this statement back{suffix}",
+            hint="retry; if the collection was dropped, it no longer exists",
+            sqlstate=code,
+        )
     return StoreError(f"{action} failed{text}{suffix}", sqlstate=code)
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Generic, TypeVar
 
 from parrot_parents.sync import is_package_loop
 
@@ -49,12 +49,10 @@ class PerLoop(Generic[T]):
                 value = self._values[loop] = self._make()
             return value
 
-    def put(self, loop: asyncio.AbstractEventLoop, value: T) -> T | None:
-        """Make ``value`` the value of ``loop``; returns the value it had, if any."""
+    def put(self, loop: asyncio.AbstractEventLoop, value: T) -> None:
+        """Make ``value`` the value of ``loop``."""
         with self._lock:
-            old = self._values.get(loop)
             self._values[loop] = value
-            return old
 
     def take_all(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
         """Every ``(loop, value)``, forgotten here (for :func:`release_all`)."""
@@ -66,7 +64,7 @@ class PerLoop(Generic[T]):
 
 async def release_all(
     items: Iterable[tuple[asyncio.AbstractEventLoop | None, T]],
-    release: Callable[[T], Awaitable[None]],
+    release: Callable[[T], Coroutine[Any, Any, None]],
 ) -> None:
     """``release(value)`` for each item, on the item's loop (see the module docstring).
 
@@ -79,10 +77,6 @@ async def release_all(
         elif loop is None or loop.is_closed():
             continue
         elif is_package_loop(loop):
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_run(release, value), loop))
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(release(value), loop))
         else:
-            asyncio.run_coroutine_threadsafe(_run(release, value), loop)
-
-
-async def _run(release: Callable[[T], Awaitable[None]], value: T) -> None:
-    await release(value)
+            asyncio.run_coroutine_threadsafe(release(value), loop)

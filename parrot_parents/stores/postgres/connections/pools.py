@@ -1,10 +1,8 @@
 """A store's connections: the engine (writes, DDL) and the read pool (searches) of each
-event loop it is used from, opened on first use there, and the statements compiled for them.
+event loop it is used from (:mod:`~parrot_parents.stores.postgres.connections.per_loop`),
+opened on first use there, and the statements compiled for them.
 
-A store is used from the caller's loop (``await``), the package's loop thread behind the
-``*_sync`` twins (:mod:`parrot_parents.sync`) and each ``asyncio.run``; a pool belongs to the
-loop that opens it. The pools of the loop that connected the store are its "home"; every
-other loop gets its own pair (:mod:`parrot_parents.stores.postgres.connections.per_loop`): a
+The pools of the loop that connected the store are its "home"; every other loop gets a
 private engine of the home engine's URL and a read pool. A shared engine (one the caller
 made) serves the home loop only and is never disposed of here.
 """
@@ -14,14 +12,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.errors import StoreError
-from parrot_parents.stores.postgres.connections.engine import engine_for_url, make_engine
+from parrot_parents.stores.postgres.connections.engine import (
+    connect_args,
+    engine_for_url,
+    make_engine,
+)
 from parrot_parents.stores.postgres.connections.per_loop import PerLoop, release_all, running_loop
 from parrot_parents.stores.postgres.connections.prepared import Prepared
 from parrot_parents.stores.postgres.connections.read_pool import ReadPool
@@ -42,7 +45,6 @@ class Pools(NamedTuple):
 
     engine: AsyncEngine
     reads: ReadPool
-    owns_engine: bool
 
 
 def start_up_settings(opts: HNSWQueryOptions) -> dict[str, str]:
@@ -56,32 +58,20 @@ def start_up_settings(opts: HNSWQueryOptions) -> dict[str, str]:
     }
 
 
-class Statements:
-    """Statements compiled once by their shape, remembered (at most 256)."""
+class Statements(dict[tuple[Any, ...], Prepared]):
+    """Statements compiled once by their shape, by key (at most 256 remembered)."""
 
     LIMIT = 256
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[Any, ...], Prepared] = {}
-
-    def __len__(self) -> int:
-        return len(self._known)
-
-    def get(self, key: tuple[Any, ...]) -> Prepared | None:
-        return self._known.get(key)
 
     def compiled(self, key: tuple[Any, ...], statement: Any, dialect: Dialect) -> Prepared:
         """``statement`` compiled for ``dialect``, remembered under ``key``."""
         return self.remember(key, Prepared.compile(statement, dialect))
 
     def remember(self, key: tuple[Any, ...], prepared: Prepared) -> Prepared:
-        if len(self._known) >= self.LIMIT:
-            self._known.clear()
-        self._known[key] = prepared
+        if len(self) >= self.LIMIT:
+            self.clear()
+        self[key] = prepared
         return prepared
-
-    def clear(self) -> None:
-        self._known.clear()
 
 
 class Connections:
@@ -128,7 +118,7 @@ class Connections:
             raise StoreError(_NOT_CONNECTED, hint="await store.connect() first")
         loop = running_loop()
         if loop is None or loop is self._home:
-            return Pools(engine, reads, engine is not self.shared)
+            return Pools(engine, reads)
         return self._elsewhere.get(loop)
 
     def _new_pools(self) -> Pools:
@@ -137,36 +127,36 @@ class Connections:
         if home is None:
             raise StoreError(_NOT_CONNECTED, hint="await store.connect() first")
         engine = engine_for_url(home.url, **self.engine_kwargs)
-        return Pools(engine, ReadPool(self._connect_kwargs(engine), self._settings()), True)
+        return Pools(engine, self._read_pool(engine))
 
-    def _connect_kwargs(self, engine: AsyncEngine) -> dict[str, Any]:
-        """``asyncpg.connect`` arguments for a read pool: the engine's URL, as its dialect
-        reads it, and the ``connect_args`` given in ``engine_kwargs``."""
+    def _read_pool(self, engine: AsyncEngine) -> ReadPool:
+        """A read pool of the ``asyncpg.connect`` arguments of ``engine``'s URL and of the
+        ``connect_args`` given in ``engine_kwargs``."""
         import asyncpg
 
-        _, from_url = engine.dialect.create_connect_args(engine.url)
         known = inspect.signature(asyncpg.connect).parameters
-        merged = {**from_url, **dict(self.engine_kwargs.get("connect_args") or {})}
-        return {k: v for k, v in merged.items() if k in known}
+        merged = {**connect_args(engine), **dict(self.engine_kwargs.get("connect_args") or {})}
+        return ReadPool({k: v for k, v in merged.items() if k in known}, self._settings())
 
-    async def new_engine(self) -> AsyncEngine:
-        """The engine to connect with: the shared one, else a new one of ``dsn``."""
-        return self.shared or await make_engine(self.dsn, **self.engine_kwargs)
-
-    async def discard(self, engine: AsyncEngine) -> None:
-        """Dispose of an engine from :meth:`new_engine` that failed to connect."""
-        if engine is not self.shared:
-            await engine.dispose()
-
-    def adopt(self, engine: AsyncEngine, loop: asyncio.AbstractEventLoop) -> None:
-        """Make ``engine`` and a new read pool of it the pools of ``loop``: the home ones
-        when no loop has connected, else that loop's (another connected meanwhile)."""
-        reads = ReadPool(self._connect_kwargs(engine), self._settings())
+    @asynccontextmanager
+    async def opening(self, loop: asyncio.AbstractEventLoop) -> AsyncIterator[AsyncEngine]:
+        """The engine to connect with (the shared one, else a new one of ``dsn``), which
+        with a new read pool of it become the pools of ``loop`` when the block succeeds:
+        the home ones when no loop has connected, else that loop's (another connected
+        meanwhile). When the block fails, an engine made here is disposed of."""
+        engine = self.shared or await make_engine(self.dsn, **self.engine_kwargs)
+        try:
+            yield engine
+        except BaseException:
+            if engine is not self.shared:
+                await engine.dispose()
+            raise
+        reads = self._read_pool(engine)
         with self._lock:
             if self.home_engine is None:
                 self.home_reads, self.home_engine, self._home = reads, engine, loop
                 return
-        self._elsewhere.put(loop, Pools(engine, reads, engine is not self.shared))
+        self._elsewhere.put(loop, Pools(engine, reads))
 
     async def close(self) -> None:
         """Close the pools of every loop, each on its own loop (see
@@ -178,12 +168,18 @@ class Connections:
             home, self._home = self._home, None
         items: list[tuple[asyncio.AbstractEventLoop | None, Pools]] = []
         if engine is not None and reads is not None:
-            items.append((home, Pools(engine, reads, engine is not self.shared)))
+            items.append((home, Pools(engine, reads)))
         items.extend(self._elsewhere.take_all())
         self.statements.clear()
         if items:
             # One shielded step: a cancelled close still closes every pool.
-            await asyncio.shield(release_all(items, _release))
+            await asyncio.shield(release_all(items, self._release))
+
+    async def _release(self, pools: Pools) -> None:
+        """Close one loop's pools, on that loop (the engine only when the store made it)."""
+        await pools.reads.close()
+        if pools.engine is not self.shared:
+            await pools.engine.dispose()
 
 
 async def through_catalog_change(
@@ -217,10 +213,3 @@ async def through_catalog_change(
             "shared with the store keeps its own connections, dispose of it too",
             sqlstate=exc.sqlstate,
         ) from exc
-
-
-async def _release(pools: Pools) -> None:
-    """Close one loop's pools, on that loop (the engine only when the store made it)."""
-    await pools.reads.close()
-    if pools.owns_engine:
-        await pools.engine.dispose()

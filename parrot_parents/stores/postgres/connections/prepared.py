@@ -34,9 +34,8 @@ __all__ = [
     "is_runtime",
 ]
 
-#: The most rows an exact attempt reads (:mod:`~parrot_parents.stores.postgres.search.kept`): bound
-# at
-#: each run, as the threshold follows the collection's size.
+#: The most rows an exact attempt reads (:mod:`~parrot_parents.stores.postgres.search.kept`):
+#: bound at each run, as the threshold follows the collection's size.
 KEPT_LIMIT = "kept_limit"
 #: The share of the table's blocks a sampled estimate reads, in percent
 #: (:func:`~parrot_parents.stores.postgres.search.filter_plan.sample_statement`).

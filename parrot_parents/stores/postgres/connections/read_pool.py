@@ -21,7 +21,11 @@ import asyncpg
 
 from parrot_parents.stores.postgres.connections.engine import store_errors
 from parrot_parents.stores.postgres.connections.prepared import ConnectionDropped, Prepared
-from parrot_parents.stores.postgres.connections.reads import Settings, through_outages
+from parrot_parents.stores.postgres.connections.reads import (
+    Settings,
+    set_config_sql,
+    through_outages,
+)
 from parrot_parents.stores.postgres.connections.vector_codec import register_vector_codec
 
 __all__ = ["READ_POOL_SIZE", "ReadConnection", "ReadPool"]
@@ -42,10 +46,6 @@ class ReadConnection(asyncpg.Connection):
         #: The settings the session has, by name; None after an interrupted change.
         self._session: dict[str, str | None] | None = {}
 
-    def started_with(self, settings: Mapping[str, str]) -> None:
-        """Record the settings the session started with (its ``server_settings``)."""
-        self._session = dict(settings)
-
     async def fetch_with(
         self, sql: str, args: Sequence[Any], settings: Settings
     ) -> list[asyncpg.Record]:
@@ -56,46 +56,20 @@ class ReadConnection(asyncpg.Connection):
             ConnectionDropped: the connection was closed under it (asyncpg then detaches
                 the pool's proxy, so only the connection itself can tell).
         """
+        wanted = dict(settings)
+        session = self._session
         try:
-            return await self._fetch_with(sql, args, settings)
+            if wanted and (session is None or any(session.get(k) != v for k, v in wanted.items())):
+                # Unknown until the server has answered: a cancelled change is sent again.
+                self._session = None
+                change, values = set_config_sql(settings, local=False)
+                await self.execute(change, *values)
+                self._session = {**(session or {}), **wanted}
+            return await self.fetch(sql, *args)
         except Exception as exc:
             if self.is_closed():
                 raise ConnectionDropped(f"connection closed: {type(exc).__name__}") from exc
             raise
-
-    async def _fetch_with(
-        self, sql: str, args: Sequence[Any], settings: Settings
-    ) -> list[asyncpg.Record]:
-        wanted = dict(settings)
-        session = self._session
-        if wanted and (session is None or any(session.get(k) != v for k, v in wanted.items())):
-            # Unknown until the server has answered: a cancelled change is sent again.
-            self._session = None
-            calls, values = [], []
-            for name, value in wanted.items():
-                values.append(name)
-                n = len(values)
-                if value is None:
-                    reset = f"(SELECT reset_val FROM pg_settings WHERE name = ${n})"
-                    calls.append(f"set_config(${n}, {reset}, false)")
-                else:
-                    values.append(value)
-                    calls.append(f"set_config(${n}, ${n + 1}, false)")
-            await self.execute(f"SELECT {', '.join(calls)}", *values)
-            self._session = {**(session or {}), **wanted}
-        return await self.fetch(sql, *args)
-
-
-async def _codecs(conn: asyncpg.Connection) -> None:
-    await register_vector_codec(conn)
-    for name in ("json", "jsonb"):
-        await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
-
-
-def _read_connection(proxy: Any) -> ReadConnection:
-    """The pool's proxy as the :class:`ReadConnection` it stands for: it forwards every
-    attribute to it (asyncpg's ``PoolConnectionProxy``), and is invalid after release."""
-    return cast(ReadConnection, proxy)
 
 
 async def _reset(conn: asyncpg.Connection) -> None:
@@ -113,21 +87,16 @@ class ReadPool:
             password, database, ssl...), as SQLAlchemy's asyncpg dialect derives them from
             the engine's URL.
         server_settings: the sessions' start-up settings (GUC name -> value).
-        size: connections kept at most, default :data:`READ_POOL_SIZE`.
     """
 
     def __init__(
-        self,
-        connect_kwargs: Mapping[str, Any],
-        server_settings: Mapping[str, str],
-        size: int = READ_POOL_SIZE,
+        self, connect_kwargs: Mapping[str, Any], server_settings: Mapping[str, str]
     ) -> None:
         self._connect_kwargs = dict(connect_kwargs)
         self._server_settings = {
             **dict(self._connect_kwargs.pop("server_settings", None) or {}),
             **server_settings,
         }
-        self.size = size
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._loggers: list[Callable[[Any], None]] = []
         #: Connections opened so far (each a server process and its start-up round trips).
@@ -137,8 +106,12 @@ class ReadPool:
         # asyncpg hands ``init`` the connection itself, of the pool's connection_class.
         assert isinstance(conn, ReadConnection)
         self.opened += 1
-        await _codecs(conn)
-        conn.started_with(self._server_settings)
+        await register_vector_codec(conn)
+        for name in ("json", "jsonb"):
+            await conn.set_type_codec(
+                name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+            )
+        conn._session = dict(self._server_settings)  # what the session starts with
         for logger in self._loggers:
             conn.add_query_logger(logger)
 
@@ -154,7 +127,7 @@ class ReadPool:
         if self._pool is None:
             self._pool = await asyncpg.create_pool(
                 min_size=0,
-                max_size=self.size,
+                max_size=READ_POOL_SIZE,
                 init=self._init,
                 reset=_reset,
                 connection_class=ReadConnection,
@@ -170,13 +143,9 @@ class ReadPool:
         params: Mapping[str, Any],
         settings: Settings = (),
     ) -> Sequence[Any]:
-        """The rows of ``prepared`` for ``params`` (one round trip; see the module), as
-        asyncpg ``Record``s: read by column name like mappings.
-
-        Args:
-            action: what is being done, for the error message ("search in public.docs").
-            prepared: the statement; params: its runtime values by name.
-            settings: session settings it needs, ``((name, value), ...)``.
+        """The rows of ``prepared`` for its runtime ``params`` (one round trip; see the
+        module), as asyncpg ``Record``s: read by column name like mappings. ``action``
+        names what is done in an error's message ("search in public.docs").
 
         Raises:
             StoreError: the database failed or is unavailable (no SQL in the message).
@@ -204,7 +173,8 @@ class ReadPool:
                 pool = await self._open()
                 try:
                     async with pool.acquire() as proxy:
-                        return await work(_read_connection(proxy))
+                        # asyncpg's proxy forwards every attribute to the ReadConnection.
+                        return await work(cast(ReadConnection, proxy))
                 except ConnectionDropped:
                     # A restart closes every connection of the pool, not just this one.
                     await pool.expire_connections()
@@ -213,11 +183,10 @@ class ReadPool:
         return await through_outages(attempt, self._server_ready, lambda: self._connect_kwargs)
 
     async def _server_ready(self) -> bool | None:
-        """Whether a new session can run a statement now (a probe after a cut
-        connection; see :func:`~parrot_parents.stores.postgres.connections.reads.through_outages`);
-        None when
-        nothing listens (the server is down, not restarting: a restarting one keeps its
-        socket and answers that it cannot take sessions yet)."""
+        """Whether a new session can run a statement now (a probe after a cut connection,
+        :func:`~parrot_parents.stores.postgres.connections.reads.through_outages`); None
+        when nothing listens (the server is down, not restarting: a restarting one keeps
+        its socket and answers that it cannot take sessions yet)."""
         try:
             conn = await asyncpg.connect(**{"timeout": 5, **self._connect_kwargs})
         except (ConnectionRefusedError, FileNotFoundError):

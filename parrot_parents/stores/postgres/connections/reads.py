@@ -1,12 +1,9 @@
 """How the store reads and writes through its SQLAlchemy engine, with one error mapping and
-one retry policy for every path (the read pool uses the same policy).
+one retry policy for every path (:func:`through_outages`; the read pool uses it too).
 
 A read runs in autocommit (one round trip); one that needs settings sets them with
 ``set_config(..., true)`` in its transaction, so a shared engine's connections go back as
-they came. A connection found dead is retried once on a fresh one (reads are idempotent);
-a recovering server (SQLSTATE 57P02, 57P03) is waited for up to :data:`RECOVERY_WAIT_S`
-seconds; the embedded server found down is started again
-(:mod:`~parrot_parents.embedded.revival`), a server given by DSN only reported down.
+they came.
 """
 
 from __future__ import annotations
@@ -17,24 +14,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import asyncpg
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.embedded.revival import revive
 from parrot_parents.errors import StoreError
-from parrot_parents.stores.postgres.connections.engine import store_errors
+from parrot_parents.stores.postgres.connections.engine import causes, connect_args, store_errors
 from parrot_parents.stores.postgres.connections.prepared import ConnectionDropped
 from parrot_parents.stores.postgres.connections.vector_codec import ensure_codec
 
 __all__ = [
     "RECOVERY_WAIT_S",
     "Settings",
-    "is_recovering",
-    "nothing_listens",
     "read",
+    "set_config_sql",
     "through_outages",
-    "was_disconnect",
     "write",
 ]
 
@@ -60,43 +54,26 @@ _CLOSED_AT_START: tuple[type[BaseException], ...] = (
     ConnectionResetError,
 )
 
-#: SQLSTATEs of a server that will be back by itself shortly.
+#: SQLSTATEs of a server that will be back by itself shortly: restarting after a crash,
+#: recovering.
 _RECOVERING = frozenset({"57P02", "57P03"})
 
 
 def was_disconnect(exc: BaseException) -> bool:
     """True when ``exc`` (or what it wraps) is SQLAlchemy's "connection invalidated", the
-    read pool's :class:`~parrot_parents.stores.postgres.connections.prepared.ConnectionDropped`, or
-    a connection
-    the server closed as it opened (:data:`_CLOSED_AT_START`)."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, (ConnectionDropped, *_CLOSED_AT_START)):
-            return True
-        if isinstance(cur, DBAPIError) and cur.connection_invalidated:
-            return True
-        cur = cur.__cause__
-    return False
+    read pool's :class:`~parrot_parents.stores.postgres.connections.prepared.ConnectionDropped`,
+    or a connection the server closed as it opened (:data:`_CLOSED_AT_START`)."""
+    return any(
+        isinstance(cur, (ConnectionDropped, *_CLOSED_AT_START))
+        or (isinstance(cur, DBAPIError) and cur.connection_invalidated)
+        for cur in causes(exc)
+    )
 
 
 def nothing_listens(exc: BaseException) -> bool:
     """True when ``exc`` (or what it wraps) is a refused connection or a missing socket
     file: no server runs there, as opposed to one that ended a session."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, (ConnectionRefusedError, FileNotFoundError)):
-            return True
-        cur = getattr(cur, "orig", None) or cur.__cause__
-    return False
-
-
-def is_recovering(exc: BaseException) -> bool:
-    """True when ``exc`` says the server is restarting after a crash or recovering."""
-    return isinstance(exc, StoreError) and exc.sqlstate in _RECOVERING
+    return any(isinstance(cur, ConnectionRefusedError | FileNotFoundError) for cur in causes(exc))
 
 
 async def through_outages(
@@ -105,12 +82,14 @@ async def through_outages(
     target: Callable[[], Mapping[str, Any]] | None = None,
 ) -> T:
     """``attempt()``, run once more at once when its pooled connection was dead, and again
-    with backoff (0.05 s doubling to 1 s) while the server says it is recovering, for at
-    most :data:`RECOVERY_WAIT_S` seconds; then the last error is raised.
+    with backoff (0.05 s doubling to 1 s) while the server says it is recovering (SQLSTATE
+    57P02, 57P03), for at most :data:`RECOVERY_WAIT_S` seconds; then the last error is
+    raised.
 
     When nothing listens at ``target()`` (``asyncpg.connect`` arguments) and it is the
     embedded server this process uses, the server is started again and ``attempt()`` runs
-    once more (:func:`~parrot_parents.embedded.revival.revive`).
+    once more (:func:`~parrot_parents.embedded.revival.revive`); a server given by DSN is
+    only reported down.
 
     A statement whose connection is cut is sent at most :data:`_CUT_RETRIES` more times:
     it may be the one that crashes the server. Only the server's own "recovering" answers
@@ -141,7 +120,7 @@ async def through_outages(
                     await _wait_ready(ready)
                 cuts += 1
                 continue
-            if not is_recovering(exc):
+            if exc.sqlstate not in _RECOVERING:
                 raise
             now = time.monotonic()
             deadline = deadline if deadline is not None else now + RECOVERY_WAIT_S
@@ -165,19 +144,20 @@ async def _wait_ready(ready: Callable[[], Awaitable[bool | None]] | None) -> Non
         delay = min(delay * 2, 1.0)
 
 
-async def _set_local(conn: AsyncConnection, settings: Settings) -> None:
-    """Set ``settings`` for the current transaction only (``set_config(..., true)``)."""
-    calls, params = [], {}
-    for i, (name, value) in enumerate(settings):
-        params[f"n{i}"] = name
+def set_config_sql(settings: Settings, *, local: bool) -> tuple[str, list[str]]:
+    """One ``SELECT set_config($1, $2, local), ...`` of ``settings`` (a value of None: the
+    setting's ``reset_val``), and its positional arguments."""
+    calls, values = [], []
+    for name, value in settings:
+        values.append(name)
+        n = len(values)
         if value is None:
-            calls.append(
-                f"set_config(:n{i}, (SELECT reset_val FROM pg_settings WHERE name = :n{i}), true)"
-            )
+            new = f"(SELECT reset_val FROM pg_settings WHERE name = ${n})"
         else:
-            params[f"v{i}"] = value
-            calls.append(f"set_config(:n{i}, :v{i}, true)")
-    await conn.execute(text(f"SELECT {', '.join(calls)}"), params)
+            values.append(value)
+            new = f"${n + 1}"
+        calls.append(f"set_config(${n}, {new}, {str(local).lower()})")
+    return f"SELECT {', '.join(calls)}", values
 
 
 async def read(
@@ -191,7 +171,6 @@ async def read(
     :func:`through_outages` says.
 
     Args:
-        engine: the store's engine (possibly shared with the caller).
         action: what is being done, for the error message ("search in public.docs").
         work: the statements; it must only read.
         settings: session settings it needs (``hnsw.ef_search`` ...), for this read only.
@@ -207,16 +186,11 @@ async def read(
                 conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
                 return await work(conn)
             async with conn.begin():
-                await _set_local(conn, settings)
+                sql, values = set_config_sql(settings, local=True)
+                await conn.exec_driver_sql(sql, tuple(values))
                 return await work(conn)
 
-    return await through_outages(attempt, target=lambda: _target(engine))
-
-
-def _target(engine: AsyncEngine) -> dict[str, Any]:
-    """The ``asyncpg.connect`` arguments of ``engine``'s URL, as its dialect reads it."""
-    _, kwargs = engine.dialect.create_connect_args(engine.url)
-    return dict(kwargs)
+    return await through_outages(attempt, target=lambda: connect_args(engine))
 
 
 async def write(
@@ -250,7 +224,7 @@ async def write(
     tries, delay = 0, 0.05
     while True:
         try:
-            return await through_outages(attempt, target=lambda: _target(engine))
+            return await through_outages(attempt, target=lambda: connect_args(engine))
         except StoreError as exc:
             conflict = exc.sqlstate in _LOCK_CONFLICTS
             if not retry_lock_conflicts or not conflict or tries >= _LOCK_RETRIES:

@@ -22,7 +22,6 @@ __all__ = [
     "QueryVector",
     "encode_vector",
     "ensure_codec",
-    "ensure_driver_codec",
     "install",
     "register_vector_codec",
 ]
@@ -38,7 +37,6 @@ _decode = getattr(Vector, "_from_db_binary", None) or Vector.from_binary
 
 #: Key in a pooled connection's ``info``: True once the codec is registered on it.
 CODEC_KEY = "parrot_parents.vector_codec"
-_INSTALLED = "parrot_parents.vector_codec_installed"
 
 
 def encode_vector(value: Any) -> bytes:
@@ -74,35 +72,29 @@ async def register_vector_codec(driver_connection: Any) -> bool:
     return True
 
 
+def _on_connect(dbapi_connection: Any, record: Any) -> None:
+    record.info[CODEC_KEY] = dbapi_connection.run_async(register_vector_codec)
+
+
 def install(engine: AsyncEngine) -> None:
     """Register the codec on every connection ``engine`` opens from now on (idempotent)."""
     sync_engine = engine.sync_engine
-    if sync_engine.dialect.driver != "asyncpg" or getattr(sync_engine, _INSTALLED, False):
-        return
-
-    def on_connect(dbapi_connection: Any, record: Any) -> None:
-        record.info[CODEC_KEY] = dbapi_connection.run_async(register_vector_codec)
-
-    event.listen(sync_engine, "connect", on_connect)
-    setattr(sync_engine, _INSTALLED, True)
+    if sync_engine.dialect.driver == "asyncpg" and not event.contains(
+        sync_engine, "connect", _on_connect
+    ):
+        event.listen(sync_engine, "connect", _on_connect)
 
 
 async def ensure_codec(conn: AsyncConnection) -> None:
     """Register the codec on ``conn``'s connection unless it already has it."""
     if not conn.info.get(CODEC_KEY):
         raw = await conn.get_raw_connection()
-        await ensure_driver_codec(raw.driver_connection, conn.info)
-
-
-async def ensure_driver_codec(driver_connection: Any, info: dict[Any, Any]) -> None:
-    """Register the codec on an asyncpg connection unless ``info`` (its pooled
-    connection's) says it has it already."""
-    if not info.get(CODEC_KEY):
-        info[CODEC_KEY] = await register_vector_codec(driver_connection)
+        conn.info[CODEC_KEY] = await register_vector_codec(raw.driver_connection)
 
 
 class QueryVector(UserDefinedType[Any]):
-    """A vector bound in pgvector's binary format (needs :func:`ensure_codec`)."""
+    """A vector bound in pgvector's binary format (needs :func:`ensure_codec`): an ndarray,
+    a list or a ``Vector`` goes to the codec as it is, never formatted as text."""
 
     cache_ok = True
     render_bind_cast = True
@@ -113,10 +105,3 @@ class QueryVector(UserDefinedType[Any]):
 
     def get_col_spec(self, **kw: Any) -> str:
         return "VECTOR" if self.dim is None else f"VECTOR({int(self.dim)})"
-
-    def bind_processor(self, dialect: Any) -> Any:
-        def process(value: Any) -> Any:
-            # ndarray, list or Vector: the codec encodes it, nothing is formatted as text.
-            return value
-
-        return process

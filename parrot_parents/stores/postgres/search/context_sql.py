@@ -9,9 +9,9 @@ hits already in hand starts from their ids (:func:`seeded_statement`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from sqlalchemy import (
@@ -54,6 +54,8 @@ __all__ = [
     "seeded_statement",
     "split_rows",
 ]
+
+T = TypeVar("T")
 
 #: Columns of ``hits`` (the ranked statement must provide them, in any order).
 HIT_COLUMNS = (
@@ -182,12 +184,7 @@ def search_with_context(
         hits.c.id,
         hits.c.document,
         hits.c.cmetadata,
-        hits.c.distance,
-        hits.c.dense_rank,
-        hits.c.lexical_rank,
-        hits.c.lexical_score,
-        hits.c.fused_score,
-        hits.c.lexical_expansion,
+        *(hits.c[name] for name in RANK_TYPES),
     )
     parts: list[Select[Any]] = [first, _rows("t", targets)]
     if capped is not None:
@@ -226,31 +223,23 @@ class Split:
 
 
 def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
-    distance = None if r["distance"] is None else float(r["distance"])
+    distance = _opt(float, r["distance"])
     return SearchResult(
         id=r["id"],
         content=r["document"],
         metadata=dict(r["cmetadata"] or {}),
         score=None if distance is None else 1.0 - distance,
         distance=distance,
-        dense_rank=int(r["ord"]) if mode_dense else _int(r["dense_rank"]),
-        lexical_rank=None if mode_dense else _int(r["lexical_rank"]),
-        lexical_score=None if mode_dense else _float(r["lexical_score"]),
-        fused_score=None if mode_dense else _float(r["fused_score"]),
-        lexical_expansion=_terms(r["lexical_expansion"]),
+        dense_rank=int(r["ord"]) if mode_dense else _opt(int, r["dense_rank"]),
+        lexical_rank=None if mode_dense else _opt(int, r["lexical_rank"]),
+        lexical_score=None if mode_dense else _opt(float, r["lexical_score"]),
+        fused_score=None if mode_dense else _opt(float, r["fused_score"]),
+        lexical_expansion=_opt(tuple, r["lexical_expansion"]),
     )
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _terms(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value)
+def _opt(convert: Callable[[Any], T], value: Any) -> T | None:
+    return None if value is None else convert(value)
 
 
 def _plain(r: Mapping[str, Any]) -> SearchResult:

@@ -17,7 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -40,7 +40,6 @@ __all__ = [
     "build_memory_kb",
     "copy_rows",
     "maintenance_work_mem_kb",
-    "write_records",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ class DocumentWrite:
 
     document_id: str | None
     rows: list[dict[str, Any]]
-    record: DocumentRecord | None = field(default=None)
+    record: DocumentRecord | None = None
 
 
 def _dedupe(writes: Sequence[DocumentWrite]) -> list[dict[str, Any]]:
@@ -140,14 +139,6 @@ async def copy_rows(conn: AsyncConnection, table: Table, rows: Sequence[dict[str
     )
 
 
-async def write_records(
-    conn: AsyncConnection, documents: DocumentsTable, records: Sequence[DocumentRecord]
-) -> None:
-    """Upsert the documents-table ``records`` in one statement (the last of an id wins)."""
-    if records:
-        await conn.execute(documents.upsert(records))
-
-
 async def write_batch(
     conn: AsyncConnection,
     table: Table,
@@ -180,7 +171,10 @@ async def write_batch(
             await copy_rows(conn, table, rows)
     else:
         await copy_rows(conn, table, rows)
-    await write_records(conn, documents, [w.record for w in writes if w.record is not None])
+    # The documents-table records, in one statement (the last of an id wins).
+    records = [w.record for w in writes if w.record is not None]
+    if records:
+        await conn.execute(documents.upsert(records))
 
 
 # -- deferring the HNSW index for a bulk load -------------------------------------------

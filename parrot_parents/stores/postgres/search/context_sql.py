@@ -272,12 +272,8 @@ def split_rows(
     if seeds is None:
         seeds = []
         for hit in out.hits:
-            target = (
-                out.targets.get(str(hit.metadata.get(INDEXES)))
-                if is_indexed(hit.metadata)
-                else None
-            )
-            seeds.append(target.metadata if target is not None else hit.metadata)
+            target = out.targets.get(str(hit.metadata.get(INDEXES)), hit)
+            seeds.append(target.metadata if is_indexed(hit.metadata) else hit.metadata)
     ctx = Context(plan=plan)
     neighbours: dict[str, dict[str, SearchResult]] = {}
     for r in rows:
@@ -305,12 +301,8 @@ def split_rows(
         n = plan.window
         for m in seeds:
             index, doc = m.get("chunk_index"), m.get("document_id")
-            if (
-                isinstance(index, int)
-                and not isinstance(index, bool)
-                and doc is not None
-                and not is_parent(m)
-            ):
+            # A JSON integer (not a bool).
+            if type(index) is int and doc is not None and not is_parent(m):
                 ctx.windows.setdefault(str(doc), set()).add((index - n, index + n))
     out.context = ctx
     return out

@@ -271,12 +271,11 @@ _FEEDBACK_LEXEME_LENGTH = (2, 20)
 
 
 def _feedback(
-    table: Table, lx: Table, stats: Any, terms: Any, first: Any, prf: PRF
+    table: Table, lx: Table, stats: Any, terms: Any, fb: Any, prf: PRF
 ) -> tuple[Any, Any]:
-    """RM3 over the first pass's top children (:class:`PRF`): the CTE of weighted
+    """RM3 over the first pass's top children ``fb`` (:class:`PRF`): the CTE of weighted
     lexemes ``(lexeme, idf)`` (idf times the mixed weight) and the array of the lexemes
     added to the query, heaviest first."""
-    fb = first
     row = table.alias("fb_row")
     u = func.unnest(row.c.lexical).table_valued("lexeme", "positions", "weights", name="fu")
     # Stripped positions read as one occurrence.

@@ -58,18 +58,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: Columns of ``hits`` (the ranked statement must provide them, in any order).
-HIT_COLUMNS = (
-    "id",
-    "document",
-    "cmetadata",
-    "distance",
-    "dense_rank",
-    "lexical_rank",
-    "lexical_score",
-    "fused_score",
-    "lexical_expansion",
-    "ord",
-)
+HIT_COLUMNS = ("id", "document", "cmetadata", *RANK_TYPES, "ord")
 
 
 def _key(column: Any, key: str) -> Any:
@@ -87,17 +76,6 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         source.c.cmetadata,
         *unranked(*RANK_TYPES),
     )
-
-
-def _over(capped: Any) -> Select[Any]:
-    """One row of kind ``x`` in the shape of the union when ``capped`` reached its cap
-    (:func:`~parrot_parents.stores.postgres.search.kept.over_cap`), else none."""
-    row = select(
-        cast(null(), Text).label("id"),
-        cast(null(), Text).label("document"),
-        cast(null(), JSONB).label("cmetadata"),
-    ).where(over_cap(capped))
-    return _rows("x", row.subquery("over"))
 
 
 def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[Any]]:
@@ -188,7 +166,12 @@ def search_with_context(
     )
     parts: list[Select[Any]] = [first, _rows("t", targets)]
     if capped is not None:
-        parts.append(_over(capped))
+        over = select(
+            cast(null(), Text).label("id"),
+            cast(null(), Text).label("document"),
+            cast(null(), JSONB).label("cmetadata"),
+        ).where(over_cap(capped))
+        parts.append(_rows("x", over.subquery("over")))
     if plan is not None:
         res = (
             select(func.coalesce(targets.c.cmetadata, hits.c.cmetadata).label("meta"))

@@ -27,6 +27,7 @@ from parrot_parents.stores.identifiers import derived_name, validate_identifier
 from parrot_parents.stores.postgres.search.lexical import (
     BM25_B,
     BM25_K1,
+    INDEXED_TEXT,
     validate_text_search_config,
 )
 
@@ -59,8 +60,6 @@ SAFE_VERSION = (1, 1, 0)
 BM25_COLUMN = "lexical_text"
 _EXTENSION = "pg_textsearch"
 logger = logging.getLogger(__name__)
-# parrot_parents.stores.records.structure_markers.RETRIEVAL_PREAMBLE
-_PREAMBLE = "retrieval_preamble"
 
 
 def validate_lexical_choice(value: object) -> LexicalChoice:
@@ -191,13 +190,11 @@ def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
     # the lock the pgvector extension is created under serialises them.
     conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('parrot_parents.extension'))"))
     conn.execute(text(f"CREATE EXTENSION IF NOT EXISTS {_EXTENSION}"))
-    # NULL || text is NULL: a row without a preamble indexes exactly its text, as the
-    # tsvector does; parents (no embedding) are NULL and stay out of the index.
+    # The text the tsvector holds; parents (no embedding) are NULL and stay out of the index.
     conn.execute(
         text(
             f'ALTER TABLE {qt} ADD COLUMN IF NOT EXISTS "{BM25_COLUMN}" text GENERATED ALWAYS AS'
-            " (CASE WHEN embedding IS NULL THEN NULL ELSE"
-            f" coalesce((cmetadata->>'{_PREAMBLE}') || E'\\n', '') || document END) STORED"
+            f" (CASE WHEN embedding IS NULL THEN NULL ELSE {INDEXED_TEXT} END) STORED"
         )
     )
     conn.execute(

@@ -9,9 +9,9 @@ hits already in hand starts from their ids (:func:`seeded_statement`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from sqlalchemy import (
@@ -55,19 +55,10 @@ __all__ = [
     "split_rows",
 ]
 
+T = TypeVar("T")
+
 #: Columns of ``hits`` (the ranked statement must provide them, in any order).
-HIT_COLUMNS = (
-    "id",
-    "document",
-    "cmetadata",
-    "distance",
-    "dense_rank",
-    "lexical_rank",
-    "lexical_score",
-    "fused_score",
-    "lexical_expansion",
-    "ord",
-)
+HIT_COLUMNS = ("id", "document", "cmetadata", *RANK_TYPES, "ord")
 
 
 def _key(column: Any, key: str) -> Any:
@@ -85,17 +76,6 @@ def _rows(kind: str, source: Any) -> Select[Any]:
         source.c.cmetadata,
         *unranked(*RANK_TYPES),
     )
-
-
-def _over(capped: Any) -> Select[Any]:
-    """One row of kind ``x`` in the shape of the union when ``capped`` reached its cap
-    (:func:`~parrot_parents.stores.postgres.search.kept.over_cap`), else none."""
-    row = select(
-        cast(null(), Text).label("id"),
-        cast(null(), Text).label("document"),
-        cast(null(), JSONB).label("cmetadata"),
-    ).where(over_cap(capped))
-    return _rows("x", row.subquery("over"))
 
 
 def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[Any]]:
@@ -182,16 +162,16 @@ def search_with_context(
         hits.c.id,
         hits.c.document,
         hits.c.cmetadata,
-        hits.c.distance,
-        hits.c.dense_rank,
-        hits.c.lexical_rank,
-        hits.c.lexical_score,
-        hits.c.fused_score,
-        hits.c.lexical_expansion,
+        *(hits.c[name] for name in RANK_TYPES),
     )
     parts: list[Select[Any]] = [first, _rows("t", targets)]
     if capped is not None:
-        parts.append(_over(capped))
+        over = select(
+            cast(null(), Text).label("id"),
+            cast(null(), Text).label("document"),
+            cast(null(), JSONB).label("cmetadata"),
+        ).where(over_cap(capped))
+        parts.append(_rows("x", over.subquery("over")))
     if plan is not None:
         res = (
             select(func.coalesce(targets.c.cmetadata, hits.c.cmetadata).label("meta"))
@@ -226,31 +206,23 @@ class Split:
 
 
 def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
-    distance = None if r["distance"] is None else float(r["distance"])
+    distance = _opt(float, r["distance"])
     return SearchResult(
         id=r["id"],
         content=r["document"],
         metadata=dict(r["cmetadata"] or {}),
         score=None if distance is None else 1.0 - distance,
         distance=distance,
-        dense_rank=int(r["ord"]) if mode_dense else _int(r["dense_rank"]),
-        lexical_rank=None if mode_dense else _int(r["lexical_rank"]),
-        lexical_score=None if mode_dense else _float(r["lexical_score"]),
-        fused_score=None if mode_dense else _float(r["fused_score"]),
-        lexical_expansion=_terms(r["lexical_expansion"]),
+        dense_rank=int(r["ord"]) if mode_dense else _opt(int, r["dense_rank"]),
+        lexical_rank=None if mode_dense else _opt(int, r["lexical_rank"]),
+        lexical_score=None if mode_dense else _opt(float, r["lexical_score"]),
+        fused_score=None if mode_dense else _opt(float, r["fused_score"]),
+        lexical_expansion=_opt(tuple, r["lexical_expansion"]),
     )
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _terms(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value)
+def _opt(convert: Callable[[Any], T], value: Any) -> T | None:
+    return None if value is None else convert(value)
 
 
 def _plain(r: Mapping[str, Any]) -> SearchResult:
@@ -283,12 +255,8 @@ def split_rows(
     if seeds is None:
         seeds = []
         for hit in out.hits:
-            target = (
-                out.targets.get(str(hit.metadata.get(INDEXES)))
-                if is_indexed(hit.metadata)
-                else None
-            )
-            seeds.append(target.metadata if target is not None else hit.metadata)
+            target = out.targets.get(str(hit.metadata.get(INDEXES)), hit)
+            seeds.append(target.metadata if is_indexed(hit.metadata) else hit.metadata)
     ctx = Context(plan=plan)
     neighbours: dict[str, dict[str, SearchResult]] = {}
     for r in rows:
@@ -316,12 +284,8 @@ def split_rows(
         n = plan.window
         for m in seeds:
             index, doc = m.get("chunk_index"), m.get("document_id")
-            if (
-                isinstance(index, int)
-                and not isinstance(index, bool)
-                and doc is not None
-                and not is_parent(m)
-            ):
+            # A JSON integer (not a bool).
+            if type(index) is int and doc is not None and not is_parent(m):
                 ctx.windows.setdefault(str(doc), set()).add((index - n, index + n))
     out.context = ctx
     return out

@@ -118,18 +118,24 @@ def query_vector(table: Table) -> Any:
     return bindparam("query_vector", type_=QueryVector(column_type.dim))
 
 
+def _nearest(table: Table, where: list[Any], *columns: Any) -> Select[Any]:
+    """``columns`` and ``distance`` of the rows ``where`` keeps, nearest ``query_vector``
+    first (the kNN order of the HNSW index)."""
+    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
+    return (
+        select(*columns, distance).where(table.c.embedding.is_not(None), *where).order_by(distance)
+    )
+
+
 def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None) -> Any:
     """The dense search statement (the columns of :func:`search_statement`): the kNN of
     ``query_vector`` on the HNSW index, or over ``kept`` (the exact ranking of a selective
     filter, :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`)."""
-    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
     # The kNN in a subquery, numbered outside it: a window function beside the
     # ORDER BY ... LIMIT would read every row before the limit.
     if kept is None:
         knn = (
-            select(table.c.id, table.c.document, table.c.cmetadata, distance)
-            .where(table.c.embedding.is_not(None), *where)
-            .order_by(distance)
+            _nearest(table, where, table.c.id, table.c.document, table.c.cmetadata)
             .limit(limit)
             .subquery("knn")
         )
@@ -157,50 +163,20 @@ def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None
     )
 
 
-def _dense(table: Table, where: list[Any], depth: int) -> Any:
-    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
-    knn = (
-        select(table.c.id, distance)
-        .where(table.c.embedding.is_not(None), *where)
-        .order_by(distance)
-        .limit(depth)
-        .subquery("knn")
-    )
-    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
-    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
-
-
-def _dense_kept(kept: Any, depth: int) -> Any:
-    """The dense branch as :func:`_dense` ranks it exactly, over the
-    :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`."""
-    knn = (
-        select(kept.c.id, kept.c.distance)
-        .where(kept.c.distance.is_not(None))
-        .order_by(kept.c.distance, kept.c.id)
-        .limit(depth)
-        .subquery("knn")
-    )
-    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
-    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
-
-
-def _qlex(lx: Table, terms: Any, keep_from: Any | None) -> Any:
-    """The lexicon rows of ``terms``, with their rank by df (among ``keep_from``'s
-    lexemes only, when given: the query's own rarest lexemes stay candidates)."""
-    if keep_from is None:
-        rank = func.row_number().over(order_by=(lx.c.df, lx.c.lexeme))
-        return (
-            select(lx.c.lexeme, lx.c.df, rank.label("df_rank"))
-            .where(lx.c.lexeme == any_(terms))
-            .subquery("qlex")
+def _dense(table: Table, where: list[Any], depth: int, kept: Any | None) -> Any:
+    """The dense branch as a CTE ``(id, dense_rank)``: the kNN on the HNSW index, or the
+    exact ranking of the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`."""
+    if kept is None:
+        top = _nearest(table, where, table.c.id)
+    else:
+        top = (
+            select(kept.c.id, kept.c.distance)
+            .where(kept.c.distance.is_not(None))
+            .order_by(kept.c.distance, kept.c.id)
         )
-    own = lx.c.lexeme == any_(keep_from)
-    rank = func.row_number().over(partition_by=own, order_by=(lx.c.df, lx.c.lexeme))
-    return (
-        select(lx.c.lexeme, lx.c.df, own.label("own"), rank.label("df_rank"))
-        .where(lx.c.lexeme == any_(terms))
-        .subquery("qlex_prf")
-    )
+    knn = top.limit(depth).subquery("knn")
+    rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
+    return select(knn.c.id, rank.label("dense_rank")).cte("dense")
 
 
 def _candidates(
@@ -208,10 +184,19 @@ def _candidates(
 ) -> Any:
     """The tsquery of the lexemes of ``terms`` that generate candidates (module docstring,
     "Candidates"). A lexeme absent from the lexicon is in no child, so leaving it out of
-    the tsquery changes nothing."""
-    qlex = _qlex(lx, terms, keep_from)
+    the tsquery changes nothing. ``keep_from``: the lexemes among which the rarest are
+    always kept (the query's own, under feedback); default ``terms``."""
+    # The lexicon rows of ``terms``, ranked by df (among ``keep_from``'s own, when given).
+    own = None if keep_from is None else lx.c.lexeme == any_(keep_from)
+    rank = func.row_number().over(partition_by=own, order_by=(lx.c.df, lx.c.lexeme))
+    marked = [] if own is None else [own.label("own")]
+    qlex = (
+        select(lx.c.lexeme, lx.c.df, *marked, rank.label("df_rank"))
+        .where(lx.c.lexeme == any_(terms))
+        .subquery("qlex" if own is None else "qlex_prf")
+    )
     kept = qlex.c.df_rank <= rule.keep
-    if keep_from is not None:
+    if own is not None:
         kept = kept & qlex.c.own
     return (
         select(cast(func.string_agg(func.quote_literal(qlex.c.lexeme), literal(" | ")), TSQUERY))
@@ -286,12 +271,11 @@ _FEEDBACK_LEXEME_LENGTH = (2, 20)
 
 
 def _feedback(
-    table: Table, lx: Table, stats: Any, terms: Any, first: Any, prf: PRF
+    table: Table, lx: Table, stats: Any, terms: Any, fb: Any, prf: PRF
 ) -> tuple[Any, Any]:
-    """RM3 over the first pass's top children (:class:`PRF`): the CTE of weighted
+    """RM3 over the first pass's top children ``fb`` (:class:`PRF`): the CTE of weighted
     lexemes ``(lexeme, idf)`` (idf times the mixed weight) and the array of the lexemes
     added to the query, heaviest first."""
-    fb = first
     row = table.alias("fb_row")
     u = func.unnest(row.c.lexical).table_valued("lexeme", "positions", "weights", name="fu")
     # Stripped positions read as one occurrence.
@@ -441,8 +425,8 @@ def search_statement(
     limit: int,
     where: list[ColumnElement[Any]],
     with_vector: bool,
-    lexical: LexicalTables | None = None,
-    text_search_config: str | None = None,
+    lexical: LexicalTables,
+    text_search_config: str,
     fusion: Fusion | None = None,
     candidates: CandidateRule = CANDIDATES,
     bm25_index: str | None = None,
@@ -466,7 +450,6 @@ def search_statement(
     distance: Any = literal(None, Float)
     if with_vector:
         distance = table.c.embedding.cosine_distance(query_vector(table))
-    assert lexical is not None and text_search_config is not None
     lex_depth = depth if mode == "lexical" else (fusion.lexical_depth or depth)
     if bm25_index is not None:
         assert fusion.prf is None, "feedback reads the SQL statistics"
@@ -483,7 +466,7 @@ def search_statement(
         order: tuple[Any, ...] = (lex.c.lexical_rank,)
     else:
         assert with_vector
-        dense = _dense(table, where, depth) if kept is None else _dense_kept(kept, depth)
+        dense = _dense(table, where, depth, kept)
         fid = func.coalesce(dense.c.id, lex.c.id)
         k = float(fusion.rrf_k)
         fused = fusion.dense_weight * func.coalesce(

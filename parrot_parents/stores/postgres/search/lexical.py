@@ -22,11 +22,13 @@ from sqlalchemy import BigInteger, Boolean, Column, Connection, MetaData, Table,
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import CollectionName, collection_name, derived_name
+from parrot_parents.stores.records.structure_markers import RETRIEVAL_PREAMBLE
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "DEFAULT_TEXT_SEARCH_CONFIG",
+    "INDEXED_TEXT",
     "LexicalTables",
     "ensure_lexical",
     "lexical_expression",
@@ -38,8 +40,9 @@ DEFAULT_TEXT_SEARCH_CONFIG = "english"
 #: BM25 parameters (bm25s's and Lucene's defaults), of every lexical backend.
 BM25_K1 = 1.5
 BM25_B = 0.75
-# parrot_parents.stores.records.structure_markers.RETRIEVAL_PREAMBLE
-_PREAMBLE = "retrieval_preamble"
+#: The text a child's lexical index holds: its retrieval preamble and a newline, then its
+#: document (NULL || text is NULL: a row without a preamble indexes exactly its text).
+INDEXED_TEXT = f"coalesce((cmetadata->>'{RETRIEVAL_PREAMBLE}') || E'\\n', '') || document"
 _CONFIG = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _TRIGGER_EVENTS = ("insert", "delete", "update")
 _READ_CONFIG = re.compile(r"to_tsvector\('([a-z_][a-z0-9_]*)'::regconfig")
@@ -61,11 +64,9 @@ def validate_text_search_config(name: str) -> str:
 def lexical_expression(config: str) -> str:
     """SQL of the generated ``lexical`` column (children only)."""
     config = validate_text_search_config(config)
-    # NULL || text is NULL: a row without a preamble indexes exactly its document text.
     return (
         "CASE WHEN embedding IS NULL THEN NULL::tsvector "
-        f"ELSE to_tsvector('{config}'::regconfig, "
-        f"coalesce((cmetadata->>'{_PREAMBLE}') || E'\\n', '') || document) END"
+        f"ELSE to_tsvector('{config}'::regconfig, {INDEXED_TEXT}) END"
     )
 
 
@@ -117,10 +118,7 @@ def _lexical_expr(conn: Connection, table: str, schema: str) -> str | None:
 
 def read_text_search_config(conn: Connection, table: str, schema: str = "public") -> str | None:
     """The configuration of the collection's ``lexical`` column; None without the column."""
-    row = _lexical_expr(conn, table, schema)
-    if row is None:
-        return None
-    found = _READ_CONFIG.search(row)
+    found = _READ_CONFIG.search(_lexical_expr(conn, table, schema) or "")
     return found.group(1) if found else None
 
 
@@ -154,7 +152,8 @@ def ensure_lexical(
             hint="use another collection, or re-create this one",
         )
     qt = t.q(table)
-    current = existing is not None and _PREAMBLE in (_lexical_expr(conn, table, schema) or "")
+    expression = _lexical_expr(conn, table, schema) if existing is not None else None
+    current = RETRIEVAL_PREAMBLE in (expression or "")
     if existing is not None and current and _complete(conn, t):
         # Already set up: no DDL, so opening a store never takes a table lock that could
         # deadlock with writers (every ingest opens one).
@@ -212,10 +211,10 @@ def _complete(conn: Connection, t: LexicalTables) -> bool:
             "      AND tgname = ANY(:triggers)) = 3"
         ),
         {
-            "stats": f'"{t.schema}"."{t.stats_name}"',
-            "lexicon": f'"{t.schema}"."{t.lexicon_name}"',
-            "index": f'"{t.schema}"."{t.index_name}"',
-            "table": f'"{t.schema}"."{t.table}"',
+            "stats": t.q(t.stats_name),
+            "lexicon": t.q(t.lexicon_name),
+            "index": t.q(t.index_name),
+            "table": t.q(t.table),
             "triggers": list(t.trigger_names.values()),
         },
     ).scalar_one()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,10 +107,6 @@ class SearchRequest:
             plan=plan,
             include_parents=bool(include_parents),
         )
-
-    def deeper(self, limit: int) -> SearchRequest:
-        """The same search for ``limit`` rows."""
-        return dataclasses.replace(self, limit=limit)
 
     def shape(self, *extra: Any) -> tuple[Any, ...]:
         """The key of this search's statement, with the store's ``extra`` parts that are

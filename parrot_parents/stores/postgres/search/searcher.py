@@ -25,7 +25,7 @@ from parrot_parents.stores.filters import (
 )
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
-from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT, Prepared
+from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
 from parrot_parents.stores.postgres.connections.reads import Settings
 from parrot_parents.stores.postgres.search.bm25_index import (
@@ -152,7 +152,9 @@ class Searcher:
         include_parents: bool = False,
         plan: ContextPlan | None = None,
     ) -> tuple[list[SearchResult], Context | None]:
-        """:meth:`search` of the request of these arguments (checked)."""
+        """The results of the request of these arguments (checked), and its context when
+        it has a ``plan``; after a change of the server's catalog, once more on fresh
+        connections."""
         request = SearchRequest.build(
             mode=mode,
             limit=limit,
@@ -164,11 +166,6 @@ class Searcher:
             plan=plan,
             include_parents=include_parents,
         )
-        return await self.search(request)
-
-    async def search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
-        """The results of ``request`` (and its context when it has a plan); after a
-        change of the server's catalog, once more on fresh connections."""
         return await through_catalog_change(lambda: self._search(request), self._store.close)
 
     async def _search(self, request: SearchRequest) -> tuple[list[SearchResult], Context | None]:
@@ -193,7 +190,7 @@ class Searcher:
                 if plan is not None:
                     results = [replace(r, filter_plan=plan) for r in results]
                 return SearchResults(results, filter_plan=plan), split.context
-            fetch = fetch.deeper(min(MAX_LIMIT, fetch.limit * 4))
+            fetch = replace(fetch, limit=min(MAX_LIMIT, fetch.limit * 4))
 
     def settings(self, request: SearchRequest, index_only: bool = False) -> Settings:
         """The session settings a search's statement needs, every one that any search
@@ -270,43 +267,36 @@ class Searcher:
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
 
-            def ranking(exact: bool, capped: bool = False) -> Prepared:
-                ranked_key = (*key, shape, exact, capped)
-                known = statements.get(ranked_key)
-                if known is not None:
-                    return known
-                if not exact:
-                    scanned = self.where(table, request, targets, few=False)
-                    ranked = self.statement(table, request, scanned)
-                    return statements.compiled(
-                        ranked_key, search_with_context(table, ranked, request.plan), engine.dialect
-                    )
-                # The lexical branch alone is better served by the GIN index, the filter
-                # checked on the children holding a query lexeme, than by reading every
-                # child the filter keeps (measured: docs/performance.md).
-                kept = (
-                    None
-                    if request.mode == "lexical"
-                    else kept_rows(
-                        table,
-                        where,
-                        lexical=request.mode != "dense",
-                        vector=request.vector is not None,
-                        capped=capped,
-                    )
-                )
-                ranked = self.statement(table, request, where, exact=True, kept=kept)
-                statement = search_with_context(
-                    table, ranked, request.plan, kept if capped else None
-                )
-                return statements.compiled(ranked_key, statement, engine.dialect)
-
             async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
-                statement = ranking(exact, capped=cap is not None)
-                settings = self.settings(request, index_only)
+                capped = cap is not None
+                ranked_key = (*key, shape, exact, capped)
+                prepared = statements.get(ranked_key)
+                if prepared is None:
+                    kept = None
+                    if not exact:
+                        scanned = self.where(table, request, targets, few=False)
+                        ranked = self.statement(table, request, scanned)
+                    else:
+                        # The lexical branch alone is better served by the GIN index, the
+                        # filter checked on the children holding a query lexeme, than by
+                        # reading every child the filter keeps (measured: docs/performance.md).
+                        if request.mode != "lexical":
+                            kept = kept_rows(
+                                table,
+                                where,
+                                lexical=request.mode != "dense",
+                                vector=request.vector is not None,
+                                capped=capped,
+                            )
+                        ranked = self.statement(table, request, where, exact=True, kept=kept)
+                    statement = search_with_context(
+                        table, ranked, request.plan, kept if capped else None
+                    )
+                    prepared = statements.compiled(ranked_key, statement, engine.dialect)
                 run = params if cap is None else {**params, KEPT_LIMIT: cap + 1}
+                settings = self.settings(request, index_only)
                 rows: Sequence[Any] = await conn.fetch_with(
-                    statement.sql, statement.args(run), settings
+                    prepared.sql, prepared.args(run), settings
                 )
                 return split_rows(rows, request.plan, dense=dense)
 
@@ -357,8 +347,7 @@ class Searcher:
         statements = self._statements
 
         async def estimate(kept: list[Any], shape: str, args: Mapping[str, Any]) -> tuple[int, int]:
-            """The planner's ``(kept, children)`` for the predicates ``kept`` (the last
-            one's SQL ``shape``)."""
+            # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``).
             key = ("estimate", request.include_parents, shape)
             statement = statements.get(key) or statements.remember(
                 key,
@@ -462,6 +451,10 @@ class Searcher:
             return dense_statement(table, request.limit, where, kept)
         store = self._store
         assert store.text_search_config is not None
+        # The qualified name of the ``bm25`` index when it ranks the lexical branch.
+        bm25_index = None
+        if self.lexical_ranking(request.filter, request.fusion, exact)[0] == "pg_textsearch":
+            bm25_index = store.name.quoted(bm25_index_name(store.name.table))
         return search_statement(
             table,
             mode=request.mode,
@@ -474,16 +467,9 @@ class Searcher:
             # A selective filter may leave only children holding common query lexemes:
             # every query lexeme then brings candidates (few, as the filter keeps few).
             candidates=EXACT_CANDIDATES if request.filter and exact else store.lexical_candidates,
-            bm25_index=self._bm25_index(request, exact),
+            bm25_index=bm25_index,
             kept=kept,
         )
-
-    def _bm25_index(self, request: SearchRequest, exact: bool) -> str | None:
-        """The qualified name of the ``bm25`` index that ranks this search's lexical
-        branch; None when BM25 in SQL ranks it."""
-        if self.lexical_ranking(request.filter, request.fusion, exact)[0] != "pg_textsearch":
-            return None
-        return self._store.name.quoted(bm25_index_name(self._store.name.table))
 
     def lexical_ranking(
         self, filter: Mapping[str, Any] | None, fusion: Fusion | None, exact_filter: bool = True

@@ -132,10 +132,5 @@ def targets_kept(table: Table, filter: Mapping[str, Any], include_parents: bool)
     targets to the rows standing for them, and each target stands for about as many
     searched rows as a child is one. Count them without the vector condition: such a
     child is stored without one."""
-    kept: list[Any] = [
-        text(NOT_INDEXED_PREDICATE),
-        compile_filter(table.c.cmetadata, filter),
-    ]
-    if not include_parents:
-        kept.insert(0, text(CHILD_PREDICATE))
-    return kept
+    children = [] if include_parents else [text(CHILD_PREDICATE)]
+    return [*children, text(NOT_INDEXED_PREDICATE), compile_filter(table.c.cmetadata, filter)]

@@ -40,7 +40,6 @@ __all__ = [
     "build_memory_kb",
     "copy_rows",
     "maintenance_work_mem_kb",
-    "write_records",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ class DocumentWrite:
 
     document_id: str | None
     rows: list[dict[str, Any]]
-    record: DocumentRecord | None = field(default=None)
+    record: DocumentRecord | None = None
 
 
 def _dedupe(writes: Sequence[DocumentWrite]) -> list[dict[str, Any]]:
@@ -140,14 +139,6 @@ async def copy_rows(conn: AsyncConnection, table: Table, rows: Sequence[dict[str
     )
 
 
-async def write_records(
-    conn: AsyncConnection, documents: DocumentsTable, records: Sequence[DocumentRecord]
-) -> None:
-    """Upsert the documents-table ``records`` in one statement (the last of an id wins)."""
-    if records:
-        await conn.execute(documents.upsert(records))
-
-
 async def write_batch(
     conn: AsyncConnection,
     table: Table,
@@ -180,7 +171,10 @@ async def write_batch(
             await copy_rows(conn, table, rows)
     else:
         await copy_rows(conn, table, rows)
-    await write_records(conn, documents, [w.record for w in writes if w.record is not None])
+    # The documents-table records, in one statement (the last of an id wins).
+    records = [w.record for w in writes if w.record is not None]
+    if records:
+        await conn.execute(documents.upsert(records))
 
 
 # -- deferring the HNSW index for a bulk load -------------------------------------------
@@ -236,6 +230,7 @@ def _hnsw_index(table: Table) -> Index:
     return found[0]
 
 
+@dataclass(eq=False)
 class VectorIndexDeferral:
     """Drop a collection's HNSW index for a bulk load and build it after.
 
@@ -257,23 +252,17 @@ class VectorIndexDeferral:
         dropped: whether an index was dropped on entry.
     """
 
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        table: Table,
-        dimension: int,
-        m: int,
-        parallel_workers: int | None = None,
-    ) -> None:
-        self.engine = engine
-        self.table = table
-        self.index = _hnsw_index(table)
-        self.dimension = dimension
-        self.m = m
-        self.parallel_workers = parallel_workers
-        self.build_seconds: float | None = None
-        self.rows = 0
-        self.dropped = False
+    engine: AsyncEngine
+    table: Table
+    dimension: int
+    m: int
+    parallel_workers: int | None = None
+    build_seconds: float | None = field(default=None, init=False)
+    rows: int = field(default=0, init=False)
+    dropped: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.index = _hnsw_index(self.table)
 
     async def __aenter__(self) -> VectorIndexDeferral:
         async with self.engine.begin() as conn:
@@ -327,16 +316,9 @@ class VectorIndexDeferral:
 
     async def _build(self, workers: int | None) -> float:
         async with self.engine.begin() as conn:
-            self.rows = int(
-                (
-                    await conn.execute(
-                        text(
-                            f'SELECT count(*) FROM "{self.table.schema}"."{self.table.name}"'
-                            " WHERE embedding IS NOT NULL"
-                        )
-                    )
-                ).scalar_one()
-            )
+            qt = f'"{self.table.schema}"."{self.table.name}"'
+            counted = text(f"SELECT count(*) FROM {qt} WHERE embedding IS NOT NULL")
+            self.rows = int(await conn.scalar(counted))
             server_kb, shared_kb = (await conn.execute(text(SERVER_MEMORY_SQL))).one()
             memory = build_memory_kb(
                 self.rows,
@@ -373,9 +355,7 @@ async def vector_index_exists(engine: AsyncEngine, table: Table) -> bool:
     name = _hnsw_index(table).name
 
     async def work(conn: AsyncConnection) -> bool:
-        found = await conn.execute(
-            text("SELECT to_regclass(:n) IS NOT NULL"), {"n": f'"{table.schema}"."{name}"'}
-        )
-        return bool(found.scalar_one())
+        found = text("SELECT to_regclass(:n) IS NOT NULL")
+        return bool(await conn.scalar(found, {"n": f'"{table.schema}"."{name}"'}))
 
     return await read(engine, f"read from {table.schema}.{table.name}", work)

@@ -321,7 +321,10 @@ class LateChunkingProcessor:
         header = {text: vectors[i] for i, text in enumerate(texts)}
         for child in rows:
             head = header[str(child.row_prefix).strip()]
-            both = np.asarray(child.embedding, dtype=np.float32) + head  # every child embedded
+            if child.embedding is None:  # a document-layer row has no late-chunked vector
+                child.embedding = head
+                continue
+            both = np.asarray(child.embedding, dtype=np.float32) + head
             child.embedding = both / max(float(np.linalg.norm(both)), 1e-12)
 
     async def _embed_step(self, groups: list[_Group]) -> None:

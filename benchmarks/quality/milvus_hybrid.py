@@ -39,8 +39,8 @@ from parrot_parents.eval.scorer import score_run
 from parrot_parents.loaders import TextLoader
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.milvus import MilvusParentSearcher, MilvusStore
-from parrot_parents.stores.milvus.store import RRF_K
 from parrot_parents.stores.results import SearchResult
+from parrot_parents.stores.search_options import Fusion
 
 BUDGETS = (1000, 2000, 4000)
 MODES = ("dense", "lexical", "hybrid (engine RRF)", "hybrid (our RRF)")
@@ -79,7 +79,7 @@ class SearchModeStore(AbstractStore):
         rows: dict[str, SearchResult] = {}
         for results in (dense, lexical):
             for rank, r in enumerate(results, 1):
-                fused[r.id] = fused.get(r.id, 0.0) + 1.0 / (RRF_K + rank)
+                fused[r.id] = fused.get(r.id, 0.0) + 1.0 / (Fusion().rrf_k + rank)
                 rows.setdefault(r.id, r)
         order = sorted(fused, key=lambda i: -fused[i])  # stable: dense order breaks ties
         return [

@@ -17,6 +17,7 @@ from parrot_parents.server.limits import (
     check_settings,
 )
 from parrot_parents.server.middleware import auth_middleware, error_middleware
+from parrot_parents.server.openapi import openapi_routes
 from parrot_parents.server.routes import routes
 from parrot_parents.server.state import STATE, ServerState
 from parrot_parents.server.ui import add_ui_routes
@@ -68,6 +69,7 @@ def create_app(
     )
     app.add_routes(routes)
     app.add_routes(catalog_routes)
+    app.add_routes(openapi_routes)
     add_ui_routes(app)
 
     async def cleanup(app: web.Application) -> None:

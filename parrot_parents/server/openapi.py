@@ -19,12 +19,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from aiohttp.web import RouteDef
 from pydantic import TypeAdapter
 
 from parrot_parents import __version__
 from parrot_parents.bots.settings import BotSettings
 from parrot_parents.server import catalog_routes, routes
+from parrot_parents.server.middleware import json_response
 from parrot_parents.server.schemas import (
     MAX_DOCUMENT_ID,
     AskRequest,
@@ -38,7 +40,7 @@ from parrot_parents.stores.postgres.collections.catalog import (
 )
 from parrot_parents.stores.results import DocumentRow
 
-__all__ = ["build_spec", "shipped_yaml"]
+__all__ = ["build_spec", "openapi_routes", "shipped_yaml"]
 
 _REF = "#/components/schemas/{model}"
 
@@ -405,6 +407,22 @@ def build_spec() -> dict[str, Any]:
 def shipped_yaml() -> str:
     """The ``openapi.yaml`` file shipped with the package."""
     return (resources.files(__package__) / "openapi.yaml").read_text(encoding="utf-8")
+
+
+#: The routes that serve this description (behind the token, like every route but ``/health``).
+openapi_routes = web.RouteTableDef()
+
+
+@openapi_routes.get("/openapi.json")
+async def openapi_json(request: web.Request) -> web.Response:
+    """The OpenAPI 3.1 description of this service."""
+    return json_response(build_spec())
+
+
+@openapi_routes.get("/openapi.yaml")
+async def openapi_yaml(request: web.Request) -> web.Response:
+    """The same description as YAML (the file shipped with the package)."""
+    return web.Response(text=shipped_yaml(), content_type="application/yaml")
 
 
 def write_files(directory: Path | None = None) -> None:

@@ -258,19 +258,3 @@ async def ask(request: web.Request) -> web.Response:
     data = answer.to_dict()
     data["meta"] = _public_meta(data["meta"])
     return json_response({"bot": bot.name, **data})
-
-
-@routes.get("/openapi.json")
-async def openapi_json(request: web.Request) -> web.Response:
-    """The OpenAPI 3.1 description of this service."""
-    from parrot_parents.server.openapi import build_spec
-
-    return json_response(build_spec())
-
-
-@routes.get("/openapi.yaml")
-async def openapi_yaml(request: web.Request) -> web.Response:
-    """The same description as YAML (the file shipped with the package)."""
-    from parrot_parents.server.openapi import shipped_yaml
-
-    return web.Response(text=shipped_yaml(), content_type="application/yaml")

@@ -14,7 +14,11 @@ from sqlalchemy import text
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.postgres.search.bm25_guard import needs_guard, read_bm25_version
+from parrot_parents.stores.postgres.search.bm25_guard import (
+    describe_guard,
+    needs_guard,
+    read_bm25_version,
+)
 from parrot_parents.stores.postgres.search.bm25_index import bm25_index_name
 from tests.conftest import fresh_store
 
@@ -70,7 +74,14 @@ async def test_a_guarded_collection_has_autovacuum_off(guarded: PgVectorStore) -
     assert await _autovacuum_off(guarded)
 
 
-async def test_without_the_guard_autovacuum_stays_the_servers(pg_dsn: str, embeddings: Any) -> None:
+async def test_without_the_whole_guard_autovacuum_stays_the_servers(
+    guarded: PgVectorStore, pg_dsn: str, embeddings: Any
+) -> None:
+    async with fresh_store(
+        pg_dsn, embeddings, lexical_backend="pg_textsearch", bm25_guard="writers"
+    ) as s:
+        assert s.guard is not None and not s.guard.full  # the writers' lock alone
+        assert not await _autovacuum_off(s)
     async with fresh_store(
         pg_dsn, embeddings, lexical_backend="pg_textsearch", bm25_guard="off"
     ) as s:
@@ -127,5 +138,14 @@ async def test_vacuum_without_a_guard_is_a_plain_vacuum(pg_dsn: str, embeddings:
 
 
 def test_a_bad_guard_choice_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match="bm25_guard must be auto or off; got 'on'"):
+    with pytest.raises(
+        ConfigurationError, match="bm25_guard must be auto, writers or off; got 'on'"
+    ):
         PgVectorStore(table="t_guard", bm25_guard="on")  # type: ignore[arg-type]
+
+
+def test_doctor_names_the_guard_a_release_gets() -> None:
+    assert describe_guard(None, True) == "none (no pg_textsearch)"
+    assert describe_guard((1, 3, 0), True) == "none needed (pg_textsearch 1.3.0)"
+    assert describe_guard((1, 0, 0), True).startswith("on (pg_textsearch 1.0.0): writers under")
+    assert describe_guard((1, 0, 0), False).startswith("writers only (pg_textsearch 1.0.0")

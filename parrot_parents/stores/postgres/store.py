@@ -132,9 +132,10 @@ class PgVectorStore(
             release that can hang (older than 1.3.0) is guarded by the store: its writers
             serialised under an advisory lock and kept from spilling the index's memtable,
             autovacuum off for the table, and the index rebuilt before each ``VACUUM``
-            (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`; it needs a superuser
-            role, as the embedded server's is). ``off``: none of that; for the
-            ``bm25_stress`` benchmark, which shows what the guard prevents.
+            (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`; all but the lock need
+            a superuser role, as the embedded server's is). ``writers``: the writers' lock
+            alone. ``off``: none of it; for the ``bm25_stress`` benchmark, which shows what
+            the guard prevents.
 
     Nothing connects at construction; the first call (or :meth:`connect`, or ``async
     with store``) does. A store may be used from several event loops, in any order: each

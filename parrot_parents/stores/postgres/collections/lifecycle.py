@@ -44,6 +44,7 @@ from parrot_parents.stores.postgres.search.bm25_guard import (
     GuardChoice,
     needs_guard,
     read_bm25_version,
+    read_superuser,
 )
 from parrot_parents.stores.postgres.search.bm25_index import (
     LexicalBackend,
@@ -228,7 +229,8 @@ class CollectionLifecycle:
         if not needs_guard(read_bm25_version(conn)):
             return None
         config = read_text_search_config(conn, name.table, name.schema)
-        guard = Bm25Guard(name, config or DEFAULT_TEXT_SEARCH_CONFIG)
+        full = store.bm25_guard == "auto" and read_superuser(conn)
+        guard = Bm25Guard(name, config or DEFAULT_TEXT_SEARCH_CONFIG, full)
         if writer:
             guard.configure(conn)
         return guard

@@ -33,8 +33,9 @@ than :data:`~parrot_parents.stores.postgres.search.bm25_index.SAFE_VERSION`):
    holds the LWLock or the statistics lock without it, so the cycle cannot form, and a
    writer waits on a lock that can be cancelled and keeps maintenance out.
 2. Their transaction **never spills**: ``pg_textsearch.memtable_spill_threshold`` and
-   ``pg_textsearch.bulk_load_threshold`` are 0 for it (``set_config(..., true)``; both are
-   superuser settings, so the guard needs a superuser role, as the embedded server's is).
+   ``pg_textsearch.bulk_load_threshold`` are 0 for it (``set_config(..., true)``). Both are
+   superuser settings: for a role that is not one (the embedded server's is), the guard is
+   step 1 alone.
 3. **Autovacuum is off** for the table (``autovacuum_enabled = false``): its ``VACUUM``
    would spill the memtable.
 4. **Maintenance** (:meth:`Bm25Guard.maintain`) holds the same lock at session level,
@@ -73,12 +74,14 @@ __all__ = [
     "NEW_ROWS",
     "Bm25Guard",
     "GuardChoice",
+    "describe_guard",
     "needs_guard",
     "read_bm25_version",
+    "read_superuser",
     "validate_guard_choice",
 ]
 
-GuardChoice = Literal["auto", "off"]
+GuardChoice = Literal["auto", "writers", "off"]
 
 
 #: The high 32 bits of the collection lock's key; the low 32 are the table's oid. (The
@@ -104,17 +107,19 @@ _LOCK_SQL = text(
     f" set_config('{_SETTINGS[0]}', '0', true), set_config('{_SETTINGS[1]}', '0', true),"
     f" {_DUE_SQL}"
 )
+_LOCK_ONLY_SQL = text(f"SELECT pg_advisory_xact_lock({_KEY_SQL}), {_DUE_SQL}")
 
 
 def validate_guard_choice(value: object) -> GuardChoice:
-    """``auto`` (guard a ``bm25`` index where its release needs it) or ``off``.
+    """``auto`` (guard a ``bm25`` index where its release needs it), ``writers`` (its
+    writers' lock alone, step 1) or ``off``.
 
     Raises:
         ConfigurationError: anything else.
     """
-    if value == "auto" or value == "off":
+    if value == "auto" or value == "writers" or value == "off":
         return value
-    raise ConfigurationError(f"bm25_guard must be auto or off; got {value!r}")
+    raise ConfigurationError(f"bm25_guard must be auto, writers or off; got {value!r}")
 
 
 def read_bm25_version(conn: Connection) -> tuple[int, ...] | None:
@@ -131,6 +136,34 @@ def needs_guard(version: tuple[int, ...] | None) -> bool:
     return version is not None and version < SAFE_VERSION
 
 
+def read_superuser(conn: Connection) -> bool:
+    """Whether this session's role is a superuser (the whole guard needs one)."""
+    return bool(
+        conn.execute(
+            text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        ).scalar_one_or_none()
+    )
+
+
+def describe_guard(version: tuple[int, ...] | None, superuser: bool) -> str:
+    """What the store does to a ``bm25`` index of pg_textsearch ``version`` (None: the
+    server has none) for a role that is or is not a superuser, in one line (``doctor``)."""
+    if version is None:
+        return "none (no pg_textsearch)"
+    shown = ".".join(map(str, version))
+    if not needs_guard(version):
+        return f"none needed (pg_textsearch {shown})"
+    if superuser:
+        return (
+            f"on (pg_textsearch {shown}): writers under one advisory lock per collection, "
+            "no memtable spills, autovacuum off, the index rebuilt before each VACUUM"
+        )
+    return (
+        f"writers only (pg_textsearch {shown}, a role that is not a superuser): writers "
+        "under one advisory lock per collection; spills and autovacuum as the server has them"
+    )
+
+
 @dataclass(frozen=True)
 class Bm25Guard:
     """The guard of one collection's ``bm25`` index (module docstring).
@@ -138,10 +171,13 @@ class Bm25Guard:
     Attributes:
         name: the collection.
         config: its text-search configuration (the ``bm25`` index's ``text_config``).
+        full: the whole guard (steps 1-4), which needs a superuser role; False: step 1
+            only (the lock of the writers), and maintenance a plain ``VACUUM``.
     """
 
     name: CollectionName
     config: str
+    full: bool = True
 
     @property
     def index(self) -> str:
@@ -166,12 +202,15 @@ class Bm25Guard:
             Whether maintenance is due (read from the server's statistics, which lag
             the last second or so of writes).
         """
-        row = (await conn.execute(_LOCK_SQL, self._params())).one()
+        statement = _LOCK_SQL if self.full else _LOCK_ONLY_SQL
+        row = (await conn.execute(statement, self._params())).one()
         return bool(row[-1])
 
     def configure(self, conn: Connection) -> None:
-        """Turn autovacuum off for the table, unless it already is (in the caller's
-        transaction; takes a lock that blocks no reader or writer)."""
+        """Turn autovacuum off for the table (the whole guard), unless it already is (in
+        the caller's transaction; takes a lock that blocks no reader or writer)."""
+        if not self.full:
+            return
         off = conn.execute(
             text(
                 "SELECT coalesce('autovacuum_enabled=false' = ANY (reloptions), false)"
@@ -201,7 +240,8 @@ class Bm25Guard:
                     due = (await conn.execute(text(f"SELECT {_DUE_SQL}"), params)).scalar()
                     if not due:
                         return False
-                await self._rebuild(conn)
+                if self.full:
+                    await self._rebuild(conn)
                 await conn.execute(text(f"VACUUM (ANALYZE) {self.name.quoted()}"))
                 return True
             finally:

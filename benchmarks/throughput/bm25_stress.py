@@ -8,8 +8,8 @@ ranked scan over a segment spilled out of order can spin for ever holding it
 (https://github.com/timescale/pg_textsearch/pull/360,
 https://github.com/timescale/pg_textsearch/issues/384). This benchmark runs the pattern
 that leads there, with the store's guard for such servers (the default;
-:mod:`parrot_parents.stores.postgres.search.bm25_guard`) or without it (``--no-guard``),
-and says whether the index hung.
+:mod:`parrot_parents.stores.postgres.search.bm25_guard`), with its writers' lock alone
+(``--guard writers``) or without it (``--no-guard``), and says whether the index hung.
 
 1. **A private server**: the embedded PostgreSQL in its own temporary data directory
    (``--data-dir`` to choose one; it is kept then) and its own socket there, never the
@@ -39,13 +39,13 @@ and says whether the index hung.
    waiting on an LWLock ignores cancels) and ends the run.
 
 The report says: hang or not, after how long, the watchdog's rows, the operations done per
-kind, and search latency (p50/p95) while the writers ran (before a hang). Each mode
-(guard, no guard) keeps its own section of ``benchmarks/reports/bm25_stress.md``, so the
-two runs sit side by side. Never run in CI or by pytest; run it alone on a shared machine
-(``nice -n 19``): it keeps two cores busy for its minutes.
+kind, and search latency (p50/p95) while the writers ran (before a hang). Each mode and
+number of writers keeps its own section of ``benchmarks/reports/bm25_stress.md``, and a
+table at its top sets every run side by side. Never run in CI or by pytest; run it alone
+on a shared machine (``nice -n 19``): it keeps two cores busy for its minutes.
 
     python -m benchmarks run bm25_stress [--minutes M] [--children N] [--writers W]
-        [--searchers S] [--no-guard] [--data-dir D]
+        [--searchers S] [--no-guard | --guard auto|writers|off] [--data-dir D]
 """
 
 from __future__ import annotations
@@ -90,7 +90,11 @@ _POLL_S = 3.0
 _TITLE = """# pg_textsearch's bm25 index under concurrent writes (`bm25_stress`)
 
 Written by `python -m benchmarks run bm25_stress` (`benchmarks/throughput/bm25_stress.py`
-says what it runs); one section per mode, each from its own run.
+says what it runs); one section per mode and number of writers, each from its own run,
+and this table of them all.
+
+<!-- bm25-stress-summary:start -->
+<!-- bm25-stress-summary:end -->
 """
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _MAINTENANCE = re.compile(r"\s*(VACUUM|REINDEX|ANALYZE)\b", re.IGNORECASE)
@@ -384,7 +388,6 @@ async def stress(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 
     server = start_server(data_dir, args.spill_threshold)
     uri = server.get_uri()
-    guard = "auto" if args.guard else "off"
     store = PgVectorStore(
         dsn=uri,
         table=TABLE,
@@ -392,7 +395,7 @@ async def stress(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         # A small graph: the dense branch is not what is stressed, and its build is quick.
         hnsw=HNSWIndex(m=8, ef_construction=32),
         lexical_backend="pg_textsearch",
-        bm25_guard=guard,
+        bm25_guard=args.guard,
     )
     texts = Texts(args.seed)
     t0 = time.monotonic()
@@ -416,7 +419,9 @@ async def stress(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             asyncio.create_task(searcher(store, texts, tally, stop, k))
             for k in range(args.searchers)
         ],
-        asyncio.create_task(vacuumer(store, uri, args.guard, args.vacuum_every, tally, stop)),
+        asyncio.create_task(
+            vacuumer(store, uri, args.guard != "off", args.vacuum_every, tally, stop)
+        ),
     ]
     dog = asyncio.create_task(watchdog(uri, args.hang_after, stop))
     done, _ = await asyncio.wait({dog}, timeout=args.minutes * 60)
@@ -460,8 +465,13 @@ async def stress(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 def report(result: dict[str, Any], args: argparse.Namespace, argv: list[str]) -> str:
     hang = result["hang"]
     ms = "n/a" if result["p50"] is None else f"{result['p50']:.1f} / {result['p95']:.1f}"
+    mode = {
+        "auto": "With the guard",
+        "writers": "With the writers' lock alone (`--guard writers`)",
+        "off": "Without the guard (`--no-guard`)",
+    }[result["guard"]]
     lines = [
-        f"### {'With the guard' if result['guard'] else 'Without the guard (`--no-guard`)'}",
+        f"### {mode}, {args.writers} writer{'s' if args.writers > 1 else ''}",
         "",
         f"Command: `{command(__name__, argv)}`; CPU: {cpu_model()}, {os.cpu_count()} cores "
         f"(shared); pg_textsearch {result['version']}; {result['children']:,} children loaded "
@@ -486,10 +496,42 @@ def report(result: dict[str, Any], args: argparse.Namespace, argv: list[str]) ->
         lines += ["", "The watchdog's rows (active backends when it fired):", "", "```"]
         lines += [json.dumps(r, default=str) for r in hang["rows"]]
         lines += ["```"]
-    lines += [
-        "",
-        f"<!-- figures {json.dumps({k: result[k] for k in ('p50', 'p95', 'searches')})} -->",
+    writes = sum(v for k, v in result["ops"].items() if k in ("add", "replace", "delete"))
+    figures = {
+        "guard": result["guard"],
+        "writers": args.writers,
+        "hang_after_s": None if hang is None else round(hang["after_s"]),
+        "minutes": round(result["ran_s"] / 60, 1),
+        "writes": writes,
+        "searches": result["searches"],
+        "p50": None if result["p50"] is None else round(result["p50"], 1),
+        "p95": None if result["p95"] is None else round(result["p95"], 1),
+    }
+    lines += ["", f"<!-- figures {json.dumps(figures)} -->"]
+    return "\n".join(lines)
+
+
+_GUARDS = {"auto": "on", "writers": "writers' lock alone", "off": "off"}
+_FIGURES = re.compile(r"<!-- figures (\{.*?\}) -->")
+
+
+def summary(doc: str) -> str:
+    """One table of every run the report holds (read from their ``figures`` lines)."""
+    rows = [json.loads(m.group(1)) for m in _FIGURES.finditer(doc)]
+    rows = [r for r in rows if "writers" in r]
+    rows.sort(key=lambda r: (r["writers"], r["guard"] != "off", r["guard"]))
+    lines = [
+        "| guard | writers | hang | minutes | writes | searches | search p50 ms | p95 ms |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
     ]
+    for r in rows:
+        hang = "no" if r["hang_after_s"] is None else f"**yes**, after {r['hang_after_s']} s"
+        p50 = "n/a" if r["p50"] is None else f"{r['p50']:.1f}"
+        p95 = "n/a" if r["p95"] is None else f"{r['p95']:.1f}"
+        lines.append(
+            f"| {_GUARDS.get(r['guard'], r['guard'])} | {r['writers']} | {hang} | {r['minutes']} "
+            f"| {r['writes']:,} | {r['searches']:,} | {p50} | {p95} |"
+        )
     return "\n".join(lines)
 
 
@@ -499,7 +541,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--children", type=int, default=100_000, help="children loaded first")
     ap.add_argument("--writers", type=int, default=4)
     ap.add_argument("--searchers", type=int, default=3)
-    ap.add_argument("--no-guard", dest="guard", action="store_false", help="the store's guard off")
+    ap.add_argument(
+        "--guard",
+        choices=("auto", "writers", "off"),
+        default="auto",
+        help="the store's bm25_guard: auto (default), writers (its lock alone), off",
+    )
+    ap.add_argument(
+        "--no-guard", dest="guard", action="store_const", const="off", help="--guard off"
+    )
     ap.add_argument("--data-dir", type=Path, help="the private server's data directory (kept)")
     ap.add_argument("--spill-threshold", type=int, default=100_000)
     ap.add_argument("--vacuum-every", type=float, default=20.0, help="seconds between VACUUMs")
@@ -513,6 +563,8 @@ def main(argv: list[str] | None = None) -> None:
     if "--out" in given:  # where the report goes is no part of the run
         at = given.index("--out")
         del given[at : at + 2]
+    if "--data-dir" in given:  # a path of this machine's
+        given[given.index("--data-dir") + 1] = "D"
     if args.data_dir is None:
         # Run by root, the server runs as a system user, which must enter the directory.
         scratch = Path(tempfile.mkdtemp(prefix="parrot-parents-bm25-stress-"))
@@ -531,5 +583,6 @@ def main(argv: list[str] | None = None) -> None:
     print(body)
     if not args.out.exists():
         args.out.write_text(_TITLE, encoding="utf-8")
-    name = "bm25-stress-guard" if args.guard else "bm25-stress-no-guard"
+    name = f"bm25-stress-{args.guard}-w{args.writers}"
     replace_section(args.out, name, body)
+    replace_section(args.out, "bm25-stress-summary", summary(args.out.read_text("utf-8")))

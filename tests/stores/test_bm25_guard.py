@@ -16,6 +16,7 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.search.bm25_guard import (
     describe_guard,
+    maintenance_due,
     needs_guard,
     read_bm25_version,
 )
@@ -149,3 +150,12 @@ def test_doctor_names_the_guard_a_release_gets() -> None:
     assert describe_guard((1, 3, 0), True) == "none needed (pg_textsearch 1.3.0)"
     assert describe_guard((1, 0, 0), True).startswith("on (pg_textsearch 1.0.0): writers under")
     assert describe_guard((1, 0, 0), False).startswith("writers only (pg_textsearch 1.0.0")
+
+
+def test_maintenance_is_due_by_autovacuums_default_rule() -> None:
+    # 100k live rows: due past 50 + 20 % dead rows, or 1000 + 20 % inserted ones.
+    assert not maintenance_due(dead=20_050, live=100_000, inserted=0)
+    assert maintenance_due(dead=20_051, live=100_000, inserted=0)
+    assert not maintenance_due(dead=0, live=100_000, inserted=21_000)
+    assert maintenance_due(dead=0, live=100_000, inserted=21_001)
+    assert maintenance_due(dead=51, live=0, inserted=0)

@@ -360,8 +360,9 @@ class PgVectorStore(
     async def vacuum(self) -> bool:
         """``VACUUM (ANALYZE)`` the collection now. A guarded ``bm25`` index (see
         ``bm25_guard``) is rebuilt first, under the lock its writers take, so writes wait
-        for it (seconds at 100k children); the store also does this by itself after a write
-        that finds it due, by autovacuum's default rule.
+        for it (about 30 s at 100k children on two shared cores, the ``VACUUM`` the most);
+        the store also does this by itself after a write that finds it due, by
+        autovacuum's default rule.
 
         Returns:
             True when the guard's rebuild ran, False for a plain ``VACUUM``.

@@ -39,10 +39,11 @@ that leads there, with the store's guard for such servers (the default;
    waiting on an LWLock ignores cancels) and ends the run.
 
 The report says: hang or not, after how long, the watchdog's rows, the operations done per
-kind, and search latency (p50/p95) while the writers ran (before a hang). Each mode and
-number of writers keeps its own section of ``benchmarks/reports/bm25_stress.md``, and a
-table at its top sets every run side by side. Never run in CI or by pytest; run it alone
-on a shared machine (``nice -n 19``): it keeps two cores busy for its minutes.
+kind, and search latency (p50/p95) while the writers ran (before a hang). Each mode,
+number of writers and VACUUM interval keeps its own section of
+``benchmarks/reports/bm25_stress.md``, and a table at its top sets every run side by side.
+Never run in CI or by pytest; run it alone on a shared machine (``nice -n 19``): it keeps
+two cores busy for its minutes.
 
     python -m benchmarks run bm25_stress [--minutes M] [--children N] [--writers W]
         [--searchers S] [--no-guard | --guard auto|writers|off] [--data-dir D]
@@ -90,8 +91,8 @@ _POLL_S = 3.0
 _TITLE = """# pg_textsearch's bm25 index under concurrent writes (`bm25_stress`)
 
 Written by `python -m benchmarks run bm25_stress` (`benchmarks/throughput/bm25_stress.py`
-says what it runs); one section per mode and number of writers, each from its own run,
-and this table of them all.
+says what it runs); one section per mode, number of writers and VACUUM interval, each from
+its own run, and this table of them all.
 
 <!-- bm25-stress-summary:start -->
 <!-- bm25-stress-summary:end -->
@@ -500,6 +501,7 @@ def report(result: dict[str, Any], args: argparse.Namespace, argv: list[str]) ->
     figures = {
         "guard": result["guard"],
         "writers": args.writers,
+        "vacuum_every_s": round(args.vacuum_every),
         "hang_after_s": None if hang is None else round(hang["after_s"]),
         "minutes": round(result["ran_s"] / 60, 1),
         "writes": writes,
@@ -518,18 +520,20 @@ _FIGURES = re.compile(r"<!-- figures (\{.*?\}) -->")
 def summary(doc: str) -> str:
     """One table of every run the report holds (read from their ``figures`` lines)."""
     rows = [json.loads(m.group(1)) for m in _FIGURES.finditer(doc)]
-    rows = [r for r in rows if "writers" in r]
-    rows.sort(key=lambda r: (r["writers"], r["guard"] != "off", r["guard"]))
+    rows = [r for r in rows if "vacuum_every_s" in r]
+    rows.sort(key=lambda r: (r["writers"], r["vacuum_every_s"], r["guard"] != "off", r["guard"]))
     lines = [
-        "| guard | writers | hang | minutes | writes | searches | search p50 ms | p95 ms |",
-        "|---|---:|---|---:|---:|---:|---:|---:|",
+        "| guard | writers | VACUUM every | hang | minutes | writes | searches | search p50 ms "
+        "| p95 ms |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         hang = "no" if r["hang_after_s"] is None else f"**yes**, after {r['hang_after_s']} s"
         p50 = "n/a" if r["p50"] is None else f"{r['p50']:.1f}"
         p95 = "n/a" if r["p95"] is None else f"{r['p95']:.1f}"
         lines.append(
-            f"| {_GUARDS.get(r['guard'], r['guard'])} | {r['writers']} | {hang} | {r['minutes']} "
+            f"| {_GUARDS.get(r['guard'], r['guard'])} | {r['writers']} | {r['vacuum_every_s']} s "
+            f"| {hang} | {r['minutes']} "
             f"| {r['writes']:,} | {r['searches']:,} | {p50} | {p95} |"
         )
     return "\n".join(lines)
@@ -583,6 +587,6 @@ def main(argv: list[str] | None = None) -> None:
     print(body)
     if not args.out.exists():
         args.out.write_text(_TITLE, encoding="utf-8")
-    name = f"bm25-stress-{args.guard}-w{args.writers}"
+    name = f"bm25-stress-{args.guard}-w{args.writers}-v{round(args.vacuum_every)}"
     replace_section(args.out, name, body)
     replace_section(args.out, "bm25-stress-summary", summary(args.out.read_text("utf-8")))

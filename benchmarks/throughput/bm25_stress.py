@@ -33,10 +33,11 @@ that leads there, with the store's guard for such servers (the default;
    off for a guarded table).
 4. **The watchdog**: its own connection reads ``pg_stat_activity`` every 3 s; a backend
    seen waiting on an ``LWLock`` at every poll for over ``--hang-after`` seconds (default
-   60), or a client running one statement that long (maintenance: ten times that), is a
-   hang. It prints the active backends, stops the server (``pg_ctl`` fast, then immediate,
-   then SIGKILL to that data directory's postmaster and its children only: a backend
-   waiting on an LWLock ignores cancels) and ends the run.
+   60), or a client running one statement that long (maintenance, or a wait on a
+   heavyweight lock, which can be cancelled and which the deadlock detector sees: ten
+   times that), is a hang. It prints the active backends, stops the server (``pg_ctl``
+   fast, then immediate, then SIGKILL to that data directory's postmaster and its children
+   only: a backend waiting on an LWLock ignores cancels) and ends the run.
 
 The report says: hang or not, after how long, the watchdog's rows, the operations done per
 kind, and search latency (p50/p95) while the writers ran (before a hang). Each mode,
@@ -321,7 +322,8 @@ def stuck(
     """The backends that make a hang: one seen waiting on an LWLock at every poll for over
     ``hang_after`` seconds (``waiting``: since when each statement has been seen waiting,
     kept across polls), or a client's statement running that long; maintenance
-    (``VACUUM``, ``REINDEX``, autovacuum) may run ten times as long."""
+    (``VACUUM``, ``REINDEX``, autovacuum) and a wait on a heavyweight lock may last ten
+    times as long."""
     seen = set()
     found = []
     for r in rows:
@@ -332,8 +334,14 @@ def stuck(
             if now - since > hang_after:
                 found.append(r)
                 continue
-        maintenance = r["backend_type"] != "client backend" or _MAINTENANCE.match(r["query"])
-        if r["age"] > hang_after * (10 if maintenance else 1):
+        # A wait on a heavyweight lock can be cancelled and is seen by the deadlock
+        # detector: it is stuck only if its holder is, which is judged on its own.
+        slow = (
+            r["backend_type"] != "client backend"
+            or _MAINTENANCE.match(r["query"])
+            or r["wait_event_type"] == "Lock"
+        )
+        if r["age"] > hang_after * (10 if slow else 1):
             found.append(r)
     for key in set(waiting) - seen:
         del waiting[key]

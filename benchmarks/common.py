@@ -4,6 +4,7 @@
 * **Commands**: the command line a report prints (:func:`command`), and the child process
   that runs a benchmark on another checkout's product code (:func:`child`).
 * **Documents**: :func:`replace_section` writes a table between its markers.
+* **Text**: :func:`english_texts`, English text found offline on this machine.
 * **Machine**: :func:`machine`, one line on the cores, CPU, torch and platform.
 * **Eval rows**: a row is one ``parrot-parents eval`` command line, parsed by the CLI's
   parser and run by the CLI's code in this process (:class:`Row`, :func:`run_row`).
@@ -23,12 +24,16 @@ functions that need them.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import gzip
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +56,7 @@ __all__ = [
     "command",
     "cpu_model",
     "cut_on_whitespace",
+    "english_texts",
     "eval_argv",
     "langchain_parent_document",
     "llamaindex_auto_merging",
@@ -175,6 +181,60 @@ def replace_section(doc: Path, name: str, body: str, heading: str | None = None)
         text = text.rstrip() + (f"\n\n{heading}" if heading else "") + "\n\n" + section + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text, encoding="utf-8")
+
+
+# -- text ---------------------------------------------------------------------------------
+
+
+def english_texts() -> list[str]:
+    """English text found offline on this machine, in a fixed order: the language
+    reference's topics (``pydoc_data.topics``, sorted by name), the long descriptions of
+    every installed distribution (``*.dist-info/METADATA`` after its header, sorted by
+    path), the docstrings of the standard library's modules, classes and functions (files
+    sorted by path), then the README, NEWS, FAQ and ``.md``/``.txt``/``.rst`` files of
+    ``/usr/share/doc`` (sorted by path, gzip opened, changelogs and copyright files left
+    out). One string per source, each starting with a ``# name`` heading."""
+    import pydoc_data.topics as topics
+
+    texts = [f"# {name}\n\n{topics.topics[name]}" for name in sorted(topics.topics)]
+    site = Path(sysconfig.get_paths()["purelib"])
+    for meta in sorted(site.glob("*.dist-info/METADATA")):
+        body = meta.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)
+        if len(body) == 2 and body[1].strip():
+            texts.append(f"# {meta.parent.name}\n\n{body[1]}")
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(stdlib.rglob("*.py")):
+        parts = path.relative_to(stdlib).parts
+        if parts[0] in ("site-packages", "test", "idlelib", "lib2to3") or "tests" in parts:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        docs = [
+            doc
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and (doc := ast.get_docstring(node))
+            and len(doc) >= 40
+        ]
+        if docs:
+            texts.append(f"# {'.'.join(parts)}\n\n" + "\n\n".join(docs))
+    for path in sorted(Path("/usr/share/doc").rglob("*")):
+        name = path.name.lower()
+        if not path.is_file() or "changelog" in name or "copyright" in name:
+            continue
+        if not re.search(r"readme|\.md|\.txt|\.rst|news|faq", name):
+            continue
+        try:
+            data = path.read_bytes()
+            texts.append(
+                f"# {path.parent.name}: {path.name}\n\n"
+                + (gzip.decompress(data) if name.endswith(".gz") else data).decode("utf-8")
+            )
+        except (OSError, UnicodeDecodeError, gzip.BadGzipFile, EOFError):
+            continue
+    return texts
 
 
 # -- machine -------------------------------------------------------------------------------

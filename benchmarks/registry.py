@@ -180,6 +180,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "late-chunking ingest throughput on a GPU in fp16, against the FLOP bound",
     ),
     Benchmark(
+        "bm25_stress",
+        "throughput",
+        "pg_textsearch's bm25 index under concurrent writes, ranked searches and vacuum",
+    ),
+    Benchmark(
         "reliability",
         "throughput",
         "hostile inputs, concurrent searchers and writers, an outage, a crash, two servers",

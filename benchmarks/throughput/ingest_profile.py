@@ -45,14 +45,11 @@ Writes ``benchmarks/reports/ingest_profile.md`` and the marked section of
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
-import gzip
 import json
 import re
 import statistics
 import subprocess
-import sysconfig
 import threading
 import time
 import uuid
@@ -65,6 +62,7 @@ from benchmarks.common import (
     child,
     command,
     commit_of,
+    english_texts,
     machine,
     replace_section,
 )
@@ -78,56 +76,11 @@ PERFORMANCE = REPO_ROOT / "docs" / "performance.md"
 # -- the corpus ------------------------------------------------------------------------------
 
 
-def _sources() -> list[str]:
-    """The corpus's text, in its fixed order (see the module docstring)."""
-    import pydoc_data.topics as topics
-
-    texts = [f"# {name}\n\n{topics.topics[name]}" for name in sorted(topics.topics)]
-    site = Path(sysconfig.get_paths()["purelib"])
-    for meta in sorted(site.glob("*.dist-info/METADATA")):
-        body = meta.read_text(encoding="utf-8", errors="replace").split("\n\n", 1)
-        if len(body) == 2 and body[1].strip():
-            texts.append(f"# {meta.parent.name}\n\n{body[1]}")
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    for path in sorted(stdlib.rglob("*.py")):
-        parts = path.relative_to(stdlib).parts
-        if parts[0] in ("site-packages", "test", "idlelib", "lib2to3") or "tests" in parts:
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        docs = [
-            doc
-            for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and (doc := ast.get_docstring(node))
-            and len(doc) >= 40
-        ]
-        if docs:
-            texts.append(f"# {'.'.join(parts)}\n\n" + "\n\n".join(docs))
-    for path in sorted(Path("/usr/share/doc").rglob("*")):
-        name = path.name.lower()
-        if not path.is_file() or "changelog" in name or "copyright" in name:
-            continue
-        if not re.search(r"readme|\.md|\.txt|\.rst|news|faq", name):
-            continue
-        try:
-            data = path.read_bytes()
-            texts.append(
-                f"# {path.parent.name}: {path.name}\n\n"
-                + (gzip.decompress(data) if name.endswith(".gz") else data).decode("utf-8")
-            )
-        except (OSError, UnicodeDecodeError, gzip.BadGzipFile, EOFError):
-            continue
-    return texts
-
-
 def build_corpus(dest: Path, chars: int = 4_000_000, files: int = 40) -> list[Path]:
     """Write the corpus (``files`` Markdown files, ``chars`` characters in all, cut at
     paragraph breaks) to ``dest`` and return the paths, sorted. Deterministic for one
     Python installation."""
-    text = re.sub(r"\n{3,}", "\n\n", "\n\n".join(_sources()))
+    text = re.sub(r"\n{3,}", "\n\n", "\n\n".join(english_texts()))
     if len(text) < chars:
         raise SystemExit(f"only {len(text):,} characters of text found, {chars:,} wanted")
     dest.mkdir(parents=True, exist_ok=True)

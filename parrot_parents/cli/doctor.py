@@ -108,6 +108,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"  {name}: library {library}, in this database {created}{extra}")
     if "lexical_backend" in server:
         lines.append(f"  lexical backend of new collections: {server['lexical_backend']}")
+    if "bm25_guard" in server:
+        lines.append(f"  bm25 guard: {server['bm25_guard']}")
     embedded = report["embedded"]
     if embedded is not None:
         lines.append(

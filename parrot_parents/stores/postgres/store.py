@@ -31,6 +31,11 @@ from parrot_parents.stores.postgres.collections.schema import HNSWIndex
 from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
 from parrot_parents.stores.postgres.connections.pools import Connections, start_up_settings
 from parrot_parents.stores.postgres.connections.read_pool import ReadPool
+from parrot_parents.stores.postgres.search.bm25_guard import (
+    Bm25Guard,
+    GuardChoice,
+    validate_guard_choice,
+)
 from parrot_parents.stores.postgres.search.bm25_index import (
     LexicalBackend,
     LexicalChoice,
@@ -115,6 +120,14 @@ class PgVectorStore(
             (:mod:`~parrot_parents.stores.postgres.search.bm25_index`). An existing
             collection keeps its own; ``sql`` ranks any collection in SQL, ``pg_textsearch``
             fails at connect on a collection without its index.
+        bm25_guard: ``auto`` (default): a collection's pg_textsearch ``bm25`` index on a
+            release that can hang (older than 1.3.0) is guarded by the store: its writers
+            serialised under an advisory lock and kept from spilling the index's memtable,
+            autovacuum off for the table, and the index rebuilt before each ``VACUUM``
+            (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`; all but the lock need
+            a superuser role, as the embedded server's is). ``writers``: the writers' lock
+            alone. ``off``: none of it; for the ``bm25_stress`` benchmark, which shows what
+            the guard prevents.
 
     Nothing connects at construction; the first call (or :meth:`connect`, or ``async
     with store``) does. A store may be used from several event loops, in any order: each
@@ -146,6 +159,7 @@ class PgVectorStore(
         text_search_config: str | None = None,
         engine: AsyncEngine | None = None,
         lexical_backend: LexicalChoice = "auto",
+        bm25_guard: GuardChoice = "auto",
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -167,6 +181,10 @@ class PgVectorStore(
         #: collection has no lexical index (a read-only store on an old collection).
         self.text_search_config: str | None = None
         wanted_backend = validate_lexical_choice(lexical_backend)
+        self.bm25_guard = validate_guard_choice(bm25_guard)
+        #: The guard of the collection's ``bm25`` index (None: it has none, its release
+        #: needs none, or ``bm25_guard="off"``); set on connect.
+        self.guard: Bm25Guard | None = None
         #: The collection's lexical backend (``pg_textsearch`` or ``sql``); None until connected.
         self.lexical_backend: LexicalBackend | None = None
         self.lexical = LexicalTables(self.name)
@@ -318,6 +336,22 @@ class PgVectorStore(
 
     async def vector_index_exists(self) -> bool:
         return await vector_index_exists(*await self.ready())
+
+    async def vacuum(self) -> bool:
+        """``VACUUM (ANALYZE)`` the collection now. A guarded ``bm25`` index (see
+        ``bm25_guard``) is rebuilt first, under the lock its writers take, so writes wait
+        for it (about 30 s at 100k children on two shared cores, the ``VACUUM`` the most);
+        the store also does this by itself after a write that finds it due, by
+        autovacuum's default rule.
+
+        Returns:
+            True when the guard's rebuild ran, False for a plain ``VACUUM``.
+
+        Raises:
+            CollectionNotFoundError: no such collection.
+            StoreError: the database failed or is unavailable.
+        """
+        return await self.writes.vacuum()
 
     async def delete(self, document_id: str) -> int:
         """:meth:`AbstractStore.delete` in one statement, under the document's advisory lock.

@@ -39,11 +39,19 @@ from parrot_parents.stores.postgres.collections.setup import (
 from parrot_parents.stores.postgres.connections.engine import store_errors
 from parrot_parents.stores.postgres.connections.pools import Connections
 from parrot_parents.stores.postgres.connections.reads import write
+from parrot_parents.stores.postgres.search.bm25_guard import (
+    Bm25Guard,
+    GuardChoice,
+    needs_guard,
+    read_bm25_version,
+    read_superuser,
+)
 from parrot_parents.stores.postgres.search.bm25_index import (
     LexicalBackend,
     LexicalChoice,
     check_lexical_choice,
     read_lexical_backend,
+    reset_autovacuum,
 )
 from parrot_parents.stores.postgres.search.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
@@ -68,6 +76,8 @@ class OpenedStore(Protocol):
     model_contract: ModelContract
     text_search_config: str | None
     lexical_backend: LexicalBackend | None
+    bm25_guard: GuardChoice
+    guard: Bm25Guard | None
 
     async def close(self) -> None: ...
 
@@ -171,6 +181,7 @@ class CollectionLifecycle:
             backend = await c.run_sync(read_lexical_backend, table, schema)
             check_lexical_choice(table, backend, self.wanted_backend)
             store.lexical_backend = backend
+            store.guard = await c.run_sync(self._guard, backend, False)
             await check_dimension(c, schema, table, dimension)
             await store.model_contract.read(c)
 
@@ -192,9 +203,27 @@ class CollectionLifecycle:
                 self.wanted_backend,
             )
             store.text_search_config, store.lexical_backend = setup
+            store.guard = await conn.run_sync(self._guard, store.lexical_backend, True)
             await check_dimension(conn, name.schema, name.table, self.dimension)
             await store.model_contract.read(conn)
         self.writable = True
+
+    def _guard(self, conn: Any, backend: LexicalBackend, writer: bool) -> Bm25Guard | None:
+        """The guard of the collection's ``bm25`` index when its release needs one and the
+        store's ``bm25_guard`` is ``auto``, else None; for a ``writer``, with autovacuum
+        turned off for the table
+        (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`)."""
+        store, name = self._store, self._store.name
+        if backend != "pg_textsearch" or store.bm25_guard == "off":
+            return None
+        if not needs_guard(read_bm25_version(conn)):
+            return None
+        config = read_text_search_config(conn, name.table, name.schema)
+        full = store.bm25_guard == "auto" and read_superuser(conn)
+        guard = Bm25Guard(name, config or DEFAULT_TEXT_SEARCH_CONFIG, full)
+        if writer:
+            guard.configure(conn)
+        return guard
 
     async def check_model(self, model: Any, *, writing: bool) -> None:
         contract = self._store.model_contract
@@ -262,11 +291,17 @@ class CollectionLifecycle:
     async def set_lexical_backend(self, backend: LexicalBackend) -> LexicalBackend:
         store, name = self._store, self._store.name
         engine, _ = await self.ready()
-        before = await write(
-            engine,
-            f"move {name.qualified} to {backend}",
-            lambda conn: conn.run_sync(move_lexical_backend, name.schema, name.table, backend),
-        )
+
+        async def work(conn: Any) -> LexicalBackend:
+            before: LexicalBackend = await conn.run_sync(
+                move_lexical_backend, name.schema, name.table, backend
+            )
+            if backend == "sql" and before == "pg_textsearch":
+                await conn.run_sync(reset_autovacuum, name.schema, name.table)
+            store.guard = await conn.run_sync(self._guard, backend, True)
+            return before
+
+        before = await write(engine, f"move {name.qualified} to {backend}", work)
         store.lexical_backend = backend
         self._connections.statements.clear()
         return before

@@ -4,6 +4,7 @@ backend a new collection gets there. Every fact is read, none is changed."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ from sqlalchemy import text
 
 from parrot_parents.stores.postgres.collections.setup import ExtensionVersions
 from parrot_parents.stores.postgres.connections.engine import make_engine, store_errors
+from parrot_parents.stores.postgres.search.bm25_guard import describe_guard, read_superuser
 from parrot_parents.stores.postgres.search.bm25_index import bm25_unavailable, bm25_unsafe
 
 __all__ = ["EXTENSIONS", "ServerFacts", "server_facts"]
@@ -24,8 +26,10 @@ class ServerFacts:
     """A server's facts; ``problems`` is empty when the product can use it.
 
     Attributes:
-        server: ``version``, ``preload`` (``shared_preload_libraries``) and
-            ``lexical_backend`` (``"pg_textsearch"`` or ``"sql"``).
+        server: ``version``, ``preload`` (``shared_preload_libraries``),
+            ``lexical_backend`` (``"pg_textsearch"`` or ``"sql"``) and ``bm25_guard``
+            (what the store does to a ``bm25`` index here, one line:
+            :func:`~parrot_parents.stores.postgres.search.bm25_guard.describe_guard`).
         extensions: for each of :data:`EXTENSIONS`, ``library`` (the server's version,
             None: not available) and ``in_this_database`` (None: not created); for
             pg_textsearch also ``preloaded``.
@@ -61,9 +65,14 @@ async def server_facts(dsn: str | None) -> ServerFacts:
             )
             found = {r[0]: (r[1], r[2]) for r in rows}
             why = await conn.run_sync(lambda c: bm25_unavailable(c) or bm25_unsafe(c))
+            superuser = await conn.run_sync(read_superuser)
     finally:
         await engine.dispose()
     facts.server["lexical_backend"] = "sql" if why else "pg_textsearch"
+    default, installed = found.get("pg_textsearch", (None, None))
+    shown = installed or default
+    version = None if shown is None else tuple(int(p) for p in re.findall(r"\d+", shown)[:3])
+    facts.server["bm25_guard"] = describe_guard(version, superuser)
     if why:
         facts.notes.append(f"new collections rank BM25 in SQL, not with pg_textsearch: {why}")
     preload = {p.strip() for p in str(facts.server["preload"] or "").split(",")}

@@ -21,8 +21,10 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
 from parrot_parents.stores.postgres.collections.schema import meta_field
+from parrot_parents.stores.postgres.connections.engine import store_errors
 from parrot_parents.stores.postgres.connections.pools import through_catalog_change
 from parrot_parents.stores.postgres.connections.reads import write
+from parrot_parents.stores.postgres.search.bm25_guard import Bm25Guard
 from parrot_parents.stores.postgres.writes.writer import DocumentWrite, write_batch
 from parrot_parents.stores.protocols import DocumentWriteItem, Vectors
 from parrot_parents.stores.records.markers import is_searchable
@@ -38,6 +40,9 @@ class WrittenStore(Protocol):
     documents: DocumentsTable
     embedding: SentenceTransformerEmbeddings
     embed_batch_size: int
+
+    #: The guard of the collection's ``bm25`` index, when it needs one (set on open).
+    guard: Bm25Guard | None
 
     @property
     def dimension(self) -> int: ...
@@ -110,25 +115,56 @@ class DocumentWrites:
             == func.any(bindparam("document_ids", type_=ARRAY(Text)))
         )
 
-        async def work(conn: Any) -> None:
+        guard = store.guard
+
+        async def work(conn: Any) -> bool:
+            due = await guard.lock(conn) if guard is not None else False
             await lock_documents(conn, store.name, document_ids)
             await write_batch(conn, table, store.documents, writes, delete_rows)
+            return due
 
-        await write(engine, f"write to {store.name.qualified}", work)
+        if await write(engine, f"write to {store.name.qualified}", work):
+            await self._maintain(engine, force=False)
 
     async def delete(self, document_id: str) -> int:
         store = self._store
         engine, table = await self._opener.ready()
 
-        async def work(conn: Any) -> int:
+        guard = store.guard
+
+        async def work(conn: Any) -> tuple[int, bool]:
+            due = await guard.lock(conn) if guard is not None else False
             await lock_documents(conn, store.name, [str(document_id)])
             result = await conn.execute(
                 delete(table).where(meta_field(table, "document_id") == str(document_id))
             )
             await conn.execute(store.documents.delete(str(document_id)))
-            return int(result.rowcount or 0)
+            return int(result.rowcount or 0), due
 
-        return await write(engine, f"delete from {store.name.qualified}", work)
+        removed, due = await write(engine, f"delete from {store.name.qualified}", work)
+        if due:
+            await self._maintain(engine, force=False)
+        return removed
+
+    async def vacuum(self) -> bool:
+        """``VACUUM (ANALYZE)`` the collection's table now; a guarded ``bm25`` index is
+        rebuilt first, under the guard's lock. Returns whether the guard's maintenance ran
+        (False: a plain ``VACUUM``)."""
+        engine, _ = await self._opener.ready()
+        if self._store.guard is not None:
+            return await self._maintain(engine, force=True)
+        async with store_errors(f"vacuum {self._store.name.qualified}"), engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.execute(text(f"VACUUM (ANALYZE) {self._store.name.quoted()}"))
+        return False
+
+    async def _maintain(self, engine: AsyncEngine, *, force: bool) -> bool:
+        """The guard's maintenance (rebuild, then vacuum, under its lock) when due."""
+        guard = self._store.guard
+        if guard is None:
+            return False
+        async with store_errors(f"maintain {self._store.name.qualified}"):
+            return await guard.maintain(engine, force=force)
 
 
 async def lock_documents(

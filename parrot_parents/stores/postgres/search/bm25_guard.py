@@ -54,7 +54,6 @@ even with autovacuum off; every 200 million transactions by default).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,6 +66,7 @@ from parrot_parents.stores.postgres.search.bm25_index import (
     SAFE_VERSION,
     bm25_index_name,
     bm25_index_sql,
+    parse_version,
 )
 
 __all__ = [
@@ -128,7 +128,7 @@ def read_bm25_version(conn: Connection) -> tuple[int, ...] | None:
     found = conn.execute(
         text("SELECT extversion FROM pg_extension WHERE extname = 'pg_textsearch'")
     ).scalar_one_or_none()
-    return None if found is None else tuple(int(p) for p in re.findall(r"\d+", found)[:3])
+    return None if found is None else parse_version(found)
 
 
 def maintenance_due(dead: int, live: int, inserted: int) -> bool:

@@ -47,6 +47,7 @@ __all__ = [
     "check_lexical_choice",
     "drop_bm25",
     "ensure_bm25",
+    "parse_version",
     "read_lexical_backend",
     "reset_autovacuum",
     "validate_lexical_choice",
@@ -144,6 +145,11 @@ def bm25_unavailable(conn: Connection) -> str | None:
     return None
 
 
+def parse_version(found: str) -> tuple[int, ...]:
+    """An extension version as integers: ``'1.0.0'`` -> ``(1, 0, 0)`` (at most three)."""
+    return tuple(int(p) for p in re.findall(r"\d+", found)[:3])
+
+
 def bm25_unsafe(conn: Connection) -> str | None:
     """Why ``auto`` should not choose pg_textsearch on this server though it can (a
     release older than :data:`SAFE_VERSION`), or None."""
@@ -156,7 +162,7 @@ def bm25_unsafe(conn: Connection) -> str | None:
     ).scalar_one_or_none()
     if version is None:
         return None
-    found = tuple(int(p) for p in re.findall(r"\d+", str(version))[:3])
+    found = parse_version(str(version))
     if found >= SAFE_VERSION:
         return None
     safe = ".".join(map(str, SAFE_VERSION))

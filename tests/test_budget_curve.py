@@ -74,6 +74,9 @@ def test_the_defaults_row_sets_nothing_and_names_the_package_defaults() -> None:
     }
 
 
+@pytest.mark.skipif(
+    not CHUNKING_EVAL.is_dir(), reason="../shared/benchmarks is not beside the checkout"
+)
 @pytest.mark.parametrize("stale", [False, True])
 def test_a_rendered_figure_records_what_its_runs_measured(tmp_path: Path, stale: bool) -> None:
     """render() writes the measured settings into the PNG; settings saved by a run under

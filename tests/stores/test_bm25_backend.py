@@ -199,7 +199,11 @@ async def test_a_filter_or_feedback_is_ranked_in_sql_and_meta_says_why(
     assert meta.lexical is not None and meta.lexical["backend"] == "sql"
     assert "filter" in meta.lexical["why"]
     meta = (await bot.retrieve("paid leave", prf=True)).meta
-    assert meta.lexical == {"backend": "sql", "why": "prf reads the SQL statistics"}
+    assert meta.lexical == {
+        "backend": "sql",
+        "why": "prf reads the SQL statistics",
+        "candidates": "exact",
+    }
     assert (await bot.retrieve("paid leave", search_mode="dense")).meta.lexical is None
 
 

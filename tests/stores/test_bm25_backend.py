@@ -88,8 +88,9 @@ async def test_auto_takes_pg_textsearch_only_where_it_is_safe(pg_dsn: str, embed
                 )
             ).scalar()
         assert s.lexical_backend == ("sql" if unavailable or unsafe else "pg_textsearch")
-        if version == "1.0.0":  # the embedded server's: it can hang concurrent writers
-            assert unsafe is not None and "#370" in unsafe and s.lexical_backend == "sql"
+        if version == "1.0.0":  # the embedded server's: it hangs unguarded, the store guards it
+            assert unsafe is None and s.lexical_backend == "pg_textsearch"
+            assert s.guard is not None and s.guard.full
     finally:
         await s.drop()
 

@@ -13,8 +13,9 @@ than :data:`SAFE_VERSION` can hang concurrent writers (timescale/pg_textsearch#3
 1.0.0, #384 on 1.1.0), and the store guards such an index
 (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`). ``auto`` picks pg_textsearch
 for a new collection from :data:`SAFE_VERSION`, and on :data:`GUARDED_RELEASE` (the
-embedded server's 1.0.0) for a superuser role; asked for by name it is given on the others
-too, with a warning. ``parrot-parents reindex --lexical`` moves a collection.
+embedded server's 1.0.0) for a superuser role under the store's whole guard
+(``bm25_guard="auto"``); asked for by name it is given on the others too, with a
+warning. ``parrot-parents reindex --lexical`` moves a collection.
 """
 
 from __future__ import annotations
@@ -155,11 +156,12 @@ def parse_version(found: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", found)[:3])
 
 
-def bm25_unsafe(conn: Connection) -> str | None:
+def bm25_unsafe(conn: Connection, guarded: bool = True) -> str | None:
     """Why ``auto`` should not choose pg_textsearch on this server though it can, or None.
 
-    None from :data:`SAFE_VERSION`, and on :data:`GUARDED_RELEASE` for a superuser role:
-    the store's guard keeps that release's index from hanging
+    None from :data:`SAFE_VERSION`, and on :data:`GUARDED_RELEASE` for a superuser role
+    when ``guarded`` (the store's whole guard is on: ``bm25_guard="auto"``, the default):
+    that guard keeps the release's index from hanging
     (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`; it sets superuser settings).
     Other older releases can hang and have not been measured under the guard.
     """
@@ -174,26 +176,32 @@ def bm25_unsafe(conn: Connection) -> str | None:
     if version is None:
         return None
     found = parse_version(str(version))
-    if found >= SAFE_VERSION or (found[:2] == GUARDED_RELEASE and superuser):
+    if found >= SAFE_VERSION or (found[:2] == GUARDED_RELEASE and superuser and guarded):
         return None
     safe = ".".join(map(str, SAFE_VERSION))
     why = f"pg_textsearch {version} can hang concurrent writers (timescale/pg_textsearch#370, #384)"
+    if found[:2] == GUARDED_RELEASE and not guarded:
+        return f"{why} and the store's whole guard is off (bm25_guard); {safe} or newer is needed"
     if found[:2] == GUARDED_RELEASE:
         return f"{why} and the store's guard needs a superuser role; {safe} or newer is needed"
     return f"{why}; {safe} or newer is needed"
 
 
-def auto_bm25(conn: Connection) -> bool:
+def auto_bm25(conn: Connection, guarded: bool = True) -> bool:
     """Whether ``auto`` gives a new collection pg_textsearch here: the server can
-    (:func:`bm25_unavailable`) and its release is safe (:func:`bm25_unsafe`)."""
-    return bm25_unavailable(conn) is None and bm25_unsafe(conn) is None
+    (:func:`bm25_unavailable`) and its release is safe (:func:`bm25_unsafe`; ``guarded``:
+    the store's whole guard is on)."""
+    return bm25_unavailable(conn) is None and bm25_unsafe(conn, guarded) is None
 
 
-def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
+def ensure_bm25(
+    conn: Connection, table: str, schema: str, config: str, guarded: bool = True
+) -> None:
     """Give a collection its ``lexical_text`` column and ``bm25`` index (idempotent).
 
     Runs in the caller's transaction; on an existing table the column is added with one
-    table rewrite and the index is built over the rows already there.
+    table rewrite and the index is built over the rows already there. It warns where the
+    release can hang (:func:`bm25_unsafe`; ``guarded``: the store's whole guard is on).
 
     Raises:
         ConfigurationError: the server cannot (:func:`bm25_unavailable`).
@@ -204,7 +212,7 @@ def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
             f"collection {table!r} cannot use the pg_textsearch lexical backend: {reason}",
             hint="use the sql backend (it needs nothing but PostgreSQL)",
         )
-    risk = bm25_unsafe(conn)
+    risk = bm25_unsafe(conn, guarded)
     if risk is not None:
         logger.warning("collection %r ranks BM25 with pg_textsearch, but %s", table, risk)
     config = validate_text_search_config(config)

@@ -499,3 +499,67 @@ async def test_a_smaller_limit_returns_the_first_rows_of_the_same_fused_ranking(
     assert fusion_depth(3, None) == MIN_FUSION_DEPTH
     assert fusion_depth(30, None) == 30
     assert fusion_depth(3, Fusion(depth=5)) == 5
+
+
+_WORDS = sorted(set(re.findall(r"[a-z]{3,}", " ".join(DOCS.values()).lower())))
+_RULES = st.builds(
+    CandidateRule,
+    budget=st.integers(0, 12),
+    pairs=st.integers(0, 4),
+    exact_below=st.just(0),
+    cap=st.none() | st.integers(1, 6),
+)
+_BOUNDED: dict[str, tuple[PgVectorStore, Any]] = {}
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(words=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5), rule=_RULES)
+def test_a_bounded_search_scores_exactly_the_candidates_its_rule_names(
+    pg_dsn: str, embeddings, words: list[str], rule: CandidateRule
+) -> None:
+    query = " ".join(words)
+
+    async def scenario() -> None:
+        # One collection for every example (ingesting it is the slow part).
+        if pg_dsn not in _BOUNDED:
+            store = PgVectorStore(
+                dsn=pg_dsn,
+                table=unique_table("bounded"),
+                embedding=embeddings,
+                lexical_backend="sql",
+            )
+            await _ingest(store, embeddings)
+            _BOUNDED[pg_dsn] = (store, None)
+        store = _BOUNDED[pg_dsn][0]
+        expected, docs, terms = await _reference(store, query)
+        df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+        held = sorted((t for t in terms if df[t]), key=lambda t: (df[t], t))
+        # The rule, in Python: lexemes alone within the budget (rarest first), then pairs.
+        total, alone, rest = 0, set(), []
+        for t in held:
+            total += df[t]
+            (alone.add(t) if total <= rule.budget or len(held) == 1 else rest.append(t))
+        pairs = [{a, b} for i, a in enumerate(rest[: rule.pairs]) for b in rest[i + 1 : rule.pairs]]
+        named = {
+            rid
+            for rid, tf in docs.items()
+            if alone & tf.keys() or any(p <= tf.keys() for p in pairs)
+        }
+        store.lexical_candidates = rule
+        got = await store.similarity_search(query, limit=50, search_mode="lexical")
+        # Every row is a named candidate scored with every query lexeme, best first.
+        assert {r.id for r in got} <= named
+        for r in got:
+            assert r.lexical_score == pytest.approx(expected[r.id], rel=1e-9)
+            assert r.lexical_bounded is bool(rest)
+        assert [r.lexical_score for r in got] == sorted(
+            (r.lexical_score for r in got), reverse=True
+        )
+        if rule.cap is None:
+            assert {r.id for r in got} == named & expected.keys()
+        else:
+            assert len(got) <= rule.cap
+
+    run_sync(scenario())

@@ -365,7 +365,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "`get_vector_context`, parent expansion, package defaults, BM25 in SQL",
             lambda i: bot_sql.get_vector_context(q(i)),
             "hybrid search, the `sql` lexical backend on the same collection (bounded above"
-            " 20,000 children: `CandidateRule`)",
+            " 5,000 children: `CandidateRule`)",
             limit=hyb,
         ),
         Variant(
@@ -379,7 +379,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
             "search_lexical_sql",
             "`similarity_search`, lexical alone (sql backend)",
             lambda i: store_sql.similarity_search(q(i), limit=10, search_mode="lexical"),
-            "BM25 top 10, bounded above 20,000 children",
+            "BM25 top 10, bounded above 5,000 children",
             limit=hyb,
         ),
         Variant(

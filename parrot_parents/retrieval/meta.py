@@ -101,7 +101,7 @@ class RetrievalMeta(Mapping[str, Any]):
             collection's own backend
             (:mod:`parrot_parents.stores.postgres.search.bm25_index`), and, from BM25 in
             SQL, ``"candidates"``: ``"exact"`` (every child holding a query lexeme was
-            scored: a collection of at most 20,000 children, a selective metadata filter,
+            scored: a collection of at most 5,000 children, a selective metadata filter,
             or query lexemes rare enough) or ``"bounded"`` (the children holding the
             query's rarest lexemes or two of the next rarest, at most 4,000:
             :class:`~parrot_parents.stores.postgres.search.hybrid.CandidateRule`); None

@@ -17,7 +17,7 @@ lexemes (rarest first, while their document frequencies add up to at most 500) o
 the six next rarest, at most 4,000 of them. Scoring every child that holds a query lexeme
 reads a few thousand rows of the heap at 100k children and tens of thousands at 1M; the
 children this rule skips hold a single common query lexeme, whose BM25 contribution is
-small (its idf is low). Below 20,000 children, under a selective metadata filter and with
+small (its idf is low). At most 5,000 children, under a selective metadata filter and with
 :data:`EXACT_CANDIDATES`, every child holding a query lexeme is scored (exact BM25). The
 rows say whether a search was bounded (``lexical_bounded``); the measured agreement with
 exact BM25 and the recall it keeps are in docs/benchmarks.md ("Bounded lexical search").
@@ -92,7 +92,7 @@ class CandidateRule:
 
     budget: int = 500
     pairs: int = 6
-    exact_below: int = 20_000
+    exact_below: int = 5_000
     cap: int | None = 4_000
 
 

@@ -189,6 +189,14 @@ async def test_a_bounded_rule_scores_the_rarest_lexemes_and_pairs_of_the_others(
     assert scores(got) == holding(lambda t: held[0] in t or set(held[1:]) <= t)
     got = await search(replace(bounded, budget=0, pairs=2))
     assert scores(got) == holding(lambda t: set(held[:2]) <= t)
+    # Pairs are taken fewest expected children first (df_a * df_b), while their sum
+    # stays within the pair budget, the first always.
+    ordered = sorted(
+        ((df[a] * df[b], a, b) for i, a in enumerate(held) for b in held[i + 1 :]),
+    )
+    got = await search(replace(bounded, budget=0, pairs=3, pair_budget=0))
+    first = set(ordered[0][1:])
+    assert scores(got) == holding(lambda t: first <= t)
     # No more than ``cap`` candidates are scored.
     got = await search(replace(bounded, cap=1))
     assert len(got) == 1 and got[0].id in rarest
@@ -506,6 +514,7 @@ _RULES = st.builds(
     CandidateRule,
     budget=st.integers(0, 12),
     pairs=st.integers(0, 4),
+    pair_budget=st.integers(0, 3),
     exact_below=st.just(0),
     cap=st.none() | st.integers(1, 6),
 )
@@ -541,7 +550,16 @@ def test_a_bounded_search_scores_exactly_the_candidates_its_rule_names(
         for t in held:
             total += df[t]
             (alone.add(t) if total <= rule.budget or len(held) == 1 else rest.append(t))
-        pairs = [{a, b} for i, a in enumerate(rest[: rule.pairs]) for b in rest[i + 1 : rule.pairs]]
+        sized = sorted(
+            (df[a] * df[b], a, b)
+            for i, a in enumerate(rest[: rule.pairs])
+            for b in rest[i + 1 : rule.pairs]
+        )
+        pairs, expected_children = [], 0.0
+        for size, a, b in sized:
+            expected_children += size / len(docs)
+            if not pairs or expected_children <= rule.pair_budget:
+                pairs.append({a, b})
         named = {
             rid
             for rid, tf in docs.items()

@@ -13,14 +13,16 @@ Filters apply to both branches; every result carries its rank in each (None when
 
 The lexical branch in SQL is bounded in a large collection (:class:`CandidateRule`): it
 scores, with every query lexeme, only the children holding one of the query's rarest
-lexemes (rarest first, while their document frequencies add up to at most 500) or two of
-the six next rarest, at most 4,000 of them. Scoring every child that holds a query lexeme
-reads a few thousand rows of the heap at 100k children and tens of thousands at 1M; the
-children this rule skips hold a single common query lexeme, whose BM25 contribution is
-small (its idf is low). At most 5,000 children, under a selective metadata filter and with
-:data:`EXACT_CANDIDATES`, every child holding a query lexeme is scored (exact BM25). The
-rows say whether a search was bounded (``lexical_bounded``); the measured agreement with
-exact BM25 and the recall it keeps are in docs/benchmarks.md ("Bounded lexical search").
+lexemes (rarest first, while their document frequencies add up to at most 500) or both
+lexemes of a pair of the six next rarest (the pairs expected to hold the fewest children
+first, about 500 children in all), at most 4,000 of them. Scoring every child that holds
+a query lexeme reads a few thousand rows of the heap at 100k children and tens of
+thousands at 1M; the children this rule skips hold no rare query lexeme and few common
+ones, whose BM25 contributions are small (their idf is low). In a collection of at most
+5,000 children, under a selective metadata filter and with :data:`EXACT_CANDIDATES`,
+every child holding a query lexeme is scored (exact BM25). The rows say whether a search
+was bounded (``lexical_bounded``); the measured agreement with exact BM25 and the recall
+it keeps are in docs/benchmarks.md ("Bounded lexical search").
 """
 
 from __future__ import annotations
@@ -83,15 +85,18 @@ class CandidateRule:
 
     In a collection of more than ``exact_below`` children (its BM25 statistics' count), a
     child is a candidate when it holds one of the query's rarest lexemes, taken rarest first
-    while the sum of their document frequencies stays at most ``budget`` (children), or two
-    of the ``pairs`` rarest of the query's other lexemes; at most ``cap`` candidates are
-    scored (None: all). A query with a single lexeme in the collection takes it alone
-    whatever its frequency. Otherwise every child holding a query lexeme is a candidate:
-    exact BM25.
+    while the sum of their document frequencies stays at most ``budget`` (children), or
+    both lexemes of a pair of the ``pairs`` rarest of the query's other lexemes. The pairs
+    are taken fewest expected children first (``df_a * df_b / n``, as if the two were
+    independent) while that expectation, summed, stays at most ``pair_budget`` (children;
+    the first pair always). At most ``cap`` candidates are scored (None: all). A query
+    with a single lexeme in the collection takes it alone whatever its frequency.
+    Otherwise every child holding a query lexeme is a candidate: exact BM25.
     """
 
     budget: int = 500
     pairs: int = 6
+    pair_budget: int = 500
     exact_below: int = 5_000
     cap: int | None = 4_000
 
@@ -99,7 +104,7 @@ class CandidateRule:
 #: The product's rule (module docstring).
 CANDIDATES = CandidateRule()
 #: Every child holding a query lexeme is scored: the exact BM25 top-k.
-EXACT_CANDIDATES = CandidateRule(budget=2**62, pairs=0, exact_below=2**62, cap=None)
+EXACT_CANDIDATES = CandidateRule(budget=2**62, pairs=0, pair_budget=0, exact_below=2**62, cap=None)
 
 
 #: The types of the ranking columns of ``hits``.
@@ -208,20 +213,19 @@ def _candidates(
     qlex = (
         select(
             lx.c.lexeme,
+            lx.c.df,
             func.sum(lx.c.df).over(order_by=order).label("cum_df"),
             func.count().over().label("held"),
         )
         .where(lx.c.lexeme == any_(terms))
         .subquery()
     )
-    alone = or_(
-        qlex.c.cum_df <= rule.budget,
-        qlex.c.held == 1,
-        select(stats.c.n).scalar_subquery() <= float(rule.exact_below),
-    )
+    n = select(stats.c.n).scalar_subquery()
+    alone = or_(qlex.c.cum_df <= rule.budget, qlex.c.held == 1, n <= float(rule.exact_below))
     # Materialised once: every tsquery and the flag read it.
     ranked = select(
         qlex.c.lexeme,
+        qlex.c.df,
         alone.label("alone"),
         func.row_number().over(partition_by=alone, order_by=qlex.c.cum_df).label("nth"),
     ).cte(name)
@@ -229,21 +233,32 @@ def _candidates(
         cast(func.string_agg(func.quote_literal(ranked.c.lexeme), literal(" | ")), TSQUERY)
     ).where(ranked.c.alone)
     tsqueries = [singles.scalar_subquery()]
+    # The pairs of the ``pairs`` rarest other lexemes, fewest expected children first
+    # (``df_a * df_b / n``, as if independent), while their sum stays within the
+    # pair budget (the first always).
+    a, b = ranked.alias(f"{name}_a"), ranked.alias(f"{name}_b")
+    size = cast(a.c.df, Float) * b.c.df
+    size_order = (size, a.c.lexeme, b.c.lexeme)
+    pairs = (
+        select(
+            (
+                func.quote_literal(a.c.lexeme)
+                .op("||")(literal(" & "))
+                .op("||")(func.quote_literal(b.c.lexeme))
+            ).label("tsquery"),
+            func.row_number().over(order_by=size_order).label("k"),
+            (func.sum(size).over(order_by=size_order) / n).label("expected"),
+        )
+        .where(~a.c.alone, ~b.c.alone, a.c.nth < b.c.nth, b.c.nth <= rule.pairs)
+        .cte(f"{name}_pairs")
+    )
     # One GIN scan per pair, OR-ed by the planner (a BitmapOr): each is an AND that GIN
     # answers by skipping through the longer posting list, where one tsquery of all the
     # pairs read every posting of every lexeme (four times slower at 1M children).
-    a, b = ranked.alias(f"{name}_a"), ranked.alias(f"{name}_b")
-    pair = (
-        func.quote_literal(a.c.lexeme)
-        .op("||")(literal(" & "))
-        .op("||")(func.quote_literal(b.c.lexeme))
-    )
-    for i in range(1, rule.pairs + 1):
-        for j in range(i + 1, rule.pairs + 1):
-            found = select(cast(pair, TSQUERY)).where(
-                ~a.c.alone, ~b.c.alone, a.c.nth == i, b.c.nth == j
-            )
-            tsqueries.append(found.scalar_subquery())
+    for k in range(1, rule.pairs * (rule.pairs - 1) // 2 + 1):
+        taken = or_(pairs.c.k == 1, pairs.c.expected <= float(rule.pair_budget))
+        found = select(cast(pairs.c.tsquery, TSQUERY)).where(pairs.c.k == k, taken)
+        tsqueries.append(found.scalar_subquery())
     bounded = select(func.bool_or(~ranked.c.alone)).scalar_subquery()
     return tsqueries, func.coalesce(bounded, false())
 

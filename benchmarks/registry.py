@@ -114,6 +114,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "query latency, HNSW recall and plans at 10k/100k/1M children, against bare kNN",
     ),
     Benchmark(
+        "lexical_rules",
+        "latency",
+        "BM25 in SQL under candidate rules at 100k/1M children: p50/p95 and exact top-k found",
+    ),
+    Benchmark(
         "hnsw_recall",
         "latency",
         "HNSW recall@10 and kNN p50/p95 per ef_search on real HTML ingested by the product",

@@ -7,6 +7,12 @@ PostgreSQL's suggested quarter, as the server shares the machine with the applic
 its model (measured: docs/performance.md, the ``shared_buffers`` comparison). The settings
 are written to :data:`SETTINGS_FILE`, which ``postgresql.conf`` includes, for the next
 start; ``ALTER SYSTEM`` overrides them.
+
+``io_method`` is ``sync`` on PostgreSQL 18 and newer (where the setting exists; its default,
+``worker``, hands each read to an I/O worker process): on 2 shared cores the bitmap heap
+scan of BM25 in SQL over fresh queries at 1M children took 24 to 28 ms with ``worker`` and
+12 to 16 ms with ``sync``, the same statements against the same warm operating-system
+cache (docs/performance.md, "BM25 in SQL at a million children").
 """
 
 from __future__ import annotations
@@ -61,13 +67,23 @@ def machine_memory() -> int:
     return total
 
 
-def settings_text(memory_bytes: int) -> str:
-    """The contents of :data:`SETTINGS_FILE` for a machine with ``memory_bytes``."""
+def settings_text(memory_bytes: int, major: int | None = None) -> str:
+    """The contents of :data:`SETTINGS_FILE` for a machine with ``memory_bytes`` and a
+    server of major version ``major`` (None: unknown, no version-dependent setting)."""
+    io = "io_method = 'sync'\n" if major is not None and major >= 18 else ""
     return (
         "# Written by parrot-parents at each start of its embedded server; edits are\n"
         "# overwritten. ALTER SYSTEM (postgresql.auto.conf) overrides these settings.\n"
-        f"shared_buffers = '{shared_buffers_mb(memory_bytes)}MB'\n"
+        f"shared_buffers = '{shared_buffers_mb(memory_bytes)}MB'\n{io}"
     )
+
+
+def _major(pgdata: Path) -> int | None:
+    """The major version of the data directory (its ``PG_VERSION`` file), if readable."""
+    try:
+        return int((pgdata / "PG_VERSION").read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def write_settings(pgdata: Path, memory_bytes: int | None = None) -> bool:
@@ -78,7 +94,8 @@ def write_settings(pgdata: Path, memory_bytes: int | None = None) -> bool:
     Raises:
         OSError: the data directory cannot be written.
     """
-    wanted = settings_text(machine_memory() if memory_bytes is None else memory_bytes)
+    memory = machine_memory() if memory_bytes is None else memory_bytes
+    wanted = settings_text(memory, _major(pgdata))
     changed = False
     target = pgdata / SETTINGS_FILE
     if not target.exists() or target.read_text() != wanted:

@@ -99,7 +99,13 @@ class RetrievalMeta(Mapping[str, Any]):
             that says so: ``{"backend": "pg_textsearch"}`` (pg_textsearch's index) or
             ``{"backend": "sql"}`` (BM25 in SQL), with ``"why"`` when it is not the
             collection's own backend
-            (:mod:`parrot_parents.stores.postgres.search.bm25_index`); None otherwise.
+            (:mod:`parrot_parents.stores.postgres.search.bm25_index`), and, from BM25 in
+            SQL, ``"candidates"``: ``"exact"`` (every child holding a query lexeme was
+            scored: a collection of at most 5,000 children, a selective metadata filter,
+            or query lexemes rare enough) or ``"bounded"`` (the children holding the
+            query's rarest lexemes or two of the next rarest, at most 4,000:
+            :class:`~parrot_parents.stores.postgres.search.hybrid.CandidateRule`); None
+            otherwise.
         filter_plan: how a search with a metadata filter ranked, on a store that plans
             it: ``{"estimate": children the planner expected the filter to keep,
             "search": "exact" | "index" | "index, then exact" | "exact, then index" |

@@ -37,6 +37,10 @@ class SearchResult:
         lexical_expansion: the lexemes pseudo-relevance feedback added to the query of the
             search that found the row, heaviest first (the same on every row of one search);
             None when it did not run (:class:`~parrot_parents.stores.search_options.PRF`).
+        lexical_bounded: whether the lexical branch of the search that found the row
+            scored a bounded set of candidates rather than every child holding a query
+            lexeme (:class:`~parrot_parents.stores.postgres.search.hybrid.CandidateRule`;
+            the same on every row of one search); None when no lexical branch in SQL ran.
         filter_plan: how the search that found the row planned its metadata filter
             (:class:`~parrot_parents.stores.postgres.search.filter_plan.FilterPlan`; the
             same on every row of one search); None without a filter, and from a store that
@@ -60,6 +64,7 @@ class SearchResult:
     lexical_score: float | None = None
     fused_score: float | None = None
     lexical_expansion: tuple[str, ...] | None = None
+    lexical_bounded: bool | None = None
     filter_plan: FilterPlan | None = field(default=None, compare=False)
     via: str | None = None
     via_kind: str | None = None

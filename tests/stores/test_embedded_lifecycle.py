@@ -403,6 +403,14 @@ async def _shared_buffers_mb(dsn: str) -> int:
     return int(blocks * 8 // 1024)
 
 
+async def _setting(dsn: str, name: str) -> str:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return str(await conn.fetchval("SELECT current_setting($1)", name))
+    finally:
+        await conn.close()
+
+
 def test_the_server_is_sized_for_the_machine_and_alter_system_still_wins(data_dir: Path) -> None:
     from parrot_parents.embedded.settings import (
         SETTINGS_FILE,
@@ -415,6 +423,8 @@ def test_the_server_is_sized_for_the_machine_and_alter_system_still_wins(data_di
         # initdb's 128 MB is what the server had before; this machine's is larger.
         assert asyncio.run(_shared_buffers_mb(dsn)) == shared_buffers_mb(machine_memory())
         assert (data_dir / SETTINGS_FILE).exists()
+        if int((data_dir / "PG_VERSION").read_text()) >= 18:
+            assert asyncio.run(_setting(dsn, "io_method")) == "sync"
 
         async def alter() -> None:
             conn = await asyncpg.connect(dsn)

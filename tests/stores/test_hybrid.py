@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -152,7 +153,7 @@ async def test_bm25_scores_match_a_python_reference(
     assert [r.lexical_score for r in got] == sorted((r.lexical_score for r in got), reverse=True)
 
 
-async def test_common_query_lexemes_score_but_do_not_generate_candidates(
+async def test_a_bounded_rule_scores_the_rarest_lexemes_and_pairs_of_the_others(
     sql_store: PgVectorStore, embeddings
 ) -> None:
     store = sql_store
@@ -162,40 +163,69 @@ async def test_common_query_lexemes_score_but_do_not_generate_candidates(
     df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
     held = sorted((t for t in terms if df[t]), key=lambda t: (df[t], t))
     assert len(held) == 3 and df[held[0]] < df[held[-1]]
-    # Every lexeme is "common" (held by more than 0 children); the rarest one is kept.
-    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=1)
-    got = await store.similarity_search(query, limit=50, search_mode="lexical")
-    rarest = {rid: s for rid, s in expected.items() if held[0] in docs[rid]}
+
+    def holding(test: Any) -> dict[str, float]:
+        return {rid: s for rid, s in expected.items() if test(docs[rid].keys())}
+
+    async def search(rule: CandidateRule, **kw: Any) -> list[Any]:
+        store.lexical_candidates = rule
+        return await store.similarity_search(query, limit=50, search_mode="lexical", **kw)
+
+    def scores(got: list[Any]) -> dict[str, Any]:
+        return {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got}
+
+    bounded = CandidateRule(budget=df[held[0]], pairs=0, exact_below=0, cap=None)
+    # Alone: the rarest lexeme (its df within the budget); the candidates are scored with
+    # all three lexemes, and the rows say the search was bounded.
+    got = await search(bounded)
+    rarest = holding(lambda t: held[0] in t)
     assert rarest and len(rarest) < len(expected)
-    # The candidates: the children holding the rarest lexeme, scored with all three.
-    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == rarest
-    # A lexeme held by no more than the fraction of n (or the floor) generates candidates.
-    n = len(docs)
-    store.lexical_candidates = CandidateRule(
-        df_fraction=(df[held[1]] + 0.5) / n, df_floor=0, keep=1
+    assert scores(got) == rarest and all(r.lexical_bounded for r in got)
+    # The budget is a sum of document frequencies, rarest first.
+    got = await search(replace(bounded, budget=df[held[0]] + df[held[1]]))
+    assert scores(got) == holding(lambda t: bool(set(held[:2]) & t))
+    # Of the lexemes not taken alone, the ``pairs`` rarest bring the children holding two.
+    got = await search(replace(bounded, pairs=2))
+    assert scores(got) == holding(lambda t: held[0] in t or set(held[1:]) <= t)
+    got = await search(replace(bounded, budget=0, pairs=2))
+    assert scores(got) == holding(lambda t: set(held[:2]) <= t)
+    # Pairs are taken fewest expected children first (df_a * df_b), while their sum
+    # stays within the pair budget, the first always.
+    ordered = sorted(
+        ((df[a] * df[b], a, b) for i, a in enumerate(held) for b in held[i + 1 :]),
     )
-    got = await store.similarity_search(query, limit=50, search_mode="lexical")
-    two = {rid: s for rid, s in expected.items() if set(held[:2]) & docs[rid].keys()}
-    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == two
-    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=df[held[1]], keep=0)
-    got = await store.similarity_search(query, limit=50, search_mode="lexical")
-    assert {r.id for r in got} == set(two)
+    got = await search(replace(bounded, budget=0, pairs=3, pair_budget=0))
+    first = set(ordered[0][1:])
+    assert scores(got) == holding(lambda t: first <= t)
+    # No more than ``cap`` candidates are scored.
+    got = await search(replace(bounded, cap=1))
+    assert len(got) == 1 and got[0].id in rarest
+    # Exact: a collection of at most ``exact_below`` children, or every lexeme within the
+    # budget; the rows say so.
+    for rule in (
+        replace(bounded, exact_below=len(docs)),
+        replace(bounded, budget=sum(df.values())),
+    ):
+        got = await search(rule)
+        assert scores(got) == expected and not any(r.lexical_bounded for r in got)
+    # A query with a single lexeme in the collection takes it alone whatever its frequency.
+    store.lexical_candidates = replace(bounded, budget=0)
+    got = await store.similarity_search(held[-1], limit=50, search_mode="lexical")
+    assert {r.id for r in got} == set(holding(lambda t: held[-1] in t))
     # Under a metadata filter the search stays exact (the filter may leave only children
     # holding common lexemes).
-    store.lexical_candidates = EXACT_CANDIDATES
-    everything = await store.similarity_search(query, limit=50, search_mode="lexical")
+    everything = await search(EXACT_CANDIDATES)
     owner = {r.id: r.metadata["document_id"] for r in everything}
-    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=1)
     for doc in set(owner.values()):
-        got = await store.similarity_search(
-            query, limit=50, search_mode="lexical", filter={"document_id": doc}
-        )
+        got = await search(replace(bounded, budget=0), filter={"document_id": doc})
         want = {rid: s for rid, s in expected.items() if owner.get(rid) == doc}
-        assert want and {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == want
-    # keep: the k rarest always generate candidates.
-    store.lexical_candidates = CandidateRule(df_fraction=0.0, df_floor=0, keep=3)
-    got = await store.similarity_search(query, limit=50, search_mode="lexical")
-    assert {r.id: pytest.approx(r.lexical_score, rel=1e-9) for r in got} == expected
+        assert want and scores(got) == want
+    # ``meta.lexical`` says which ranking ran.
+    bot = Chatbot(store=store)
+    for rule, candidates in ((bounded, "bounded"), (CANDIDATES, "exact")):
+        store.lexical_candidates = rule
+        meta = (await bot.retrieve(query, search_mode="hybrid")).meta
+        assert meta.lexical == {"backend": "sql", "candidates": candidates}
 
 
 async def test_hybrid_fuses_both_ranks_and_filters_both_branches(
@@ -477,3 +507,77 @@ async def test_a_smaller_limit_returns_the_first_rows_of_the_same_fused_ranking(
     assert fusion_depth(3, None) == MIN_FUSION_DEPTH
     assert fusion_depth(30, None) == 30
     assert fusion_depth(3, Fusion(depth=5)) == 5
+
+
+_WORDS = sorted(set(re.findall(r"[a-z]{3,}", " ".join(DOCS.values()).lower())))
+_RULES = st.builds(
+    CandidateRule,
+    budget=st.integers(0, 12),
+    pairs=st.integers(0, 4),
+    pair_budget=st.integers(0, 3),
+    exact_below=st.just(0),
+    cap=st.none() | st.integers(1, 6),
+)
+_BOUNDED: dict[str, tuple[PgVectorStore, Any]] = {}
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(words=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5), rule=_RULES)
+def test_a_bounded_search_scores_exactly_the_candidates_its_rule_names(
+    pg_dsn: str, embeddings, words: list[str], rule: CandidateRule
+) -> None:
+    query = " ".join(words)
+
+    async def scenario() -> None:
+        # One collection for every example (ingesting it is the slow part).
+        if pg_dsn not in _BOUNDED:
+            store = PgVectorStore(
+                dsn=pg_dsn,
+                table=unique_table("bounded"),
+                embedding=embeddings,
+                lexical_backend="sql",
+            )
+            await _ingest(store, embeddings)
+            _BOUNDED[pg_dsn] = (store, None)
+        store = _BOUNDED[pg_dsn][0]
+        expected, docs, terms = await _reference(store, query)
+        df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+        held = sorted((t for t in terms if df[t]), key=lambda t: (df[t], t))
+        # The rule, in Python: lexemes alone within the budget (rarest first), then pairs.
+        total, alone, rest = 0, set(), []
+        for t in held:
+            total += df[t]
+            (alone.add(t) if total <= rule.budget or len(held) == 1 else rest.append(t))
+        sized = sorted(
+            (df[a] * df[b], a, b)
+            for i, a in enumerate(rest[: rule.pairs])
+            for b in rest[i + 1 : rule.pairs]
+        )
+        pairs, expected_children = [], 0.0
+        for size, a, b in sized:
+            expected_children += size / len(docs)
+            if not pairs or expected_children <= rule.pair_budget:
+                pairs.append({a, b})
+        named = {
+            rid
+            for rid, tf in docs.items()
+            if alone & tf.keys() or any(p <= tf.keys() for p in pairs)
+        }
+        store.lexical_candidates = rule
+        got = await store.similarity_search(query, limit=50, search_mode="lexical")
+        # Every row is a named candidate scored with every query lexeme, best first.
+        assert {r.id for r in got} <= named
+        for r in got:
+            assert r.lexical_score == pytest.approx(expected[r.id], rel=1e-9)
+            assert r.lexical_bounded is bool(rest)
+        assert [r.lexical_score for r in got] == sorted(
+            (r.lexical_score for r in got), reverse=True
+        )
+        if rule.cap is None:
+            assert {r.id for r in got} == named & expected.keys()
+        else:
+            assert len(got) <= rule.cap
+
+    run_sync(scenario())

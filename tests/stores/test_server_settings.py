@@ -44,3 +44,11 @@ def test_settings_are_written_and_included_once(tmp_path: Path) -> None:
     assert conf.read_text().index("include_if_exists") > conf.read_text().index("128MB")
     assert write_settings(tmp_path, 64 * GB)
     assert "shared_buffers = '4096MB'" in (tmp_path / SETTINGS_FILE).read_text()
+
+
+def test_io_method_is_sync_where_the_server_has_the_setting(tmp_path: Path) -> None:
+    (tmp_path / "postgresql.conf").write_text("")
+    for version, has in (("17", False), ("18", True), ("not a version", False)):
+        (tmp_path / "PG_VERSION").write_text(f"{version}\n")
+        write_settings(tmp_path, 16 * GB)
+        assert ("io_method = 'sync'" in (tmp_path / SETTINGS_FILE).read_text()) is has

@@ -98,12 +98,15 @@ def prepare_collection(
     documents: DocumentsTable,
     must_exist: bool = False,
     lexical: LexicalChoice = "auto",
+    guarded: bool = True,
 ) -> CollectionSetup:
     """Create the collection ``table`` when missing, or complete an existing one (schema,
     table, indexes, lexical column and statistics, row layout, ``bm25`` index, documents
     table), inside the caller's transaction, which holds the creation lock. ``config`` and
     ``lexical`` are a new collection's (an existing one keeps its own); ``must_exist``
-    (a read) makes a missing collection :func:`missing_collection`.
+    (a read) makes a missing collection :func:`missing_collection`; ``guarded``: the store's
+    whole ``bm25`` guard is on, which ``auto`` needs to choose an older pg_textsearch
+    (:func:`~parrot_parents.stores.postgres.search.bm25_index.bm25_unsafe`).
 
     Returns:
         The collection's text-search configuration and lexical backend.
@@ -141,9 +144,9 @@ def prepare_collection(
         # every open writer (``parrot-parents migrate`` applies it on purpose).
         apply_layout(conn, schema, name)
     if state == "missing" and (
-        lexical == "pg_textsearch" or (lexical == "auto" and auto_bm25(conn))
+        lexical == "pg_textsearch" or (lexical == "auto" and auto_bm25(conn, guarded))
     ):
-        ensure_bm25(conn, name, schema, found)
+        ensure_bm25(conn, name, schema, found, guarded)
     backend = read_lexical_backend(conn, name, schema)
     check_lexical_choice(name, backend, lexical)
     documents.create(conn)

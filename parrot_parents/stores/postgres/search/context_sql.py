@@ -218,6 +218,7 @@ def _result(r: Mapping[str, Any], mode_dense: bool) -> SearchResult:
         lexical_score=None if mode_dense else _opt(float, r["lexical_score"]),
         fused_score=None if mode_dense else _opt(float, r["fused_score"]),
         lexical_expansion=_opt(tuple, r["lexical_expansion"]),
+        lexical_bounded=None if mode_dense else _opt(bool, r["lexical_bounded"]),
     )
 
 

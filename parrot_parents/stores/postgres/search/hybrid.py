@@ -11,12 +11,18 @@
 
 Filters apply to both branches; every result carries its rank in each (None when absent).
 
-A query lexeme held by more than ``max(2% of the children, 5,000)`` children generates no
-candidates unless it is among the query's two rarest (:class:`CandidateRule`): scoring
-every child holding a common word costs 900 ms at 100k children, 1.2 s at 1M. A child
-holding only such lexemes is then not ranked; the top 10 stayed exact BM25's on the scale
-collections (docs/benchmarks.md, "At scale"). :data:`EXACT_CANDIDATES` switches it off, as
-a filtered search does.
+The lexical branch in SQL is bounded in a large collection (:class:`CandidateRule`): it
+scores, with every query lexeme, only the children holding one of the query's rarest
+lexemes (rarest first, while their document frequencies add up to at most 500) or both
+lexemes of a pair of the six next rarest (the pairs expected to hold the fewest children
+first, about 500 children in all), at most 4,000 of them. Scoring every child that holds
+a query lexeme reads a few thousand rows of the heap at 100k children and tens of
+thousands at 1M; the children this rule skips hold no rare query lexeme and few common
+ones, whose BM25 contributions are small (their idf is low). In a collection of at most
+5,000 children, under a selective metadata filter and with :data:`EXACT_CANDIDATES`,
+every child holding a query lexeme is scored (exact BM25). The rows say whether a search
+was bounded (``lexical_bounded``); the measured agreement with exact BM25 and the recall
+it keeps are in docs/benchmarks.md ("Bounded lexical search").
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
+    Boolean,
     Float,
     Integer,
     Select,
@@ -35,6 +42,7 @@ from sqlalchemy import (
     any_,
     bindparam,
     cast,
+    false,
     func,
     literal,
     literal_column,
@@ -73,22 +81,30 @@ __all__ = [
 
 @dataclass(frozen=True)
 class CandidateRule:
-    """Which query lexemes generate lexical candidates (every query lexeme still scores them).
+    """Which children the lexical branch in SQL scores (each with every query lexeme).
 
-    A query lexeme generates candidates unless it is held by more than
-    ``max(df_fraction * n, df_floor)`` children; the ``keep`` rarest query lexemes always do.
+    In a collection of more than ``exact_below`` children (its BM25 statistics' count), a
+    child is a candidate when it holds one of the query's rarest lexemes, taken rarest first
+    while the sum of their document frequencies stays at most ``budget`` (children), or
+    both lexemes of a pair of the ``pairs`` rarest of the query's other lexemes. The pairs
+    are taken fewest expected children first (``df_a * df_b / n``, as if the two were
+    independent) while that expectation, summed, stays at most ``pair_budget`` (children;
+    the first pair always). At most ``cap`` candidates are scored (None: all). A query
+    with a single lexeme in the collection takes it alone whatever its frequency.
+    Otherwise every child holding a query lexeme is a candidate: exact BM25.
     """
 
-    df_fraction: float = 0.02
-    df_floor: int = 5000
-    keep: int = 2
+    budget: int = 500
+    pairs: int = 6
+    pair_budget: int = 500
+    exact_below: int = 5_000
+    cap: int | None = 4_000
 
 
-#: The product's rule: exact below 5,000 children (no lexeme can be held by more), and
-#: above, lexemes held by more than 2% of the children (and more than 5,000) only score.
+#: The product's rule (module docstring).
 CANDIDATES = CandidateRule()
-#: Every query lexeme generates candidates: BM25 top-k over all matching children.
-EXACT_CANDIDATES = CandidateRule(df_fraction=1.0, df_floor=2**62, keep=2**30)
+#: Every child holding a query lexeme is scored: the exact BM25 top-k.
+EXACT_CANDIDATES = CandidateRule(budget=2**62, pairs=0, pair_budget=0, exact_below=2**62, cap=None)
 
 
 #: The types of the ranking columns of ``hits``.
@@ -99,6 +115,7 @@ RANK_TYPES: dict[str, Any] = {
     "lexical_score": Float,
     "fused_score": Float,
     "lexical_expansion": ARRAY(Text),
+    "lexical_bounded": Boolean,
 }
 
 
@@ -157,7 +174,12 @@ def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None
         knn.c.cmetadata,
         knn.c.distance,
         *unranked(
-            "dense_rank", "lexical_rank", "lexical_score", "fused_score", "lexical_expansion"
+            "dense_rank",
+            "lexical_rank",
+            "lexical_score",
+            "fused_score",
+            "lexical_expansion",
+            "lexical_bounded",
         ),
         func.row_number().over(order_by=(knn.c.distance, knn.c.id)).label("ord"),
     )
@@ -180,36 +202,65 @@ def _dense(table: Table, where: list[Any], depth: int, kept: Any | None) -> Any:
 
 
 def _candidates(
-    lx: Table, stats: Any, terms: Any, rule: CandidateRule, keep_from: Any | None = None
-) -> Any:
-    """The tsquery of the lexemes of ``terms`` that generate candidates (module docstring,
-    "Candidates"). A lexeme absent from the lexicon is in no child, so leaving it out of
-    the tsquery changes nothing. ``keep_from``: the lexemes among which the rarest are
-    always kept (the query's own, under feedback); default ``terms``."""
-    # The lexicon rows of ``terms``, ranked by df (among ``keep_from``'s own, when given).
-    own = None if keep_from is None else lx.c.lexeme == any_(keep_from)
-    rank = func.row_number().over(partition_by=own, order_by=(lx.c.df, lx.c.lexeme))
-    marked = [] if own is None else [own.label("own")]
+    lx: Table, stats: Any, terms: Any, rule: CandidateRule, name: str
+) -> tuple[list[Any], Any]:
+    """The tsqueries of the children the lexical branch scores (:class:`CandidateRule`):
+    the lexemes taken alone, then one per pair of the others (NULL when the query has no
+    such pair), and whether the search is bounded (some query lexeme in the collection not
+    taken alone). A lexeme absent from the lexicon is in no child, so leaving it out
+    changes nothing."""
+    order = (lx.c.df, lx.c.lexeme)
     qlex = (
-        select(lx.c.lexeme, lx.c.df, *marked, rank.label("df_rank"))
-        .where(lx.c.lexeme == any_(terms))
-        .subquery("qlex" if own is None else "qlex_prf")
-    )
-    kept = qlex.c.df_rank <= rule.keep
-    if own is not None:
-        kept = kept & qlex.c.own
-    return (
-        select(cast(func.string_agg(func.quote_literal(qlex.c.lexeme), literal(" | ")), TSQUERY))
-        .select_from(qlex)
-        .join(stats, true())
-        .where(
-            or_(
-                qlex.c.df <= func.greatest(stats.c.n * float(rule.df_fraction), rule.df_floor),
-                kept,
-            )
+        select(
+            lx.c.lexeme,
+            lx.c.df,
+            func.sum(lx.c.df).over(order_by=order).label("cum_df"),
+            func.count().over().label("held"),
         )
-        .scalar_subquery()
+        .where(lx.c.lexeme == any_(terms))
+        .subquery()
     )
+    n = select(stats.c.n).scalar_subquery()
+    alone = or_(qlex.c.cum_df <= rule.budget, qlex.c.held == 1, n <= float(rule.exact_below))
+    # Materialised once: every tsquery and the flag read it.
+    ranked = select(
+        qlex.c.lexeme,
+        qlex.c.df,
+        alone.label("alone"),
+        func.row_number().over(partition_by=alone, order_by=qlex.c.cum_df).label("nth"),
+    ).cte(name)
+    singles = select(
+        cast(func.string_agg(func.quote_literal(ranked.c.lexeme), literal(" | ")), TSQUERY)
+    ).where(ranked.c.alone)
+    tsqueries = [singles.scalar_subquery()]
+    # The pairs of the ``pairs`` rarest other lexemes, fewest expected children first
+    # (``df_a * df_b / n``, as if independent), while their sum stays within the
+    # pair budget (the first always).
+    a, b = ranked.alias(f"{name}_a"), ranked.alias(f"{name}_b")
+    size = cast(a.c.df, Float) * b.c.df
+    size_order = (size, a.c.lexeme, b.c.lexeme)
+    pairs = (
+        select(
+            (
+                func.quote_literal(a.c.lexeme)
+                .op("||")(literal(" & "))
+                .op("||")(func.quote_literal(b.c.lexeme))
+            ).label("tsquery"),
+            func.row_number().over(order_by=size_order).label("k"),
+            (func.sum(size).over(order_by=size_order) / n).label("expected"),
+        )
+        .where(~a.c.alone, ~b.c.alone, a.c.nth < b.c.nth, b.c.nth <= rule.pairs)
+        .cte(f"{name}_pairs")
+    )
+    # One GIN scan per pair, OR-ed by the planner (a BitmapOr): each is an AND that GIN
+    # answers by skipping through the longer posting list, where one tsquery of all the
+    # pairs read every posting of every lexeme (four times slower at 1M children).
+    for k in range(1, rule.pairs * (rule.pairs - 1) // 2 + 1):
+        taken = or_(pairs.c.k == 1, pairs.c.expected <= float(rule.pair_budget))
+        found = select(cast(pairs.c.tsquery, TSQUERY)).where(pairs.c.k == k, taken)
+        tsqueries.append(found.scalar_subquery())
+    bounded = select(func.bool_or(~ranked.c.alone)).scalar_subquery()
+    return tsqueries, func.coalesce(bounded, false())
 
 
 def _idf(lx: Table, stats: Any) -> Any:
@@ -221,25 +272,30 @@ def _bm25(
     table: Any,
     stats: Any,
     terms: Any,
-    tsquery: Any,
+    tsqueries: list[Any],
     weights: Any,
     where: list[Any],
     depth: int,
     name: str,
+    cap: int | None = None,
 ) -> Any:
     """The top ``depth`` children by BM25 over ``terms``: rows ``id, lexical_score``.
 
     ``table``: the collection table, or the
     :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`
     (columns ``id`` and ``lexical``). ``weights`` has a row ``(lexeme, idf)`` per scoring
-    lexeme; its ``idf`` is the lexeme's idf, times its query weight under feedback."""
+    lexeme; its ``idf`` is the lexeme's idf, times its query weight under feedback.
+    The candidates: the children matching any of ``tsqueries``, at most ``cap``."""
+    matched = or_(*(table.c.lexical.op("@@")(q) for q in tsqueries))
+    found = select(table.c.id, table.c.lexical).where(matched, *where)
+    cand = (found if cap is None else found.limit(cap)).subquery(f"{name}_cand")
     # Only the query's lexemes of the row, cut in C before the unnest (about 30 lexemes a
     # row otherwise, unnested then filtered: twice the time at 100k children):
     # every position marked 'D', the query lexemes' marked 'A', the 'A' ones kept. The
     # positions of a kept lexeme are all its positions, so tf is unchanged.
     only_query = func.ts_filter(
         func.setweight(
-            func.setweight(table.c.lexical, literal_column("'D'::\"char\"")),
+            func.setweight(cand.c.lexical, literal_column("'D'::\"char\"")),
             literal_column("'A'::\"char\""),
             terms,
         ),
@@ -249,17 +305,16 @@ def _bm25(
     # tf: the positions of the lexeme in the row; the length is ``length(tsvector)``, the
     # number of distinct lexemes (see :mod:`parrot_parents.stores.postgres.search.lexical`).
     tf = cast(func.array_length(u.c.positions, 1), Float)
-    norm = 1.0 - BM25_B + BM25_B * cast(func.length(table.c.lexical), Float) / stats.c.avgdl
+    norm = 1.0 - BM25_B + BM25_B * cast(func.length(cand.c.lexical), Float) / stats.c.avgdl
     score = func.sum(weights.c.idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm))
     return (
-        select(table.c.id, score.label("lexical_score"))
-        .select_from(table)
+        select(cand.c.id, score.label("lexical_score"))
+        .select_from(cand)
         .join(u, true())
         .join(weights, weights.c.lexeme == u.c.lexeme)
         .join(stats, true())
-        .where(table.c.lexical.op("@@")(tsquery), *where)
-        .group_by(table.c.id)
-        .order_by(score.desc(), table.c.id)
+        .group_by(cand.c.id)
+        .order_by(score.desc(), cand.c.id)
         .limit(depth)
         .subquery(name)
     )
@@ -348,9 +403,10 @@ def _lexical(
     rule: CandidateRule,
     prf: PRF | None = None,
     kept: Any | None = None,
-) -> tuple[Any, Any]:
-    """The lexical branch as a CTE ``(id, lexical_score, lexical_rank)``, and the array of
-    lexemes feedback added to the query (a NULL ``text[]`` without ``prf``). ``kept``:
+) -> tuple[Any, Any, Any]:
+    """The lexical branch as a CTE ``(id, lexical_score, lexical_rank)``, the array of
+    lexemes feedback added to the query (a NULL ``text[]`` without ``prf``), and whether
+    its candidates were bounded (:class:`CandidateRule`). ``kept``:
     rank the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` (``where`` applied there)
     instead of the table's."""
     # Kept lean on purpose: planning dominated this statement's cost (2.5 ms of plan for
@@ -376,21 +432,24 @@ def _lexical(
         .where(lx.c.lexeme == any_(terms_once))
         .cte("idf")
     )
-    tsquery = _candidates(lx, stats, terms_once, rule)
+    tsqueries, bounded = _candidates(lx, stats, terms_once, rule, "qlex")
     added: Any = cast(null(), ARRAY(Text))
     source, where = (table, where) if kept is None else (kept, [])
+    cap = rule.cap if kept is None else None
     if prf is None:
-        top = _bm25(source, stats, terms_once, tsquery, idf, where, depth, "lexical_top")
+        top = _bm25(source, stats, terms_once, tsqueries, idf, where, depth, "lexical_top", cap)
     else:
-        first = _bm25(source, stats, terms_once, tsquery, idf, where, prf.fb_docs, "fb_top")
+        first = _bm25(source, stats, terms_once, tsqueries, idf, where, prf.fb_docs, "fb_top", cap)
         first_cte = select(first.c.id, first.c.lexical_score).cte("prf_docs")
         weights, added = _feedback(table, lx, stats, terms_once, first_cte, prf)
         # The expanded query's lexemes, once per statement, as the query's are.
         expanded = cast(select(func.array_agg(weights.c.lexeme)).scalar_subquery(), ARRAY(Text))
-        tsquery2 = _candidates(lx, stats, expanded, rule, keep_from=terms_once)
-        top = _bm25(source, stats, expanded, tsquery2, weights, where, depth, "lexical_top")
+        tsqueries2, bounded2 = _candidates(lx, stats, expanded, rule, "qlex_prf")
+        bounded = bounded.op("OR")(bounded2)
+        top = _bm25(source, stats, expanded, tsqueries2, weights, where, depth, "lexical_top", cap)
     rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
-    return select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical"), added
+    ranked = select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical")
+    return ranked, added, bounded
 
 
 def _bm25_index(table: Table, index: str, where: list[Any], depth: int) -> Any:
@@ -436,7 +495,9 @@ def search_statement(
     ``lexical_query`` (the question) and, ``with_vector``, ``query_vector``.
 
     Rows: ``id, document, cmetadata, distance, dense_rank, lexical_rank, lexical_score,
-    fused_score, lexical_expansion, ord`` (the 1-based rank), best first.
+    fused_score, lexical_expansion, lexical_bounded, ord`` (the 1-based rank), best first.
+    ``lexical_bounded``: whether the lexical branch in SQL scored a bounded set of
+    candidates (:class:`CandidateRule`; NULL from a ``bm25`` index).
     ``lexical_expansion``: the lexemes pseudo-relevance feedback added (``fusion.prf``),
     heaviest first, NULL without it; ``distance``: the cosine distance when
     ``with_vector``; ``fused_score``: the weighted RRF value (None in ``lexical`` mode).
@@ -454,9 +515,10 @@ def search_statement(
     if bm25_index is not None:
         assert fusion.prf is None, "feedback reads the SQL statistics"
         assert kept is None, "an exact search ranks the kept rows in SQL"
-        lex, added = _bm25_index(table, bm25_index, where, lex_depth), cast(null(), ARRAY(Text))
+        lex = _bm25_index(table, bm25_index, where, lex_depth)
+        added, bounded = cast(null(), ARRAY(Text)), cast(null(), Boolean)
     else:
-        lex, added = _lexical(
+        lex, added, bounded = _lexical(
             table, lexical, text_search_config, where, lex_depth, candidates, fusion.prf, kept
         )
     if mode == "lexical":
@@ -499,6 +561,7 @@ def search_statement(
             ranks[2].label("lexical_score"),
             fused_score.label("fused_score"),
             added.label("lexical_expansion"),
+            bounded.label("lexical_bounded"),
             func.row_number().over(order_by=order).label("ord"),
         )
         .join(ranked, ranked.c.id == table.c.id)

@@ -198,9 +198,10 @@ class Searcher:
 
         Without a filter, sequential scans are disabled: the planner would otherwise pick
         a full scan and sort on a small table with a large ``ef_search``, several times
-        slower (docs/performance.md, "Does the planner use the HNSW index?"). With a filter the
-        statement is planned for the filter's values (a custom plan each time: a generic
-        one would not know how many children they keep), and the planner stays free,
+        slower (docs/performance.md, "Does the planner use the HNSW index?"), or scan the
+        table for the lexical branch's capped candidates. With a filter the statement is
+        planned for the filter's values (a custom plan each time: a generic one would not
+        know how many children they keep), and the planner stays free,
         unless ``index_only``: a dense ranking kept on the HNSW index
         (:mod:`~parrot_parents.stores.postgres.search.filter_plan`).
         """
@@ -213,8 +214,12 @@ class Searcher:
                 ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
             )
         if not request.filter:
-            seqscan: Settings = () if request.mode == "lexical" else (("enable_seqscan", "off"),)
-            return (*hnsw, *seqscan, ("enable_bitmapscan", None), ("plan_cache_mode", None))
+            return (
+                *hnsw,
+                ("enable_seqscan", "off"),
+                ("enable_bitmapscan", None),
+                ("plan_cache_mode", None),
+            )
         scans = "off" if index_only else None
         return (
             *hnsw,
@@ -455,6 +460,13 @@ class Searcher:
         bm25_index = None
         if self.lexical_ranking(request.filter, request.fusion, exact)[0] == "pg_textsearch":
             bm25_index = store.name.quoted(bm25_index_name(store.name.table))
+        # A selective filter may leave only children holding common query lexemes: every
+        # query lexeme then brings candidates (few, as the filter keeps few). The cap needs
+        # the GIN index, and sequential scans are turned off for unfiltered searches only
+        # (with a LIMIT, the planner could scan the table instead).
+        candidates = store.lexical_candidates
+        if request.filter:
+            candidates = EXACT_CANDIDATES if exact else replace(candidates, cap=None)
         return search_statement(
             table,
             mode=request.mode,
@@ -464,9 +476,7 @@ class Searcher:
             lexical=store.lexical,
             text_search_config=store.text_search_config,
             fusion=request.fusion,
-            # A selective filter may leave only children holding common query lexemes:
-            # every query lexeme then brings candidates (few, as the filter keeps few).
-            candidates=EXACT_CANDIDATES if request.filter and exact else store.lexical_candidates,
+            candidates=candidates,
             bm25_index=bm25_index,
             kept=kept,
         )

@@ -73,6 +73,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the dev set with pg_textsearch's bm25 index and with BM25 in SQL, one run",
     ),
     Benchmark(
+        "distractors",
+        "quality",
+        "the dev set among 100k children of Debian manuals: exact BM25 against the default rule",
+    ),
+    Benchmark(
         "trim_grid",
         "quality",
         "sentence trimming's whole-child share and rank decay, the same hits packed each way",

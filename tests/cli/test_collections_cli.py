@@ -72,11 +72,7 @@ def test_collections_lists_only_collections_with_counts(
     # The model the collection records (parrot_parents.stores.postgres.collections.model_contract).
     assert found["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert found["reembedding"] is False
-    # The backend listed is the collection's: pg_textsearch exactly when its index exists
-    # (which one a new collection gets here: tests/stores/test_bm25_backend.py).
-    indexed = _sql(kb, "SELECT to_regclass('public.kb_bm25') IS NOT NULL")[0][0]
-    backend = "pg_textsearch" if indexed else "sql"
-    assert (found["lexical_backend"], found["text_search_config"]) == (backend, "english")
+    assert (found["lexical_backend"], found["text_search_config"]) == ("sql", "english")
 
     code, out, _ = run(capsys, "collections", "--dsn", kb)
     header, row = out.splitlines()
@@ -98,7 +94,7 @@ def test_collections_lists_only_collections_with_counts(
         "384",
         f"sentence-transformers/all-MiniLM-L6-v2@{found['model_fingerprint']}",
     ]
-    assert row.endswith(f"contextual:context=extractive  {backend} (english)")
+    assert row.endswith("contextual:context=extractive  sql (english)")
 
 
 def test_documents_delete_and_drop(kb: str, capsys: pytest.CaptureFixture[str]) -> None:

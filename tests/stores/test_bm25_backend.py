@@ -88,34 +88,8 @@ async def test_auto_takes_pg_textsearch_only_where_it_is_safe(pg_dsn: str, embed
                 )
             ).scalar()
         assert s.lexical_backend == ("sql" if unavailable or unsafe else "pg_textsearch")
-        if version == "1.0.0":  # the embedded server's: it hangs unguarded, the store guards it
-            assert unsafe is None and s.lexical_backend == "pg_textsearch"
-            assert s.guard is not None and s.guard.full
-    finally:
-        await s.drop()
-
-
-@pytest.mark.parametrize("guard", ["writers", "off"])
-async def test_auto_takes_an_older_pg_textsearch_only_under_the_whole_guard(
-    pg_dsn: str, embeddings: Any, guard: str
-) -> None:
-    s = PgVectorStore(dsn=pg_dsn, table=unique_table(), embedding=embeddings, bm25_guard=guard)
-    try:
-        await _write(s, TEXTS)
-        engine, _ = await s.ready()
-        async with engine.connect() as conn:
-            version = (
-                await conn.execute(
-                    text("SELECT extversion FROM pg_extension WHERE extname = 'pg_textsearch'")
-                )
-            ).scalar()
-            unsafe = await conn.run_sync(lambda c: bm25_unsafe(c, guarded=False))
-        if version is None or tuple(map(int, version.split(".")[:2])) >= (1, 3):
-            pytest.skip(f"pg_textsearch {version} needs no guard")
-        # The 20-minute stress held 1.0.0 only under the whole guard: a store without it
-        # gives a new collection SQL.
-        assert s.lexical_backend == "sql" and s.guard is None
-        assert unsafe is not None and "#370" in unsafe
+        if version == "1.0.0":  # the embedded server's: it can hang concurrent writers
+            assert unsafe is not None and "#370" in unsafe and s.lexical_backend == "sql"
     finally:
         await s.drop()
 

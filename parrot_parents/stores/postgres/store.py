@@ -126,10 +126,8 @@ class PgVectorStore(
             autovacuum off for the table, and the index rebuilt before each ``VACUUM``
             (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`; all but the lock need
             a superuser role, as the embedded server's is). ``writers``: the writers' lock
-            alone (what a role that is not a superuser gets under ``auto``). ``off``: none
-            of it; for the ``bm25_stress`` benchmark, which shows what the guard prevents.
-            ``lexical_backend="auto"`` chooses such a release (the embedded server's 1.0.0)
-            for a new collection only under the whole guard: ``auto`` and a superuser role.
+            alone. ``off``: none of it; for the ``bm25_stress`` benchmark, which shows what
+            the guard prevents.
 
     Nothing connects at construction; the first call (or :meth:`connect`, or ``async
     with store``) does. A store may be used from several event loops, in any order: each

@@ -98,15 +98,12 @@ def prepare_collection(
     documents: DocumentsTable,
     must_exist: bool = False,
     lexical: LexicalChoice = "auto",
-    guarded: bool = True,
 ) -> CollectionSetup:
     """Create the collection ``table`` when missing, or complete an existing one (schema,
     table, indexes, lexical column and statistics, row layout, ``bm25`` index, documents
     table), inside the caller's transaction, which holds the creation lock. ``config`` and
     ``lexical`` are a new collection's (an existing one keeps its own); ``must_exist``
-    (a read) makes a missing collection :func:`missing_collection`; ``guarded``: the store's
-    whole ``bm25`` guard is on, which ``auto`` needs to choose an older pg_textsearch
-    (:func:`~parrot_parents.stores.postgres.search.bm25_index.bm25_unsafe`).
+    (a read) makes a missing collection :func:`missing_collection`.
 
     Returns:
         The collection's text-search configuration and lexical backend.
@@ -144,9 +141,9 @@ def prepare_collection(
         # every open writer (``parrot-parents migrate`` applies it on purpose).
         apply_layout(conn, schema, name)
     if state == "missing" and (
-        lexical == "pg_textsearch" or (lexical == "auto" and auto_bm25(conn, guarded))
+        lexical == "pg_textsearch" or (lexical == "auto" and auto_bm25(conn))
     ):
-        ensure_bm25(conn, name, schema, found, guarded)
+        ensure_bm25(conn, name, schema, found)
     backend = read_lexical_backend(conn, name, schema)
     check_lexical_choice(name, backend, lexical)
     documents.create(conn)

@@ -201,7 +201,6 @@ class CollectionLifecycle:
                 store.documents,
                 must_exist,
                 self.wanted_backend,
-                store.bm25_guard == "auto",
             )
             store.text_search_config, store.lexical_backend = setup
             store.guard = await conn.run_sync(self._guard, store.lexical_backend, True)

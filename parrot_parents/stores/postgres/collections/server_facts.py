@@ -4,6 +4,7 @@ backend a new collection gets there. Every fact is read, none is changed."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,11 +13,7 @@ from sqlalchemy import text
 from parrot_parents.stores.postgres.collections.setup import ExtensionVersions
 from parrot_parents.stores.postgres.connections.engine import make_engine, store_errors
 from parrot_parents.stores.postgres.search.bm25_guard import describe_guard, read_superuser
-from parrot_parents.stores.postgres.search.bm25_index import (
-    bm25_unavailable,
-    bm25_unsafe,
-    parse_version,
-)
+from parrot_parents.stores.postgres.search.bm25_index import bm25_unavailable, bm25_unsafe
 
 __all__ = ["EXTENSIONS", "ServerFacts", "server_facts"]
 
@@ -74,7 +71,7 @@ async def server_facts(dsn: str | None) -> ServerFacts:
     facts.server["lexical_backend"] = "sql" if why else "pg_textsearch"
     default, installed = found.get("pg_textsearch", (None, None))
     shown = installed or default
-    version = None if shown is None else parse_version(shown)
+    version = None if shown is None else tuple(int(p) for p in re.findall(r"\d+", shown)[:3])
     facts.server["bm25_guard"] = describe_guard(version, superuser)
     if why:
         facts.notes.append(f"new collections rank BM25 in SQL, not with pg_textsearch: {why}")

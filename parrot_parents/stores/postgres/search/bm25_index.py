@@ -8,14 +8,12 @@
   (:mod:`~parrot_parents.stores.postgres.search.lexical`); it also serves the searches the
   index cannot answer well: under a metadata filter, and with pseudo-relevance feedback.
 
-A collection is ``pg_textsearch`` exactly when its ``bm25`` index exists. Releases older
-than :data:`SAFE_VERSION` can hang concurrent writers (timescale/pg_textsearch#370 on
-1.0.0, #384 on 1.1.0), and the store guards such an index
-(:mod:`~parrot_parents.stores.postgres.search.bm25_guard`). ``auto`` picks pg_textsearch
-for a new collection from :data:`SAFE_VERSION`, and on :data:`GUARDED_RELEASE` (the
-embedded server's 1.0.0) for a superuser role under the store's whole guard
-(``bm25_guard="auto"``); asked for by name it is given on the others too, with a
-warning. ``parrot-parents reindex --lexical`` moves a collection.
+A collection is ``pg_textsearch`` exactly when its ``bm25`` index exists. ``auto`` picks it
+for a new collection only from :data:`SAFE_VERSION`: older releases can hang concurrent
+writers (timescale/pg_textsearch#370 on 1.0.0, #384 on 1.1.0); asked for by name it is
+given on them too, with a warning, and the store guards such an index
+(:mod:`~parrot_parents.stores.postgres.search.bm25_guard`). ``parrot-parents reindex
+--lexical`` moves a collection.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from parrot_parents.stores.postgres.search.lexical import (
 
 __all__ = [
     "BM25_COLUMN",
-    "GUARDED_RELEASE",
     "LEXICAL_BACKENDS",
     "SAFE_VERSION",
     "LexicalBackend",
@@ -65,9 +62,6 @@ LEXICAL_BACKENDS: tuple[LexicalBackend, ...] = get_args(LexicalBackend)
 #: concurrent inserts, deletes, ranked queries and aggressive autovacuum locked 1.1.0 up in
 #: ~510 s and ran 1.3.0-dev clean for 25 minutes (timescale/pg_textsearch#384).
 SAFE_VERSION = (1, 3, 0)
-#: The older release (major, minor) that ``auto`` still chooses, for a superuser role: the
-#: store's guard held its index through ``bm25_stress`` (benchmarks/reports/bm25_stress.md).
-GUARDED_RELEASE = (1, 0)
 
 #: The stored generated column the ``bm25`` index is built on.
 BM25_COLUMN = "lexical_text"
@@ -156,52 +150,39 @@ def parse_version(found: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", found)[:3])
 
 
-def bm25_unsafe(conn: Connection, guarded: bool = True) -> str | None:
-    """Why ``auto`` should not choose pg_textsearch on this server though it can, or None.
-
-    None from :data:`SAFE_VERSION`, and on :data:`GUARDED_RELEASE` for a superuser role
-    when ``guarded`` (the store's whole guard is on: ``bm25_guard="auto"``, the default):
-    that guard keeps the release's index from hanging
-    (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`; it sets superuser settings).
-    Other older releases can hang and have not been measured under the guard.
-    """
-    version, superuser = conn.execute(
+def bm25_unsafe(conn: Connection) -> str | None:
+    """Why ``auto`` should not choose pg_textsearch on this server though it can (a
+    release older than :data:`SAFE_VERSION`), or None."""
+    version = conn.execute(
         text(
             "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = :ext),"
-            " (SELECT default_version FROM pg_available_extensions WHERE name = :ext)),"
-            " (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+            " (SELECT default_version FROM pg_available_extensions WHERE name = :ext))"
         ),
         {"ext": _EXTENSION},
-    ).one()
+    ).scalar_one_or_none()
     if version is None:
         return None
     found = parse_version(str(version))
-    if found >= SAFE_VERSION or (found[:2] == GUARDED_RELEASE and superuser and guarded):
+    if found >= SAFE_VERSION:
         return None
     safe = ".".join(map(str, SAFE_VERSION))
-    why = f"pg_textsearch {version} can hang concurrent writers (timescale/pg_textsearch#370, #384)"
-    if found[:2] == GUARDED_RELEASE and not guarded:
-        return f"{why} and the store's whole guard is off (bm25_guard); {safe} or newer is needed"
-    if found[:2] == GUARDED_RELEASE:
-        return f"{why} and the store's guard needs a superuser role; {safe} or newer is needed"
-    return f"{why}; {safe} or newer is needed"
+    return (
+        f"pg_textsearch {version} can hang concurrent writers (timescale/pg_textsearch#370, "
+        f"#384); {safe} or newer is needed"
+    )
 
 
-def auto_bm25(conn: Connection, guarded: bool = True) -> bool:
+def auto_bm25(conn: Connection) -> bool:
     """Whether ``auto`` gives a new collection pg_textsearch here: the server can
-    (:func:`bm25_unavailable`) and its release is safe (:func:`bm25_unsafe`; ``guarded``:
-    the store's whole guard is on)."""
-    return bm25_unavailable(conn) is None and bm25_unsafe(conn, guarded) is None
+    (:func:`bm25_unavailable`) and its release is safe (:func:`bm25_unsafe`)."""
+    return bm25_unavailable(conn) is None and bm25_unsafe(conn) is None
 
 
-def ensure_bm25(
-    conn: Connection, table: str, schema: str, config: str, guarded: bool = True
-) -> None:
+def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
     """Give a collection its ``lexical_text`` column and ``bm25`` index (idempotent).
 
     Runs in the caller's transaction; on an existing table the column is added with one
-    table rewrite and the index is built over the rows already there. It warns where the
-    release can hang (:func:`bm25_unsafe`; ``guarded``: the store's whole guard is on).
+    table rewrite and the index is built over the rows already there.
 
     Raises:
         ConfigurationError: the server cannot (:func:`bm25_unavailable`).
@@ -212,7 +193,7 @@ def ensure_bm25(
             f"collection {table!r} cannot use the pg_textsearch lexical backend: {reason}",
             hint="use the sql backend (it needs nothing but PostgreSQL)",
         )
-    risk = bm25_unsafe(conn, guarded)
+    risk = bm25_unsafe(conn)
     if risk is not None:
         logger.warning("collection %r ranks BM25 with pg_textsearch, but %s", table, risk)
     config = validate_text_search_config(config)

@@ -55,19 +55,9 @@ DEFAULT_CACHE = Path.home() / ".cache" / "parrot-parents-bench" / "distractors"
 
 def dev_documents(corpora: dict[str, str]) -> list[Document]:
     """The dev corpora as ``parrot-parents eval`` ingests them: Markdown, id = corpus id."""
-    from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, structure_of
+    from parrot_parents.eval.runner import corpus_documents
 
-    return [
-        Document(
-            page_content=text,
-            metadata={
-                "document_id": cid,
-                "source": cid,
-                STRUCTURE_KEY: structure_of(text, "markdown").to_dict(),
-            },
-        )
-        for cid, text in corpora.items()
-    ]
+    return corpus_documents(corpora)
 
 
 async def children_of(docs: Sequence[Document]) -> dict[str, int]:

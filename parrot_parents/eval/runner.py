@@ -46,6 +46,7 @@ from parrot_parents.strategies.spec import StrategySpec, parse_strategy, strateg
 __all__ = [
     "EvalConfig",
     "EvalResult",
+    "corpus_documents",
     "count_tokens",
     "fresh_collection_name",
     "load_corpora",  # re-exported from parrot_parents.eval.questions
@@ -55,6 +56,24 @@ __all__ = [
 ]
 
 Log = Callable[[str], None]
+
+
+def corpus_documents(corpora: Mapping[str, str]) -> list[Document]:
+    """The corpora as an evaluation ingests them, one document per corpus (id and source:
+    the corpus id). They are read as Markdown, as ``ingest`` reads .md files, so that an
+    evaluation measures the structure-aware default (text without headings gets no
+    structure)."""
+    return [
+        Document(
+            page_content=text,
+            metadata={
+                "document_id": cid,
+                "source": cid,
+                STRUCTURE_KEY: structure_of(text, "markdown").to_dict(),
+            },
+        )
+        for cid, text in corpora.items()
+    ]
 
 
 @dataclass(frozen=True)
@@ -424,19 +443,7 @@ class _Session:
             )
         self._owned = True
         tokens = await asyncio.to_thread(count_tokens, self.embedding, list(corpora.values()))
-        # Corpora are read as Markdown, as `ingest` reads .md files, so that an evaluation
-        # measures the structure-aware default (text without headings gets no structure).
-        documents = [
-            Document(
-                page_content=text,
-                metadata={
-                    "document_id": cid,
-                    "source": cid,
-                    STRUCTURE_KEY: structure_of(text, "markdown").to_dict(),
-                },
-            )
-            for cid, text in corpora.items()
-        ]
+        documents = corpus_documents(corpora)
         started = time.perf_counter()
         rows = await self.loader.chunk_documents(
             documents,

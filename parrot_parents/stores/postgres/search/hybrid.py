@@ -222,12 +222,13 @@ def _candidates(
     )
     n = select(stats.c.n).scalar_subquery()
     alone = or_(qlex.c.cum_df <= rule.budget, qlex.c.held == 1, n <= float(rule.exact_below))
+    marked = select(qlex.c.lexeme, qlex.c.df, qlex.c.cum_df, alone.label("alone")).subquery()
     # Materialised once: every tsquery and the flag read it.
     ranked = select(
-        qlex.c.lexeme,
-        qlex.c.df,
-        alone.label("alone"),
-        func.row_number().over(partition_by=alone, order_by=qlex.c.cum_df).label("nth"),
+        marked.c.lexeme,
+        marked.c.df,
+        marked.c.alone,
+        func.row_number().over(partition_by=marked.c.alone, order_by=marked.c.cum_df).label("nth"),
     ).cte(name)
     singles = select(
         cast(func.string_agg(func.quote_literal(ranked.c.lexeme), literal(" | ")), TSQUERY)
@@ -435,7 +436,7 @@ def _lexical(
     tsqueries, bounded = _candidates(lx, stats, terms_once, rule, "qlex")
     added: Any = cast(null(), ARRAY(Text))
     source, where = (table, where) if kept is None else (kept, [])
-    cap = rule.cap if kept is None else None
+    cap = rule.cap
     if prf is None:
         top = _bm25(source, stats, terms_once, tsqueries, idf, where, depth, "lexical_top", cap)
     else:
@@ -445,7 +446,7 @@ def _lexical(
         # The expanded query's lexemes, once per statement, as the query's are.
         expanded = cast(select(func.array_agg(weights.c.lexeme)).scalar_subquery(), ARRAY(Text))
         tsqueries2, bounded2 = _candidates(lx, stats, expanded, rule, "qlex_prf")
-        bounded = bounded.op("OR")(bounded2)
+        bounded = or_(bounded, bounded2)
         top = _bm25(source, stats, expanded, tsqueries2, weights, where, depth, "lexical_top", cap)
     rank = func.row_number().over(order_by=(top.c.lexical_score.desc(), top.c.id))
     ranked = select(top.c.id, top.c.lexical_score, rank.label("lexical_rank")).cte("lexical")

@@ -51,6 +51,7 @@ from parrot_parents.stores.postgres.search.bm25_index import (
     LexicalChoice,
     check_lexical_choice,
     read_lexical_backend,
+    refuse_copied_index,
     reset_autovacuum,
 )
 from parrot_parents.stores.postgres.search.lexical import (
@@ -212,9 +213,17 @@ class CollectionLifecycle:
         """The guard of the collection's ``bm25`` index when its release needs one and the
         store's ``bm25_guard`` is ``auto``, else None; for a ``writer``, with autovacuum
         turned off for the table
-        (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`)."""
+        (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`).
+
+        Raises:
+            ConfigurationError: the ``bm25`` index was copied with its database
+                (:func:`~parrot_parents.stores.postgres.search.bm25_index.refuse_copied_index`).
+        """
         store, name = self._store, self._store.name
-        if backend != "pg_textsearch" or store.bm25_guard == "off":
+        if backend != "pg_textsearch":
+            return None
+        refuse_copied_index(conn, name.table, name.schema)
+        if store.bm25_guard == "off":
             return None
         if not needs_guard(read_bm25_version(conn)):
             return None

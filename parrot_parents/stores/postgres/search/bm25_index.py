@@ -14,6 +14,10 @@ writers (timescale/pg_textsearch#370 on 1.0.0, #384 on 1.1.0); asked for by name
 given on them too, with a warning, and the store guards such an index
 (:mod:`~parrot_parents.stores.postgres.search.bm25_guard`). ``parrot-parents reindex
 --lexical`` moves a collection.
+
+A ``bm25`` index copied with its database (``CREATE DATABASE ... TEMPLATE``) is refused
+(:func:`refuse_copied_index`): pg_textsearch up to 1.4 keeps an index's shared in-memory
+state under the index's oid alone, and the copy has the original's oid.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "ensure_bm25",
     "parse_version",
     "read_lexical_backend",
+    "refuse_copied_index",
     "reset_autovacuum",
     "validate_lexical_choice",
 ]
@@ -210,6 +215,44 @@ def ensure_bm25(conn: Connection, table: str, schema: str, config: str) -> None:
         )
     )
     conn.execute(text(bm25_index_sql(schema, table, bm25_index_name(table), config)))
+
+
+def refuse_copied_index(conn: Connection, table: str, schema: str = "public") -> None:
+    """Refuse a collection whose ``bm25`` index was copied with its database from a
+    template (``CREATE DATABASE ... TEMPLATE``, or a clone made that way).
+
+    pg_textsearch (1.0.0 to 1.4; upstream keys the state by database too only after
+    timescale/pg_textsearch#490) keeps each index's in-memory state (its memtable of recent
+    rows, its statistics) in shared memory under the index's oid, and a copied index keeps
+    the original's oid. The copy then reads the original's recent rows as its own: a search
+    fails with ``could not read blocks ... read only 0 of 8192 bytes`` (XX001) or returns
+    another database's row ids, and its writes land in the original's memtable. Dropping
+    the copy frees the original's state under its open sessions (measured on 1.0.0: the
+    original's next search crashed its backend), so the store does neither: it refuses.
+
+    An index was copied when its oid is lower than its database's: oids come from one
+    counter for the whole server, and a database's oid is taken when it is created.
+    (After the counter wraps around, about 4 billion oids, a new index can look copied.)
+
+    Raises:
+        ConfigurationError: the collection's ``bm25`` index was copied.
+    """
+    qt = _qualified(schema, validate_identifier(table, "table"))
+    copied = conn.execute(
+        text(
+            "SELECT i.oid < d.oid FROM pg_class i, pg_database d"
+            " WHERE i.oid = to_regclass(:index) AND d.datname = current_database()"
+        ),
+        {"index": _qualified(schema, bm25_index_name(table))},
+    ).scalar()
+    if copied:
+        raise ConfigurationError(
+            f"collection {qt}'s bm25 index was copied with its database from a template;"
+            " pg_textsearch keeps an index's in-memory state under the index's oid alone, so"
+            " the copy would read and write the original's recent rows",
+            hint="copy a database with pg_dump and pg_restore (new oids), or from a template"
+            " whose collections use the sql lexical backend",
+        )
 
 
 def reset_autovacuum(conn: Connection, schema: str, table: str) -> None:

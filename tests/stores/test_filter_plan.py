@@ -342,9 +342,9 @@ async def test_a_filtered_search_leaves_the_session_as_an_unfiltered_one_needs_i
     open_store: Any,
 ) -> None:
     # The index plan turns scans off on the read pool's connection; the next search on
-    # that connection, unfiltered and hybrid here, has them back.
+    # that connection, unfiltered and hybrid here, has them back, and no parallel workers.
     store = await open_store(filter_exact_below=100)
-    names = ("enable_bitmapscan", "plan_cache_mode")
+    names = ("enable_bitmapscan", "plan_cache_mode", "max_parallel_workers_per_gather")
 
     async def session() -> dict[str, str]:
         async def show(conn: Any) -> dict[str, str]:
@@ -352,16 +352,29 @@ async def test_a_filtered_search_leaves_the_session_as_an_unfiltered_one_needs_i
 
         return await store.read_pool.run(show)
 
+    workers = await store.read_pool.run(
+        lambda conn: conn.fetchval(
+            "SELECT reset_val FROM pg_settings WHERE name = 'max_parallel_workers_per_gather'"
+        )
+    )
     q = _query(12)
     got = await store.similarity_search_by_vector(q, limit=10, filter={"tenant": COMMON})
     assert got[0].filter_plan is not None and got[0].filter_plan.search == "index"
     # The same connection (the pool hands out its most recent one): the plan's settings.
-    assert await session() == {"enable_bitmapscan": "off", "plan_cache_mode": "force_custom_plan"}
+    assert await session() == {
+        "enable_bitmapscan": "off",
+        "plan_cache_mode": "force_custom_plan",
+        "max_parallel_workers_per_gather": workers,
+    }
     hybrid = await store.similarity_search_by_vector(
         q, limit=10, search_mode="hybrid", query="row tenant"
     )
     assert len(hybrid) == 10
-    assert await session() == {"enable_bitmapscan": "on", "plan_cache_mode": "auto"}
+    assert await session() == {
+        "enable_bitmapscan": "on",
+        "plan_cache_mode": "auto",
+        "max_parallel_workers_per_gather": "0",
+    }
 
 
 @settings(

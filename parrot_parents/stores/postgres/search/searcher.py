@@ -199,7 +199,10 @@ class Searcher:
         Without a filter, sequential scans are disabled: the planner would otherwise pick
         a full scan and sort on a small table with a large ``ef_search``, several times
         slower (docs/performance.md, "Does the planner use the HNSW index?"), or scan the
-        table for the lexical branch's capped candidates. With a filter the statement is
+        table for the lexical branch's capped candidates; and so are parallel workers: at
+        a million children the planner ran the lexical branch's bitmap heap scan under a
+        ``Gather``, and starting the workers cost more than the scan (lexical search p50
+        30.5 against 15.1 ms on two cores, docs/performance.md). With a filter the statement is
         planned for the filter's values (a custom plan each time: a generic one would not
         know how many children they keep), and the planner stays free,
         unless ``index_only``: a dense ranking kept on the HNSW index
@@ -219,6 +222,7 @@ class Searcher:
                 ("enable_seqscan", "off"),
                 ("enable_bitmapscan", None),
                 ("plan_cache_mode", None),
+                ("max_parallel_workers_per_gather", "0"),
             )
         scans = "off" if index_only else None
         return (
@@ -226,6 +230,7 @@ class Searcher:
             ("enable_seqscan", scans),
             ("enable_bitmapscan", scans),
             ("plan_cache_mode", "force_custom_plan"),
+            ("max_parallel_workers_per_gather", None),
         )
 
     async def _ranked(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from parrot_parents.bots.settings import SETTING_NAMES
@@ -9,6 +10,7 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.modes import ExpansionMode
 from parrot_parents.retrieval.options import DEFAULTS, RetrievalOptions, SearchMode
 from parrot_parents.retrieval.pipeline import Retriever
+from parrot_parents.retrieval.scope import validate_scope
 
 if TYPE_CHECKING:
     from parrot_parents.bots.settings import BotSettings
@@ -31,12 +33,16 @@ class AbstractBot:
             :data:`~parrot_parents.bots.settings.SETTING_NAMES`), with their limits and
             units (:mod:`parrot_parents.retrieval.options`); None: the package default.
         reranker: optional cross-encoder reranker applied to the children.
+        scope: a metadata filter (:mod:`parrot_parents.stores.filters`) that every search
+            of the bot holds to, on every surface: a call's ``filter`` narrows it, never
+            widens or removes it, and expansion never returns a row outside it
+            (:mod:`parrot_parents.retrieval.scope`). None (default): the whole collection.
         owns_store: :meth:`close` closes the store (True unless a manager shares it).
         settings: the validated ``bots`` row the bot was built from; None (default) for a
             bot made in code. :attr:`description` and :attr:`collection` come from it.
 
     Raises:
-        ConfigurationError: a bad setting (the message names it), or
+        ConfigurationError: a bad setting or scope (the message names it), or
             ``expand_to_parent=True`` without a parent searcher.
     """
 
@@ -60,6 +66,7 @@ class AbstractBot:
         prf: bool | None = None,
         owns_store: bool = True,
         settings: BotSettings | None = None,
+        scope: Mapping[str, Any] | None = None,
     ) -> None:
         if store is None and parent_searcher is not None:
             # The seed's examples inject only the searcher; it knows its store.
@@ -69,6 +76,7 @@ class AbstractBot:
         self.store = store
         self.parent_searcher = parent_searcher
         self.reranker = reranker
+        self.scope = validate_scope(scope)
         self.owns_store = owns_store
         self.expand_to_parent = expand_to_parent
         self.context_search_limit = context_search_limit
@@ -127,7 +135,9 @@ class AbstractBot:
         """
         if self.store is None:
             raise ConfigurationError("the bot has no store", hint="pass store=PgVectorStore(...)")
-        return Retriever(self.store, self.parent_searcher, self.reranker, self.options)
+        return Retriever(
+            self.store, self.parent_searcher, self.reranker, self.options, scope=self.scope
+        )
 
     def config(self) -> dict[str, Any]:
         """The bot's settings as plain values (for ``meta`` and the HTTP service)."""
@@ -136,6 +146,7 @@ class AbstractBot:
             "name": self.name,
             **values,
             "expansion_mode": str(self.expansion_mode),
+            "scope": self.scope,
             "reranker": None if self.reranker is None else self.reranker.to_dict(),
             "parent_searcher": None
             if self.parent_searcher is None

@@ -130,6 +130,7 @@ async def build_bot(
             reranker=reranker,
             owns_store=owns_store,
             settings=settings,
+            scope=settings.scope,
             **settings.retrieval_settings(),
         )
     except ParrotParentsError as exc:

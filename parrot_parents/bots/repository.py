@@ -65,6 +65,7 @@ def bots_table(name: str = "bots", schema: str = "public") -> Table:
         Column("prf", Boolean),
         Column("reranker_config", JSONB(none_as_null=True)),
         Column("parent_searcher_config", JSONB(none_as_null=True)),
+        Column("scope", JSONB(none_as_null=True)),
         Column("enabled", Boolean, nullable=False),
         Column("created_at", DateTime(timezone=True), nullable=False),
         Column("updated_at", DateTime(timezone=True), nullable=False),

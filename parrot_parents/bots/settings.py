@@ -33,6 +33,7 @@ from parrot_parents.retrieval.options import (
     echo_value,
     option_problem,
 )
+from parrot_parents.retrieval.scope import validate_scope
 from parrot_parents.strict_json import InvalidJSON, loads_strict
 
 __all__ = [
@@ -93,6 +94,7 @@ class BotSettings(BaseModel):
     parent_searcher_config: dict[str, Any] | None = Field(
         default_factory=lambda: {"type": "in_table"}
     )
+    scope: dict[str, Any] | None = None
     enabled: bool = True
 
     def to_row(self) -> dict[str, Any]:
@@ -109,7 +111,7 @@ _OPTION_OF_SETTING = {setting: option for option, setting in SETTING_NAMES.items
 
 #: Keys a row (and a write) may carry.
 BOT_KEYS = tuple(BotSettings.model_fields)
-_JSON_KEYS = {"reranker_config", "parent_searcher_config"}
+_JSON_KEYS = {"reranker_config", "parent_searcher_config", "scope"}
 _STR_KEYS = {"name", "description", "collection", "expansion_mode"}
 
 
@@ -200,6 +202,11 @@ def validate_bot(
     except ValidationError as exc:
         found = validation_problems(exc, BotSettings, options=_OPTION_OF_SETTING)
         raise BotConfigError(name, found + problems) from None
+    if settings.scope is not None:
+        try:
+            validate_scope(settings.scope)
+        except ConfigurationError as exc:
+            problems.append(("scope", exc.message.removeprefix("scope: ")))
     if settings.expand_to_parent and settings.parent_searcher_config is None:
         problems.append(
             ("expand_to_parent", "true needs a parent_searcher_config, e.g. {'type': 'in_table'}")

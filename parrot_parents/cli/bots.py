@@ -28,6 +28,12 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
 
 
+_SCOPE_HELP = (
+    "a metadata filter (JSON, the --filter language) every search of the bot holds to; "
+    "a call's filter narrows it, never widens it; none removes it"
+)
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = subparsers.add_parser("bots", help="list, add, change and remove bot rows")
     sub = group.add_subparsers(dest="bots_command", required=True)
@@ -71,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default={"type": "in_table"},
         help='JSON (default: \'{"type": "in_table"}\'), or none',
     )
+    p.add_argument("--scope", type=_json_arg, default=None, help=_SCOPE_HELP)
     p.add_argument("--disabled", action="store_true", help="create it disabled")
     p.set_defaults(func=run_add)
 
@@ -83,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "reranker_config.batch_size=16 changes one key of a JSON config.",
     )
     p.add_argument("name")
-    p.add_argument("assignments", nargs="+", metavar="key=value")
+    p.add_argument("assignments", nargs="*", metavar="key=value")
+    p.add_argument("--scope", type=_json_arg, default=argparse.SUPPRESS, help=_SCOPE_HELP)
     p.set_defaults(func=run_set)
 
     p = sub.add_parser("remove", parents=[dsn], help="delete a bot row")
@@ -202,6 +210,7 @@ async def run_add(args: argparse.Namespace) -> int:
         **given,
         "reranker_config": args.reranker_config,
         "parent_searcher_config": args.parent_searcher_config,
+        "scope": args.scope,
         "enabled": not args.disabled,
     }
     async with _repo(args) as repo:
@@ -213,8 +222,15 @@ async def run_add(args: argparse.Namespace) -> int:
 
 async def run_set(args: argparse.Namespace) -> int:
     from parrot_parents.bots.settings import parse_assignment
+    from parrot_parents.errors import ConfigurationError
 
     changes = dict(parse_assignment(a) for a in args.assignments)
+    if "scope" in vars(args):
+        changes["scope"] = args.scope
+    if not changes:
+        raise ConfigurationError(
+            "nothing to change", hint="give key=value assignments, or --scope JSON"
+        )
     async with _repo(args) as repo:
         before = await repo.get_row(args.name)
         if "collection" in changes and changes["collection"] != before["collection"]:

@@ -27,7 +27,7 @@ class Fallback:
     """An optional stage that failed and what the pipeline did instead.
 
     Attributes:
-        stage: ``lexical``, ``rerank`` or ``parent_fetch``.
+        stage: ``lexical``, ``context``, ``rerank``, ``parent_fetch`` or ``scope``.
         error: the error's type and first line (never SQL).
         action: what was handed over instead.
         parent_ids: the parents concerned, when known.
@@ -115,6 +115,9 @@ class RetrievalMeta(Mapping[str, Any]):
             estimate was counted on a sample of the table}``
             (:mod:`parrot_parents.stores.postgres.search.filter_plan`); also when the
             filter kept nothing; None without a filter or such a store.
+        scope: the bot's scope, when it has one: ``{"filter": the scope, "withheld": ids
+            of the rows expansion read and held back as outside it (parents, window or
+            merge children)}`` (:mod:`parrot_parents.retrieval.scope`); None without.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.
@@ -152,6 +155,7 @@ class RetrievalMeta(Mapping[str, Any]):
     prf: dict[str, Any] | None = None
     lexical: dict[str, str] | None = None
     filter_plan: dict[str, Any] | None = None
+    scope: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: keys that do not apply to this query (None, or no notes) are left

@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -23,14 +23,17 @@ from parrot_parents.retrieval.meta import ChildScore, Fallback, RetrievalMeta, d
 from parrot_parents.retrieval.options import ResolvedOptions, RetrievalOptions
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format_context
+from parrot_parents.retrieval.scope import scoped_filter, validate_scope
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
+from parrot_parents.stores.parents.scoped import ScopedParentSearcher
 from parrot_parents.stores.protocols import (
     ContextSearch,
     Embedded,
     LexicalRanking,
     ModelChecked,
+    ScopeCheck,
 )
 from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.results import SearchResults
@@ -76,12 +79,21 @@ class Retriever:
         reranker: optional cross-encoder applied to the children.
         defaults: the options used where a call sets none (then
             :data:`~parrot_parents.retrieval.options.DEFAULTS`).
+        scope: a metadata filter every search holds to; a call's filter narrows it
+            (:mod:`parrot_parents.retrieval.scope`). None (default): no scope.
+
+    Raises:
+        ConfigurationError: a bad ``scope`` (checked at construction).
     """
 
     store: AbstractStore
     parent_searcher: AbstractParentSearcher | None = None
     reranker: AbstractReranker | None = None
     defaults: RetrievalOptions = field(default_factory=RetrievalOptions)
+    scope: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.scope = validate_scope(self.scope)
 
     async def retrieve(self, question: str, options: RetrievalOptions | None = None) -> Retrieval:
         """Retrieve passages for ``question``.
@@ -104,6 +116,8 @@ class Retriever:
         check_question(question)  # the rules of every surface, before any model loads
         call = options or RetrievalOptions()
         opts = call.resolve(self.defaults)
+        if self.scope is not None:
+            opts = dataclasses.replace(opts, filter=scoped_filter(self.scope, opts.filter))
         if opts.expand_to_parent and self.parent_searcher is None:
             raise ConfigurationError(
                 "expand_to_parent=True needs a parent searcher",
@@ -119,6 +133,8 @@ class Retriever:
             mode=str(opts.mode),
             search_mode=opts.search_mode,
         )
+        if self.scope is not None:
+            meta.scope = {"filter": self.scope, "withheld": []}
         t = time.perf_counter()
         fusion = self._fusion(opts)
         results, context = await self._search(question, opts, fusion, meta)
@@ -296,6 +312,15 @@ class Retriever:
             for rank, r in enumerate(ranked)
         ]
 
+    def _scoped(self, searcher: AbstractParentSearcher) -> AbstractParentSearcher | None:
+        """``searcher`` confined to the scope (itself without one); None when the store
+        cannot judge rows against the scope."""
+        if self.scope is None:
+            return searcher
+        if not issubclass(type(self.store), ScopeCheck):
+            return None
+        return ScopedParentSearcher(searcher, cast(ScopeCheck, self.store), self.scope)
+
     async def _expand(
         self,
         hits: list[Hit],
@@ -319,13 +344,28 @@ class Retriever:
                 context = await store.fetch_context([(h.id, h.metadata) for h in hits], plan)
             if context is not None:
                 searcher = PrefetchedParentSearcher(context, searcher)
-            fetched = await expander.fetch(hits, searcher)
+            scoped = self._scoped(searcher)
+            if scoped is None:
+                # Rows expansion would read cannot be judged against the scope: nothing
+                # is read that might lie outside it.
+                meta.fallbacks.append(
+                    Fallback(
+                        "scope",
+                        f"{type(self.store).__name__} cannot check rows against a scope",
+                        "returned the children unexpanded",
+                    )
+                )
+                meta.timings_ms["expand"] = _ms(t)
+                return None
+            fetched = await expander.fetch(hits, scoped)
         except Exception as exc:  # only I/O is guarded: a failed read degrades
             meta.fallbacks.append(
                 Fallback("parent_fetch", describe_error(exc), "returned the children unexpanded")
             )
             meta.timings_ms["expand"] = _ms(t)
             return None
+        if isinstance(scoped, ScopedParentSearcher) and meta.scope is not None:
+            meta.scope["withheld"] = list(scoped.withheld)
         expansion = expander.expand(hits, fetched, packed=opts.budget is not None)
         meta.expanded = expansion.expanded
         if expansion.folded is not None:
@@ -333,6 +373,9 @@ class Retriever:
             meta.folded = expansion.folded
         meta.auto_merge = expansion.auto_merge
         meta.windows = expansion.windows
+        # A parent held back by the scope is not missing: it exists, outside the scope.
+        withheld = set(meta.scope["withheld"]) if meta.scope is not None else set()
+        expansion.missing = [p for p in expansion.missing if p not in withheld]
         if expansion.missing:
             meta.missing_parents = expansion.missing
             meta.fallbacks.append(

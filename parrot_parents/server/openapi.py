@@ -152,7 +152,8 @@ _CONTEXT_RESPONSE = _object(
         "ran; lexical.backend (pg_textsearch or sql, with lexical.why when not the "
         "collection's own) when a lexical branch ran; filter_plan (estimate, search: exact, "
         "index, 'index, then exact', 'exact, then index' or 'exact, then index, then exact', "
-        "exact_below, children, sampled) when a metadata filter was planned",
+        "exact_below, children, sampled) when a metadata filter was planned; scope (filter, "
+        "withheld: ids expansion held back as outside it) when the bot has a scope",
     ),
 )
 _ASK_RESPONSE = _object(

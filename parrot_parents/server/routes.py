@@ -24,7 +24,7 @@ from parrot_parents.server.schemas import (
     read_object,
 )
 from parrot_parents.server.state import REQUEST_ID
-from parrot_parents.stores.protocols import DocumentRows
+from parrot_parents.stores.protocols import DocumentRows, ScopeCheck
 
 __all__ = ["routes"]
 
@@ -222,6 +222,14 @@ async def document_rows(request: web.Request) -> web.Response:
             501, "this bot's store cannot list the rows of a document", request=request
         )
     rows = await store.document_rows(document_id)
+    if bot.scope is not None:
+        # A scoped bot shows only the rows its searches could return.
+        if not isinstance(store, ScopeCheck):
+            return json_error(
+                501, "this bot's store cannot check rows against its scope", request=request
+            )
+        kept = await store.ids_matching([r.id for r in rows], bot.scope)
+        rows = [r for r in rows if r.id in kept]
     collection = bot.collection
     if not rows:
         return json_error(

@@ -43,6 +43,7 @@ __all__ = [
     "ModelChecked",
     "ReplaceDocument",
     "RowCount",
+    "ScopeCheck",
     "SourceLookup",
     "Vectors",
 ]
@@ -337,3 +338,20 @@ class Embedded(Protocol):
     @property
     def embedding(self) -> Embeddings:
         """The model that embeds the store's questions and rows."""
+
+
+@runtime_checkable
+class ScopeCheck(Protocol):
+    """A store that says which of its rows a metadata filter keeps (a bot's scope, judged
+    on rows that expansion read)."""
+
+    @abstractmethod
+    async def ids_matching(self, ids: Sequence[str], filter: Mapping[str, Any]) -> set[str]:
+        """The ids among ``ids`` of rows that ``filter`` (:mod:`parrot_parents.stores.filters`)
+        keeps, each judged on its own metadata, as a search's filter judges a row; ids of no
+        row are absent. An empty ``ids`` reads nothing.
+
+        Raises:
+            ConfigurationError: a bad filter.
+            StoreError: the database failed.
+        """

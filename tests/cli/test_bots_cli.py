@@ -266,3 +266,29 @@ def test_without_migrations_the_error_says_what_to_run(
     assert err == (
         "parrot-parents: error: the bots table does not exist (run `parrot-parents migrate`)\n"
     )
+
+
+def test_a_scope_is_set_shown_changed_and_refused_when_bad(
+    bots_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dsn = ["--dsn", bots_dsn]
+    code, _, err = run(
+        capsys, "bots", "add", "hr", "--collection", COLLECTION, "--scope", '{"tenant": "a"}', *dsn
+    )
+    assert code == 0, err
+    code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
+    assert json.loads(out)["scope"] == {"tenant": "a"}
+    code, out, _ = run(capsys, "bots", "set", "hr", "--scope", '{"tenant": {"$in": ["a"]}}', *dsn)
+    assert code == 0 and "scope:" in out
+    # The scope is refused before anything is written, with the filter's own words.
+    code, _, err = run(capsys, "bots", "set", "hr", "--scope", '{"tenant": {"$regex": "a"}}', *dsn)
+    assert code == 2 and err.startswith("parrot-parents: error: bot 'hr': scope:")
+    assert "$regex" in err
+    code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
+    assert json.loads(out)["scope"] == {"tenant": {"$in": ["a"]}}
+    code, out, _ = run(capsys, "bots", "set", "hr", "--scope", "none", *dsn)
+    assert code == 0
+    code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
+    assert json.loads(out)["scope"] is None
+    code, _, err = run(capsys, "bots", "set", "hr", *dsn)
+    assert code == 2 and "nothing to change" in err

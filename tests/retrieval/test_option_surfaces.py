@@ -48,6 +48,7 @@ ROW_ONLY = {
     "collection",
     "reranker_config",
     "parent_searcher_config",
+    "scope",
     "enabled",
 }
 
@@ -120,6 +121,7 @@ def test_a_bot_takes_every_setting_with_the_rows_defaults() -> None:
         "reranker",
         "owns_store",
         "settings",
+        "scope",
     }
     assert set(params) - not_settings == set(SETTING_NAMES.values())
     for setting in SETTING_NAMES.values():
@@ -143,7 +145,13 @@ def test_a_row_builds_a_bot_whose_options_are_its_settings() -> None:
     bot = AbstractBot(**row.retrieval_settings())
     wanted = {o: row.retrieval_settings()[s] for o, s in SETTING_NAMES.items()}
     assert bot.options == RetrievalOptions.from_overrides(wanted)
-    assert set(bot.config()) == {"name", "reranker", "parent_searcher", *SETTING_NAMES.values()}
+    assert set(bot.config()) == {
+        "name",
+        "reranker",
+        "parent_searcher",
+        "scope",
+        *SETTING_NAMES.values(),
+    }
 
 
 def test_the_http_bodies_take_every_option_with_its_field() -> None:

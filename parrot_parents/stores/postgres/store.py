@@ -59,6 +59,7 @@ from parrot_parents.stores.protocols import (
     IndexedRows,
     LexicalRanking,
     ModelChecked,
+    ScopeCheck,
     SourceLookup,
     Vectors,
 )
@@ -85,6 +86,7 @@ class PgVectorStore(
     DocumentRows,
     ModelChecked,
     LexicalRanking,
+    ScopeCheck,
 ):
     """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
 
@@ -521,6 +523,9 @@ class PgVectorStore(
 
     async def document_rows(self, document_id: str) -> list[DocumentRow]:
         return await self.reads.document_rows(document_id)
+
+    async def ids_matching(self, ids: Sequence[str], filter: Mapping[str, Any]) -> set[str]:
+        return await self.reads.ids_matching(ids, filter)
 
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
         return await self.reads.ingestion_records()

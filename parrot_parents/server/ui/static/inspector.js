@@ -210,6 +210,12 @@
     if (meta.parents) {
       dl.append(el("dt", {}, "parents"), el("dd", { "data-key": "parents" }, String(meta.parents.length)));
     }
+    // The bot's scope: every search held to it; rows expansion read outside it were withheld.
+    if (meta.scope) {
+      const withheld = (meta.scope.withheld || []).length;
+      dl.append(el("dt", {}, "scope"), el("dd", { "data-key": "scope" },
+        JSON.stringify(meta.scope.filter) + (withheld ? " · " + withheld + " row(s) withheld" : "")));
+    }
   }
 
   function renderTimings(meta) {

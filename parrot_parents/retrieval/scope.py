@@ -1,0 +1,57 @@
+"""A bot's scope: a metadata filter every search of the bot holds to, which a call's own
+filter can narrow but never widen or remove.
+
+The scope is written in the filter language of :mod:`parrot_parents.stores.filters`. A
+search runs with ``{"$and": [scope, filter]}`` (the scope alone without a call filter), so
+every child it returns is in the scope; expansion reads through
+:class:`~parrot_parents.stores.parents.scoped.ScopedParentSearcher`, so no parent, window
+or merge brings in a row outside it; packing only cuts what expansion returned.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.filters import validate_filter
+
+__all__ = ["scoped_filter", "validate_scope"]
+
+
+def validate_scope(scope: Any) -> dict[str, Any] | None:
+    """``scope`` checked as a filter and copied (so a caller's later change of its dict
+    cannot widen it); None for None or ``{}`` (no scope).
+
+    Raises:
+        ConfigurationError: not a dict, or a bad filter (the message names the key).
+    """
+    if scope is None:
+        return None
+    if not isinstance(scope, Mapping):
+        raise ConfigurationError(
+            f"scope must be a filter (a JSON object), got {type(scope).__name__}",
+            hint='e.g. {"tenant": "acme"}',
+        )
+    try:
+        validate_filter(dict(scope))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"scope: {exc.message}", hint=exc.hint) from exc
+    return copy.deepcopy(dict(scope)) or None
+
+
+def scoped_filter(
+    scope: Mapping[str, Any] | None, filter: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The filter a search runs with: the call's ``filter`` within ``scope``.
+
+    Returns:
+        ``filter`` without a scope, the scope without a filter (or with ``{}``), else
+        ``{"$and": [scope, filter]}``.
+    """
+    if not scope:
+        return None if filter is None else dict(filter)
+    if not filter:
+        return copy.deepcopy(dict(scope))
+    return {"$and": [copy.deepcopy(dict(scope)), dict(filter)]}

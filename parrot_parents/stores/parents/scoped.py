@@ -1,0 +1,82 @@
+"""A parent searcher confined to a scope: what expansion reads never leaves it.
+
+A bot's scope (a metadata filter, :mod:`parrot_parents.stores.filters`) holds for the
+children its searches return, as part of their filter. Expansion reads other rows (a
+hit's parent, the children of a window or of a merged parent), and those may lie outside
+the scope: a parent's metadata need not be its children's. :class:`ScopedParentSearcher`
+passes each read through to the bot's searcher, then keeps only the rows the store finds
+in the scope, judged by the same SQL as a search's filter (:class:`ScopeCheck`). A parent
+held back is absent, so its hits stay as themselves (:mod:`parrot_parents.retrieval.expanders`);
+a window or a merge is made of the children in the scope alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChunkRange
+from parrot_parents.stores.protocols import ScopeCheck
+from parrot_parents.stores.results import SearchResult
+
+__all__ = ["ScopedParentSearcher"]
+
+
+class ScopedParentSearcher(AbstractParentSearcher):
+    """``inner``'s reads, less the rows outside ``scope`` (one more read of the store per
+    call that returns rows).
+
+    Args:
+        inner: the bot's parent searcher (or the rows read with the search).
+        check: the store that judges the scope (the bot's store).
+        scope: a metadata filter, already validated.
+
+    Attributes:
+        withheld: ids of the rows read and held back, in the order they were met.
+    """
+
+    def __init__(
+        self, inner: AbstractParentSearcher, check: ScopeCheck, scope: Mapping[str, Any]
+    ) -> None:
+        self.inner = inner
+        self.check = check
+        self.scope = dict(scope)
+        self.store = inner.store
+        self.withheld: list[str] = []
+
+    async def _kept(self, ids: Sequence[str]) -> set[str]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return set()
+        kept = await self.check.ids_matching(wanted, self.scope)
+        self.withheld.extend(i for i in wanted if i not in kept and i not in self.withheld)
+        return kept
+
+    async def _kept_lists(
+        self, found: dict[str, list[SearchResult]]
+    ) -> dict[str, list[SearchResult]]:
+        kept = await self._kept([r.id for rows in found.values() for r in rows])
+        out = {key: [r for r in rows if r.id in kept] for key, rows in found.items()}
+        return {key: rows for key, rows in out.items() if rows}
+
+    async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        found = await self.inner.fetch(parent_ids)
+        kept = await self._kept(list(found))
+        return {pid: doc for pid, doc in found.items() if pid in kept}
+
+    async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
+        return await self._kept_lists(await self.inner.fetch_children(parent_ids))
+
+    async def fetch_neighbours(self, ranges: Sequence[ChunkRange]) -> dict[str, list[SearchResult]]:
+        return await self._kept_lists(await self.inner.fetch_neighbours(ranges))
+
+    def reads_from(self, store: Any) -> bool:
+        return self.inner.reads_from(store)
+
+    async def health_check(self) -> bool:
+        return await self.inner.health_check()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.inner.to_dict()

@@ -1,0 +1,254 @@
+"""A bot's scope: every search holds to it, a call's filter only narrows it, and expansion
+(parents, windows, merges) and packing never return a row outside it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.loaders import TextLoader
+from parrot_parents.retrieval.scope import scoped_filter, validate_scope
+from parrot_parents.stores.parents import InTableParentSearcher
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.records.markers import INDEXES
+from tests.conftest import unique_table
+
+TOPICS = ["travel", "meal", "phone", "training", "parking", "book"]
+DOCS = [
+    Document(
+        page_content="\n\n".join(
+            f"Section {i}. The {w} policy of {name} says employees may claim {w} costs up to "
+            f"{i * 10} euros. Claims for {w} need a receipt and a manager's approval within "
+            f"{i} days."
+            for i, w in enumerate(TOPICS * 2)
+        ),
+        metadata={"document_id": name},
+    )
+    for name in ("north", "south")
+]
+
+#: Every row gets a tenant and a tier of its own (an indexed row its target's), so that a
+#: parent, its children and a window's neighbours often lie on different sides of a scope.
+SPREAD = """
+UPDATE {t} SET cmetadata = cmetadata || jsonb_build_object(
+    'tenant', (ARRAY['a', 'b', 'c'])[1 + abs(hashtext(id)) % 3],
+    'tier', 1 + abs(hashtext(id || ':tier')) % 3);
+UPDATE {t} AS i SET cmetadata = i.cmetadata || jsonb_build_object(
+    'tenant', c.cmetadata -> 'tenant', 'tier', c.cmetadata -> 'tier')
+FROM {t} AS c WHERE c.id = i.cmetadata ->> '{indexes}';
+"""
+
+
+@pytest.fixture(scope="module")
+def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
+    """Two documents in parents and children, each row in a tenant and a tier; built once
+    for the module (on its own event loop), dropped after: the table's name."""
+    table = unique_table("scope")
+
+    async def build() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
+                DOCS,
+                vector_store=store,
+                parent_chunk_threshold_tokens=300,
+                parent_chunk_size_tokens=300,
+                parent_chunk_overlap_tokens=0,
+            )
+            async with store.engine.begin() as conn:
+                for sql in SPREAD.format(t=store.qualified_name, indexes=INDEXES).split(";"):
+                    if sql.strip():
+                        await conn.exec_driver_sql(sql)
+
+    async def drop() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await store.drop()
+
+    asyncio.run(build())
+    yield table
+    asyncio.run(drop())
+
+
+@pytest.fixture
+async def store(pg_dsn: str, embeddings: Any, spread: str) -> Any:
+    s = PgVectorStore(dsn=pg_dsn, table=spread, embedding=embeddings, create=False)
+    await s.connect()
+    yield s
+    await s.close()
+
+
+def returned_ids(retrieval: Any) -> set[str]:
+    """Every row a retrieval handed over or read into a passage."""
+    meta = retrieval.meta
+    ids = {c.id for c in meta.children}
+    for p in retrieval.passages:
+        ids.update(p.child_ids)
+        if p.kind in ("child", "parent", "parent_chunk"):
+            ids.add(p.id)
+    for window in (meta.windows or {}).values():
+        ids.update(window)
+    ids.update(meta.folded or {})
+    return ids
+
+
+SCOPES = st.sampled_from(
+    [
+        {"tenant": "a"},
+        {"tenant": {"$in": ["a", "b"]}},
+        {"tier": {"$gte": 2}},
+        {"tenant": {"$ne": "c"}},
+        {"$or": [{"tenant": "b"}, {"tier": 1}]},
+        {"$and": [{"tenant": {"$in": ["a", "c"]}}, {"tier": {"$lte": 2}}]},
+    ]
+)
+FILTERS = st.none() | st.sampled_from(
+    [
+        {"tenant": "a"},
+        {"tenant": "c"},
+        {"tier": 3},
+        {"document_id": "south"},
+        {"$or": [{"tenant": "b"}, {"tenant": "c"}]},
+        {"$not": {"tier": 2}},
+    ]
+)
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    scope=SCOPES,
+    flt=FILTERS,
+    expand=st.booleans(),
+    mode=st.sampled_from(["parent", "window:1", "window:3", "auto_merge:0.3"]),
+    budget=st.sampled_from([None, 700]),
+    search_mode=st.sampled_from(["hybrid", "dense", "lexical"]),
+    limit=st.integers(1, 8),
+    topic=st.sampled_from(TOPICS),
+)
+@example(
+    scope={"tenant": "a"},
+    flt={"tenant": "c"},
+    expand=True,
+    mode="parent",
+    budget=None,
+    search_mode="hybrid",
+    limit=8,
+    topic="phone",
+)
+async def test_nothing_returned_lies_outside_the_scope(
+    store: PgVectorStore,
+    scope: dict[str, Any],
+    flt: dict[str, Any] | None,
+    expand: bool,
+    mode: str,
+    budget: int | None,
+    search_mode: str,
+    limit: int,
+    topic: str,
+) -> None:
+    bot = Chatbot(
+        store=store,
+        parent_searcher=InTableParentSearcher(store=store),
+        expand_to_parent=expand,
+        scope=scope,
+        owns_store=False,
+    )
+    r = await bot.retrieve(
+        f"How long do I have to claim {topic} costs?",
+        filter=flt,
+        mode=mode,
+        budget=budget,
+        search_mode=search_mode,
+        limit=limit,
+    )
+    ids = returned_ids(r)
+    assert await store.ids_matching(list(ids), scope) == ids
+    # The children also hold to the call's filter: it narrows.
+    children = {c.id for c in r.meta.children}
+    assert await store.ids_matching(list(children), scoped_filter(scope, flt) or {}) == children
+    assert r.meta.to_dict()["scope"]["filter"] == scope
+    # Whatever expansion held back is outside the scope, and was never handed over.
+    withheld = set(r.meta.scope["withheld"]) if r.meta.scope else set()
+    assert not await store.ids_matching(list(withheld), scope)
+    assert not withheld & ids
+
+
+async def test_a_scope_narrowed_to_nothing_returns_nothing(store: PgVectorStore) -> None:
+    bot = Chatbot(store=store, scope={"tenant": "a"}, owns_store=False)
+    r = await bot.retrieve("phone costs", filter={"tenant": "b"})
+    assert r.passages == [] and r.meta.children == []
+
+
+async def test_a_parent_outside_the_scope_leaves_its_hits_as_themselves(
+    store: PgVectorStore,
+) -> None:
+    # Every hit of tenant a whose parent is not: the hits stay, the parents are withheld.
+    bot = Chatbot(
+        store=store,
+        parent_searcher=InTableParentSearcher(store=store),
+        expand_to_parent=True,
+        scope={"tenant": "a"},
+        owns_store=False,
+    )
+    r = await bot.retrieve("claim costs receipt approval", limit=8)
+    parents = {c.parent_id for c in r.meta.children if c.parent_id}
+    outside = parents - await store.ids_matching(list(parents), {"tenant": "a"})
+    assert outside, "the spread should put some parents outside tenant a"
+    assert outside <= set(r.meta.scope["withheld"])
+    assert not outside & {p.id for p in r.passages}
+    assert not r.meta.missing_parents  # held back is not missing
+
+
+def test_a_scope_is_a_filter() -> None:
+    assert validate_scope(None) is None and validate_scope({}) is None
+    with pytest.raises(ConfigurationError, match="scope"):
+        validate_scope(["tenant"])
+    with pytest.raises(ConfigurationError, match=r"scope: .*\$regex"):
+        validate_scope({"tenant": {"$regex": "a"}})
+    with pytest.raises(ConfigurationError, match="scope"):
+        Chatbot(scope={"$or": "a"})
+
+
+def test_a_call_filter_narrows_the_scope() -> None:
+    scope = {"tenant": "a"}
+    assert scoped_filter(None, None) is None
+    assert scoped_filter(None, {"x": 1}) == {"x": 1}
+    assert scoped_filter(scope, None) == scope
+    assert scoped_filter(scope, {}) == scope
+    assert scoped_filter(scope, {"x": 1}) == {"$and": [scope, {"x": 1}]}
+    held = validate_scope(scope)
+    scope["tenant"] = "b"  # the caller's dict changes; the bot's scope does not
+    assert held == {"tenant": "a"}
+
+
+async def test_the_adapters_hold_to_the_bot_s_scope(store: PgVectorStore) -> None:
+    from parrot_parents.integrations.langchain import ParentChildRetriever
+    from parrot_parents.integrations.llamaindex import ParentChildLlamaRetriever
+
+    bot = Chatbot(
+        store=store,
+        parent_searcher=InTableParentSearcher(store=store),
+        expand_to_parent=True,
+        scope={"tenant": "b"},
+        owns_store=False,
+    )
+    # A filter asking for another tenant narrows the scope to nothing.
+    lc = ParentChildRetriever(bot=bot, limit=6)
+    assert await lc.ainvoke("phone costs", filter={"tenant": "a"}) == []
+    docs = await lc.ainvoke("phone costs")
+    ids = {str(d.id) for d in docs}
+    assert ids and await store.ids_matching(list(ids), {"tenant": "b"}) == ids
+    li = ParentChildLlamaRetriever(bot=bot, limit=6)
+    nodes = await li.aretrieve("phone costs")
+    ids = {n.node.node_id for n in nodes}
+    assert ids and await store.ids_matching(list(ids), {"tenant": "b"}) == ids

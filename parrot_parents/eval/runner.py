@@ -28,7 +28,14 @@ from parrot_parents.eval.questions import (
     load_corpora,
     load_questions,
 )
-from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
+from parrot_parents.eval.scorer import (
+    DEFAULT_BUDGETS,
+    DEFAULT_KS,
+    RunPassage,
+    score_by_corpus,
+    score_run,
+    write_run,
+)
 from parrot_parents.loaders.defaults import DEFAULT_LATE_CHUNKING
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
@@ -223,6 +230,9 @@ class EvalResult:
 
     Attributes:
         metrics: the scorer's output (``recall@5``, ``recall@2000c``, ``chars@5``, ...).
+        per_corpus: the same metrics over each corpus's questions alone, ``{corpus_id:
+            metrics}`` (:func:`~parrot_parents.eval.scorer.score_by_corpus`), from the
+            same run: every question still searched every corpus.
         timings: ``ingest_seconds``, ``ingest_tokens``, ``ingest_tokens_per_second``,
             ``query_p50_ms``, ``query_p95_ms``, ``query_mean_ms``, ``queries``.
         ingest: ``corpora``, ``characters``, ``parents`` and ``children`` rows, the
@@ -236,6 +246,7 @@ class EvalResult:
     """
 
     metrics: dict[str, float | int]
+    per_corpus: dict[str, dict[str, float | int]]
     timings: dict[str, float | int]
     ingest: dict[str, Any]
     diagnostics: dict[str, int]
@@ -250,6 +261,7 @@ class EvalResult:
         config["ks"], config["budgets"] = list(self.config.ks), list(self.config.budgets)
         return {
             "metrics": self.metrics,
+            "per_corpus": self.per_corpus,
             "timings": self.timings,
             "ingest": self.ingest,
             "diagnostics": self.diagnostics,
@@ -339,6 +351,7 @@ async def run_eval(
     metrics = score_run(questions, run, config.ks, config.budgets)
     return EvalResult(
         metrics,
+        score_by_corpus(questions, run, config.ks, config.budgets),
         timings,
         ingest,
         diagnostics,

@@ -271,6 +271,11 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
         "questions",
         "answered",
     }
+    assert list(report["per_corpus"]) == ["alpha", "beta"]
+    for scores in report["per_corpus"].values():
+        assert set(scores) == set(report["metrics"]) and scores["questions"] == 4
+    both = sum(s["recall@200c"] for s in report["per_corpus"].values()) / 2
+    assert both == pytest.approx(report["metrics"]["recall@200c"])
     assert report["config"]["limit"] == 3 and report["config"]["expand_to_parent"] is False
     assert report["collection"] == table and report["kept"] is True
     assert {"query_p50_ms", "query_p95_ms", "ingest_seconds", "ingest_tokens_per_second"} <= set(

@@ -36,7 +36,11 @@ from parrot_parents.eval.scorer import (
     score_run,
     write_run,
 )
-from parrot_parents.loaders.defaults import DEFAULT_LATE_CHUNKING
+from parrot_parents.loaders.defaults import (
+    DEFAULT_LATE_CHUNKING,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
+)
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
@@ -99,6 +103,10 @@ class EvalConfig:
             overrides the default described under ``parent_size``.
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
         late_chunking: embed children with late chunking; None keeps the loader default.
+        structure: parents follow the Markdown headings (and pipe tables) of a corpus
+            (the loader's ``section_parents``); None keeps the loader default (on).
+        preamble: embed and index each child of a structured corpus with its title and
+            section path; None keeps the loader default (on).
         expand_to_parent, limit, filter, ...: the per-call retrieval options of every
             question, one field per field of
             :class:`~parrot_parents.retrieval.options.RetrievalOptions`; None (default)
@@ -127,6 +135,8 @@ class EvalConfig:
     parent_threshold: int | None = None
     parent_overlap: int = DEFAULT_PARENT_OVERLAP
     late_chunking: bool | None = None
+    structure: bool | None = None
+    preamble: bool | None = None
     expand_to_parent: bool | None = None
     limit: int | None = None
     filter: dict[str, Any] | None = None
@@ -217,6 +227,10 @@ class EvalConfig:
                     )
                 given[name] = wanted
         return RetrievalOptions.from_overrides(given)
+
+
+def _default(value: bool | None, default: bool) -> bool:
+    return default if value is None else value
 
 
 def _positive(name: str, value: object) -> None:
@@ -416,7 +430,7 @@ class _Session:
             embedding=self.embedding,
             lexical_backend=config.lexical_backend,
         )
-        late = DEFAULT_LATE_CHUNKING if config.late_chunking is None else config.late_chunking
+        late = _default(config.late_chunking, DEFAULT_LATE_CHUNKING)
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
         self.spec = strategy_for(config.strategy, self.store)
@@ -427,6 +441,8 @@ class _Session:
             embedding=self.embedding,
             indexer=self.indexer,
             late_chunking=late,
+            section_parents=_default(config.structure, DEFAULT_SECTION_PARENTS),
+            preamble=_default(config.preamble, DEFAULT_PREAMBLE),
         )
         self.reranker: Any = None
         if config.reranker is not None:

@@ -307,6 +307,26 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
     assert not asyncio.run(_table_exists(pg_dsn, table))
 
 
+@pytest.mark.parametrize(
+    ("flags", "section_parents", "preamble"),
+    [([], True, True), (["--no-structure"], False, True), (["--no-preamble"], True, False)],
+)
+async def test_structure_options_reach_the_loader(
+    flags: list[str], section_parents: bool, preamble: bool
+) -> None:
+    from parrot_parents.cli.eval import config_from_args
+    from parrot_parents.cli.main import build_parser
+    from parrot_parents.eval.runner import _Session
+
+    argv = ["eval", "--questions", "q.csv", "--corpora", "c", "--out", "r.jsonl", *flags]
+    session = _Session(config_from_args(build_parser().parse_args(argv)))
+    try:
+        processor = session.loader.processor
+        assert (processor.section_parents, processor.preamble) == (section_parents, preamble)
+    finally:
+        await session.close()
+
+
 async def _drop(dsn: str, table: str) -> None:
     engine = create_async_engine(to_async_dsn(dsn))
     try:

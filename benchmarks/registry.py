@@ -68,6 +68,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "what trimming, late chunking and the indexed rows add, and the old defaults, one run",
     ),
     Benchmark(
+        "transfer",
+        "quality",
+        "leave one corpus out: each default lever per fold and budget, and the 0.3-point rule",
+    ),
+    Benchmark(
         "lexical_backends",
         "quality",
         "the dev set with pg_textsearch's bm25 index and with BM25 in SQL, one run",

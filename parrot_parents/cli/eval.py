@@ -19,7 +19,7 @@ from parrot_parents.cli.common import (
     print_json,
     retrieval_overrides,
 )
-from parrot_parents.cli.ingest import add_size_options
+from parrot_parents.cli.ingest import add_size_options, add_structure_options
 from parrot_parents.loaders.defaults import DEFAULT_PARENT_SIZE, DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         threshold="documents longer than this many characters get parent_chunks "
         f"(default: --parent-size, else {DEFAULT_THRESHOLD})",
     )
+    add_structure_options(p)
     add_retrieval_options(p)  # nothing set: the package defaults (what Chatbot() does)
     add_strategy_option(p)
     p.add_argument(

@@ -106,17 +106,8 @@ def add_size_options(p: argparse.ArgumentParser, *, parent_size: str, threshold:
     )
 
 
-def add_chunking_options(p: argparse.ArgumentParser) -> None:
-    """The options that shape the rows (and so the chunk policy version); their defaults
-    are the loaders' own (:mod:`parrot_parents.loaders.defaults`), as ``TextLoader()``
-    has them."""
-    add_size_options(
-        p,
-        threshold=f"documents longer than this (characters) get parent_chunks (default "
-        f"{DEFAULT_THRESHOLD}, or N x child size for a strategy with a group of N)",
-        parent_size=f"parent_chunk size (chars; default {DEFAULT_PARENT_SIZE}, or N x child "
-        "size for a strategy with a group of N)",
-    )
+def add_structure_options(p: argparse.ArgumentParser) -> None:
+    """``--structure`` and ``--preamble`` (unset: the loader's defaults, both on)."""
     p.add_argument(
         "--structure",
         action=argparse.BooleanOptionalAction,
@@ -131,6 +122,20 @@ def add_chunking_options(p: argparse.ArgumentParser) -> None:
         help="embed and index each child of a structured document with its title and "
         "section path, never returned (default: on)",
     )
+
+
+def add_chunking_options(p: argparse.ArgumentParser) -> None:
+    """The options that shape the rows (and so the chunk policy version); their defaults
+    are the loaders' own (:mod:`parrot_parents.loaders.defaults`), as ``TextLoader()``
+    has them."""
+    add_size_options(
+        p,
+        threshold=f"documents longer than this (characters) get parent_chunks (default "
+        f"{DEFAULT_THRESHOLD}, or N x child size for a strategy with a group of N)",
+        parent_size=f"parent_chunk size (chars; default {DEFAULT_PARENT_SIZE}, or N x child "
+        "size for a strategy with a group of N)",
+    )
+    add_structure_options(p)
     p.add_argument(
         "--document-layer",
         action=argparse.BooleanOptionalAction,

@@ -15,7 +15,7 @@ from parrot_parents.eval.questions import (
     load_questions,
 )
 from parrot_parents.eval.runner import EvalConfig, EvalResult, run_eval
-from parrot_parents.eval.scorer import load_run, score_run, write_run
+from parrot_parents.eval.scorer import load_run, score_by_corpus, score_run, write_run
 
 __all__ = [
     "EvalConfig",
@@ -27,6 +27,7 @@ __all__ = [
     "load_questions",
     "load_run",
     "run_eval",
+    "score_by_corpus",
     "score_run",
     "write_run",
 ]

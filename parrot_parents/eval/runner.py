@@ -28,8 +28,19 @@ from parrot_parents.eval.questions import (
     load_corpora,
     load_questions,
 )
-from parrot_parents.eval.scorer import DEFAULT_BUDGETS, DEFAULT_KS, RunPassage, score_run, write_run
-from parrot_parents.loaders.defaults import DEFAULT_LATE_CHUNKING
+from parrot_parents.eval.scorer import (
+    DEFAULT_BUDGETS,
+    DEFAULT_KS,
+    RunPassage,
+    score_by_corpus,
+    score_run,
+    write_run,
+)
+from parrot_parents.loaders.defaults import (
+    DEFAULT_LATE_CHUNKING,
+    DEFAULT_PREAMBLE,
+    DEFAULT_SECTION_PARENTS,
+)
 from parrot_parents.loaders.hierarchy import (
     DEFAULT_CHILD_SIZE,
     DEFAULT_PARENT_OVERLAP,
@@ -92,6 +103,10 @@ class EvalConfig:
             overrides the default described under ``parent_size``.
         parent_overlap: characters shared by neighbouring parent_chunks (default 200).
         late_chunking: embed children with late chunking; None keeps the loader default.
+        structure: parents follow the Markdown headings (and pipe tables) of a corpus
+            (the loader's ``section_parents``); None keeps the loader default (on).
+        preamble: embed and index each child of a structured corpus with its title and
+            section path; None keeps the loader default (on).
         expand_to_parent, limit, filter, ...: the per-call retrieval options of every
             question, one field per field of
             :class:`~parrot_parents.retrieval.options.RetrievalOptions`; None (default)
@@ -120,6 +135,8 @@ class EvalConfig:
     parent_threshold: int | None = None
     parent_overlap: int = DEFAULT_PARENT_OVERLAP
     late_chunking: bool | None = None
+    structure: bool | None = None
+    preamble: bool | None = None
     expand_to_parent: bool | None = None
     limit: int | None = None
     filter: dict[str, Any] | None = None
@@ -212,6 +229,10 @@ class EvalConfig:
         return RetrievalOptions.from_overrides(given)
 
 
+def _default(value: bool | None, default: bool) -> bool:
+    return default if value is None else value
+
+
 def _positive(name: str, value: object) -> None:
     if not is_int(value) or value < 1:
         raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
@@ -223,6 +244,9 @@ class EvalResult:
 
     Attributes:
         metrics: the scorer's output (``recall@5``, ``recall@2000c``, ``chars@5``, ...).
+        per_corpus: the same metrics over each corpus's questions alone, ``{corpus_id:
+            metrics}`` (:func:`~parrot_parents.eval.scorer.score_by_corpus`), from the
+            same run: every question still searched every corpus.
         timings: ``ingest_seconds``, ``ingest_tokens``, ``ingest_tokens_per_second``,
             ``query_p50_ms``, ``query_p95_ms``, ``query_mean_ms``, ``queries``.
         ingest: ``corpora``, ``characters``, ``parents`` and ``children`` rows, the
@@ -236,6 +260,7 @@ class EvalResult:
     """
 
     metrics: dict[str, float | int]
+    per_corpus: dict[str, dict[str, float | int]]
     timings: dict[str, float | int]
     ingest: dict[str, Any]
     diagnostics: dict[str, int]
@@ -250,6 +275,7 @@ class EvalResult:
         config["ks"], config["budgets"] = list(self.config.ks), list(self.config.budgets)
         return {
             "metrics": self.metrics,
+            "per_corpus": self.per_corpus,
             "timings": self.timings,
             "ingest": self.ingest,
             "diagnostics": self.diagnostics,
@@ -339,6 +365,7 @@ async def run_eval(
     metrics = score_run(questions, run, config.ks, config.budgets)
     return EvalResult(
         metrics,
+        score_by_corpus(questions, run, config.ks, config.budgets),
         timings,
         ingest,
         diagnostics,
@@ -403,7 +430,7 @@ class _Session:
             embedding=self.embedding,
             lexical_backend=config.lexical_backend,
         )
-        late = DEFAULT_LATE_CHUNKING if config.late_chunking is None else config.late_chunking
+        late = _default(config.late_chunking, DEFAULT_LATE_CHUNKING)
         # No strategy given: the package default for this store (ingestion only; the
         # retrieval options stay as configured).
         self.spec = strategy_for(config.strategy, self.store)
@@ -414,6 +441,8 @@ class _Session:
             embedding=self.embedding,
             indexer=self.indexer,
             late_chunking=late,
+            section_parents=_default(config.structure, DEFAULT_SECTION_PARENTS),
+            preamble=_default(config.preamble, DEFAULT_PREAMBLE),
         )
         self.reranker: Any = None
         if config.reranker is not None:

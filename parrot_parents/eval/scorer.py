@@ -44,6 +44,7 @@ __all__ = [
     "covered_chars",
     "load_run",
     "metric_order",
+    "score_by_corpus",
     "score_run",
     "union_spans",
     "write_run",
@@ -146,6 +147,29 @@ def score_run(
     means["questions"] = n
     means["answered"] = len(run)
     return means
+
+
+def score_by_corpus(
+    questions: Sequence[Question],
+    run: Run,
+    ks: Sequence[int] = DEFAULT_KS,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+) -> dict[str, dict[str, float | int]]:
+    """:func:`score_run` over the questions of each corpus alone.
+
+    The passages stay as they are (those of another corpus still cost characters); only
+    the questions averaged over change. Returns ``{corpus_id: metrics}`` in the order the
+    corpora first appear in ``questions``; ``answered`` counts that corpus's questions in
+    the run.
+    """
+    by_corpus: dict[str, list[int]] = {}
+    for qid, q in enumerate(questions):
+        by_corpus.setdefault(q.corpus_id, []).append(qid)
+    out: dict[str, dict[str, float | int]] = {}
+    for cid, qids in by_corpus.items():
+        sub_run = {i: run[qid] for i, qid in enumerate(qids) if qid in run}
+        out[cid] = score_run([questions[qid] for qid in qids], sub_run, ks, budgets)
+    return out
 
 
 def _add(acc: dict[str, float], key: str, value: float) -> None:

@@ -271,6 +271,11 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
         "questions",
         "answered",
     }
+    assert list(report["per_corpus"]) == ["alpha", "beta"]
+    for scores in report["per_corpus"].values():
+        assert set(scores) == set(report["metrics"]) and scores["questions"] == 4
+    both = sum(s["recall@200c"] for s in report["per_corpus"].values()) / 2
+    assert both == pytest.approx(report["metrics"]["recall@200c"])
     assert report["config"]["limit"] == 3 and report["config"]["expand_to_parent"] is False
     assert report["collection"] == table and report["kept"] is True
     assert {"query_p50_ms", "query_p95_ms", "ingest_seconds", "ingest_tokens_per_second"} <= set(
@@ -300,6 +305,26 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
 
     asyncio.run(_drop(pg_dsn, table))
     assert not asyncio.run(_table_exists(pg_dsn, table))
+
+
+@pytest.mark.parametrize(
+    ("flags", "section_parents", "preamble"),
+    [([], True, True), (["--no-structure"], False, True), (["--no-preamble"], True, False)],
+)
+async def test_structure_options_reach_the_loader(
+    flags: list[str], section_parents: bool, preamble: bool
+) -> None:
+    from parrot_parents.cli.eval import config_from_args
+    from parrot_parents.cli.main import build_parser
+    from parrot_parents.eval.runner import _Session
+
+    argv = ["eval", "--questions", "q.csv", "--corpora", "c", "--out", "r.jsonl", *flags]
+    session = _Session(config_from_args(build_parser().parse_args(argv)))
+    try:
+        processor = session.loader.processor
+        assert (processor.section_parents, processor.preamble) == (section_parents, preamble)
+    finally:
+        await session.close()
 
 
 async def _drop(dsn: str, table: str) -> None:

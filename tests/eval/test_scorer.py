@@ -24,6 +24,7 @@ from parrot_parents.eval.scorer import (
     budget_cut,
     covered_chars,
     load_run,
+    score_by_corpus,
     score_run,
     union_spans,
     write_run,
@@ -112,6 +113,25 @@ def test_recall_at_budget_counts_the_prefix_of_the_passage_crossing_the_budget()
     m = score_run(questions, run, ks=[2], budgets=[700])
     # 600 + 100: 800..900 covers nothing of the reference.
     assert m["recall@700c"] == 0.0
+
+
+def test_per_corpus_scores_average_each_corpus_questions_alone() -> None:
+    questions = [q("a", (0, 100)), q("b", (0, 100)), q("a", (200, 300)), q("b", (50, 150))]
+    run = {
+        0: [("a", 0, 100)],
+        1: [("a", 0, 100), ("b", 0, 50)],  # a foreign passage costs, covers nothing
+        3: [("b", 50, 150)],  # qid 2 is missing: it scores 0
+    }
+    scores = score_by_corpus(questions, run, ks=(1,), budgets=(100,))
+    assert list(scores) == ["a", "b"]
+    assert scores["a"]["recall@1"] == pytest.approx(0.5)
+    assert scores["a"]["questions"] == 2 and scores["a"]["answered"] == 1
+    assert scores["b"]["recall@1"] == pytest.approx(0.5)  # (0 + 1) / 2
+    assert scores["b"]["recall@100c"] == pytest.approx(0.5)
+    assert scores["b"]["answered"] == 2
+    overall = score_run(questions, run, ks=(1,), budgets=(100,))
+    weighted = sum(s["recall@100c"] * s["questions"] for s in scores.values()) / len(questions)
+    assert weighted == pytest.approx(overall["recall@100c"])
 
 
 def test_a_question_missing_from_the_run_scores_zero_and_is_not_answered() -> None:
@@ -284,6 +304,22 @@ def test_scores_agree_with_the_shared_scorer_on_a_run(
     for key, value in theirs.items():
         assert ours[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
     assert 0.0 < ours["recall@5"] < 1.0  # the run is neither empty nor perfect
+
+
+def test_per_corpus_scores_agree_with_the_shared_scorer_on_each_corpus(
+    shared_scorer: ModuleType,
+) -> None:
+    ours_q = load_questions(DEV_QUESTIONS)
+    run = _synthetic_run(ours_q, seed=5)
+    ks, budgets = [1, 5], [1000, 4000]
+    ours = score_by_corpus(ours_q, run, ks, budgets)
+    theirs_q = shared_scorer.load_questions(str(DEV_QUESTIONS))
+    assert set(ours) == {corpus for corpus, _ in theirs_q} and len(ours) == 3
+    for corpus, scores in ours.items():
+        qids = [i for i, (c, _) in enumerate(theirs_q) if c == corpus]
+        sub_run = {j: run[i] for j, i in enumerate(qids) if i in run}
+        theirs = shared_scorer.score([theirs_q[i] for i in qids], sub_run, ks, budgets)
+        assert scores == pytest.approx(theirs, rel=1e-12, abs=1e-12), corpus
 
 
 def test_the_shared_scorer_command_accepts_our_run_file(

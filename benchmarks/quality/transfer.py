@@ -1,0 +1,398 @@
+# ruff: noqa: E501 - the Markdown tables are written as they appear
+"""The transfer protocol: does each default lever carry over to a corpus it was not tuned on?
+
+Folds leave one corpus out: chatlogs, state_of_the_union and wikitexts of the shared dev
+set (``chunking_eval``, all three in one collection, as the dev tables run them), and
+``structured_eval`` (the wikitexts text with Markdown headings, its own collection). The
+two wikitexts corpora hold the same text, so each leaves the other out with it: a fold's
+*tuning corpora* are the others (chatlogs' fold tunes on state_of_the_union, wikitexts
+and structured_eval; wikitexts' and structured_eval's on chatlogs and state_of_the_union).
+
+Every configuration is one ``parrot-parents eval --budget B`` process per data set and
+budget (B = 1000, 2000, 4000 characters), scored at its own budget (recall@Bc) on each
+corpus's questions alone, by the shared scorer (``../shared/benchmarks/score.py``,
+imported, never modified) on the run file; the eval's own ``per_corpus`` figures must
+agree. One run scores every corpus, so every fold reads the same runs. The
+configurations:
+
+* **the defaults**: no flag but ``--budget``;
+* **the defaults without one lever** (:data:`LEVERS`): ``--no-trim``,
+  ``--no-late-chunking`` (trimming needs its sentence vectors, so it goes too),
+  ``--strategy plain`` (no indexed header rows), ``--search-mode dense`` (no BM25 branch),
+  ``--no-structure`` and ``--no-preamble``. The last two only change a document with
+  Markdown headings or tables; on a data set without any (``structure_of`` finds none,
+  as eval reads them) the rows are those of the defaults, so the defaults' scores stand
+  for them there and no run is made;
+* **the tuned parameter's grid** (:data:`GRID`): the lexical branch's weight in the
+  fusion (the dense weight stays 1; RRF ranks depend only on the ratio). Trimming's share
+  and decay are not options of ``eval``, so they are not tuned here.
+
+The **tuned** row takes, per fold and budget, the grid value with the best mean recall
+over the tuning corpora (:func:`choose_on_others`; a tie keeps the default) and scores it
+on the left-out corpus. **The rule** (:func:`lever_verdict`): a lever stays in the
+defaults only if, on every fold and budget, the defaults score at most
+:data:`TOLERANCE` (0.3 points) below the defaults without it.
+
+Writes the section ``<!-- transfer:start -->`` of ``docs/benchmarks.md``; run files and
+eval outputs go to ``.bench/runs/transfer/``::
+
+    nice -n 19 python -m benchmarks run transfer      # ~40 min on 2 shared cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    CHUNKING_EVAL,
+    REPO_ROOT,
+    SHARED,
+    command,
+    commit_of,
+    machine,
+    replace_section,
+)
+
+DOC = REPO_ROOT / "docs" / "benchmarks.md"
+MARKER = "transfer"
+RUNS = REPO_ROOT / ".bench" / "runs" / "transfer"
+BUDGETS = (1000, 2000, 4000)
+#: How far below the defaults without a lever the defaults may score, in recall (0.3 points).
+TOLERANCE = 0.003
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """A question set and its corpora: one collection, one eval run per configuration."""
+
+    name: str
+    path: Path
+
+    @property
+    def questions(self) -> Path:
+        return self.path / "questions.csv"
+
+    @property
+    def corpora(self) -> Path:
+        return self.path / "corpora"
+
+
+DATA_SETS = (DataSet("dev", CHUNKING_EVAL), DataSet("structured", SHARED / "structured_eval"))
+#: The scored corpora (corpus id, as the report names it), one fold each.
+CORPORA: tuple[tuple[str, str], ...] = (
+    ("chatlogs", "chatlogs"),
+    ("state_of_the_union", "state_of_the_union"),
+    ("wikitexts", "wikitexts"),
+    ("wikitexts_md", "structured_eval"),
+)
+#: Corpora that hold the same text: leaving one out leaves out all.
+SAME_TEXT: tuple[frozenset[str], ...] = (frozenset({"wikitexts", "wikitexts_md"}),)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration: ``slug`` (run file names), ``label``, its ``eval`` flags.
+
+    ``structural``: it only changes documents with Markdown headings or tables.
+    """
+
+    slug: str
+    label: str
+    flags: tuple[str, ...] = ()
+    structural: bool = False
+
+
+DEFAULTS = Config("defaults", "defaults")
+#: ``(lever, the defaults without it)``.
+LEVERS: tuple[tuple[str, Config], ...] = (
+    ("sentence trimming", Config("no-trim", "no trimming", ("--no-trim",))),
+    (
+        "late chunking (and so trimming)",
+        Config("no-late", "late chunking off", ("--no-late-chunking",)),
+    ),
+    ("indexed header rows", Config("plain", "plain strategy", ("--strategy", "plain"))),
+    ("hybrid search", Config("dense", "dense only", ("--search-mode", "dense"))),
+    ("section parents", Config("no-structure", "no section parents", ("--no-structure",), True)),
+    ("preamble", Config("no-preamble", "no preamble", ("--no-preamble",), True)),
+)
+#: The tuned parameter's grid: lexical weight (dense weight 1); 1.0 is the defaults.
+GRID: tuple[tuple[float, Config], ...] = (
+    (0.5, Config("lexical-0.5", "lexical weight 0.5", ("--lexical-weight", "0.5"))),
+    (1.0, DEFAULTS),
+    (2.0, Config("lexical-2", "lexical weight 2", ("--lexical-weight", "2.0"))),
+)
+
+#: ``{(config slug, corpus id, budget): recall@Bc}``.
+Scores = Mapping[tuple[str, str, int], float]
+
+
+# -- the protocol (pure) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One left-out corpus: ``corpus`` is scored, ``tuning`` are the corpora a choice is
+    made on (every corpus but it and those holding the same text)."""
+
+    corpus: str
+    tuning: tuple[str, ...]
+
+
+def make_folds(corpora: Sequence[str], same_text: Sequence[frozenset[str]] = ()) -> list[Fold]:
+    """One fold per corpus, in order; a corpus leaves out every group of ``same_text``
+    it belongs to."""
+    folds = []
+    for corpus in corpora:
+        out = {corpus}.union(*(group for group in same_text if corpus in group))
+        folds.append(Fold(corpus, tuple(c for c in corpora if c not in out)))
+    return folds
+
+
+def choose_on_others(
+    candidates: Sequence[str], scores: Mapping[tuple[str, str], float], tuning: Sequence[str]
+) -> str:
+    """The candidate with the highest mean score over the ``tuning`` corpora
+    (``scores[(candidate, corpus)]``); on a tie, the earlier one.
+
+    Raises:
+        ValueError: no candidates or no tuning corpora.
+    """
+    if not candidates or not tuning:
+        raise ValueError(f"need candidates and tuning corpora, got {candidates!r}, {tuning!r}")
+    means = {c: sum(scores[(c, t)] for t in tuning) / len(tuning) for c in candidates}
+    return max(candidates, key=lambda c: (means[c], -candidates.index(c)))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A lever under the rule: ``worst`` margin (defaults minus without it, recall) and
+    ``where`` it is (a key of the scores); ``kept`` when ``worst >= -tolerance``."""
+
+    kept: bool
+    worst: float
+    where: Any
+
+
+def lever_verdict(
+    defaults: Mapping[Any, float], without: Mapping[Any, float], tolerance: float = TOLERANCE
+) -> Verdict:
+    """Apply the rule over every key (fold and budget) of ``defaults``.
+
+    Margins are rounded to 1e-9 first, so a margin of exactly ``-tolerance`` passes.
+
+    Raises:
+        ValueError: no keys, or ``without`` lacks one of them.
+    """
+    if not defaults or set(defaults) - set(without):
+        raise ValueError(f"without lacks {sorted(set(defaults) - set(without))!r} or no keys")
+    margins = {k: round(defaults[k] - without[k], 9) for k in defaults}
+    where = min(margins, key=lambda k: margins[k])
+    return Verdict(margins[where] >= -tolerance, margins[where], where)
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+def _shared_scorer() -> Any:
+    spec = importlib.util.spec_from_file_location("shared_score", SHARED / "score.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def score_per_corpus(scorer: Any, questions: Path, run_file: Path, budget: int) -> dict[str, float]:
+    """recall@``budget``c of each corpus's questions alone, by the shared scorer."""
+    qs = scorer.load_questions(str(questions))
+    run = scorer.load_run(str(run_file), len(qs))
+    out = {}
+    for corpus in dict.fromkeys(c for c, _ in qs):
+        qids = [i for i, (c, _) in enumerate(qs) if c == corpus]
+        sub = {j: run[i] for j, i in enumerate(qids) if i in run}
+        out[corpus] = scorer.score([qs[i] for i in qids], sub, [1], [budget])[f"recall@{budget}c"]
+    return out
+
+
+def has_structure(data: DataSet) -> bool:
+    """Whether any corpus of ``data`` has Markdown headings or tables, read as eval reads it."""
+    from parrot_parents.eval.questions import load_corpora
+    from parrot_parents.loaders.structure.reading import structure_of
+
+    return any(
+        not structure_of(text, "markdown").empty for text in load_corpora(data.corpora).values()
+    )
+
+
+def corpus_ids(data: DataSet) -> list[str]:
+    """The corpus ids of ``data``'s questions, in order of first appearance."""
+    from parrot_parents.eval.questions import load_questions
+
+    return list(dict.fromkeys(q.corpus_id for q in load_questions(data.questions)))
+
+
+def _eval(config: Config, data: DataSet, budget: int, reuse: bool) -> tuple[Path, dict[str, Any]]:
+    stem = RUNS / f"{config.slug}-{data.name}-{budget}"
+    out, report = stem.with_suffix(".jsonl"), stem.with_suffix(".json")
+    if reuse and out.is_file() and report.is_file():
+        return out, json.loads(report.read_text())
+    cmd = [sys.executable, "-m", "parrot_parents", "eval", "--questions", str(data.questions)]
+    cmd += ["--corpora", str(data.corpora), "--out", str(out), "--budget", str(budget)]
+    cmd += ["--ks", "1", "--budgets", str(budget), "--json", *config.flags]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[1:])} failed:\n{done.stderr[-3000:]}")
+    report.write_text(done.stdout)
+    return out, json.loads(done.stdout)
+
+
+def _configs() -> Iterator[Config]:
+    yield DEFAULTS
+    yield from (config for _, config in LEVERS)
+    yield from (config for _, config in GRID if config is not DEFAULTS)
+
+
+def measure(budgets: Sequence[int], reuse: bool) -> tuple[dict[tuple[str, str, int], float], int]:
+    """Run every configuration; returns ``(scores, eval runs made)``. For each budget,
+    every configuration once, in order."""
+    scorer = _shared_scorer()
+    structured = {data.name: has_structure(data) for data in DATA_SETS}
+    scores: dict[tuple[str, str, int], float] = {}
+    runs = 0
+    for budget in budgets:
+        for config in _configs():
+            for data in DATA_SETS:
+                if config.structural and not structured[data.name]:
+                    for corpus in corpus_ids(data):
+                        scores[(config.slug, corpus, budget)] = scores[
+                            (DEFAULTS.slug, corpus, budget)
+                        ]
+                    continue
+                run_file, report = _eval(config, data, budget, reuse)
+                runs += 1
+                shared = score_per_corpus(scorer, data.questions, run_file, budget)
+                for corpus, recall in shared.items():
+                    own = report["per_corpus"][corpus][f"recall@{budget}c"]
+                    if abs(own - recall) > 1e-9:
+                        raise RuntimeError(
+                            f"eval and the shared scorer disagree on {corpus}: {own} against {recall}"
+                        )
+                    scores[(config.slug, corpus, budget)] = recall
+                figures = ", ".join(f"{c} {r:.3f}" for c, r in shared.items())
+                print(f"{config.label} @{budget} ({data.name}): {figures}", flush=True)
+    return scores, runs
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def _points(margin: float) -> str:
+    return f"{margin * 100:+.1f}".replace("-", "−")
+
+
+def render(scores: Scores, budgets: Sequence[int]) -> tuple[str, list[tuple[str, Verdict]]]:
+    """The section's tables and each lever's verdict."""
+    names = dict(CORPORA)
+    folds = make_folds([c for c, _ in CORPORA], SAME_TEXT)
+    # The defaults first: a tie keeps them.
+    grid = [DEFAULTS.slug, *(config.slug for _, config in GRID if config is not DEFAULTS)]
+    values = {config.slug: value for value, config in GRID}
+    head = ["fold (tuned on)", "budget", "**defaults**"]
+    head += [config.label for _, config in LEVERS]
+    head += [f"lexical weight {v:g}" for v, c in GRID if c is not DEFAULTS]
+    head += ["**tuned** (weight chosen on the others)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+    for fold in folds:
+        for budget in budgets:
+            cells = [
+                f"{names[fold.corpus]} ({', '.join(names[t] for t in fold.tuning)})",
+                f"{budget}c",
+            ]
+            cells.append(f"**{scores[(DEFAULTS.slug, fold.corpus, budget)]:.3f}**")
+            cells += [f"{scores[(c.slug, fold.corpus, budget)]:.3f}" for _, c in LEVERS]
+            cells += [
+                f"{scores[(c.slug, fold.corpus, budget)]:.3f}" for _, c in GRID if c is not DEFAULTS
+            ]
+            at = {
+                (slug, corpus): scores[(slug, corpus, budget)]
+                for slug in grid
+                for corpus, _ in CORPORA
+            }
+            chosen = choose_on_others(grid, at, fold.tuning)
+            cells.append(f"{scores[(chosen, fold.corpus, budget)]:.3f} ({values[chosen]:g})")
+            lines.append("| " + " | ".join(cells) + " |")
+    keys = [(fold.corpus, budget) for fold in folds for budget in budgets]
+    defaults = {k: scores[(DEFAULTS.slug, *k)] for k in keys}
+    verdicts = []
+    rule = [
+        "| lever | the defaults without it | worst margin, defaults − without (points) | at | rule: ≥ −0.3 everywhere |",
+        "|---|---|---:|---|---|",
+    ]
+    for lever, config in LEVERS:
+        verdict = lever_verdict(defaults, {k: scores[(config.slug, *k)] for k in keys})
+        verdicts.append((lever, verdict))
+        corpus, budget = verdict.where
+        flags = " ".join(config.flags)
+        rule.append(
+            f"| {lever} | `{flags}` | {_points(verdict.worst)} | {names[corpus]} @{budget}c | "
+            + ("**passes**: stays" if verdict.kept else "**fails**: goes, or is fixed")
+            + " |"
+        )
+    return "\n".join([*lines, "", *rule]), verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--budgets",
+        default=",".join(map(str, BUDGETS)),
+        help="characters, comma-separated (default 1000,2000,4000)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read the eval outputs an earlier run left in .bench/runs/transfer/ instead of running them again",
+    )
+    parser.add_argument(
+        "--doc", type=Path, default=DOC, help="the document to write (default docs/benchmarks.md)"
+    )
+    args = parser.parse_args(argv)
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    RUNS.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    commit = commit_of()  # before the run writes the document
+    scores, runs = measure(budgets, args.reuse)
+    minutes = (time.monotonic() - started) / 60
+    tables, verdicts = render(scores, budgets)
+    reused = " (eval outputs of an earlier run reused: `--reuse`)" if args.reuse else ""
+    body = "\n".join(
+        [
+            tables,
+            "",
+            f"Each cell: recall@Bc of the left-out corpus's questions, from one `parrot-parents eval --budget B` run per configuration, data set and budget ({runs} runs, {minutes:.0f} min{reused}), scored by `../shared/benchmarks/score.py`. "
+            "A fold's tuning corpora are in brackets. **Tuned**: the lexical weight (dense weight 1; the defaults: 1) with the best mean recall over the tuning corpora at that budget, its value in brackets. "
+            "Section parents and the preamble change only text with Markdown headings or tables: on the three dev corpora (none) their cells are the defaults' scores, not runs.",
+            "",
+            f"Measured on {commit}, {date}; {machine()}; the machine was shared with other work. Regenerate with `{command(__name__, argv or [])}`.",
+        ]
+    )
+    replace_section(args.doc, MARKER, body, heading="## Transfer protocol")
+    print(body)
+    for lever, verdict in verdicts:
+        print(
+            f"{lever}: {'pass' if verdict.kept else 'FAIL'} (worst {_points(verdict.worst)} points at {verdict.where})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -63,9 +63,7 @@ def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
                 parent_chunk_overlap_tokens=0,
             )
             async with store.engine.begin() as conn:
-                for sql in SPREAD.format(t=store.qualified_name, indexes=INDEXES).split(";"):
-                    if sql.strip():
-                        await conn.exec_driver_sql(sql)
+                await spread_rows(conn, store.qualified_name)
 
     async def drop() -> None:
         async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
@@ -84,18 +82,26 @@ async def store(pg_dsn: str, embeddings: Any, spread: str) -> Any:
     await s.close()
 
 
-def returned_ids(retrieval: Any) -> set[str]:
-    """Every row a retrieval handed over or read into a passage."""
-    meta = retrieval.meta
-    ids = {c.id for c in meta.children}
-    for p in retrieval.passages:
-        ids.update(p.child_ids)
-        if p.kind in ("child", "parent", "parent_chunk"):
-            ids.add(p.id)
-    for window in (meta.windows or {}).values():
+def returned_ids(data: dict[str, Any]) -> set[str]:
+    """Every row a retrieval (as ``/context`` answers it: ``passages``, ``meta``) handed
+    over or read into a passage."""
+    meta = data["meta"]
+    ids = {c["id"] for c in meta["children"]}
+    for p in data["passages"]:
+        ids.update(p.get("child_ids") or [])
+        if p["kind"] in ("child", "parent", "parent_chunk"):
+            ids.add(p["id"])
+    for window in (meta.get("windows") or {}).values():
         ids.update(window)
-    ids.update(meta.folded or {})
+    ids.update(meta.get("folded") or {})
     return ids
+
+
+async def spread_rows(conn: Any, table: str) -> None:
+    """Give every row of ``table`` (quoted, qualified) a tenant and a tier (:data:`SPREAD`)."""
+    for sql in SPREAD.format(t=table, indexes=INDEXES).split(";"):
+        if sql.strip():
+            await conn.exec_driver_sql(sql)
 
 
 SCOPES = st.sampled_from(
@@ -171,7 +177,7 @@ async def test_nothing_returned_lies_outside_the_scope(
         search_mode=search_mode,
         limit=limit,
     )
-    ids = returned_ids(r)
+    ids = returned_ids({"meta": r.meta.to_dict(), "passages": [p.to_dict() for p in r.passages]})
     assert await store.ids_matching(list(ids), scope) == ids
     # The children also hold to the call's filter: it narrows.
     children = {c.id for c in r.meta.children}

@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parrot_parents.bots.manager import BotManager
-from parrot_parents.stores.records.markers import INDEXES
-from tests.retrieval.test_scope import FILTERS, SCOPES, SPREAD, TOPICS
+from tests.retrieval.test_scope import FILTERS, SCOPES, TOPICS, returned_ids, spread_rows
 from tests.server.conftest import AUTH, TOKEN, MakeClient
 
 
@@ -20,22 +19,7 @@ async def spread(manager: BotManager) -> None:
     """Every row of the handbook in a tenant and a tier of its own."""
     store = manager.get("hr").store
     async with store.engine.begin() as conn:
-        for sql in SPREAD.format(t=store.qualified_name, indexes=INDEXES).split(";"):
-            if sql.strip():
-                await conn.exec_driver_sql(sql)
-
-
-def _ids(data: dict[str, Any]) -> set[str]:
-    meta = data["meta"]
-    ids = {c["id"] for c in meta["children"]}
-    for p in data["passages"]:
-        ids.update(p.get("child_ids") or [])
-        if p["kind"] in ("child", "parent", "parent_chunk"):
-            ids.add(p["id"])
-    for window in (meta.get("windows") or {}).values():
-        ids.update(window)
-    ids.update(meta.get("folded") or {})
-    return ids
+        await spread_rows(conn, store.qualified_name)
 
 
 @settings(
@@ -84,7 +68,7 @@ async def test_over_http_nothing_returned_lies_outside_the_scope(
     assert resp.status == 200, await resp.text()
     data = await resp.json()
     assert data["meta"]["scope"]["filter"] == scope
-    ids = _ids(data)
+    ids = returned_ids(data)
     store = manager.get("scoped").store
     assert await store.ids_matching(list(ids), scope) == ids
 

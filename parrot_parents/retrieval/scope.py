@@ -2,7 +2,7 @@
 filter can narrow but never widen or remove.
 
 The scope is written in the filter language of :mod:`parrot_parents.stores.filters`. A
-search runs with ``{"$and": [scope, filter]}`` (the scope alone without a call filter), so
+search runs with both (:func:`scoped_filter`; the scope alone without a call filter), so
 every child it returns is in the scope; expansion reads through
 :class:`~parrot_parents.stores.parents.scoped.ScopedParentSearcher`, so no parent, window
 or merge brings in a row outside it; packing only cuts what expansion returned.
@@ -47,11 +47,16 @@ def scoped_filter(
     """The filter a search runs with: the call's ``filter`` within ``scope``.
 
     Returns:
-        ``filter`` without a scope, the scope without a filter (or with ``{}``), else
+        ``filter`` without a scope, the scope without a filter (or with ``{}``); the two
+        merged into one dict when they share no key (a filter's keys all hold, and a store
+        whose filter language has no ``$and``, Milvus, takes it), else
         ``{"$and": [scope, filter]}``.
     """
     if not scope:
         return None if filter is None else dict(filter)
+    held = copy.deepcopy(dict(scope))
     if not filter:
-        return copy.deepcopy(dict(scope))
-    return {"$and": [copy.deepcopy(dict(scope)), dict(filter)]}
+        return held
+    if held.keys().isdisjoint(filter):
+        return {**held, **filter}
+    return {"$and": [held, dict(filter)]}

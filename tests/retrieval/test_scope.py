@@ -231,7 +231,13 @@ def test_a_call_filter_narrows_the_scope() -> None:
     assert scoped_filter(None, {"x": 1}) == {"x": 1}
     assert scoped_filter(scope, None) == scope
     assert scoped_filter(scope, {}) == scope
-    assert scoped_filter(scope, {"x": 1}) == {"$and": [scope, {"x": 1}]}
+    # Keys of their own: one dict (every key holds), which any store's filters take.
+    assert scoped_filter(scope, {"x": 1}) == {"tenant": "a", "x": 1}
+    # A key of the scope's own asked again: both must hold.
+    assert scoped_filter(scope, {"tenant": "b"}) == {"$and": [scope, {"tenant": "b"}]}
+    assert scoped_filter({"$or": [{"a": 1}]}, {"$or": [{"b": 2}]}) == {
+        "$and": [{"$or": [{"a": 1}]}, {"$or": [{"b": 2}]}]
+    }
     held = validate_scope(scope)
     scope["tenant"] = "b"  # the caller's dict changes; the bot's scope does not
     assert held == {"tenant": "a"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.documents import Document
@@ -35,6 +35,7 @@ from parrot_parents.stores.protocols import (
     IndexedRows,
     ReplaceDocument,
     RowCount,
+    ScopeCheck,
     SourceLookup,
     Vectors,
 )
@@ -59,7 +60,7 @@ _INGESTION = "ingestion"
 T = TypeVar("T")
 
 
-class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, IndexedRows):
+class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, IndexedRows, ScopeCheck):
     """A collection kept in Milvus: children (with vectors) and parents (without).
 
     Args:
@@ -456,6 +457,23 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             r["id"]: Document(id=r["id"], page_content=r["text"], metadata=dict(r["metadata"]))
             for r in rows
         }
+
+    async def ids_matching(self, ids: Sequence[str], filter: Mapping[str, Any]) -> set[str]:
+        """As :meth:`~parrot_parents.stores.protocols.ScopeCheck.ids_matching`, over the
+        children and the parents collection (a filter in Milvus's subset:
+        :func:`~parrot_parents.stores.milvus.filters.translate_filter`)."""
+        expr = translate_filter(filter)  # a bad filter: before any read
+        wanted = list(dict.fromkeys(str(i) for i in ids))
+        if not wanted:
+            return set()
+        kept: set[str] = set()
+        for start in range(0, len(wanted), QUERY_WINDOW):
+            match = in_list("id", wanted[start : start + QUERY_WINDOW])
+            if expr:
+                match = f"{match} and ({expr})"
+            for name in (self.collection, self.parents_collection):
+                kept.update(str(r["id"]) for r in await self._query(name, match, ["id"]))
+        return kept
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         ids = list(dict.fromkeys(str(p) for p in parent_ids if p is not None))

@@ -97,3 +97,30 @@ async def test_milvus_rows_fail_clearly(
     monkeypatch.setenv("PARROT_PARENTS_MILVUS_URI", empty)
     with pytest.raises(BotConfigError, match=r"collection.*does not exist"):
         await Chatbot.from_database("mv", dsn=bots_dsn, embedding=embeddings)
+
+
+async def test_a_scoped_bot_on_milvus_never_leaves_its_scope(
+    milvus_uri: str, embeddings: Any
+) -> None:
+    # The handbook's rows hold document_id "pay" or "leave"; a scope on one of them.
+    store = MilvusStore(milvus_uri, COLLECTION, embedding=embeddings, create=False)
+    try:
+        bot = Chatbot(
+            store=store,
+            parent_searcher=MilvusParentSearcher(store=store),
+            expand_to_parent=True,
+            scope={"document_id": "pay"},
+            owns_store=False,
+        )
+        r = await bot.retrieve("How many days of paid leave do I have?", limit=6)
+        assert r.passages and all(p.document_id == "pay" for p in r.passages)
+        assert r.meta.scope == {"filter": {"document_id": "pay"}, "withheld": []}
+        # A call filter on another key narrows the scope (merged into one filter, which
+        # Milvus's subset of the language takes).
+        r = await bot.retrieve("When are salaries paid?", filter={"is_chunk": True})
+        assert r.passages and all(p.document_id == "pay" for p in r.passages)
+        ids = [p.id for p in r.passages]
+        assert await store.ids_matching(ids, {"document_id": "leave"}) == set()
+        assert await store.ids_matching(ids, {"document_id": "pay"}) == set(ids)
+    finally:
+        await store.close()

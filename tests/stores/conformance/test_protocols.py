@@ -26,6 +26,7 @@ from parrot_parents.stores.protocols import (
     IndexedRows,
     ReplaceDocument,
     RowCount,
+    ScopeCheck,
     SourceLookup,
 )
 from parrot_parents.stores.records.markers import is_parent
@@ -43,10 +44,11 @@ PROTOCOLS: tuple[type, ...] = (
     ContextSearch,
     IndexedRows,
     DocumentRows,
+    ScopeCheck,
 )
 CLAIMS: dict[str, set[type]] = {
     "PgVectorStore": set(PROTOCOLS),
-    "MilvusStore": {ReplaceDocument, SourceLookup, RowCount, IndexedRows},
+    "MilvusStore": {ReplaceDocument, SourceLookup, RowCount, IndexedRows, ScopeCheck},
 }
 QUESTION = "How long do I have to claim phone costs?"
 
@@ -99,6 +101,22 @@ async def test_source_lookup_and_row_count(make_store, embeddings) -> None:
     assert await store.count() == len(rows)
     children = [r for r in rows if not is_parent(r.metadata)]
     assert await store.count(include_parents=False) == len(children)
+
+
+async def test_scope_check_judges_parents_and_children_by_their_metadata(
+    make_store, embeddings
+) -> None:
+    store = make_store()
+    _claims(store, ScopeCheck)
+    rows = await _ingest(store, embeddings)
+    ids = [str(r.id) for r in rows]
+    policy = {str(r.id) for r in rows if r.metadata["document_id"] == "policy"}
+    assert await store.ids_matching([*ids, "nope"], {"document_id": "policy"}) == policy
+    parents = {str(r.id) for r in rows if is_parent(r.metadata)}
+    assert await store.ids_matching(ids, {"is_chunk": False}) == parents
+    assert await store.ids_matching([], {"document_id": "policy"}) == set()
+    with pytest.raises(ConfigurationError):
+        await store.ids_matching(ids, {"document_id": {"$nope": 1}})
 
 
 async def test_content_lookup_finds_the_documents_holding_a_text(make_store, embeddings) -> None:

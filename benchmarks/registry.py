@@ -119,6 +119,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "query latency, HNSW recall and plans at 10k/100k/1M children, against bare kNN",
     ),
     Benchmark(
+        "partitions",
+        "latency",
+        "a 1 % tenant's search through its own HNSW index (partition_key) against the filter",
+    ),
+    Benchmark(
         "lexical_rules",
         "latency",
         "BM25 in SQL under candidate rules at 100k/1M children: p50/p95 and exact top-k found",

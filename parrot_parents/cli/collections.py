@@ -129,7 +129,17 @@ async def run_collections(args: argparse.Namespace) -> int:
         args,
         found,
         "no collections (create one with `parrot-parents ingest DIR --collection NAME`)",
-        ("NAME", "DOCUMENTS", "PARENTS", "CHILDREN", "DIM", "MODEL", "STRATEGY", "LEXICAL"),
+        (
+            "NAME",
+            "DOCUMENTS",
+            "PARENTS",
+            "CHILDREN",
+            "DIM",
+            "MODEL",
+            "STRATEGY",
+            "LEXICAL",
+            "PARTITION",
+        ),
         lambda c: (
             c.name,
             _cell(c.documents),
@@ -140,6 +150,7 @@ async def run_collections(args: argparse.Namespace) -> int:
             ",".join(c.strategies) or "-",
             _cell(c.lexical_backend)
             + (f" ({c.text_search_config})" if c.text_search_config else ""),
+            _cell(c.partition_key),
         ),
     )
 

@@ -280,6 +280,7 @@ def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
         embedding=SentenceTransformerEmbeddings(args.model),
         create=create,
         lexical_backend=getattr(args, "lexical_backend", "auto"),
+        partition_key=getattr(args, "partition_key", None),
     )
 
 

@@ -110,6 +110,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"  lexical backend of new collections: {server['lexical_backend']}")
     if "bm25_guard" in server:
         lines.append(f"  bm25 guard: {server['bm25_guard']}")
+    if server.get("partitioned"):
+        keyed = ", ".join(f"{name} by {key!r}" for name, key in server["partitioned"].items())
+        lines.append(f"  partitioned collections (an HNSW index per value of the key): {keyed}")
     embedded = report["embedded"]
     if embedded is not None:
         lines.append(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -34,6 +35,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("paths", nargs="+", help="files or directories")
     add_store_options(p)
     add_lexical_backend_option(p)
+    p.add_argument(
+        "--partition-key",
+        metavar="KEY",
+        help="give each value of this metadata key (a tenant, say) an HNSW index of its own, "
+        "so that a search whose filter or bot scope fixes the key reads only that value's "
+        "index (PostgreSQL; recorded with the collection)",
+    )
+    p.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata every ingested document and its rows carry (repeatable; VALUE is read "
+        "as JSON when it parses, else as a string): --metadata tenant=acme",
+    )
     add_chunking_options(p)
     p.add_argument(
         "--on-bad-bytes",
@@ -211,6 +227,31 @@ class _BarProgress:
         self.stored_documents += documents
 
 
+def document_metadata(pairs: list[str]) -> dict[str, Any]:
+    """``--metadata KEY=VALUE`` pairs as one dict: VALUE as JSON when it parses (``2024``,
+    ``true``), else the string itself.
+
+    Raises:
+        ConfigurationError: a pair without ``=`` or with an empty key, or a key the
+            hierarchy writes (``document_id``, ``is_chunk``...).
+    """
+    from parrot_parents.errors import ConfigurationError
+    from parrot_parents.loaders.hierarchy import HIERARCHY_OWNED
+
+    found: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigurationError(f"--metadata needs KEY=VALUE, got {pair!r}")
+        if key in HIERARCHY_OWNED:
+            raise ConfigurationError(f"--metadata {key!r} is a key the hierarchy writes")
+        try:
+            found[key] = json.loads(raw)
+        except ValueError:
+            found[key] = raw
+    return found
+
+
 async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -220,6 +261,7 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.strategies.build import free_report, indexer_for
     from parrot_parents.strategies.spec import strategy_for
 
+    extra = document_metadata(args.metadata)
     store = make_store(args)  # not connected: nothing is loaded yet
     spec = strategy_for(args.strategy, store)  # a bad spec fails before any work
     sizes = parent_sizes(args, spec)
@@ -235,6 +277,8 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         docs = loader.load()
+        for doc in docs:
+            doc.metadata.update(extra)
         with tqdm(
             total=len(docs),
             unit="doc",

@@ -48,17 +48,19 @@ def open_store(
     embedding: Any = None,
     create: bool = True,
     lexical_backend: str = "auto",
+    partition_key: str | None = None,
 ) -> AbstractStore:
     """The store named by ``spec`` (see :func:`parse_store_spec`); nothing connects yet.
 
-    ``dsn`` and ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
+    ``dsn``, ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
     lexical branch of a new collection,
-    :mod:`parrot_parents.stores.postgres.search.bm25_index`) are for PostgreSQL; a Milvus
+    :mod:`parrot_parents.stores.postgres.search.bm25_index`) and ``partition_key``
+    (:mod:`parrot_parents.stores.postgres.collections.partitions`) are for PostgreSQL; a Milvus
     cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
 
     Raises:
-        ConfigurationError: a bad spec, collection name or lexical backend, or ``--dsn``
-            or a lexical backend given with Milvus.
+        ConfigurationError: a bad spec, collection name, lexical backend or partition key,
+            or ``--dsn``, a lexical backend or a partition key given with Milvus.
     """
     from parrot_parents.stores.postgres.search.bm25_index import validate_lexical_choice
 
@@ -71,6 +73,8 @@ def open_store(
             raise ConfigurationError(
                 "a lexical backend is for PostgreSQL; Milvus ranks text with its own BM25"
             )
+        if partition_key is not None:
+            raise ConfigurationError("a partition key is for PostgreSQL collections")
         from parrot_parents.stores.milvus.store import MilvusStore
 
         return MilvusStore(
@@ -83,7 +87,12 @@ def open_store(
     from parrot_parents.stores.postgres import PgVectorStore
 
     return PgVectorStore(
-        dsn=dsn, table=collection, embedding=embedding, create=create, lexical_backend=choice
+        dsn=dsn,
+        table=collection,
+        embedding=embedding,
+        create=create,
+        lexical_backend=choice,
+        partition_key=partition_key,
     )
 
 

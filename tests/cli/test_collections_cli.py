@@ -85,6 +85,7 @@ def test_collections_lists_only_collections_with_counts(
         "MODEL",
         "STRATEGY",
         "LEXICAL",
+        "PARTITION",
     ]
     assert row.split()[:6] == [
         "kb",
@@ -94,7 +95,8 @@ def test_collections_lists_only_collections_with_counts(
         "384",
         f"sentence-transformers/all-MiniLM-L6-v2@{found['model_fingerprint']}",
     ]
-    assert row.endswith("contextual:context=extractive  sql (english)")
+    assert row.endswith("contextual:context=extractive  sql (english)  -")
+    assert found["partition_key"] is None
 
 
 def test_documents_delete_and_drop(kb: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,6 +52,7 @@ async def test_collections_and_documents_are_listed(make_client: MakeClient) -> 
                 "strategies": ["plain"],
                 "lexical_backend": "sql",
                 "text_search_config": "english",
+                "partition_key": None,
             }
         ]
     }

@@ -26,6 +26,7 @@ from parrot_parents.stores.postgres.collections.documents import (
 )
 from parrot_parents.stores.postgres.collections.lifecycle import CollectionLifecycle
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
+from parrot_parents.stores.postgres.collections.partitions import validate_partition_key
 from parrot_parents.stores.postgres.collections.reads import CollectionReads
 from parrot_parents.stores.postgres.collections.schema import HNSWIndex
 from parrot_parents.stores.postgres.connections.dsn import to_async_dsn
@@ -130,6 +131,13 @@ class PgVectorStore(
             a superuser role, as the embedded server's is). ``writers``: the writers' lock
             alone. ``off``: none of it; for the ``bm25_stress`` benchmark, which shows what
             the guard prevents.
+        partition_key: a metadata key (say ``"tenant"``) whose every value gets an HNSW
+            index of its own, built by the write that first stores the value; a search whose
+            filter or scope fixes the key to one value ranks through that index
+            (:mod:`~parrot_parents.stores.postgres.collections.partitions`). Recorded with
+            the collection; None (default) opens any collection with the key it has. A
+            store that may create gives an existing collection without a key this one
+            (building the indexes of the values it holds).
 
     Nothing connects at construction; the first call (or :meth:`connect`, or ``async
     with store``) does. A store may be used from several event loops, in any order: each
@@ -162,6 +170,7 @@ class PgVectorStore(
         engine: AsyncEngine | None = None,
         lexical_backend: LexicalChoice = "auto",
         bm25_guard: GuardChoice = "auto",
+        partition_key: str | None = None,
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -201,7 +210,12 @@ class PgVectorStore(
             engine,
             lambda: start_up_settings(self.search_options),
         )
-        self.lifecycle = CollectionLifecycle(self, dimension, wanted_config, wanted_backend)
+        wanted_key = validate_partition_key(partition_key)
+        #: The collection's partition key (None: it has none); set on connect.
+        self.partition_key: str | None = None
+        self.lifecycle = CollectionLifecycle(
+            self, dimension, wanted_config, wanted_backend, wanted_key
+        )
         self.searcher = Searcher(self, self.connections.statements, wanted_backend)
         self.writes = DocumentWrites(self, self.lifecycle)
         self.reads = CollectionReads(self.name, self.documents, self.lifecycle.ready)

@@ -25,6 +25,7 @@ from parrot_parents.errors import CollectionNotFoundError
 from parrot_parents.stores.identifiers import CollectionName, collection_name, validate_identifier
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
+from parrot_parents.stores.postgres.collections.partitions import read_partition_key
 from parrot_parents.stores.postgres.collections.setup import stored_dimension
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.postgres.search.bm25_index import read_lexical_backend
@@ -84,6 +85,8 @@ class CollectionInfo:
             (:mod:`parrot_parents.stores.postgres.search.bm25_index`); None without a lexical
             column.
         text_search_config: the lexical column's configuration (``english``...), or None.
+        partition_key: the metadata key whose values each have an HNSW index
+            (:mod:`~parrot_parents.stores.postgres.collections.partitions`), or None.
     """
 
     name: str
@@ -99,6 +102,7 @@ class CollectionInfo:
     strategies: list[str] = field(default_factory=list)
     lexical_backend: str | None = None
     text_search_config: str | None = None
+    partition_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the attributes."""
@@ -220,6 +224,7 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
             None if config is None else await conn.run_sync(read_lexical_backend, name, schema)
         ),
         text_search_config=config,
+        partition_key=await conn.run_sync(read_partition_key, name, schema),
     )
 
 

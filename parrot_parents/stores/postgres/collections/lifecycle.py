@@ -17,7 +17,7 @@ from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import CollectionNotFoundError, StoreError
+from parrot_parents.errors import CollectionNotFoundError, ConfigurationError, StoreError
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.collections.creation import (
     collection_state,
@@ -29,6 +29,12 @@ from parrot_parents.stores.postgres.collections.creation import (
 )
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract, fingerprint
+from parrot_parents.stores.postgres.collections.partitions import (
+    ensure_partition_indexes,
+    existing_values,
+    read_partition_key,
+    record_partition_key,
+)
 from parrot_parents.stores.postgres.collections.schema import HNSWIndex, collection_table
 from parrot_parents.stores.postgres.collections.setup import (
     check_dimension,
@@ -79,6 +85,7 @@ class OpenedStore(Protocol):
     lexical_backend: LexicalBackend | None
     bm25_guard: GuardChoice
     guard: Bm25Guard | None
+    partition_key: str | None
 
     async def close(self) -> None: ...
 
@@ -94,8 +101,10 @@ class CollectionLifecycle:
         dimension: int | None,
         wanted_config: str | None,
         wanted_backend: LexicalChoice,
+        wanted_partition_key: str | None = None,
     ) -> None:
         self._store = store
+        self.wanted_partition_key = wanted_partition_key
         self._connections = store.connections
         self._dimension = dimension
         self.wanted_config = wanted_config
@@ -185,6 +194,7 @@ class CollectionLifecycle:
             store.guard = await c.run_sync(self._guard, backend, False)
             await check_dimension(c, schema, table, dimension)
             await store.model_contract.read(c)
+            store.partition_key = await c.run_sync(self._partition_key, False)
 
     async def _prepare(self, engine: AsyncEngine, *, must_exist: bool = False) -> None:
         """Create the collection (extension, schema, table, indexes, lexical index,
@@ -207,7 +217,45 @@ class CollectionLifecycle:
             store.guard = await conn.run_sync(self._guard, store.lexical_backend, True)
             await check_dimension(conn, name.schema, name.table, self.dimension)
             await store.model_contract.read(conn)
+            store.partition_key = await conn.run_sync(self._partition_key, True)
         self.writable = True
+
+    def _partition_key(self, conn: Any, writer: bool) -> str | None:
+        """The collection's partition key
+        (:mod:`~parrot_parents.stores.postgres.collections.partitions`). A ``writer`` records
+        the key asked for on a collection without one, and builds the indexes of the
+        values its rows already hold.
+
+        Raises:
+            ConfigurationError: the collection has another key, or (``writer`` False) none
+                while one is asked for.
+        """
+        name = self._store.name
+        recorded = read_partition_key(conn, name.table, name.schema)
+        wanted = self.wanted_partition_key
+        if wanted is None or wanted == recorded:
+            return recorded
+        if recorded is not None:
+            raise ConfigurationError(
+                f"collection {name.table!r} is partitioned by {recorded!r}, not {wanted!r}",
+                hint="open it without partition_key, or with the key it has",
+            )
+        if not writer:
+            raise ConfigurationError(
+                f"collection {name.table!r} has no partition key",
+                hint=f"open it with create=True to give it {wanted!r}",
+            )
+        record_partition_key(conn, name.table, name.schema, wanted)
+        hnsw = self._store.hnsw
+        ensure_partition_indexes(
+            conn,
+            self.sa_table(),
+            wanted,
+            existing_values(conn, name.table, name.schema, wanted),
+            hnsw.m,
+            hnsw.ef_construction,
+        )
+        return wanted
 
     def _guard(self, conn: Any, backend: LexicalBackend, writer: bool) -> Bm25Guard | None:
         """The guard of the collection's ``bm25`` index when its release needs one and the

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from parrot_parents.stores.postgres.collections.partitions import partitioned_collections
 from parrot_parents.stores.postgres.collections.setup import ExtensionVersions
 from parrot_parents.stores.postgres.connections.engine import make_engine, store_errors
 from parrot_parents.stores.postgres.search.bm25_guard import describe_guard, read_superuser
@@ -66,9 +67,11 @@ async def server_facts(dsn: str | None) -> ServerFacts:
             found = {r[0]: (r[1], r[2]) for r in rows}
             why = await conn.run_sync(lambda c: bm25_unavailable(c) or bm25_unsafe(c))
             superuser = await conn.run_sync(read_superuser)
+            partitioned = await conn.run_sync(partitioned_collections)
     finally:
         await engine.dispose()
     facts.server["lexical_backend"] = "sql" if why else "pg_textsearch"
+    facts.server["partitioned"] = partitioned
     default, installed = found.get("pg_textsearch", (None, None))
     shown = installed or default
     version = None if shown is None else tuple(int(p) for p in re.findall(r"\d+", shown)[:3])

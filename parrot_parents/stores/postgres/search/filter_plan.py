@@ -50,7 +50,13 @@ __all__ = [
 ]
 
 FilterSearch = Literal[
-    "exact", "index", "index, then exact", "exact, then index", "exact, then index, then exact"
+    "exact",
+    "index",
+    "index, then exact",
+    "exact, then index",
+    "exact, then index, then exact",
+    "partition",
+    "partition, then exact",
 ]
 
 #: The collection size up to which the threshold is ``exact_below`` itself, and the
@@ -83,6 +89,11 @@ class FilterPlan:
         sampled: the estimate was counted on a sample of the table
             (:func:`sample_statement`), the filter holding a condition the planner has no
             statistics for.
+        partition_index: the index of the partition key's value the search ranked
+            through (``search`` is then ``partition``, or ``partition, then exact`` when
+            it returned fewer rows than asked for; ``estimate`` is 0: none is asked for),
+            else None
+            (:mod:`~parrot_parents.stores.postgres.collections.partitions`).
     """
 
     estimate: int
@@ -90,6 +101,12 @@ class FilterPlan:
     exact_below: int = FILTER_EXACT_BELOW
     children: int = 0
     sampled: bool = False
+    partition_index: str | None = None
+
+    @classmethod
+    def for_partition(cls, index: str) -> FilterPlan:
+        """A search ranked through the partial index ``index`` of a partition key's value."""
+        return cls(0, "partition", partition_index=index)
 
     @classmethod
     def for_estimate(
@@ -123,14 +140,19 @@ class FilterPlan:
         search: FilterSearch = (
             "exact, then index, then exact"
             if self.search == "exact, then index"
+            else "partition, then exact"
+            if self.search == "partition"
             else "index, then exact"
         )
         return replace(self, search=search)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"estimate", "search", "exact_below", "children", "sampled"}`` for
-        ``meta``."""
-        return asdict(self)
+        ``meta``, and ``"partition_index"`` when the search ranked through one."""
+        out = asdict(self)
+        if self.partition_index is None:
+            del out["partition_index"]
+        return out
 
 
 def threshold(exact_below: int, children: int) -> int:

@@ -24,6 +24,14 @@ from parrot_parents.stores.filters import (
     has_unestimated,
 )
 from parrot_parents.stores.identifiers import CollectionName
+from parrot_parents.stores.postgres.collections.partitions import (
+    PARTITION_PARAM,
+    FixedPartition,
+    PartitionLookup,
+    fixed_value,
+    partition_clause,
+    unindexed,
+)
 from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
 from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
@@ -91,6 +99,7 @@ class SearchedStore(Protocol):
     lexical_candidates: CandidateRule
     text_search_config: str | None
     lexical_backend: LexicalBackend | None
+    partition_key: str | None
 
     @property
     def dimension(self) -> int: ...
@@ -121,6 +130,7 @@ class Searcher:
         self._statements = statements
         self._wanted_backend = wanted_backend
         self._indexed_rows_seen = False
+        self._partitions = PartitionLookup()
 
     async def question(
         self,
@@ -273,17 +283,33 @@ class Searcher:
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             targets = hierarchy and await self._has_indexed_rows(conn)
+            found = None if targets else await self._partition_of(conn, request)
+            part = found is not None
             where = self.where(table, request, targets=targets)
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
+            if found is not None:
+                params[PARTITION_PARAM] = found.value
 
             async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
                 capped = cap is not None
-                ranked_key = (*key, shape, exact, capped)
+                # A value's own indexes rank its index search; an exact ranking is the
+                # plain filter's (the kept rows read through the metadata index).
+                through = part and not exact
+                scale = found.scale if found is not None and through else 1
+                ranked_key = (*key, shape, exact, capped, through, scale)
                 prepared = statements.get(ranked_key)
                 if prepared is None:
                     kept = None
-                    if not exact:
+                    if through:
+                        assert found is not None
+                        ranked = self.statement(
+                            table,
+                            request,
+                            self.where(table, request, partition=found.key),
+                            candidates=found.candidates(store.lexical_candidates),
+                        )
+                    elif not exact:
                         scanned = self.where(table, request, targets, few=False)
                         ranked = self.statement(table, request, scanned)
                     else:
@@ -310,9 +336,12 @@ class Searcher:
                 )
                 return split_rows(rows, request.plan, dense=dense)
 
-            plan = await self._filter_plan(
-                conn, engine, table, request, where, shape, params, targets
-            )
+            if found is not None:
+                plan = FilterPlan.for_partition(found.index)
+            else:
+                plan = await self._filter_plan(
+                    conn, engine, table, request, where, shape, params, targets
+                )
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
                 # lexical branch alone reads the children holding a query lexeme.)
@@ -405,24 +434,52 @@ class Searcher:
 
     @staticmethod
     def where(
-        table: Table, request: SearchRequest, targets: bool = False, few: bool = True
+        table: Table,
+        request: SearchRequest,
+        targets: bool = False,
+        few: bool = True,
+        partition: str | None = None,
     ) -> list[Any]:
-        """The search's predicates: the child predicate and the compiled filter.
+        """The search's predicates: the child predicate, the predicate of the partition
+        key ``partition``'s value (bound as
+        :data:`~parrot_parents.stores.postgres.collections.partitions.PARTITION_PARAM`)
+        and the compiled filter (always last).
 
         ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
         so an indexed row is judged by its target's metadata, in the form for few kept
         rows or for an index scan (``few``;
-        :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`)."""
+        :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`).
+        With ``partition``, the filter is checked on the rows the value's indexes yield,
+        in a form no metadata index serves
+        (:func:`~parrot_parents.stores.postgres.collections.partitions.unindexed`)."""
         where: list[Any] = []
         if not request.include_parents:
             where.append(text(SEARCH_PREDICATE))
+        if partition is not None:
+            where.append(partition_clause(table.c.cmetadata, partition))
         if request.filter:
             flt = dict(request.filter)
-            if targets:
+            if partition is not None:
+                where.append(compile_filter(unindexed(table.c.cmetadata), flt))
+            elif targets:
                 where.append(searched_filter(table, flt, few=few))
             else:
                 where.append(compile_filter(table.c.cmetadata, flt))
         return where
+
+    async def _partition_of(
+        self, conn: ReadConnection, request: SearchRequest
+    ) -> FixedPartition | None:
+        """The partition key's value the request's filter fixes, when the collection has a
+        key and that value's indexes exist
+        (:mod:`~parrot_parents.stores.postgres.collections.partitions`); else None."""
+        key = self._store.partition_key
+        if key is None:
+            return None
+        value = fixed_value(request.filter, key)
+        if value is None:
+            return None
+        return await self._partitions.find(conn, self._store.name, key, value)
 
     async def _has_indexed_rows(self, conn: ReadConnection) -> bool:
         """Whether the collection holds indexed rows (an ingestion strategy's): asked
@@ -446,6 +503,7 @@ class Searcher:
         where: list[Any] | None = None,
         exact: bool = False,
         kept: Any | None = None,
+        candidates: CandidateRule | None = None,
     ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
@@ -469,9 +527,10 @@ class Searcher:
         # query lexeme then brings candidates (few, as the filter keeps few). The cap needs
         # the GIN index, and sequential scans are turned off for unfiltered searches only
         # (with a LIMIT, the planner could scan the table instead).
-        candidates = store.lexical_candidates
-        if request.filter:
-            candidates = EXACT_CANDIDATES if exact else replace(candidates, cap=None)
+        if candidates is None:
+            candidates = store.lexical_candidates
+            if request.filter:
+                candidates = EXACT_CANDIDATES if exact else replace(candidates, cap=None)
         return search_statement(
             table,
             mode=request.mode,

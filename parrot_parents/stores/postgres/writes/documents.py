@@ -20,7 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
-from parrot_parents.stores.postgres.collections.schema import meta_field
+from parrot_parents.stores.postgres.collections.partitions import (
+    ensure_partition_indexes,
+    partition_values,
+)
+from parrot_parents.stores.postgres.collections.schema import HNSWIndex, meta_field
 from parrot_parents.stores.postgres.connections.engine import store_errors
 from parrot_parents.stores.postgres.connections.pools import through_catalog_change
 from parrot_parents.stores.postgres.connections.reads import write
@@ -43,6 +47,9 @@ class WrittenStore(Protocol):
 
     #: The guard of the collection's ``bm25`` index, when it needs one (set on open).
     guard: Bm25Guard | None
+    #: The collection's partition key, when it has one (set on open).
+    partition_key: str | None
+    hnsw: HNSWIndex
 
     @property
     def dimension(self) -> int: ...
@@ -121,6 +128,13 @@ class DocumentWrites:
             due = await guard.lock(conn) if guard is not None else False
             await lock_documents(conn, store.name, document_ids)
             await write_batch(conn, table, store.documents, writes, delete_rows)
+            key = store.partition_key
+            if key is not None:
+                # In the write's transaction: a value's rows are never searchable before
+                # its index exists.
+                values = partition_values((r["cmetadata"] for w in writes for r in w.rows), key)
+                m, ef = store.hnsw.m, store.hnsw.ef_construction
+                await conn.run_sync(ensure_partition_indexes, table, key, values, m, ef)
             return due
 
         if await write(engine, f"write to {store.name.qualified}", work):

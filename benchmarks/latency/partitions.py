@@ -1,0 +1,265 @@
+"""Partitioned collections: a tenant's search through its own HNSW index, beside the
+same searches on the unpartitioned collection (``PgVectorStore(partition_key=...)``).
+
+Reuses the scale benchmark's collection ``bench_scale_<n>`` (synthetic documents, a
+``tenant`` out of 100 on every row: ``python -m benchmarks run scale --children N
+--build-only`` builds it) and opens it with ``partition_key="tenant"``, which records the
+key and builds an HNSW and a GIN index per tenant (the product's path for giving an
+existing collection a key; its time is reported). The same table without the key is the
+baseline: a second store on it whose key is unset, so that both read the same rows in the
+same layout. The key and its indexes are taken off after the run (``--keep`` leaves them).
+
+Then, one query at a time, every variant interleaved query by query in a shuffled order
+(query vectors given; both collections ranked BM25 in SQL, the default on a server without
+a safe pg_textsearch), ``get_vector_context`` with parent expansion:
+
+* dense and hybrid (the package defaults) over every tenant, on each collection;
+* a 1 % tenant (``filter={"tenant": t}``), dense and hybrid, on each collection: on the
+  unpartitioned one that is today's planned filtered search; on the partitioned one the
+  tenant's own index;
+* recall@10 of the partitioned tenant search against the exact ranking of that tenant's
+  children (a sequential scan).
+
+Writes benchmarks/reports/partitions.md. ``python -m benchmarks run partitions --children
+100000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import platform
+import random
+import statistics
+import time
+from typing import Any
+
+from benchmarks.common import CHUNKING_EVAL, REPORTS, command, commit_of
+from benchmarks.latency._scale.data import DIM, SyntheticCollection, load_vocabulary
+from benchmarks.latency._scale.embed import LookupEmbedding
+from benchmarks.latency._scale.load import connect_raw, size_label
+
+TENANTS = 100
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+async def _key(dsn: str, table: str) -> float:
+    """Give ``table`` the partition key ``tenant`` (the product's path for an existing
+    collection: the key recorded, one HNSW and one GIN index built per tenant); seconds."""
+    from parrot_parents import PgVectorStore
+
+    t0 = time.perf_counter()
+    keyed = PgVectorStore(dsn=dsn, table=table, dimension=DIM, partition_key="tenant")
+    await keyed.connect()
+    await keyed.close()
+    return time.perf_counter() - t0
+
+
+async def _unkey(dsn: str, table: str) -> None:
+    """Take the key and its indexes off ``table`` again, so that the other benchmarks
+    reading it find it as they built it."""
+    from parrot_parents.stores.identifiers import derived_name
+
+    raw = await connect_raw(dsn)
+    try:
+        names = await raw.fetch(
+            "SELECT indexname FROM pg_indexes WHERE tablename = $1"
+            " AND (indexname LIKE $2 OR indexname LIKE $3)",
+            table,
+            derived_name(table, "part") + "%",
+            derived_name(table, "partl") + "%",
+        )
+        for (name,) in names:
+            await raw.execute(f'DROP INDEX "{name}"')
+        await raw.execute(f'COMMENT ON COLUMN "{table}".cmetadata IS NULL')
+    finally:
+        await raw.close()
+
+
+async def _exact(dsn: str, table: str, vector: Any, tenant: str) -> list[str]:
+    from pgvector.asyncpg import register_vector
+
+    raw = await connect_raw(dsn)
+    try:
+        await register_vector(raw)
+        async with raw.transaction():
+            await raw.execute("SET LOCAL enable_indexscan = off")
+            await raw.execute("SET LOCAL enable_bitmapscan = off")
+            rows = await raw.fetch(
+                f'SELECT id FROM "{table}" WHERE cmetadata @> $2::jsonb'
+                " AND (cmetadata->>'is_chunk')::boolean"
+                " ORDER BY embedding <=> $1 LIMIT 10",
+                vector,
+                f'{{"tenant": "{tenant}"}}',
+            )
+    finally:
+        await raw.close()
+    return [r[0] for r in rows]
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    from parrot_parents.embedded.server import resolve_dsn
+
+    dsn = await asyncio.to_thread(resolve_dsn, None)
+    label = size_label(args.children)
+    table = f"bench_scale_{label}"
+    await _unkey(dsn, table)
+    build = {"partition_indexes_s": await _key(dsn, table)}
+    try:
+        await _measure(args, dsn, label, table, build)
+    finally:
+        if not args.keep:
+            await _unkey(dsn, table)
+
+
+async def _measure(
+    args: argparse.Namespace, dsn: str, label: str, table: str, build: dict[str, float]
+) -> None:
+    from parrot_parents import Chatbot, InTableParentSearcher, PgVectorStore
+
+    coll = SyntheticCollection(args.children, load_vocabulary(CHUNKING_EVAL / "corpora"))
+    qs = coll.queries(args.queries + args.warmup, salt=1)
+    lookup = LookupEmbedding(dict(zip(qs.texts, qs.vectors, strict=True)), DIM, as_numpy=True)
+    bots = {}
+    for name in ("plain", "keyed"):
+        store = PgVectorStore(
+            dsn=dsn,
+            table=table,
+            dimension=DIM,
+            embedding=lookup,
+            create=False,
+            lexical_backend="sql",
+        )
+        await store.connect()
+        if name == "plain":
+            # The same table without its key: same rows, same layout, the tenants'
+            # indexes present but never chosen (their predicate is not the filter's).
+            store.partition_key = None
+        bots[name] = Chatbot(parent_searcher=InTableParentSearcher(store=store))
+    src, dst = "plain", "keyed"
+    rng = random.Random(7)
+    tenants = [f"t{rng.randrange(TENANTS):02d}" for _ in qs.texts]
+    recall: list[float] = []
+    variants: dict[str, Any] = {
+        "dense, every tenant, unpartitioned": lambda i: bots[src].get_vector_context(
+            qs.texts[i], search_mode="dense"
+        ),
+        "dense, every tenant, partitioned": lambda i: bots[dst].get_vector_context(
+            qs.texts[i], search_mode="dense"
+        ),
+        "hybrid (defaults), every tenant, unpartitioned": lambda i: bots[src].get_vector_context(
+            qs.texts[i]
+        ),
+        "hybrid (defaults), every tenant, partitioned": lambda i: bots[dst].get_vector_context(
+            qs.texts[i]
+        ),
+        "dense, 1 % tenant, unpartitioned (planned filter)": lambda i: bots[src].get_vector_context(
+            qs.texts[i], search_mode="dense", filter={"tenant": tenants[i]}
+        ),
+        "dense, 1 % tenant, partitioned (its index)": lambda i: bots[dst].get_vector_context(
+            qs.texts[i], search_mode="dense", filter={"tenant": tenants[i]}
+        ),
+        "hybrid, 1 % tenant, unpartitioned (planned filter)": lambda i: bots[
+            src
+        ].get_vector_context(qs.texts[i], filter={"tenant": tenants[i]}),
+        "hybrid, 1 % tenant, partitioned (its index)": lambda i: bots[dst].get_vector_context(
+            qs.texts[i], filter={"tenant": tenants[i]}
+        ),
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    plans: dict[str, set[str]] = {k: set() for k in variants}
+    order = list(variants)
+    for i in range(len(qs.texts)):
+        random.Random(i).shuffle(order)
+        for k in order:
+            t0 = time.perf_counter()
+            _, meta = await variants[k](i)
+            took = (time.perf_counter() - t0) * 1000
+            if i >= args.warmup:
+                times[k].append(took)
+            if meta.get("filter_plan"):
+                plans[k].add(meta["filter_plan"]["search"])
+    store = bots[dst].parent_searcher.store  # type: ignore[attr-defined]
+    for i in range(args.warmup, args.warmup + args.recall_queries):
+        found = await store.similarity_search_by_vector(
+            qs.vectors[i].tolist(), limit=10, filter={"tenant": tenants[i]}
+        )
+        exact = await _exact(dsn, table, qs.vectors[i], tenants[i])
+        recall.append(len({r.id for r in found} & set(exact)) / max(1, len(exact)))
+
+    def p(v: list[float], q: float) -> float:
+        s = sorted(v)
+        return s[min(len(s) - 1, int(q * len(s)))]
+
+    p50 = {k: statistics.median(v) for k, v in times.items()}
+    dense = p50["dense, every tenant, unpartitioned"]
+    hybrid = p50["hybrid (defaults), every tenant, unpartitioned"]
+    lines = [
+        f"# Partitioned collections, {label} children",
+        "",
+        f"_{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {_cpu()}, 2 shared cores; code "
+        f"{commit_of()}; command `{command(__name__, [])} --children {args.children}`; "
+        f"{args.queries} queries per variant after {args.warmup} warm-up, interleaved._",
+        "",
+        f"`{table}` given the key `tenant` (an HNSW and a GIN index per tenant, built by "
+        f'`PgVectorStore(partition_key="tenant").connect()`): '
+        + ", ".join(f"{k} {v:.1f}" for k, v in build.items())
+        + "; the key and its indexes are taken off again after the run.",
+        "",
+        "| variant (`get_vector_context`, parent expansion, vector given) | p50 ms | p95 ms |"
+        " × unfiltered dense | × unfiltered hybrid | filter plan |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for k, v in times.items():
+        lines.append(
+            f"| {k} | {p50[k]:.2f} | {p(v, 0.95):.2f} | {p50[k] / dense:.2f}× |"
+            f" {p50[k] / hybrid:.2f}× | {', '.join(sorted(plans[k])) or '-'} |"
+        )
+    part_all = p50["dense, every tenant, partitioned"] / dense
+    lines += [
+        "",
+        f"recall@10 of the partitioned tenant search against the exact ranking of the "
+        f"tenant's children, {len(recall)} queries: **{statistics.mean(recall):.3f}**.",
+        "",
+        "| target | measured |",
+        "|---|---:|",
+        "| 1 % tenant, dense, partitioned: p50 ≤ 1.5× unfiltered dense |"
+        f" {p50['dense, 1 % tenant, partitioned (its index)'] / dense:.2f}× |",
+        "| 1 % tenant, hybrid, partitioned: p50 ≤ 2× unfiltered hybrid |"
+        f" {p50['hybrid, 1 % tenant, partitioned (its index)'] / hybrid:.2f}× |",
+        f"| recall@10 ≥ 0.95 | {statistics.mean(recall):.3f} |",
+        f"| every tenant, partitioned: p50 ≤ 1.5× unpartitioned (dense) | {part_all:.2f}× |",
+        "| every tenant, partitioned: p50 ≤ 1.5× unpartitioned (hybrid) |"
+        f" {p50['hybrid (defaults), every tenant, partitioned'] / hybrid:.2f}× |",
+    ]
+    report = "\n".join(lines) + "\n"
+    out = REPORTS / f"partitions_{label}.md"
+    out.write_text(report, encoding="utf-8")
+    print(report)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks run partitions")
+    parser.add_argument("--children", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--recall-queries", type=int, default=50)
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the key and its indexes on the table"
+    )
+    asyncio.run(main_async(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

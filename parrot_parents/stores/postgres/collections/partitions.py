@@ -1,0 +1,401 @@
+"""A collection's partition key: indexes of its own for each value of one metadata key.
+
+A collection made with ``PgVectorStore(partition_key="tenant")`` records the key, and every
+write gives each value of ``tenant`` that its rows hold an HNSW index over the rows of that
+value alone, and a GIN index of their lexemes: partial indexes, ``WHERE (cmetadata ->
+'tenant') = <value>``, beside the collection's indexes over every row. A search whose filter
+(or bot scope) fixes the key to one value (``{"tenant": v}``, ``{"tenant": {"$eq": v}}``,
+or either inside a top-level ``$and``) ranks through that value's indexes: a small graph
+holding nothing but the value's rows, so neither an exact ranking of every row the filter
+keeps nor an HNSW walk that filters after it; the rest of the filter is checked on the
+rows those indexes yield. The lexical branch's candidate rule (a budget of expected
+children, :class:`~parrot_parents.stores.postgres.search.hybrid.CandidateRule`) is scaled
+by the collection's children over the value's, so that about as many of the value's
+children are scored as an unfiltered search scores of the collection's. Any other search
+uses the collection's indexes, as in a collection without a key. Values that are strings,
+integers or booleans get indexes; others (floats, lists, objects) are searched as plain
+filters.
+
+Why partial indexes and not a partitioned table (one partition per value, each with its
+own indexes): a search across every value of a table in 100 partitions ran 100 HNSW scans
+under a Merge Append, 47 times the time of the same search on one table (100,000
+children, docs/performance.md, "Partitioned collections"); the partial indexes leave that
+search exactly as it was, and a value's search reads its own graph either way. The lexical
+statistics stay those of the whole collection (one BM25 idf for every value), so a
+child's lexical score does not depend on which index found it.
+
+Cost: each value's indexes are built by the write that first stores the value, in its
+transaction; each build reads the whole table once (PostgreSQL checks the index's
+predicate on every row), and the writes of the collection wait for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Table, bindparam, literal_column, text, type_coerce
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql.elements import ColumnElement
+
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.identifiers import derived_name, validate_identifier
+from parrot_parents.stores.postgres.connections.prepared import PARTITION_VALUE
+
+if TYPE_CHECKING:
+    from parrot_parents.stores.identifiers import CollectionName
+    from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
+    from parrot_parents.stores.postgres.search.hybrid import CandidateRule
+
+__all__ = [
+    "LOOKUP_TTL_S",
+    "PARTITION_PARAM",
+    "FixedPartition",
+    "PartitionLookup",
+    "PartitionValue",
+    "ensure_partition_indexes",
+    "existing_values",
+    "fixed_value",
+    "partition_clause",
+    "partition_index_name",
+    "partition_values",
+    "partitioned_collections",
+    "read_partition_key",
+    "record_partition_key",
+    "unindexed",
+    "validate_partition_key",
+    "value_filter",
+]
+
+#: The bound parameter of :func:`partition_clause`.
+PARTITION_PARAM = PARTITION_VALUE
+#: A value that gets an index of its own.
+PartitionValue = str | int | bool
+_MAX_KEY_CHARS = 256
+# The key is recorded as JSON in the comment of the ``cmetadata`` column.
+_COMMENT_FIELD = "partition_key"
+
+
+def validate_partition_key(key: object) -> str | None:
+    """``key`` checked: None, or a metadata key of 1 to 256 characters that does not start
+    with ``$`` and holds no NUL.
+
+    Raises:
+        ConfigurationError: anything else.
+    """
+    if key is None:
+        return None
+    if (
+        not isinstance(key, str)
+        or not 1 <= len(key) <= _MAX_KEY_CHARS
+        or key.startswith("$")
+        or "\x00" in key
+    ):
+        raise ConfigurationError(
+            f"partition_key must be a metadata key of 1 to {_MAX_KEY_CHARS} characters, not "
+            f"starting with '$'; got {key!r}"
+        )
+    return key
+
+
+def _is_value(value: object) -> bool:
+    return isinstance(value, str | int | bool) and not (
+        isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
+    )
+
+
+def value_filter(key: str, value: PartitionValue) -> dict[str, PartitionValue]:
+    """The containment object of one value: ``{key: value}``."""
+    return {key: value}
+
+
+def _canonical(key: str, value: PartitionValue) -> str:
+    return json.dumps(value_filter(key, value), sort_keys=True, separators=(",", ":"))
+
+
+def partition_index_name(table: str, key: str, value: PartitionValue, kind: str = "part") -> str:
+    """The name of the HNSW index (``kind`` ``part``) or the lexemes' GIN index
+    (``partl``) of ``key = value`` in the collection ``table``: ``<table>_<kind>_<the
+    first 16 hex digits of the SHA-256 of {key: value} as JSON>``, so that ``"1"`` and
+    ``1`` (or ``true``) get different names."""
+    digest = hashlib.sha256(_canonical(key, value).encode("utf-8")).hexdigest()[:16]
+    return derived_name(validate_identifier(table, "table"), f"{kind}_{digest}")
+
+
+def partition_values(metadatas: Iterable[Mapping[str, Any]], key: str) -> set[PartitionValue]:
+    """The values of ``key`` that the rows' metadata hold and that get an index."""
+    found: set[PartitionValue] = set()
+    for meta in metadatas:
+        value = meta.get(key)
+        if value is not None and _is_value(value):
+            found.add(value)
+    return found
+
+
+def fixed_value(filter: Mapping[str, Any] | None, key: str) -> PartitionValue | None:
+    """The one value of ``key`` that every row matching ``filter`` has, when the filter
+    says so at its top level (a plain value, ``{"$eq": v}``, or either inside a top-level
+    ``$and``); else None."""
+    if not filter:
+        return None
+    found: list[Any] = []
+    if key in filter:
+        value = filter[key]
+        if isinstance(value, Mapping):
+            if set(value) == {"$eq"}:
+                found.append(value["$eq"])
+        else:
+            found.append(value)
+    items = filter.get("$and")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, Mapping):
+                inner = fixed_value(item, key)
+                if inner is not None:
+                    found.append(inner)
+    values: list[PartitionValue] = [v for v in found if _is_value(v)]
+    if not values or any(_canonical(key, v) != _canonical(key, values[0]) for v in values):
+        # Two different fixed values match nothing; the plain filter says so.
+        return None
+    return values[0]
+
+
+def _extracted(cmetadata: str, key: str) -> str:
+    return f"({cmetadata} -> {_literal(key)})"
+
+
+def partition_clause(cmetadata: Any, key: str) -> ColumnElement[bool]:
+    """``(cmetadata -> key) = :partition_value``: the predicate of a value's indexes,
+    bound at each run (:data:`PARTITION_PARAM`, the value as JSON). Planned for its
+    value (a custom plan, as every filtered statement is), it lets PostgreSQL use that
+    value's partial indexes; no other index serves it."""
+    extracted = cmetadata.op("->")(literal_column(_literal(key)))
+    clause: ColumnElement[bool] = type_coerce(extracted, JSONB) == bindparam(
+        PARTITION_PARAM, type_=JSONB
+    )
+    return clause
+
+
+def unindexed(cmetadata: Any) -> Any:
+    """``cmetadata || '{}'``: the same object, as an expression that no index of the
+    column serves, so that a filter compiled over it is checked on the rows a value's
+    indexes yield instead of steering the plan onto the metadata's GIN index."""
+    return type_coerce(cmetadata.op("||")(literal_column("'{}'::jsonb")), JSONB)
+
+
+@dataclass(frozen=True)
+class FixedPartition:
+    """A partition key's value that a search's filter fixes, and its indexes.
+
+    Attributes:
+        key: the partition key. value: its value (a JSON scalar).
+        index: the value's HNSW index. rows: the rows that index holds (the catalog's
+            estimate). children: the rows of the collection's HNSW index (same).
+    """
+
+    key: str
+    value: PartitionValue
+    index: str
+    rows: float
+    children: float
+
+    @property
+    def scale(self) -> int:
+        """The collection's children over the value's, rounded to a power of two (1 to
+        1024; 1 when either is unknown): few distinct lexical statements."""
+        if self.rows <= 0 or self.children <= 0:
+            return 1
+        ratio = max(1.0, self.children / self.rows)
+        return int(min(1024, 2 ** round(math.log2(ratio))))
+
+    def candidates(self, rule: CandidateRule) -> CandidateRule:
+        """``rule`` with its budgets of expected children times :attr:`scale` and no
+        cap: about as many of the value's children scored as ``rule`` scores of the
+        whole collection."""
+        return replace(
+            rule,
+            budget=rule.budget * self.scale,
+            pair_budget=rule.pair_budget * self.scale,
+            cap=None,
+        )
+
+
+#: How long a lookup of a value's indexes is reused, in seconds: the row counts follow
+#: the catalog's estimates, which change only with VACUUM and ANALYZE.
+LOOKUP_TTL_S = 30.0
+
+
+class PartitionLookup:
+    """Finds and remembers the indexes of a partition key's values (for a searcher)."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, tuple[float, FixedPartition]] = {}
+
+    async def find(
+        self, conn: ReadConnection, name: CollectionName, key: str, value: PartitionValue
+    ) -> FixedPartition | None:
+        """The value's :class:`FixedPartition`, or None when its HNSW index does not
+        exist (the value was never written by a store of the key)."""
+        index = partition_index_name(name.table, key, value)
+        cached = self._found.get(index)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < LOOKUP_TTL_S:
+            return cached[1]
+        rows = await conn.fetch_with(
+            "SELECT (SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)),"
+            " (SELECT reltuples FROM pg_class WHERE oid = to_regclass($2))",
+            (name.quoted(index), name.quoted(derived_name(name.table, "embedding_hnsw"))),
+            (),
+        )
+        own, every = rows[0]
+        if own is None:
+            self._found.pop(index, None)
+            return None
+        found = FixedPartition(key, value, index, float(own), float(every or 0))
+        self._found[index] = (now, found)
+        return found
+
+
+def _qualified(schema: str, table: str) -> str:
+    return f'"{validate_identifier(schema, "schema")}"."{validate_identifier(table, "table")}"'
+
+
+def read_partition_key(conn: Connection, table: str, schema: str = "public") -> str | None:
+    """The collection's recorded partition key, or None."""
+    comment = conn.execute(
+        text(
+            "SELECT col_description(a.attrelid, a.attnum) FROM pg_attribute a"
+            " WHERE a.attrelid = to_regclass(:qualified) AND a.attname = 'cmetadata'"
+        ),
+        {"qualified": f'"{schema}"."{table}"'},
+    ).scalar_one_or_none()
+    return _key_of(comment)
+
+
+def partitioned_collections(conn: Connection) -> dict[str, str]:
+    """Every collection of the database that has a partition key: ``{"schema.table": key}``."""
+    rows = conn.execute(
+        text(
+            "SELECT n.nspname, c.relname, col_description(a.attrelid, a.attnum)"
+            " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE a.attname = 'cmetadata' AND c.relkind = 'r'"
+            " AND col_description(a.attrelid, a.attnum) LIKE :field"
+            " ORDER BY 1, 2"
+        ),
+        {"field": f'%"{_COMMENT_FIELD}"%'},
+    )
+    found = {}
+    for schema, table, comment in rows:
+        key = _key_of(comment)
+        if key is not None:
+            found[f"{schema}.{table}"] = key
+    return found
+
+
+def _key_of(comment: str | None) -> str | None:
+    if not comment:
+        return None
+    try:
+        recorded = json.loads(comment)
+    except ValueError:
+        return None
+    key = recorded.get(_COMMENT_FIELD) if isinstance(recorded, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def record_partition_key(conn: Connection, table: str, schema: str, key: str) -> None:
+    """Record ``key`` as the collection's partition key (in the caller's transaction)."""
+    value = json.dumps({_COMMENT_FIELD: validate_partition_key(key)}, ensure_ascii=True)
+    # A COMMENT takes no bound parameter: E'...' with backslashes and quotes doubled.
+    quoted = value.replace("\\", "\\\\").replace("'", "''")
+    conn.execute(text(f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS E'{quoted}'"))
+
+
+def existing_values(conn: Connection, table: str, schema: str, key: str) -> set[PartitionValue]:
+    """The values of ``key`` the collection's rows already hold that get an index."""
+    qualified = _qualified(schema, table)
+    found = conn.execute(
+        text(f"SELECT DISTINCT (cmetadata -> :key)::text FROM {qualified} WHERE cmetadata ? :key"),
+        {"key": key},
+    ).scalars()
+    return partition_values(({key: json.loads(v)} for v in found if v is not None), key)
+
+
+def _literal(value: str) -> str:
+    # ASCII JSON: quotes doubled and backslashes doubled inside E'...' read the same
+    # whatever standard_conforming_strings is.
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def ensure_partition_indexes(
+    conn: Connection,
+    table: Table,
+    key: str,
+    values: Iterable[PartitionValue],
+    m: int,
+    ef_construction: int,
+) -> list[str]:
+    """Create the missing indexes of ``values`` (in the caller's transaction, under a lock
+    that serialises the collection's index builds); returns the names created."""
+    schema = table.schema or "public"
+    wanted = {partition_index_name(table.name, key, v): v for v in values}
+    if not wanted:
+        return []
+    present = set(
+        conn.execute(
+            text(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = :schema AND c.relname = ANY(:names)"
+            ),
+            {"schema": schema, "names": list(wanted)},
+        ).scalars()
+    )
+    missing = sorted(set(wanted) - present)
+    if not missing:
+        return []
+    conn.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
+        {"k": f"parrot_parents.partitions:{schema}.{table.name}"},
+    )
+    qualified = (
+        f'"{validate_identifier(schema, "schema")}"."{validate_identifier(table.name, "table")}"'
+    )
+    lexemes = conn.execute(
+        text(
+            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(:t)"
+            " AND attname = 'lexical' AND NOT attisdropped)"
+        ),
+        {"t": qualified},
+    ).scalar_one()
+    created = []
+    for name in missing:
+        value = wanted[name]
+        predicate = (
+            f"{_extracted('cmetadata', key)} = {_literal(json.dumps(value, ensure_ascii=True))}"
+            "::jsonb"
+        )
+        conn.execute(
+            text(
+                f'CREATE INDEX IF NOT EXISTS "{name}" ON {qualified}'
+                " USING hnsw (embedding vector_cosine_ops)"
+                f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+                f" WHERE {predicate}"
+            )
+        )
+        created.append(name)
+        if lexemes:
+            gin = partition_index_name(table.name, key, value, "partl")
+            conn.execute(
+                text(
+                    f'CREATE INDEX IF NOT EXISTS "{gin}" ON {qualified} USING gin (lexical)'
+                    f" WHERE {predicate}"
+                )
+            )
+            created.append(gin)
+    return created

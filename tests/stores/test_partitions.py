@@ -1,0 +1,240 @@
+"""A collection's partition key (:mod:`parrot_parents.stores.postgres.collections.partitions`):
+an HNSW index per value, built by the write that first stores it, and searches whose filter
+or scope fixes the key ranked through that index, with the same answers as exact search."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from sqlalchemy import text
+
+from parrot_parents.bots.chatbot import Chatbot
+from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.parents import InTableParentSearcher
+from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.partitions import (
+    fixed_value,
+    partition_index_name,
+    validate_partition_key,
+)
+from tests.conftest import unique_table
+
+TENANTS: list[str | int] = ["a", "b", "1", 1]
+PER_TENANT = 60
+
+
+def _rows(rng: np.random.Generator) -> tuple[list[Document], np.ndarray]:
+    docs, vectors = [], []
+    for t, tenant in enumerate(TENANTS):
+        for i in range(PER_TENANT):
+            body = f"child {i} of tenant {tenant} about leave and pay"
+            doc_id = f"d{t}_{i}"
+            meta = {
+                "document_id": doc_id,
+                "is_chunk": True,
+                "start_index": 0,
+                "end_index": len(body),
+                "tenant": tenant,
+                "year": 2020 + i % 3,
+            }
+            docs.append(Document(id=f"{doc_id}#c:0-{len(body)}", page_content=body, metadata=meta))
+            v = rng.standard_normal(384).astype(np.float32)
+            vectors.append(v / np.linalg.norm(v))
+    return docs, np.stack(vectors)
+
+
+@pytest.fixture
+async def partitioned(
+    pg_dsn: str, embeddings: Any
+) -> AsyncIterator[tuple[PgVectorStore, list[Document], np.ndarray]]:
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("part"), embedding=embeddings, partition_key="tenant"
+    )
+    docs, vectors = _rows(np.random.default_rng(11))
+    await store.add_documents(docs, embeddings=vectors.tolist())
+    try:
+        yield store, docs, vectors
+    finally:
+        await store.drop()
+        await store.close()
+
+
+async def _index_names(store: PgVectorStore) -> set[str]:
+    async with store.engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT indexname FROM pg_indexes WHERE tablename = :t"), {"t": store.table}
+        )
+        return {r[0] for r in rows}
+
+
+async def _scans(store: PgVectorStore, index: str) -> int:
+    """The index's scans so far: the store's connections closed first, as a backend
+    reports its statistics when it exits (or only after a while idle)."""
+    await store.close()
+    await store.connect()
+    async with store.engine.connect() as conn:
+        found = await conn.execute(
+            text("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = :i"), {"i": index}
+        )
+        scans = int(found.scalar_one())
+    await store.close()
+    return scans
+
+
+def _exact(
+    docs: list[Document], vectors: np.ndarray, q: np.ndarray, keep: Any, k: int
+) -> list[str]:
+    kept = [i for i, d in enumerate(docs) if keep(d.metadata)]
+    order = sorted(kept, key=lambda i: (-float(vectors[i] @ q), docs[i].id))
+    return [str(docs[i].id) for i in order[:k]]
+
+
+async def test_each_value_gets_its_own_index_and_a_string_never_shares_a_number_s(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
+) -> None:
+    store, _, _ = partitioned
+    names = await _index_names(store)
+    wanted = {partition_index_name(store.table, "tenant", t) for t in TENANTS}
+    assert len(wanted) == len(TENANTS)  # "1" and 1 apart
+    assert wanted <= names
+    assert store.partition_key == "tenant"
+
+
+async def test_a_search_fixing_the_key_ranks_through_its_index_as_exact_search_ranks(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
+) -> None:
+    store, docs, vectors = partitioned
+    rng = np.random.default_rng(5)
+    index = partition_index_name(store.table, "tenant", "b")
+    before = await _scans(store, index)
+    for _ in range(5):
+        q = rng.standard_normal(384).astype(np.float32)
+        q /= np.linalg.norm(q)
+        found = await store.similarity_search_by_vector(
+            q.tolist(), limit=8, filter={"tenant": "b", "year": 2021}
+        )
+        assert [d.id for d in found] == _exact(
+            docs, vectors, q, lambda m: m["tenant"] == "b" and m["year"] == 2021, 8
+        )
+        assert found.filter_plan is not None
+        assert found.filter_plan.search == "partition"
+        assert found.filter_plan.partition_index == index
+        # The number 1 and the string "1" are different values.
+        ones = await store.similarity_search_by_vector(q.tolist(), limit=5, filter={"tenant": 1})
+        assert [d.id for d in ones] == _exact(docs, vectors, q, lambda m: m["tenant"] == 1, 5)
+    assert await _scans(store, index) >= before + 5
+
+
+async def test_hybrid_search_and_a_bot_scope_keep_to_the_value(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
+) -> None:
+    store, _, _ = partitioned
+    lexemes = partition_index_name(store.table, "tenant", "a", "partl")
+    graph = partition_index_name(store.table, "tenant", "a")
+    before = (await _scans(store, lexemes), await _scans(store, graph))
+    found = await store.similarity_search(
+        "leave and pay", limit=10, filter={"$and": [{"tenant": "a"}]}, search_mode="hybrid"
+    )
+    assert found and all(d.metadata["tenant"] == "a" for d in found)
+    assert found.filter_plan is not None and found.filter_plan.search == "partition"
+    # Both branches read the value's own indexes: its lexemes' and its graph.
+    after = (await _scans(store, lexemes), await _scans(store, graph))
+    assert after[0] > before[0] and after[1] > before[1]
+    bot = Chatbot(parent_searcher=InTableParentSearcher(store=store), scope={"tenant": "1"})
+    context, meta = await bot.get_vector_context("leave and pay", filter={"year": 2022})
+    assert context
+    assert meta["filter_plan"]["search"] == "partition"
+    assert meta["filter_plan"]["partition_index"] == partition_index_name(
+        store.table, "tenant", "1"
+    )
+
+
+async def test_a_search_without_the_key_or_with_two_values_is_a_plain_filtered_search(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
+) -> None:
+    store, docs, vectors = partitioned
+    q = vectors[3]
+    found = await store.similarity_search_by_vector(
+        q.tolist(), limit=5, filter={"tenant": {"$in": ["a", "b"]}}
+    )
+    assert found.filter_plan is not None and found.filter_plan.search != "partition"
+    assert [d.id for d in found] == _exact(docs, vectors, q, lambda m: m["tenant"] in ("a", "b"), 5)
+    none = await store.similarity_search_by_vector(
+        q.tolist(), limit=5, filter={"$and": [{"tenant": "a"}, {"tenant": "b"}]}
+    )
+    assert list(none) == []
+
+
+async def test_the_key_is_recorded_checked_and_given_to_an_existing_collection(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    table = unique_table("part")
+    docs, vectors = _rows(np.random.default_rng(3))
+    plain = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)
+    await plain.add_documents(docs, embeddings=vectors.tolist())
+    await plain.close()
+    try:
+        reader = PgVectorStore(
+            dsn=pg_dsn, table=table, embedding=embeddings, create=False, partition_key="tenant"
+        )
+        with pytest.raises(ConfigurationError, match="no partition key"):
+            await reader.connect()
+        await reader.close()
+        keyed = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, partition_key="tenant")
+        await keyed.connect()
+        names = await _index_names(keyed)
+        assert {partition_index_name(table, "tenant", t) for t in TENANTS} <= names
+        await keyed.close()
+        other = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, partition_key="year")
+        with pytest.raises(ConfigurationError, match="partitioned by 'tenant'"):
+            await other.connect()
+        await other.close()
+        opened = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, create=False)
+        await opened.connect()
+        assert opened.partition_key == "tenant"
+        await opened.close()
+    finally:
+        await plain.drop()
+        await plain.close()
+
+
+@pytest.mark.parametrize("key", ["", "$tenant", "a\x00b", 7, "k" * 257])
+def test_a_bad_key_is_refused_at_construction(key: Any) -> None:
+    with pytest.raises(ConfigurationError, match="partition_key"):
+        validate_partition_key(key)
+    with pytest.raises(ConfigurationError, match="partition_key"):
+        PgVectorStore(dsn="postgresql://u@h/db", table="t", partition_key=key)
+
+
+_values = st.one_of(st.text(max_size=12), st.integers(-(2**63), 2**63 - 1), st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_values, max_size=20), st.text(min_size=1, max_size=8))
+def test_index_names_never_collide_and_fit_postgresql(values: list[Any], table: str) -> None:
+    import json
+
+    distinct = {json.dumps(v) for v in values}
+    names = {partition_index_name(f"t_{abs(hash(table)) % 1000}", "tenant", v) for v in values}
+    assert len(names) == len(distinct)
+    assert all(len(n.encode()) <= 63 for n in names)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_values, _values)
+def test_a_fixed_value_is_found_only_where_every_match_has_it(a: Any, b: Any) -> None:
+    assert fixed_value({"tenant": a}, "tenant") == a
+    assert fixed_value({"tenant": {"$eq": a}, "year": 1}, "tenant") == a
+    assert fixed_value({"$and": [{"year": 1}, {"tenant": a}]}, "tenant") == a
+    assert fixed_value({"tenant": {"$in": [a]}}, "tenant") is None
+    assert fixed_value({"$or": [{"tenant": a}]}, "tenant") is None
+    both = fixed_value({"tenant": a, "$and": [{"tenant": b}]}, "tenant")
+    import json
+
+    assert both == (a if json.dumps(a) == json.dumps(b) else None)

@@ -18,6 +18,7 @@ from parrot_parents.loaders import TextLoader
 from parrot_parents.retrieval.scope import scoped_filter, validate_scope
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.partitions import fixed_value
 from parrot_parents.stores.records.markers import INDEXES
 from tests.conftest import unique_table
 
@@ -72,6 +73,46 @@ def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
     asyncio.run(build())
     yield table
     asyncio.run(drop())
+
+
+@pytest.fixture(scope="module")
+def keyed_spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
+    """The same collection with the partition key ``tenant``: each tenant's rows with an
+    HNSW and a GIN index of their own (given after the rows were spread, as an existing
+    collection gets a key)."""
+    table = unique_table("scopekey")
+
+    async def build() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
+                DOCS,
+                vector_store=store,
+                parent_chunk_threshold_tokens=300,
+                parent_chunk_size_tokens=300,
+                parent_chunk_overlap_tokens=0,
+            )
+            async with store.engine.begin() as conn:
+                await spread_rows(conn, store.qualified_name)
+        keyed = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, partition_key="tenant")
+        async with keyed:
+            pass
+
+    async def drop() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await store.drop()
+
+    asyncio.run(build())
+    yield table
+    asyncio.run(drop())
+
+
+@pytest.fixture
+async def keyed_store(pg_dsn: str, embeddings: Any, keyed_spread: str) -> Any:
+    s = PgVectorStore(dsn=pg_dsn, table=keyed_spread, embedding=embeddings, create=False)
+    await s.connect()
+    assert s.partition_key == "tenant"
+    yield s
+    await s.close()
 
 
 @pytest.fixture
@@ -162,6 +203,66 @@ async def test_nothing_returned_lies_outside_the_scope(
     limit: int,
     topic: str,
 ) -> None:
+    await check_scope(store, scope, flt, expand, mode, budget, search_mode, limit, topic)
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    scope=SCOPES,
+    flt=FILTERS,
+    expand=st.booleans(),
+    mode=st.sampled_from(["parent", "window:1", "window:3", "auto_merge:0.3"]),
+    budget=st.sampled_from([None, 700]),
+    search_mode=st.sampled_from(["hybrid", "dense", "lexical"]),
+    limit=st.integers(1, 8),
+    topic=st.sampled_from(TOPICS),
+)
+@example(
+    scope={"tenant": "a"},
+    flt={"tier": 3},
+    expand=True,
+    mode="window:1",
+    budget=700,
+    search_mode="hybrid",
+    limit=8,
+    topic="phone",
+)
+async def test_nothing_returned_lies_outside_the_scope_of_a_partitioned_collection(
+    keyed_store: PgVectorStore,
+    scope: dict[str, Any],
+    flt: dict[str, Any] | None,
+    expand: bool,
+    mode: str,
+    budget: int | None,
+    search_mode: str,
+    limit: int,
+    topic: str,
+) -> None:
+    r = await check_scope(keyed_store, scope, flt, expand, mode, budget, search_mode, limit, topic)
+    # A scope or filter that fixes the tenant ranks through that tenant's own indexes.
+    fixed = fixed_value(scoped_filter(scope, flt), "tenant")
+    plan = r.meta.to_dict().get("filter_plan") or {}
+    assert plan.get("search", "").startswith("partition") == (fixed is not None)
+
+
+async def check_scope(
+    store: PgVectorStore,
+    scope: dict[str, Any],
+    flt: dict[str, Any] | None,
+    expand: bool,
+    mode: str,
+    budget: int | None,
+    search_mode: str,
+    limit: int,
+    topic: str,
+) -> Any:
+    """One retrieval of a bot scoped to ``scope`` with the call's ``flt``: every row it
+    returned lies in the scope, its children in the scope and the filter, and what
+    expansion held back outside the scope; the retrieval."""
     bot = Chatbot(
         store=store,
         parent_searcher=InTableParentSearcher(store=store),
@@ -187,6 +288,7 @@ async def test_nothing_returned_lies_outside_the_scope(
     withheld = set(r.meta.scope["withheld"]) if r.meta.scope else set()
     assert not await store.ids_matching(list(withheld), scope)
     assert not withheld & ids
+    return r
 
 
 async def test_a_scope_narrowed_to_nothing_returns_nothing(store: PgVectorStore) -> None:

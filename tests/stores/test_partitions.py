@@ -4,6 +4,7 @@ or scope fixes the key ranked through that index, with the same answers as exact
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -238,3 +239,37 @@ def test_a_fixed_value_is_found_only_where_every_match_has_it(a: Any, b: Any) ->
     import json
 
     assert both == (a if json.dumps(a) == json.dumps(b) else None)
+
+
+async def test_writers_of_new_values_at_once_all_land_with_their_indexes(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    table = unique_table("part")
+    first = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, partition_key="tenant")
+    await first.connect()
+    docs, vectors = _rows(np.random.default_rng(9))
+    writers = [
+        PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, create=False) for _ in range(4)
+    ]
+    try:
+
+        async def write(k: int, store: PgVectorStore) -> None:
+            # Each writer a tenant of its own, new to the collection, and one shared.
+            mine = [i for i, d in enumerate(docs) if i % 4 == k]
+            batch = [docs[i] for i in mine]
+            for d in batch[: len(batch) // 2]:
+                d.metadata["tenant"] = f"w{k}"
+            await store.add_documents(batch, embeddings=vectors[mine].tolist())
+
+        await asyncio.gather(*(write(k, s) for k, s in enumerate(writers)))
+        names = await _index_names(first)
+        values = {d.metadata["tenant"] for d in docs}
+        for v in values:
+            assert partition_index_name(table, "tenant", v) in names
+            assert partition_index_name(table, "tenant", v, "partl") in names
+        assert await first.count() == len(docs)
+    finally:
+        for s in writers:
+            await s.close()
+        await first.drop()
+        await first.close()

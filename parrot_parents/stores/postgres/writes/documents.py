@@ -126,15 +126,17 @@ class DocumentWrites:
 
         async def work(conn: Any) -> bool:
             due = await guard.lock(conn) if guard is not None else False
-            await lock_documents(conn, store.name, document_ids)
-            await write_batch(conn, table, store.documents, writes, delete_rows)
             key = store.partition_key
             if key is not None:
-                # In the write's transaction: a value's rows are never searchable before
-                # its index exists.
+                # First in the write's transaction, before its rows take any lock on the
+                # table: two writers of new values then queue on the builds' advisory
+                # lock instead of deadlocking on the table (an index build waits for every
+                # open write), and a value's rows are never searchable before its indexes.
                 values = partition_values((r["cmetadata"] for w in writes for r in w.rows), key)
                 m, ef = store.hnsw.m, store.hnsw.ef_construction
                 await conn.run_sync(ensure_partition_indexes, table, key, values, m, ef)
+            await lock_documents(conn, store.name, document_ids)
+            await write_batch(conn, table, store.documents, writes, delete_rows)
             return due
 
         if await write(engine, f"write to {store.name.qualified}", work):

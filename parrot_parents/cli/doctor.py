@@ -112,7 +112,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"  bm25 guard: {server['bm25_guard']}")
     if server.get("partitioned"):
         keyed = ", ".join(f"{name} by {key!r}" for name, key in server["partitioned"].items())
-        lines.append(f"  partitioned collections (an HNSW index per value of the key): {keyed}")
+        lines.append(f"  partitioned collections (indexes per value of the key): {keyed}")
     embedded = report["embedded"]
     if embedded is not None:
         lines.append(

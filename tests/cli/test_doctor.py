@@ -31,6 +31,32 @@ def test_doctor_on_a_server_given_by_dsn(pg_dsn: str, capsys: pytest.CaptureFixt
     assert f"lexical backend of new collections: {report['server']['lexical_backend']}" in text
 
 
+def test_doctor_names_the_partitioned_collections(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    from parrot_parents.stores.postgres import PgVectorStore
+    from tests.conftest import unique_table
+
+    table = unique_table("doc")
+    store = PgVectorStore(dsn=pg_dsn, table=table, dimension=384, partition_key="tenant")
+
+    async def make(drop: bool) -> None:
+        await (store.drop() if drop else store.connect())
+        await store.close()
+
+    asyncio.run(make(False))
+    try:
+        assert main(["doctor", "--dsn", pg_dsn, "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["server"]["partitioned"][f"public.{table}"] == "tenant"
+        assert main(["doctor", "--dsn", pg_dsn]) == 0
+        assert f"public.{table} by 'tenant'" in capsys.readouterr().out
+    finally:
+        asyncio.run(make(True))
+
+
 def test_doctor_on_the_embedded_server_reports_extensions_and_dead_pids(server_dir: Path) -> None:
     data = server_dir / "pgdata"
     env = {k: v for k, v in os.environ.items() if k != "PARROT_PARENTS_DSN"}

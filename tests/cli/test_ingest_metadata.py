@@ -3,6 +3,9 @@ model loads or anything connects."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from parrot_parents.cli.ingest import document_metadata
@@ -34,3 +37,46 @@ def test_a_partition_key_is_for_postgresql() -> None:
         open_store("milvus:./never.db", partition_key="tenant")
     with pytest.raises(ConfigurationError, match="partition_key"):
         open_store(None, dsn="postgresql://u@h/db", partition_key="$bad")
+
+
+def test_ingest_gives_a_partition_key_and_stamps_the_value(
+    pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parrot_parents.cli.main import main
+    from parrot_parents.stores.postgres.collections.partitions import partition_index_name
+    from tests.conftest import unique_table
+
+    (tmp_path / "pay.txt").write_text("Salaries are paid on the last working day of each month.")
+    table = unique_table("ing")
+    common = ["--dsn", pg_dsn, "--collection", table]
+    try:
+        assert (
+            main(
+                [
+                    "ingest",
+                    str(tmp_path),
+                    *common,
+                    "--partition-key",
+                    "tenant",
+                    "--metadata",
+                    "tenant=acme",
+                ]
+            )
+            == 0
+        )
+        capsys.readouterr()
+        assert main(["collections", "--dsn", pg_dsn, "--json"]) == 0
+        found = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+        assert found[table]["partition_key"] == "tenant"
+        assert main(["documents", table, "--dsn", pg_dsn, "--json"]) == 0
+        capsys.readouterr()
+        code = main(
+            ["ask", "When are salaries paid?", *common, "--filter", '{"tenant": "acme"}', "--json"]
+        )
+        assert code == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["meta"]["filter_plan"]["partition_index"] == partition_index_name(
+            table, "tenant", "acme"
+        )
+    finally:
+        main(["drop", table, "--yes", "--dsn", pg_dsn])

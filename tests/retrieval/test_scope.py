@@ -48,11 +48,12 @@ FROM {t} AS c WHERE c.id = i.cmetadata ->> '{indexes}';
 """
 
 
-@pytest.fixture(scope="module")
-def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
-    """Two documents in parents and children, each row in a tenant and a tier; built once
-    for the module (on its own event loop), dropped after: the table's name."""
-    table = unique_table("scope")
+def _collection(pg_dsn: str, embeddings: Any, prefix: str, key: str | None) -> Iterator[str]:
+    """Two documents in parents and children, each row in a tenant and a tier, and with
+    ``key``, that partition key given after the rows were spread (as an existing
+    collection gets one); built once for the module (on its own event loop), dropped
+    after: the table's name."""
+    table = unique_table(prefix)
 
     async def build() -> None:
         async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
@@ -65,6 +66,11 @@ def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
             )
             async with store.engine.begin() as conn:
                 await spread_rows(conn, store.qualified_name)
+        if key is not None:
+            async with PgVectorStore(
+                dsn=pg_dsn, table=table, embedding=embeddings, partition_key=key
+            ):
+                pass
 
     async def drop() -> None:
         async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
@@ -73,37 +79,18 @@ def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
     asyncio.run(build())
     yield table
     asyncio.run(drop())
+
+
+@pytest.fixture(scope="module")
+def spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
+    yield from _collection(pg_dsn, embeddings, "scope", None)
 
 
 @pytest.fixture(scope="module")
 def keyed_spread(pg_dsn: str, embeddings: Any) -> Iterator[str]:
     """The same collection with the partition key ``tenant``: each tenant's rows with an
-    HNSW and a GIN index of their own (given after the rows were spread, as an existing
-    collection gets a key)."""
-    table = unique_table("scopekey")
-
-    async def build() -> None:
-        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await TextLoader(child_chunk_size=120, embedding=embeddings).chunk_documents(
-                DOCS,
-                vector_store=store,
-                parent_chunk_threshold_tokens=300,
-                parent_chunk_size_tokens=300,
-                parent_chunk_overlap_tokens=0,
-            )
-            async with store.engine.begin() as conn:
-                await spread_rows(conn, store.qualified_name)
-        keyed = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, partition_key="tenant")
-        async with keyed:
-            pass
-
-    async def drop() -> None:
-        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await store.drop()
-
-    asyncio.run(build())
-    yield table
-    asyncio.run(drop())
+    HNSW and a GIN index of their own."""
+    yield from _collection(pg_dsn, embeddings, "scopekey", "tenant")
 
 
 @pytest.fixture
@@ -167,43 +154,41 @@ FILTERS = st.none() | st.sampled_from(
 )
 
 
+#: A retrieval's scope, call filter and options.
+CASES: dict[str, Any] = {
+    "scope": SCOPES,
+    "flt": FILTERS,
+    "expand": st.booleans(),
+    "mode": st.sampled_from(["parent", "window:1", "window:3", "auto_merge:0.3"]),
+    "budget": st.sampled_from([None, 700]),
+    "search_mode": st.sampled_from(["hybrid", "dense", "lexical"]),
+    "limit": st.integers(1, 8),
+    "topic": st.sampled_from(TOPICS),
+}
+
+
 @settings(
     max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(
-    scope=SCOPES,
-    flt=FILTERS,
-    expand=st.booleans(),
-    mode=st.sampled_from(["parent", "window:1", "window:3", "auto_merge:0.3"]),
-    budget=st.sampled_from([None, 700]),
-    search_mode=st.sampled_from(["hybrid", "dense", "lexical"]),
-    limit=st.integers(1, 8),
-    topic=st.sampled_from(TOPICS),
-)
+@given(case=st.fixed_dictionaries(CASES))
 @example(
-    scope={"tenant": "a"},
-    flt={"tenant": "c"},
-    expand=True,
-    mode="parent",
-    budget=None,
-    search_mode="hybrid",
-    limit=8,
-    topic="phone",
+    case={
+        "scope": {"tenant": "a"},
+        "flt": {"tenant": "c"},
+        "expand": True,
+        "mode": "parent",
+        "budget": None,
+        "search_mode": "hybrid",
+        "limit": 8,
+        "topic": "phone",
+    }
 )
 async def test_nothing_returned_lies_outside_the_scope(
-    store: PgVectorStore,
-    scope: dict[str, Any],
-    flt: dict[str, Any] | None,
-    expand: bool,
-    mode: str,
-    budget: int | None,
-    search_mode: str,
-    limit: int,
-    topic: str,
+    store: PgVectorStore, case: dict[str, Any]
 ) -> None:
-    await check_scope(store, scope, flt, expand, mode, budget, search_mode, limit, topic)
+    await check_scope(store, **case)
 
 
 @settings(
@@ -211,40 +196,25 @@ async def test_nothing_returned_lies_outside_the_scope(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(
-    scope=SCOPES,
-    flt=FILTERS,
-    expand=st.booleans(),
-    mode=st.sampled_from(["parent", "window:1", "window:3", "auto_merge:0.3"]),
-    budget=st.sampled_from([None, 700]),
-    search_mode=st.sampled_from(["hybrid", "dense", "lexical"]),
-    limit=st.integers(1, 8),
-    topic=st.sampled_from(TOPICS),
-)
+@given(case=st.fixed_dictionaries(CASES))
 @example(
-    scope={"tenant": "a"},
-    flt={"tier": 3},
-    expand=True,
-    mode="window:1",
-    budget=700,
-    search_mode="hybrid",
-    limit=8,
-    topic="phone",
+    case={
+        "scope": {"tenant": "a"},
+        "flt": {"tier": 3},
+        "expand": True,
+        "mode": "window:1",
+        "budget": 700,
+        "search_mode": "hybrid",
+        "limit": 8,
+        "topic": "phone",
+    }
 )
 async def test_nothing_returned_lies_outside_the_scope_of_a_partitioned_collection(
-    keyed_store: PgVectorStore,
-    scope: dict[str, Any],
-    flt: dict[str, Any] | None,
-    expand: bool,
-    mode: str,
-    budget: int | None,
-    search_mode: str,
-    limit: int,
-    topic: str,
+    keyed_store: PgVectorStore, case: dict[str, Any]
 ) -> None:
-    r = await check_scope(keyed_store, scope, flt, expand, mode, budget, search_mode, limit, topic)
+    r = await check_scope(keyed_store, **case)
     # A scope or filter that fixes the tenant ranks through that tenant's own indexes.
-    fixed = fixed_value(scoped_filter(scope, flt), "tenant")
+    fixed = fixed_value(scoped_filter(case["scope"], case["flt"]), "tenant")
     plan = r.meta.to_dict().get("filter_plan") or {}
     assert plan.get("search", "").startswith("partition") == (fixed is not None)
 

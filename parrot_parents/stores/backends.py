@@ -54,13 +54,13 @@ def open_store(
 
     ``dsn``, ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
     lexical branch of a new collection,
-    :mod:`parrot_parents.stores.postgres.search.bm25_index`) and ``partition_key``
-    (:mod:`parrot_parents.stores.postgres.collections.partitions`) are for PostgreSQL; a Milvus
+    :mod:`parrot_parents.stores.postgres.search.bm25_index`) are for PostgreSQL;
+    ``partition_key`` (:mod:`parrot_parents.stores.partition_keys`) for both; a Milvus
     cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
 
     Raises:
         ConfigurationError: a bad spec, collection name, lexical backend or partition key,
-            or ``--dsn``, a lexical backend or a partition key given with Milvus.
+            or ``--dsn`` or a lexical backend given with Milvus.
     """
     from parrot_parents.stores.postgres.search.bm25_index import validate_lexical_choice
 
@@ -73,8 +73,6 @@ def open_store(
             raise ConfigurationError(
                 "a lexical backend is for PostgreSQL; Milvus ranks text with its own BM25"
             )
-        if partition_key is not None:
-            raise ConfigurationError("a partition key is for PostgreSQL collections")
         from parrot_parents.stores.milvus.store import MilvusStore
 
         return MilvusStore(
@@ -83,6 +81,7 @@ def open_store(
             token=os.environ.get(MILVUS_TOKEN_ENV) or None,
             embedding=embedding,
             create=create,
+            partition_key=partition_key,
         )
     from parrot_parents.stores.postgres import PgVectorStore
 

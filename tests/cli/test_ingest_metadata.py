@@ -32,11 +32,10 @@ def test_a_bad_pair_is_refused(pair: str, message: str) -> None:
         document_metadata([pair])
 
 
-def test_a_partition_key_is_for_postgresql() -> None:
-    with pytest.raises(ConfigurationError, match="partition key is for PostgreSQL"):
-        open_store("milvus:./never.db", partition_key="tenant")
-    with pytest.raises(ConfigurationError, match="partition_key"):
-        open_store(None, dsn="postgresql://u@h/db", partition_key="$bad")
+def test_a_bad_partition_key_is_refused_for_either_store_before_anything_connects() -> None:
+    for spec, dsn in (("milvus:./never.db", None), (None, "postgresql://u@h/db")):
+        with pytest.raises(ConfigurationError, match="partition_key"):
+            open_store(spec, dsn=dsn, partition_key="$bad")
 
 
 def test_ingest_gives_a_partition_key_and_stamps_the_value(

@@ -12,11 +12,13 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.milvus.schema import (
     MAX_ID_BYTES,
     MAX_TEXT_BYTES,
+    PARTITION_FIELD,
     PLACEHOLDER_VECTOR,
     SCALAR_DEFAULTS,
     SEARCH_TEXT,
     VIA,
 )
+from parrot_parents.stores.partition_keys import is_partition_value, value_json
 from parrot_parents.stores.protocols import Vectors
 from parrot_parents.stores.records.markers import INDEXES, is_indexed, is_parent
 from parrot_parents.stores.records.rows import prepare_rows
@@ -89,10 +91,12 @@ def fold(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def entities(
-    rows: list[dict[str, Any]], search_text: bool
+    rows: list[dict[str, Any]], search_text: bool, partition_key: str | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(children, parents)`` as Milvus entities; ``search_text``: whether the children
-    collection has the ``search_text`` and ``via`` fields."""
+    collection has the ``search_text`` and ``via`` fields; ``partition_key``: the
+    collection's, whose value (as JSON text, "" when the row has none that qualifies)
+    fills :data:`~parrot_parents.stores.milvus.schema.PARTITION_FIELD`."""
     children, parents = [], []
     for row in rows:
         meta = row["cmetadata"]
@@ -109,5 +113,8 @@ def entities(
             entity.update({SEARCH_TEXT: row.get(SEARCH_TEXT, row["document"])})
             entity.update({VIA: row.get(VIA, "")})
         entity.update(scalars, embedding=[float(x) for x in row["embedding"]])
+        if partition_key is not None:
+            value = meta.get(partition_key)
+            entity[PARTITION_FIELD] = value_json(value) if is_partition_value(value) else ""
         children.append(entity)
     return children, parents

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from parrot_parents.errors import SchemaMismatchError, StoreError
+from parrot_parents.errors import ConfigurationError, SchemaMismatchError, StoreError
 
 __all__ = [
     "CHILD_FIELDS",
@@ -47,10 +47,28 @@ SEARCH_TEXT = "search_text"
 VIA = "via"
 PARENT_FIELDS = ["id", "text", "metadata"]
 PLACEHOLDER_VECTOR = {0: 1.0}
+#: The field Milvus partitions a keyed collection's children by (its partition key): the
+#: JSON text of the row's value of the store's ``partition_key`` ("" without one).
+PARTITION_FIELD = "partition_value"
+#: Longest JSON text of a partition value kept, in bytes.
+MAX_PARTITION_BYTES = 1024
+#: The collection property that records the partition key (Milvus Lite keeps properties,
+#: not descriptions).
+KEY_PROPERTY = "parrot_parents.partition_key"
 
 
-def children_schema(client: Any, dimension: int) -> tuple[Any, Any]:
-    """``(schema, index_params)`` of the children collection."""
+def recorded_key(properties: object) -> str | None:
+    """The partition key a children collection's properties record, or None."""
+    key = properties.get(KEY_PROPERTY) if isinstance(properties, dict) else None
+    return key if isinstance(key, str) and key else None
+
+
+def children_schema(
+    client: Any, dimension: int, partition_key: str | None = None
+) -> tuple[Any, Any]:
+    """``(schema, index_params)`` of the children collection; with ``partition_key``, its
+    :data:`PARTITION_FIELD` is Milvus's partition key (the key itself is recorded in the
+    collection's :data:`KEY_PROPERTY`)."""
     from pymilvus import DataType, Function, FunctionType
 
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -65,6 +83,13 @@ def children_schema(client: Any, dimension: int) -> tuple[Any, Any]:
     schema.add_field("chunk_index", DataType.INT64)
     schema.add_field("start_index", DataType.INT64)
     schema.add_field("metadata", DataType.JSON)
+    if partition_key is not None:
+        schema.add_field(
+            PARTITION_FIELD,
+            DataType.VARCHAR,
+            max_length=MAX_PARTITION_BYTES,
+            is_partition_key=True,
+        )
     schema.add_function(
         Function(
             name="text_bm25",
@@ -98,19 +123,27 @@ def parents_schema(client: Any) -> tuple[Any, Any]:
 
 
 def ensure_collections(
-    client: Any, names: tuple[str, str], dimension: int, create: bool, uri: str
-) -> bool:
+    client: Any,
+    names: tuple[str, str],
+    dimension: int,
+    create: bool,
+    uri: str,
+    partition_key: str | None = None,
+) -> tuple[bool, str | None]:
     """Load the ``(children, parents)`` collections, creating them when missing (unless
-    ``create`` is False), and check the children's embedding dimension; whether the
-    children collection has ``search_text``.
+    ``create`` is False; a new children collection gets ``partition_key``), and check the
+    children's embedding dimension and partition key; ``(whether the children collection
+    has search_text, its partition key)``.
 
     Raises:
         StoreError: a collection is missing and ``create`` is False.
         SchemaMismatchError: the children collection has another embedding dimension.
+        ConfigurationError: ``partition_key`` given for a collection with another key or
+            none (Milvus cannot add a partition key to a collection).
     """
     children, parents = names
     builders: tuple[tuple[str, Callable[[], tuple[Any, Any]]], ...] = (
-        (children, lambda: children_schema(client, dimension)),
+        (children, lambda: children_schema(client, dimension, partition_key)),
         (parents, lambda: parents_schema(client)),
     )
     for name, build in builders:
@@ -124,13 +157,26 @@ def ensure_collections(
                 hint="ingest into it first; names are case-sensitive",
             )
         schema, index = build()
-        client.create_collection(name, schema=schema, consistency_level="Strong")
+        keyed = name == children and partition_key is not None
+        properties = {KEY_PROPERTY: partition_key} if keyed else {}
+        client.create_collection(
+            name, schema=schema, consistency_level="Strong", properties=properties
+        )
         # Without ``sync``, pymilvus sleeps half a second before its first look at each
         # index it asked for (2.5 s for the five of a children collection), where an
         # empty collection's indexes are ready at once; loading waits for what it needs.
         client.create_index(name, index, sync=False)
         client.load_collection(name)
-    fields = client.describe_collection(children).get("fields", [])
+    described = client.describe_collection(children)
+    key = recorded_key(described.get("properties"))
+    if partition_key is not None and key != partition_key:
+        raise ConfigurationError(
+            f"Milvus collection {children!r} is partitioned by {key!r}, not {partition_key!r}"
+            if key is not None
+            else f"Milvus collection {children!r} has no partition key",
+            hint="open it without partition_key (Milvus cannot add one to a collection)",
+        )
+    fields = described.get("fields", [])
     has_search_text = any(f.get("name") == SEARCH_TEXT for f in fields)
     dims = [f.get("params", {}).get("dim") for f in fields if f.get("name") == "embedding"]
     if not dims or int(dims[0]) != dimension:
@@ -141,4 +187,4 @@ def ensure_collections(
             actual_dimension=int(dims[0]) if dims and dims[0] is not None else None,
             hint="use the model the collection was built with, or another collection",
         )
-    return has_search_text
+    return has_search_text, key

@@ -27,10 +27,12 @@ from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
     PARENT_FIELDS,
     PARENTS_SUFFIX,
+    PARTITION_FIELD,
     SEARCH_TEXT,
     VIA,
     ensure_collections,
 )
+from parrot_parents.stores.partition_keys import fixed_value, validate_partition_key, value_json
 from parrot_parents.stores.protocols import (
     IndexedRows,
     ReplaceDocument,
@@ -74,6 +76,13 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         create: create the collections when missing (default True); False makes
             :meth:`connect` fail with :class:`StoreError` instead.
         table: alias of ``collection``.
+        partition_key: a metadata key (say ``"tenant"``) that a new children collection is
+            partitioned by, with Milvus's own partition key (a field holding each child's
+            value as JSON text; :mod:`parrot_parents.stores.partition_keys`): a search whose
+            filter fixes the key to one value reads only that value's partition. Recorded
+            with the collection; None (default) opens any collection with the key it has.
+            Milvus cannot add a partition key to a collection: asking an existing one for
+            a key it lacks is a :class:`ConfigurationError` at connect.
 
     Nothing connects at construction. Milvus has no multi-row transactions: see
     :meth:`replace_document` for what readers may see while a document is rewritten.
@@ -95,6 +104,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         embed_batch_size: int = 64,
         create: bool = True,
         table: str | None = None,
+        partition_key: str | None = None,
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -111,6 +121,9 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         self._dimension = dimension
         self.embed_batch_size = embed_batch_size
         self.create = create
+        self._wanted_key = validate_partition_key(partition_key)
+        #: The children collection's partition key (None: it has none); set on connect.
+        self.partition_key: str | None = None
         self._client: Any = None
         self._connect_lock = asyncio.Lock()
         # Whether the children collection has ``search_text``/``via`` (read on connect).
@@ -161,13 +174,14 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             except Exception as exc:
                 raise StoreError(f"cannot open Milvus at {self.uri!r}: {exc}") from exc
             try:
-                self._search_text = await asyncio.to_thread(
+                self._search_text, self.partition_key = await asyncio.to_thread(
                     ensure_collections,
                     client,
                     (self.collection, self.parents_collection),
                     dimension,
                     self.create,
                     self.uri,
+                    self._wanted_key,
                 )
             except BaseException:
                 await asyncio.to_thread(client.close)
@@ -216,7 +230,7 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
             text=lambda row: str(row.get(SEARCH_TEXT, row["document"])),
         )
         client = await self.ready()
-        children, parents = entities(kept, self._search_text)
+        children, parents = entities(kept, self._search_text, self.partition_key)
         if parents:
             await self._call(client.upsert, self.parents_collection, data=parents)
         if children:
@@ -340,6 +354,8 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         _check_limit(limit)
         expr = translate_filter(filter)
         fusion = fusion or Fusion()
+        await self.ready()
+        expr = self._partitioned(filter, expr)
         if fusion.prf is not None and search_mode != "dense":
             raise ConfigurationError(
                 "pseudo-relevance feedback (prf) runs in PostgreSQL's lexical branch; "
@@ -397,9 +413,23 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
                 f"query vector has {len(vector)} values, expected {self.dimension}"
             )
         data = [float(x) for x in vector]
-        hits = await self._search("embedding", data, limit, translate_filter(filter))
+        expr = translate_filter(filter)
+        await self.ready()
+        hits = await self._search("embedding", data, limit, self._partitioned(filter, expr))
         # Milvus's COSINE "distance" is the similarity.
         return [_result(h, float(h["distance"]), 1.0 - float(h["distance"])) for h in hits]
+
+    def _partitioned(self, filter: dict[str, Any] | None, expr: str) -> str:
+        """``expr`` (the filter's expression) narrowed to one partition when the
+        collection has a partition key and ``filter`` fixes it to one value
+        (:func:`~parrot_parents.stores.partition_keys.fixed_value`): Milvus then searches
+        only the partition holding that value's rows."""
+        key = self.partition_key
+        value = None if key is None else fixed_value(filter, key)
+        if value is None:
+            return expr
+        part = f"{PARTITION_FIELD} == {literal(value_json(value))}"
+        return f"({expr}) and {part}" if expr else part
 
     async def _search(self, field: str, data: Any, limit: int, expr: str) -> list[Any]:
         """The hits of one branch (``embedding`` or ``sparse``), best first."""

@@ -43,8 +43,14 @@ from sqlalchemy import Connection, Table, bindparam, literal_column, text, type_
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
-from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import derived_name, validate_identifier
+from parrot_parents.stores.partition_keys import (
+    PartitionValue,
+    canonical,
+    fixed_value,
+    is_partition_value,
+    validate_partition_key,
+)
 from parrot_parents.stores.postgres.connections.prepared import PARTITION_VALUE
 
 if TYPE_CHECKING:
@@ -74,39 +80,8 @@ __all__ = [
 
 #: The bound parameter of :func:`partition_clause`.
 PARTITION_PARAM = PARTITION_VALUE
-#: A value that gets an index of its own.
-PartitionValue = str | int | bool
-_MAX_KEY_CHARS = 256
 # The key is recorded as JSON in the comment of the ``cmetadata`` column.
 _COMMENT_FIELD = "partition_key"
-
-
-def validate_partition_key(key: object) -> str | None:
-    """``key`` checked: None, or a metadata key of 1 to 256 characters that does not start
-    with ``$`` and holds no NUL.
-
-    Raises:
-        ConfigurationError: anything else.
-    """
-    if key is None:
-        return None
-    if (
-        not isinstance(key, str)
-        or not 1 <= len(key) <= _MAX_KEY_CHARS
-        or key.startswith("$")
-        or "\x00" in key
-    ):
-        raise ConfigurationError(
-            f"partition_key must be a metadata key of 1 to {_MAX_KEY_CHARS} characters, not "
-            f"starting with '$'; got {key!r}"
-        )
-    return key
-
-
-def _is_value(value: object) -> bool:
-    return isinstance(value, str | int | bool) and not (
-        isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
-    )
 
 
 def value_filter(key: str, value: PartitionValue) -> dict[str, PartitionValue]:
@@ -114,16 +89,12 @@ def value_filter(key: str, value: PartitionValue) -> dict[str, PartitionValue]:
     return {key: value}
 
 
-def _canonical(key: str, value: PartitionValue) -> str:
-    return json.dumps(value_filter(key, value), sort_keys=True, separators=(",", ":"))
-
-
 def partition_index_name(table: str, key: str, value: PartitionValue, kind: str = "part") -> str:
     """The name of the HNSW index (``kind`` ``part``) or the lexemes' GIN index
     (``partl``) of ``key = value`` in the collection ``table``: ``<table>_<kind>_<the
     first 16 hex digits of the SHA-256 of {key: value} as JSON>``, so that ``"1"`` and
     ``1`` (or ``true``) get different names."""
-    digest = hashlib.sha256(_canonical(key, value).encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(canonical(key, value).encode("utf-8")).hexdigest()[:16]
     return derived_name(validate_identifier(table, "table"), f"{kind}_{digest}")
 
 
@@ -132,37 +103,9 @@ def partition_values(metadatas: Iterable[Mapping[str, Any]], key: str) -> set[Pa
     found: set[PartitionValue] = set()
     for meta in metadatas:
         value = meta.get(key)
-        if value is not None and _is_value(value):
+        if value is not None and is_partition_value(value):
             found.add(value)
     return found
-
-
-def fixed_value(filter: Mapping[str, Any] | None, key: str) -> PartitionValue | None:
-    """The one value of ``key`` that every row matching ``filter`` has, when the filter
-    says so at its top level (a plain value, ``{"$eq": v}``, or either inside a top-level
-    ``$and``); else None."""
-    if not filter:
-        return None
-    found: list[Any] = []
-    if key in filter:
-        value = filter[key]
-        if isinstance(value, Mapping):
-            if set(value) == {"$eq"}:
-                found.append(value["$eq"])
-        else:
-            found.append(value)
-    items = filter.get("$and")
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, Mapping):
-                inner = fixed_value(item, key)
-                if inner is not None:
-                    found.append(inner)
-    values: list[PartitionValue] = [v for v in found if _is_value(v)]
-    if not values or any(_canonical(key, v) != _canonical(key, values[0]) for v in values):
-        # Two different fixed values match nothing; the plain filter says so.
-        return None
-    return values[0]
 
 
 def _extracted(cmetadata: str, key: str) -> str:

@@ -1,0 +1,96 @@
+"""A partition key's values, as every store reads them (no backend's code).
+
+A partition key is a metadata key whose values each get indexes (PostgreSQL:
+:mod:`~parrot_parents.stores.postgres.collections.partitions`) or a partition (Milvus's
+partition key) of their own; a search whose filter fixes the key to one value reads only
+that value's. Values that are strings, integers (64 bits) or booleans qualify; JSON text
+tells ``"1"``, ``1`` and ``true`` apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from parrot_parents.errors import ConfigurationError
+
+__all__ = [
+    "PartitionValue",
+    "canonical",
+    "fixed_value",
+    "is_partition_value",
+    "validate_partition_key",
+    "value_json",
+]
+
+#: A value that gets indexes (or a partition) of its own.
+PartitionValue = str | int | bool
+_MAX_KEY_CHARS = 256
+
+
+def validate_partition_key(key: object) -> str | None:
+    """``key`` checked: None, or a metadata key of 1 to 256 characters that does not start
+    with ``$`` and holds no NUL.
+
+    Raises:
+        ConfigurationError: anything else.
+    """
+    if key is None:
+        return None
+    if (
+        not isinstance(key, str)
+        or not 1 <= len(key) <= _MAX_KEY_CHARS
+        or key.startswith("$")
+        or "\x00" in key
+    ):
+        raise ConfigurationError(
+            f"partition_key must be a metadata key of 1 to {_MAX_KEY_CHARS} characters, not "
+            f"starting with '$'; got {key!r}"
+        )
+    return key
+
+
+def is_partition_value(value: object) -> bool:
+    """Whether ``value`` gets indexes of its own: a string, a boolean or a 64-bit integer."""
+    return isinstance(value, str | int | bool) and not (
+        isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
+    )
+
+
+def value_json(value: PartitionValue) -> str:
+    """The value as compact JSON text (``"acme"`` -> ``'"acme"'``, ``1`` -> ``'1'``)."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def canonical(key: str, value: PartitionValue) -> str:
+    """``{key: value}`` as canonical JSON text (sorted keys, no spaces)."""
+    return json.dumps({key: value}, sort_keys=True, separators=(",", ":"))
+
+
+def fixed_value(filter: Mapping[str, Any] | None, key: str) -> PartitionValue | None:
+    """The one value of ``key`` that every row matching ``filter`` has, when the filter
+    says so at its top level (a plain value, ``{"$eq": v}``, or either inside a top-level
+    ``$and``); else None."""
+    if not filter:
+        return None
+    found: list[Any] = []
+    if key in filter:
+        value = filter[key]
+        if isinstance(value, Mapping):
+            if set(value) == {"$eq"}:
+                found.append(value["$eq"])
+        else:
+            found.append(value)
+    items = filter.get("$and")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, Mapping):
+                inner = fixed_value(item, key)
+                if inner is not None:
+                    found.append(inner)
+    values: list[PartitionValue] = [v for v in found if is_partition_value(v)]
+    if not values or any(canonical(key, v) != canonical(key, values[0]) for v in values):
+        # Two different fixed values match nothing; the plain filter says so.
+        return None
+    return values[0]

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="KEY",
         help="give each value of this metadata key (a tenant, say) an HNSW index of its own, "
         "so that a search whose filter or bot scope fixes the key reads only that value's "
-        "index (PostgreSQL; recorded with the collection)",
+        "index, or on Milvus its partition (recorded with the collection)",
     )
     p.add_argument(
         "--metadata",

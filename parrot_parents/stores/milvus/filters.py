@@ -12,6 +12,9 @@ bound parameters (filter templating) and no ``in`` on a JSON path, so values are
 as literals by :func:`literal`, which escapes ``\\`` and ``"`` and refuses control
 characters, and ``$in``/``$nin`` become ORed equalities / ANDed inequalities. Keys are
 checked against :data:`KEY_PATTERN`, because they are part of the expression text.
+
+On a collection with a partition key, :func:`partition_clause` names the one partition a
+filter's rows can lie in, and :func:`partition_text` what each child keeps there.
 """
 
 from __future__ import annotations
@@ -22,8 +25,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.milvus.schema import MAX_PARTITION_BYTES, PARTITION_FIELD
+from parrot_parents.stores.partition_keys import fixed_value, is_partition_value, value_json
 
-__all__ = ["KEY_PATTERN", "in_list", "literal", "translate_filter"]
+__all__ = [
+    "KEY_PATTERN",
+    "in_list",
+    "literal",
+    "partition_clause",
+    "partition_text",
+    "translate_filter",
+]
 
 #: Metadata keys a filter may name (letters, digits, ``_``, ``-``, ``.``; at most 64).
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
@@ -106,3 +118,35 @@ def translate_filter(filter: Mapping[str, Any] | None) -> str:
                     f"filter {key!r}: operator {op!r} is not supported on Milvus (known: {known})"
                 )
     return " and ".join(f"({c})" for c in clauses)
+
+
+def partition_text(value: object) -> str:
+    """What a child whose partition key holds ``value`` keeps in
+    :data:`~parrot_parents.stores.milvus.schema.PARTITION_FIELD`: the value's JSON text
+    (``"1"`` -> ``'"1"'``, ``1`` -> ``'1'``), or ``""`` for a value that gets no partition
+    of its own (a missing key, null, a list or object, a fractional number, an integer
+    beyond 64 bits, JSON text over ``MAX_PARTITION_BYTES``).
+
+    Milvus compares JSON numbers and booleans by value (``1 == 1.0 == true``, ``0 ==
+    false``), so booleans and whole floats take their integer's text: every row a filter
+    ``{key: v}`` matches then lies in the one partition :func:`partition_clause` names.
+    """
+    if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
+        value = int(value)
+    if not isinstance(value, str | int) or not is_partition_value(value):
+        return ""
+    text = value_json(value)  # ASCII only: its length is its size in bytes
+    return text if len(text) <= MAX_PARTITION_BYTES else ""
+
+
+def partition_clause(filter: Mapping[str, Any] | None, key: str | None) -> str:
+    """``partition_value == "<text>"`` when ``filter`` fixes the partition key ``key`` to
+    one value (:func:`~parrot_parents.stores.partition_keys.fixed_value`: a plain value or
+    ``{"$eq": v}``) that has a partition (:func:`partition_text`); ``""`` otherwise,
+    including when ``key`` is None (a collection without a partition key). ANDed with the
+    filter's own expression it changes no answer: Milvus then searches one partition."""
+    if key is None:
+        return ""
+    value = fixed_value(filter, key)
+    text = "" if value is None else partition_text(value)
+    return f"{PARTITION_FIELD} == {literal(text)}" if text else ""

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.milvus.filters import partition_text
 from parrot_parents.stores.milvus.schema import (
     MAX_ID_BYTES,
     MAX_TEXT_BYTES,
@@ -18,7 +19,6 @@ from parrot_parents.stores.milvus.schema import (
     SEARCH_TEXT,
     VIA,
 )
-from parrot_parents.stores.partition_keys import is_partition_value, value_json
 from parrot_parents.stores.protocols import Vectors
 from parrot_parents.stores.records.markers import INDEXES, is_indexed, is_parent
 from parrot_parents.stores.records.rows import prepare_rows
@@ -95,8 +95,9 @@ def entities(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(children, parents)`` as Milvus entities; ``search_text``: whether the children
     collection has the ``search_text`` and ``via`` fields; ``partition_key``: the
-    collection's, whose value (as JSON text, "" when the row has none that qualifies)
-    fills :data:`~parrot_parents.stores.milvus.schema.PARTITION_FIELD`."""
+    collection's, whose value fills
+    :data:`~parrot_parents.stores.milvus.schema.PARTITION_FIELD` as
+    :func:`~parrot_parents.stores.milvus.filters.partition_text` writes it."""
     children, parents = [], []
     for row in rows:
         meta = row["cmetadata"]
@@ -114,7 +115,6 @@ def entities(
             entity.update({VIA: row.get(VIA, "")})
         entity.update(scalars, embedding=[float(x) for x in row["embedding"]])
         if partition_key is not None:
-            value = meta.get(partition_key)
-            entity[PARTITION_FIELD] = value_json(value) if is_partition_value(value) else ""
+            entity[PARTITION_FIELD] = partition_text(meta.get(partition_key))
         children.append(entity)
     return children, parents

@@ -48,9 +48,10 @@ VIA = "via"
 PARENT_FIELDS = ["id", "text", "metadata"]
 PLACEHOLDER_VECTOR = {0: 1.0}
 #: The field Milvus partitions a keyed collection's children by (its partition key): the
-#: JSON text of the row's value of the store's ``partition_key`` ("" without one).
+#: row's value of the store's ``partition_key`` as
+#: :func:`~parrot_parents.stores.milvus.filters.partition_text` writes it.
 PARTITION_FIELD = "partition_value"
-#: Longest JSON text of a partition value kept, in bytes.
+#: Longest JSON text of a partition value kept, in bytes; a longer value gets no partition.
 MAX_PARTITION_BYTES = 1024
 #: The collection property that records the partition key (Milvus Lite keeps properties,
 #: not descriptions).

@@ -21,18 +21,22 @@ from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEm
 from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import validate_identifier
-from parrot_parents.stores.milvus.filters import in_list, literal, translate_filter
+from parrot_parents.stores.milvus.filters import (
+    in_list,
+    literal,
+    partition_clause,
+    translate_filter,
+)
 from parrot_parents.stores.milvus.rows import FOLDED_KIND, entities, fold, milvus_rows
 from parrot_parents.stores.milvus.schema import (
     CHILD_FIELDS,
     PARENT_FIELDS,
     PARENTS_SUFFIX,
-    PARTITION_FIELD,
     SEARCH_TEXT,
     VIA,
     ensure_collections,
 )
-from parrot_parents.stores.partition_keys import fixed_value, validate_partition_key, value_json
+from parrot_parents.stores.partition_keys import validate_partition_key
 from parrot_parents.stores.protocols import (
     IndexedRows,
     ReplaceDocument,
@@ -354,8 +358,6 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         _check_limit(limit)
         expr = translate_filter(filter)
         fusion = fusion or Fusion()
-        await self.ready()
-        expr = self._partitioned(filter, expr)
         if fusion.prf is not None and search_mode != "dense":
             raise ConfigurationError(
                 "pseudo-relevance feedback (prf) runs in PostgreSQL's lexical branch; "
@@ -367,6 +369,9 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
                 "Milvus fuses with the engine's RRF, which weighs both branches equally",
                 hint="leave dense_weight and lexical_weight equal on a Milvus store",
             )
+        # The partition key is read on connect; every refusal above comes before it.
+        await self.ready()
+        expr = self._partitioned(filter, expr)
         if search_mode == "lexical":
             hits = await self._search("sparse", query, limit, expr)
             # Milvus reports BM25 as a score, Milvus Lite as its negative; order is the
@@ -419,16 +424,14 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
         # Milvus's COSINE "distance" is the similarity.
         return [_result(h, float(h["distance"]), 1.0 - float(h["distance"])) for h in hits]
 
-    def _partitioned(self, filter: dict[str, Any] | None, expr: str) -> str:
+    def _partitioned(self, filter: Mapping[str, Any] | None, expr: str) -> str:
         """``expr`` (the filter's expression) narrowed to one partition when the
         collection has a partition key and ``filter`` fixes it to one value
-        (:func:`~parrot_parents.stores.partition_keys.fixed_value`): Milvus then searches
-        only the partition holding that value's rows."""
-        key = self.partition_key
-        value = None if key is None else fixed_value(filter, key)
-        if value is None:
+        (:func:`~parrot_parents.stores.milvus.filters.partition_clause`): Milvus then
+        searches only the partition holding that value's rows."""
+        part = partition_clause(filter, self.partition_key)
+        if not part:
             return expr
-        part = f"{PARTITION_FIELD} == {literal(value_json(value))}"
         return f"({expr}) and {part}" if expr else part
 
     async def _search(self, field: str, data: Any, limit: int, expr: str) -> list[Any]:

@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOOKUP_TTL_S",
-    "PARTITION_PARAM",
     "FixedPartition",
     "PartitionLookup",
     "PartitionValue",
@@ -75,18 +74,10 @@ __all__ = [
     "record_partition_key",
     "unindexed",
     "validate_partition_key",
-    "value_filter",
 ]
 
-#: The bound parameter of :func:`partition_clause`.
-PARTITION_PARAM = PARTITION_VALUE
 # The key is recorded as JSON in the comment of the ``cmetadata`` column.
 _COMMENT_FIELD = "partition_key"
-
-
-def value_filter(key: str, value: PartitionValue) -> dict[str, PartitionValue]:
-    """The containment object of one value: ``{key: value}``."""
-    return {key: value}
 
 
 def partition_index_name(table: str, key: str, value: PartitionValue, kind: str = "part") -> str:
@@ -114,12 +105,13 @@ def _extracted(cmetadata: str, key: str) -> str:
 
 def partition_clause(cmetadata: Any, key: str) -> ColumnElement[bool]:
     """``(cmetadata -> key) = :partition_value``: the predicate of a value's indexes,
-    bound at each run (:data:`PARTITION_PARAM`, the value as JSON). Planned for its
-    value (a custom plan, as every filtered statement is), it lets PostgreSQL use that
-    value's partial indexes; no other index serves it."""
+    bound at each run (the value as JSON, under
+    :data:`~parrot_parents.stores.postgres.connections.prepared.PARTITION_VALUE`). Planned
+    for its value (a custom plan, as every filtered statement is), it lets PostgreSQL use
+    that value's partial indexes; no other index serves it."""
     extracted = cmetadata.op("->")(literal_column(_literal(key)))
     clause: ColumnElement[bool] = type_coerce(extracted, JSONB) == bindparam(
-        PARTITION_PARAM, type_=JSONB
+        PARTITION_VALUE, type_=JSONB
     )
     return clause
 
@@ -255,9 +247,10 @@ def _key_of(comment: str | None) -> str | None:
 def record_partition_key(conn: Connection, table: str, schema: str, key: str) -> None:
     """Record ``key`` as the collection's partition key (in the caller's transaction)."""
     value = json.dumps({_COMMENT_FIELD: validate_partition_key(key)}, ensure_ascii=True)
-    # A COMMENT takes no bound parameter: E'...' with backslashes and quotes doubled.
-    quoted = value.replace("\\", "\\\\").replace("'", "''")
-    conn.execute(text(f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS E'{quoted}'"))
+    # A COMMENT takes no bound parameter.
+    conn.execute(
+        text(f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS {_literal(value)}")
+    )
 
 
 def existing_values(conn: Connection, table: str, schema: str, key: str) -> set[PartitionValue]:
@@ -271,8 +264,8 @@ def existing_values(conn: Connection, table: str, schema: str, key: str) -> set[
 
 
 def _literal(value: str) -> str:
-    # ASCII JSON: quotes doubled and backslashes doubled inside E'...' read the same
-    # whatever standard_conforming_strings is.
+    # Quotes and backslashes doubled inside E'...' read the same whatever
+    # standard_conforming_strings is.
     return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 

@@ -25,7 +25,6 @@ from parrot_parents.stores.filters import (
 )
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.collections.partitions import (
-    PARTITION_PARAM,
     FixedPartition,
     PartitionLookup,
     fixed_value,
@@ -33,7 +32,7 @@ from parrot_parents.stores.postgres.collections.partitions import (
     unindexed,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
-from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
+from parrot_parents.stores.postgres.connections.prepared import PARTITION_VALUE, SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
 from parrot_parents.stores.postgres.connections.reads import Settings
 from parrot_parents.stores.postgres.search.bm25_index import (
@@ -289,7 +288,7 @@ class Searcher:
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
             if found is not None:
-                params[PARTITION_PARAM] = found.value
+                params[PARTITION_VALUE] = found.value
 
             async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
                 capped = cap is not None
@@ -442,7 +441,7 @@ class Searcher:
     ) -> list[Any]:
         """The search's predicates: the child predicate, the predicate of the partition
         key ``partition``'s value (bound as
-        :data:`~parrot_parents.stores.postgres.collections.partitions.PARTITION_PARAM`)
+        :data:`~parrot_parents.stores.postgres.connections.prepared.PARTITION_VALUE`)
         and the compiled filter (always last).
 
         ``targets``: the filter reads hierarchy keys and the collection has indexed rows,

@@ -29,29 +29,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import platform
 import random
 import statistics
 import time
 from typing import Any
 
-from benchmarks.common import CHUNKING_EVAL, REPORTS, command, commit_of
+from benchmarks.common import CHUNKING_EVAL, REPORTS, command, commit_of, cpu_model
 from benchmarks.latency._scale.data import DIM, SyntheticCollection, load_vocabulary
 from benchmarks.latency._scale.embed import LookupEmbedding
 from benchmarks.latency._scale.load import connect_raw, size_label
 
 TENANTS = 100
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 async def _key(dsn: str, table: str) -> float:
@@ -232,7 +220,7 @@ async def _measure(
     lines = [
         f"# Partitioned collections, {label} children",
         "",
-        f"_{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {_cpu()}, 2 shared cores; code "
+        f"_{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, 2 shared cores; code "
         f"{commit_of()}; command `{command(__name__, [])} --children {args.children}`; "
         f"{args.queries} queries per variant after {args.warmup} warm-up, interleaved._",
         "",

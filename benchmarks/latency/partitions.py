@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import os
 import random
 import statistics
 import time
@@ -220,8 +221,9 @@ async def _measure(
     lines = [
         f"# Partitioned collections, {label} children",
         "",
-        f"_{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, 2 shared cores; code "
-        f"{commit_of()}; command `{command(__name__, [])} --children {args.children}`; "
+        f"_{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, "
+        f"{os.cpu_count()} cores (shared); code {commit_of()}; "
+        f"command `{command(__name__, [])} --children {args.children}`; "
         f"{args.queries} queries per variant after {args.warmup} warm-up, interleaved._",
         "",
         f"`{table}` given the key `tenant` (an HNSW and a GIN index per tenant, built by "

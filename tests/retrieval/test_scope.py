@@ -154,6 +154,11 @@ FILTERS = st.none() | st.sampled_from(
 )
 
 
+#: A retrieval takes longer than hypothesis's deadline, from a module-scoped collection.
+SLOW: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+}
 #: A retrieval's scope, call filter and options.
 CASES: dict[str, Any] = {
     "scope": SCOPES,
@@ -167,11 +172,7 @@ CASES: dict[str, Any] = {
 }
 
 
-@settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(max_examples=20, **SLOW)
 @given(case=st.fixed_dictionaries(CASES))
 @example(
     case={
@@ -191,11 +192,7 @@ async def test_nothing_returned_lies_outside_the_scope(
     await check_scope(store, **case)
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(max_examples=10, **SLOW)
 @given(case=st.fixed_dictionaries(CASES))
 @example(
     case={

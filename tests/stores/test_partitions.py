@@ -217,13 +217,19 @@ _values = st.one_of(st.text(max_size=12), st.integers(-(2**63), 2**63 - 1), st.b
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_values, max_size=20), st.text(min_size=1, max_size=8))
+@given(
+    st.lists(_values, max_size=20),
+    st.from_regex(r"[a-z_][a-z0-9_]{0,62}", fullmatch=True),
+)
 def test_index_names_never_collide_and_fit_postgresql(values: list[Any], table: str) -> None:
     import json
 
     distinct = {json.dumps(v) for v in values}
-    names = {partition_index_name(f"t_{abs(hash(table)) % 1000}", "tenant", v) for v in values}
-    assert len(names) == len(distinct)
+    names = {
+        partition_index_name(table, "tenant", v, kind) for v in values for kind in ("part", "partl")
+    }
+    # Every value gets two names (its graph's and its lexemes'), none shared with another.
+    assert len(names) == 2 * len(distinct)
     assert all(len(n.encode()) <= 63 for n in names)
 
 

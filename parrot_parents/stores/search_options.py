@@ -9,6 +9,7 @@ from parrot_parents.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_EF_SEARCH",
+    "DEFAULT_PARTITION_EF_SEARCH",
     "FILTER_EXACT_BELOW",
     "MIN_FUSION_DEPTH",
     "PRF",
@@ -23,6 +24,8 @@ __all__ = [
 
 #: The default ``ef_search`` of :class:`HNSWQueryOptions` (how it was chosen: there).
 DEFAULT_EF_SEARCH = 100
+#: The default ``partition_ef_search`` of :class:`HNSWQueryOptions` (there too).
+DEFAULT_PARTITION_EF_SEARCH = 200
 
 IterativeScan = Literal["off", "strict_order", "relaxed_order"]
 #: ``dense`` (pgvector kNN), ``lexical`` (BM25 in SQL) or ``hybrid`` (both, fused by RRF).
@@ -147,6 +150,14 @@ class HNSWQueryOptions:
             ``"off"`` restores the classic behaviour (may return fewer rows).
         max_scan_tuples: upper bound of tuples an iterative scan visits (pgvector default
             20000). Raise it for very selective filters on very large tables.
+        partition_ef_search: ``ef_search`` of a search through a partition key value's
+            own graph (:mod:`~parrot_parents.stores.postgres.collections.partitions`),
+            1..1000 (default :data:`DEFAULT_PARTITION_EF_SEARCH`, 200). A value's graph is
+            small, so a wider search reads few more of its pages, and a query far from
+            every row of the value needs it: at a million children in 100 values, recall@10
+            against the value's exact ranking was 0.88 at 100 and 0.96 at 200 for such
+            queries (0.99 either way for a query near the value's rows;
+            ``python -m benchmarks run partitions``, docs/performance.md).
         filter_exact_below: a metadata filter the planner expects to keep at most this
             many children is ranked exactly over them, a broader one through the HNSW
             index (default :data:`FILTER_EXACT_BELOW`, 4,000 children), in a collection
@@ -160,9 +171,11 @@ class HNSWQueryOptions:
     iterative_scan: IterativeScan = "strict_order"
     max_scan_tuples: int = 20000
     filter_exact_below: int = FILTER_EXACT_BELOW
+    partition_ef_search: int = DEFAULT_PARTITION_EF_SEARCH
 
     def __post_init__(self) -> None:
         _check_range("ef_search", self.ef_search, 1, 1000, integer=True)
+        _check_range("partition_ef_search", self.partition_ef_search, 1, 1000, integer=True)
         if self.iterative_scan not in ("off", "strict_order", "relaxed_order"):
             raise ConfigurationError(
                 "iterative_scan must be 'off', 'strict_order' or 'relaxed_order', "

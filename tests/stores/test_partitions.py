@@ -24,6 +24,7 @@ from parrot_parents.stores.postgres.collections.partitions import (
     partition_index_name,
     validate_partition_key,
 )
+from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 
 TENANTS: list[str | int] = ["a", "b", "1", 1]
@@ -130,6 +131,92 @@ async def test_a_search_fixing_the_key_ranks_through_its_index_as_exact_search_r
         ones = await store.similarity_search_by_vector(q.tolist(), limit=5, filter={"tenant": 1})
         assert [d.id for d in ones] == _exact(docs, vectors, q, lambda m: m["tenant"] == 1, 5)
     assert await _scans(store, index) >= before + 5
+
+
+async def test_a_value_graph_holds_half_precision_and_distances_stay_full_precision(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
+) -> None:
+    store, docs, vectors = partitioned
+    index = partition_index_name(store.table, "tenant", "a")
+    async with store.engine.connect() as conn:
+        definition = (
+            await conn.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"), {"i": index}
+            )
+        ).scalar_one()
+    assert "halfvec(384)" in definition and "halfvec_cosine_ops" in definition
+    q = vectors[7]
+    found = await store.similarity_search_by_vector(q.tolist(), limit=6, filter={"tenant": "a"})
+    assert [d.id for d in found] == _exact(docs, vectors, q, lambda m: m["tenant"] == "a", 6)
+    by_id = {str(d.id): i for i, d in enumerate(docs)}
+    for hit in found:
+        # Float32 cosine distance, not the half-precision one the graph orders by.
+        want = 1.0 - float(vectors[by_id[str(hit.id)]] @ q)
+        assert hit.distance == pytest.approx(want, abs=1e-6)
+
+
+async def test_a_value_graph_over_full_vectors_is_read_as_such(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray], pg_dsn: str, embeddings: Any
+) -> None:
+    """A value's index built over ``embedding`` itself (a server without ``halfvec``, or
+    a collection keyed before the graphs were half precision) ranks its value's search."""
+    store, docs, vectors = partitioned
+    index = partition_index_name(store.table, "tenant", "b")
+    async with store.engine.begin() as conn:
+        await conn.execute(text(f'DROP INDEX "{index}"'))
+        await conn.execute(
+            text(
+                f'CREATE INDEX "{index}" ON "{store.table}" USING hnsw'
+                " (embedding vector_cosine_ops) WHERE (cmetadata -> 'tenant') = '\"b\"'::jsonb"
+            )
+        )
+    await store.close()
+    reopened = PgVectorStore(dsn=pg_dsn, table=store.table, embedding=embeddings, create=False)
+    await reopened.connect()
+    try:
+        before = await _scans(reopened, index)
+        await reopened.connect()
+        q = vectors[70]
+        found = await reopened.similarity_search_by_vector(
+            q.tolist(), limit=6, filter={"tenant": "b"}
+        )
+        assert [d.id for d in found] == _exact(docs, vectors, q, lambda m: m["tenant"] == "b", 6)
+        assert found.filter_plan is not None and found.filter_plan.search == "partition"
+        assert await _scans(reopened, index) > before
+    finally:
+        await reopened.close()
+
+
+async def test_a_value_graph_is_searched_with_its_own_ef_search(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray], pg_dsn: str, embeddings: Any
+) -> None:
+    store, _, vectors = partitioned
+    options = HNSWQueryOptions(ef_search=60, partition_ef_search=150)
+    other = PgVectorStore(
+        dsn=pg_dsn, table=store.table, embedding=embeddings, create=False, search_options=options
+    )
+
+    async def ef_search(conn: Any) -> str:
+        return str(await conn.fetchval("SELECT current_setting('hnsw.ef_search')"))
+
+    try:
+        await other.similarity_search_by_vector(
+            vectors[0].tolist(), limit=5, filter={"tenant": "a"}
+        )
+        assert await other.read_pool.run(ef_search) == "150"
+        await other.similarity_search_by_vector(vectors[0].tolist(), limit=5)
+        assert await other.read_pool.run(ef_search) == "60"
+        # A filter that does not fix the key walks the collection's graph.
+        await other.similarity_search_by_vector(vectors[0].tolist(), limit=5, filter={"year": 2021})
+        assert await other.read_pool.run(ef_search) == "60"
+    finally:
+        await other.close()
+
+
+@pytest.mark.parametrize("bad", [0, 1001, 2.5, True])
+def test_a_bad_partition_ef_search_is_refused(bad: Any) -> None:
+    with pytest.raises(ConfigurationError, match="partition_ef_search"):
+        HNSWQueryOptions(partition_ef_search=bad)
 
 
 async def test_hybrid_search_and_a_bot_scope_keep_to_the_value(

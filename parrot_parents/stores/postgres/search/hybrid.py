@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pgvector.sqlalchemy import VECTOR
+from pgvector.sqlalchemy import HALFVEC, VECTOR
 from sqlalchemy import (
     Boolean,
     Float,
@@ -135,27 +135,52 @@ def query_vector(table: Table) -> Any:
     return bindparam("query_vector", type_=QueryVector(column_type.dim))
 
 
-def _nearest(table: Table, where: list[Any], *columns: Any) -> Select[Any]:
-    """``columns`` and ``distance`` of the rows ``where`` keeps, nearest ``query_vector``
-    first (the kNN order of the HNSW index)."""
-    distance = table.c.embedding.cosine_distance(query_vector(table)).label("distance")
-    return (
-        select(*columns, distance).where(table.c.embedding.is_not(None), *where).order_by(distance)
+#: Rows a half-precision index search yields beyond the ``limit`` it is asked for, ranked
+#: again at full precision: the two precisions order only near-ties differently.
+HALF_PRECISION_MARGIN = 10
+
+
+def _nearest(
+    table: Table, where: list[Any], limit: int, *columns: Any, half: bool = False
+) -> Select[Any]:
+    """``columns`` and ``distance`` of the ``limit`` rows ``where`` keeps nearest
+    ``query_vector``, nearest first (the kNN order of the HNSW index).
+
+    ``half``: the rows are found through an index over ``embedding::halfvec(d)`` (a
+    partition value's graph, :mod:`~parrot_parents.stores.postgres.collections.partitions`):
+    its ``limit`` + :data:`HALF_PRECISION_MARGIN` nearest at half precision, ranked by
+    their full-precision distance (the ``distance`` returned either way)."""
+    vector = query_vector(table)
+    distance = table.c.embedding.cosine_distance(vector).label("distance")
+    kept = (table.c.embedding.is_not(None), *where)
+    if not half:
+        return select(*columns, distance).where(*kept).order_by(distance).limit(limit)
+    halfvec = HALFVEC(vector.type.dim)
+    coarse = cast(table.c.embedding, halfvec).cosine_distance(cast(vector, halfvec))
+    found = (
+        select(*columns, distance)
+        .where(*kept)
+        .order_by(coarse)
+        .limit(limit + HALF_PRECISION_MARGIN)
+        .subquery("coarse")
     )
+    named = [found.c[c.name] for c in columns]
+    return select(*named, found.c.distance).order_by(found.c.distance).limit(limit)
 
 
-def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None) -> Any:
+def dense_statement(
+    table: Table, limit: int, where: list[Any], kept: Any | None, half: bool = False
+) -> Any:
     """The dense search statement (the columns of :func:`search_statement`): the kNN of
     ``query_vector`` on the HNSW index, or over ``kept`` (the exact ranking of a selective
-    filter, :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`)."""
+    filter, :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`). ``half``: the
+    index is over ``embedding::halfvec(d)`` (:func:`_nearest`)."""
     # The kNN in a subquery, numbered outside it: a window function beside the
     # ORDER BY ... LIMIT would read every row before the limit.
     if kept is None:
-        knn = (
-            _nearest(table, where, table.c.id, table.c.document, table.c.cmetadata)
-            .limit(limit)
-            .subquery("knn")
-        )
+        knn = _nearest(
+            table, where, limit, table.c.id, table.c.document, table.c.cmetadata, half=half
+        ).subquery("knn")
     else:
         top = (
             select(kept.c.id, kept.c.distance)
@@ -185,18 +210,20 @@ def dense_statement(table: Table, limit: int, where: list[Any], kept: Any | None
     )
 
 
-def _dense(table: Table, where: list[Any], depth: int, kept: Any | None) -> Any:
-    """The dense branch as a CTE ``(id, dense_rank)``: the kNN on the HNSW index, or the
-    exact ranking of the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`."""
+def _dense(table: Table, where: list[Any], depth: int, kept: Any | None, half: bool) -> Any:
+    """The dense branch as a CTE ``(id, dense_rank)``: the kNN on the HNSW index (over
+    half precision: ``half``, :func:`_nearest`), or the exact ranking of the
+    :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`."""
     if kept is None:
-        top = _nearest(table, where, table.c.id)
+        top = _nearest(table, where, depth, table.c.id, half=half)
     else:
         top = (
             select(kept.c.id, kept.c.distance)
             .where(kept.c.distance.is_not(None))
             .order_by(kept.c.distance, kept.c.id)
+            .limit(depth)
         )
-    knn = top.limit(depth).subquery("knn")
+    knn = top.subquery("knn")
     rank = func.row_number().over(order_by=(knn.c.distance, knn.c.id))
     return select(knn.c.id, rank.label("dense_rank")).cte("dense")
 
@@ -491,6 +518,7 @@ def search_statement(
     candidates: CandidateRule = CANDIDATES,
     bm25_index: str | None = None,
     kept: Any | None = None,
+    half: bool = False,
 ) -> Select[Any]:
     """The lexical or hybrid search statement (dense alone is :func:`dense_statement`); bind
     ``lexical_query`` (the question) and, ``with_vector``, ``query_vector``.
@@ -505,7 +533,9 @@ def search_statement(
     ``where`` applies to both branches. ``bm25_index`` (the pg_textsearch index's qualified
     name) makes the lexical branch its top-k, not with ``fusion.prf``. ``kept``
     (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`) ranks those rows only,
-    each compared and matched directly, never through the HNSW or GIN index.
+    each compared and matched directly, never through the HNSW or GIN index. ``half``: the
+    dense branch's HNSW index is over ``embedding::halfvec(d)`` (a partition value's,
+    :func:`_nearest`).
     """
     fusion = fusion or Fusion()
     depth = branch_depth(mode, limit, fusion)
@@ -529,7 +559,7 @@ def search_statement(
         order: tuple[Any, ...] = (lex.c.lexical_rank,)
     else:
         assert with_vector
-        dense = _dense(table, where, depth, kept)
+        dense = _dense(table, where, depth, kept, half)
         fid = func.coalesce(dense.c.id, lex.c.id)
         k = float(fusion.rrf_k)
         fused = fusion.dense_weight * func.coalesce(

@@ -201,7 +201,9 @@ class Searcher:
                 return SearchResults(results, filter_plan=plan), split.context
             fetch = replace(fetch, limit=min(MAX_LIMIT, fetch.limit * 4))
 
-    def settings(self, request: SearchRequest, index_only: bool = False) -> Settings:
+    def settings(
+        self, request: SearchRequest, index_only: bool = False, partition: bool = False
+    ) -> Settings:
         """The session settings a search's statement needs, every one that any search
         statement changes: they stay on the read pool's connection after it.
 
@@ -215,13 +217,15 @@ class Searcher:
         planned for the filter's values (a custom plan each time: a generic one would not
         know how many children they keep), and the planner stays free,
         unless ``index_only``: a dense ranking kept on the HNSW index
-        (:mod:`~parrot_parents.stores.postgres.search.filter_plan`).
+        (:mod:`~parrot_parents.stores.postgres.search.filter_plan`). ``partition``: the
+        search walks a partition key value's own graph, with ``partition_ef_search``.
         """
         hnsw: Settings = ()
         if request.mode != "lexical":
             opts = self._store.search_options
+            ef = opts.partition_ef_search if partition else opts.ef_search
             hnsw = (
-                ("hnsw.ef_search", str(max(opts.ef_search, min(request.depth, 1000)))),
+                ("hnsw.ef_search", str(max(ef, min(request.depth, 1000)))),
                 ("hnsw.iterative_scan", opts.iterative_scan),
                 ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
             )
@@ -296,7 +300,8 @@ class Searcher:
                 # plain filter's (the kept rows read through the metadata index).
                 through = part and not exact
                 scale = found.scale if found is not None and through else 1
-                ranked_key = (*key, shape, exact, capped, through, scale)
+                half = found is not None and through and found.half
+                ranked_key = (*key, shape, exact, capped, through, scale, half)
                 prepared = statements.get(ranked_key)
                 if prepared is None:
                     kept = None
@@ -307,6 +312,7 @@ class Searcher:
                             request,
                             self.where(table, request, partition=found.key),
                             candidates=found.candidates(store.lexical_candidates),
+                            half=found.half,
                         )
                     elif not exact:
                         scanned = self.where(table, request, targets, few=False)
@@ -329,7 +335,7 @@ class Searcher:
                     )
                     prepared = statements.compiled(ranked_key, statement, engine.dialect)
                 run = params if cap is None else {**params, KEPT_LIMIT: cap + 1}
-                settings = self.settings(request, index_only)
+                settings = self.settings(request, index_only, partition=through)
                 rows: Sequence[Any] = await conn.fetch_with(
                     prepared.sql, prepared.args(run), settings
                 )
@@ -503,6 +509,7 @@ class Searcher:
         exact: bool = False,
         kept: Any | None = None,
         candidates: CandidateRule | None = None,
+        half: bool = False,
     ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
@@ -510,12 +517,13 @@ class Searcher:
         selective filter (:mod:`~parrot_parents.stores.postgres.search.filter_plan`), never
         through an index but the GIN index of the query's lexemes; in dense and hybrid mode
         over ``kept``, the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` of
-        ``where``, every one compared with the query."""
+        ``where``, every one compared with the query. ``half``: the HNSW index the
+        statement reads is over ``embedding::halfvec(d)`` (a partition key value's)."""
         if where is None:
             where = self.where(table, request)
         if request.mode == "dense":
             assert kept is not None or not exact, "an exact dense ranking ranks the kept rows"
-            return dense_statement(table, request.limit, where, kept)
+            return dense_statement(table, request.limit, where, kept, half)
         store = self._store
         assert store.text_search_config is not None
         # The qualified name of the ``bm25`` index when it ranks the lexical branch.
@@ -542,6 +550,7 @@ class Searcher:
             candidates=candidates,
             bm25_index=bm25_index,
             kept=kept,
+            half=half,
         )
 
     def lexical_ranking(

@@ -83,10 +83,10 @@ __all__ = [
     "validate_partition_key",
 ]
 
-# The key is recorded as JSON in the comment of the ``cmetadata`` column.
 #: The most dimensions pgvector's HNSW index takes of a ``halfvec``.
 HALFVEC_MAX_DIM = 4000
 
+# The key is recorded as JSON in the comment of the ``cmetadata`` column.
 _COMMENT_FIELD = "partition_key"
 
 

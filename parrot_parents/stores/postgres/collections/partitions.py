@@ -10,8 +10,8 @@ holding nothing but the value's rows, so neither an exact ranking of every row t
 keeps nor an HNSW walk that filters after it; the rest of the filter is checked on the
 rows those indexes yield. The value's graph holds its vectors at half precision
 (``embedding::halfvec(d)``, where the server's pgvector has ``halfvec``): half the memory,
-and half the pages a search through it reads, which is most of the graph when it is not
-in the buffers; its hits are ranked again at full precision, and it is searched with
+and half the pages to read when the graph is not in the buffers (a search then reads most
+of it); its hits are ranked again at full precision, and it is searched with
 ``HNSWQueryOptions.partition_ef_search`` (a small graph walked wider). The lexical
 branch's candidate rule (a budget of expected children,
 :class:`~parrot_parents.stores.postgres.search.hybrid.CandidateRule`) is scaled by the
@@ -329,10 +329,10 @@ def ensure_partition_indexes(
     ).one()
     column = table.c.embedding.type
     dim = column.dim if isinstance(column, VECTOR) else None
-    # Half precision halves a value's graph, in memory and in the pages a search reads,
-    # and ranks as the full vectors do but for near-ties (which the search ranks again
-    # at full precision): at a million children, 100 values, a value's search read half
-    # the pages and ran 2.6 against 3.9 ms with the same recall (docs/performance.md,
+    # Half precision halves a value's graph (11.7 against 20.4 MB for 10,000 vectors of
+    # 384 dimensions), and ranks as the full vectors do but for near-ties (which the
+    # search ranks again at full precision): at a million children, 100 values, a
+    # value's search ran 2.6 against 3.9 ms with the same recall (docs/performance.md,
     # "Partitioned collections"). pgvector has halfvec from 0.7, for up to 4,000
     # dimensions in an HNSW index.
     if halfvec and isinstance(dim, int) and dim <= HALFVEC_MAX_DIM:

@@ -16,7 +16,12 @@ import numpy as np
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.retrieval.passages import Hit, Passage, PassageKind, branch_scores
-from parrot_parents.retrieval.trimming import Candidate, choose_sentences
+from parrot_parents.retrieval.trimming import (
+    RANK_DECAY,
+    WHOLE_SHARE,
+    Candidate,
+    choose_sentences,
+)
 from parrot_parents.stores.records.sentences import SENTENCE_BREAK, only_headings
 
 __all__ = ["CONTEXT_SHARE", "MIN_PIECE", "PackResult", "SourceIndex", "pack"]
@@ -232,6 +237,8 @@ def pack(
     *,
     trim: bool = False,
     query: np.ndarray | None = None,
+    whole_share: float = WHOLE_SHARE,
+    rank_decay: float = RANK_DECAY,
 ) -> PackResult:
     """Pack the hits and their passages into ``budget`` characters (docs/architecture.md).
 
@@ -245,16 +252,25 @@ def pack(
             stored sentences, and applies when the passages are the hits themselves (no
             expansion). Otherwise packing is as without it, and ``meta["trim"]`` says why.
         query: the question's unit vector (trimming scores sentences against it).
+        whole_share: trimming's share of the budget for whole hits, in [0, 1] (default
+            :data:`~parrot_parents.retrieval.trimming.WHOLE_SHARE`).
+        rank_decay: trimming's discount of a sentence by its hit's rank, >= 0 (default
+            :data:`~parrot_parents.retrieval.trimming.RANK_DECAY`).
 
     Returns:
         :class:`PackResult`; its passages are exact slices of the sources, in rank order,
         none of them only headings, and their lengths add up to at most ``budget``.
 
     Raises:
-        ConfigurationError: ``budget < 1``.
+        ConfigurationError: ``budget < 1``, or a trimming setting out of its range.
     """
     if budget < 1:
         raise ConfigurationError(f"budget must be >= 1 character, got {budget!r}")
+    if not 0.0 <= whole_share <= 1.0:
+        raise ConfigurationError(f"whole_share must be in [0, 1], got {whole_share!r}")
+    if not rank_decay >= 0.0:
+        raise ConfigurationError(f"rank_decay must be >= 0, got {rank_decay!r}")
+    trimming = {"whole_share": whole_share, "rank_decay": rank_decay}
     source = SourceIndex()
     for p in passages:
         source.add(p.document_id, p.start_index, p.text)
@@ -264,7 +280,9 @@ def pack(
     # to the next hits. At most one run more per hit, and none without headings.
     aside = {h.id for h in hits if only_headings(h.text)}
     while True:
-        result, bare = _pack_once(passages, hits, aside, budget, source, trim=trim, query=query)
+        result, bare = _pack_once(
+            passages, hits, aside, budget, source, trim=trim, query=query, trimming=trimming
+        )
         if bare <= aside:
             return result
         aside |= bare
@@ -279,9 +297,11 @@ def _pack_once(
     *,
     trim: bool,
     query: np.ndarray | None,
+    trimming: dict[str, float],
 ) -> tuple[PackResult, set[str]]:
     """:func:`pack` of the hits not ``aside``; and the hits of the passages left out for
-    being only headings (see :func:`_finish`)."""
+    being only headings (see :func:`_finish`). ``trimming``: the keywords of
+    :func:`~parrot_parents.retrieval.trimming.choose_sentences`."""
     owner = {c: p for p in passages for c in p.child_ids}
     can_grow = any(p.kind != "child" for p in passages)
     result = PackResult([], budget, 0)
@@ -290,7 +310,7 @@ def _pack_once(
         blocker = _trim_blocker(owner, active, query, can_grow)
         if blocker is None:
             assert query is not None
-            packer = _trimmed(owner, active, budget, query, result)
+            packer = _trimmed(owner, active, budget, query, result, trimming)
             if packer.pieces:
                 result.trim = "sentences"
                 return _finish(result, packer, passages, hits, owner, source)
@@ -343,8 +363,10 @@ def _trimmed(
     budget: int,
     query: np.ndarray,
     result: PackResult,
+    trimming: dict[str, float],
 ) -> _Packer:
-    """The pieces of :func:`~parrot_parents.retrieval.trimming.choose_sentences`."""
+    """The pieces of :func:`~parrot_parents.retrieval.trimming.choose_sentences`, given
+    ``trimming`` as its keywords."""
     usable = [h for h in hits if h.id in owner]
     candidates = []
     for h in usable:
@@ -364,7 +386,7 @@ def _trimmed(
             )
         )
     packer = _Packer(owner, 0)
-    for h, choice in zip(usable, choose_sentences(candidates, budget), strict=True):
+    for h, choice in zip(usable, choose_sentences(candidates, budget, **trimming), strict=True):
         if not choice.spans:
             continue
         p = owner[h.id]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parrot_parents.errors import SchemaMismatchError
+from parrot_parents.errors import ConfigurationError, SchemaMismatchError
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import Hit, Passage
 from parrot_parents.retrieval.trimming import Candidate, choose_sentences
@@ -173,3 +173,48 @@ def test_a_heading_line_comes_with_the_sentence_after_it_never_alone() -> None:
     assert choose_sentences([c], 30, whole_share=0.0)[0].spans == [(0, 30)]
     heading_only = Candidate((0, 14), [(0, 14)], np.array([0.9]), frozenset({0}))
     assert choose_sentences([heading_only], 100)[0].spans == []
+
+
+def test_the_packer_hands_its_trimming_settings_to_the_sentence_choice() -> None:
+    _, hits, query = _hits(7, 8)
+    passages = [Passage.from_hit(h) for h in hits]
+    budget = sum(len(h.text) for h in hits) // 2
+    for share, decay in ((0.0, 0.1), (1.0, 0.1), (0.5, 0.0), (0.3, 2.0)):
+        packed = pack(
+            passages, hits, budget, trim=True, query=query, whole_share=share, rank_decay=decay
+        )
+        assert packed.trim == "sentences"
+        alone = choose_sentences(
+            [
+                Candidate(
+                    (h.start_index or 0, h.end_index or 0),
+                    h.sentences.spans,
+                    h.sentences.similarities(query),
+                )
+                for h in hits
+                if h.sentences is not None
+            ],
+            budget,
+            whole_share=share,
+            rank_decay=decay,
+        )
+        spans = sorted((p.start_index, p.end_index) for p in packed.passages)
+        chosen = sorted(s for c in alone for s in c.spans)
+        assert spans == chosen, (share, decay)
+
+
+@pytest.mark.parametrize(
+    ("share", "decay"), [(-0.1, 0.1), (1.5, 0.1), (0.5, -1.0), (0.5, float("nan"))]
+)
+def test_bad_trimming_settings_are_refused_before_packing(share: float, decay: float) -> None:
+    _, hits, query = _hits(3, 3)
+    with pytest.raises(ConfigurationError, match=r"whole_share|rank_decay"):
+        pack(
+            [Passage.from_hit(h) for h in hits],
+            hits,
+            500,
+            trim=True,
+            query=query,
+            whole_share=share,
+            rank_decay=decay,
+        )

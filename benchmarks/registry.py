@@ -88,6 +88,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "sentence trimming's whole-child share and rank decay, the same hits packed each way",
     ),
     Benchmark(
+        "trim_transfer",
+        "quality",
+        "sentence trimming's share and decay chosen on the other folds of the transfer protocol",
+    ),
+    Benchmark(
         "strategy_table",
         "quality",
         "ingestion strategies side by side, one parrot-parents eval --strategy run each",

@@ -25,10 +25,9 @@ from benchmarks.common import CHUNKING_EVAL, REPO_ROOT, machine, replace_section
 from parrot_parents.eval.questions import load_corpora, load_questions
 from parrot_parents.eval.runner import EvalConfig, _Session
 from parrot_parents.eval.scorer import score_run
-from parrot_parents.retrieval import packing
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import Hit, Passage
-from parrot_parents.retrieval.trimming import RANK_DECAY, WHOLE_SHARE, choose_sentences
+from parrot_parents.retrieval.trimming import RANK_DECAY, WHOLE_SHARE
 
 DOC = REPO_ROOT / "docs" / "benchmarks.md"
 BUDGETS = (1000, 2000, 4000)
@@ -52,34 +51,31 @@ async def _measure() -> list[tuple[str, list[float]]]:
     finally:
         await session.close()
 
-    def score(trim: bool) -> list[float]:
+    def score(trim: bool, **settings: float) -> list[float]:
         out = []
         for budget in BUDGETS:
             run: dict[int, Any] = {}
             for q in questions:
                 h = hits[q.qid]
                 packed = pack(
-                    [Passage.from_hit(x) for x in h], h, budget, trim=trim, query=vectors[q.qid]
+                    [Passage.from_hit(x) for x in h],
+                    h,
+                    budget,
+                    trim=trim,
+                    query=vectors[q.qid],
+                    **settings,
                 )
                 run[q.qid] = [(p.document_id, p.start_index, p.end_index) for p in packed.passages]
             out.append(float(score_run(questions, run, (5,), (budget,))[f"recall@{budget}c"]))
         return out
 
     rows = [("no trimming (whole children, the last one cut)", score(False))]
-    try:
-        for share in SHARES:
-            for decay in DECAYS:
-
-                def chosen(c: Any, b: int, share: float = share, decay: float = decay) -> Any:
-                    return choose_sentences(c, b, whole_share=share, rank_decay=decay)
-
-                packing.choose_sentences = chosen  # type: ignore[assignment]
-                name = f"share {share}, decay {decay}"
-                if (share, decay) == (WHOLE_SHARE, RANK_DECAY):
-                    name = f"**{name} (the defaults)**"
-                rows.append((name, score(True)))
-    finally:
-        packing.choose_sentences = choose_sentences  # type: ignore[assignment]
+    for share in SHARES:
+        for decay in DECAYS:
+            name = f"share {share}, decay {decay}"
+            if (share, decay) == (WHOLE_SHARE, RANK_DECAY):
+                name = f"**{name} (the defaults)**"
+            rows.append((name, score(True, whole_share=share, rank_decay=decay)))
     return rows
 
 

@@ -27,7 +27,7 @@ Only the packer changes between cells, so the search and the ingest are the same
 Writes the section ``<!-- trim-transfer:start -->`` of ``docs/benchmarks.md``; run files
 go to ``.bench/runs/trim_transfer/``::
 
-    nice -n 19 python -m benchmarks run trim_transfer      # ~15 min on 2 shared cores
+    nice -n 19 python -m benchmarks run trim_transfer      # a few minutes on 2 shared cores
 """
 
 from __future__ import annotations

@@ -349,23 +349,44 @@ def render(scores: Scores, budgets: Sequence[int]) -> tuple[str, list[tuple[str,
     return "\n".join([*lines, "", *rule]), verdicts
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def print_verdicts(verdicts: Sequence[tuple[str, Verdict]]) -> None:
+    """One line per lever's verdict on standard output: passes or fails, and where it
+    loses most."""
+    for lever, verdict in verdicts:
+        print(
+            f"{lever}: {'pass' if verdict.kept else 'FAIL'} (worst {_points(verdict.worst)} points at {verdict.where})"
+        )
+
+
+def protocol_parser(description: str) -> argparse.ArgumentParser:
+    """The command line of a benchmark under the protocol: ``--budgets`` (characters,
+    comma-separated; parsed by :func:`budgets_of`) and ``--doc`` (the document written)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--budgets",
         default=",".join(map(str, BUDGETS)),
         help="characters, comma-separated (default 1000,2000,4000)",
     )
     parser.add_argument(
+        "--doc", type=Path, default=DOC, help="the document to write (default docs/benchmarks.md)"
+    )
+    return parser
+
+
+def budgets_of(text: str) -> list[int]:
+    """The budgets of a ``--budgets`` value, in characters."""
+    return [int(b) for b in text.split(",") if b]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = protocol_parser(__doc__.splitlines()[0])
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="read the eval outputs an earlier run left in .bench/runs/transfer/ instead of running them again",
     )
-    parser.add_argument(
-        "--doc", type=Path, default=DOC, help="the document to write (default docs/benchmarks.md)"
-    )
     args = parser.parse_args(argv)
-    budgets = [int(b) for b in args.budgets.split(",") if b]
+    budgets = budgets_of(args.budgets)
     RUNS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -387,10 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     replace_section(args.doc, MARKER, body, heading="## Transfer protocol")
     print(body)
-    for lever, verdict in verdicts:
-        print(
-            f"{lever}: {'pass' if verdict.kept else 'FAIL'} (worst {_points(verdict.worst)} points at {verdict.where})"
-        )
+    print_verdicts(verdicts)
     return 0
 
 

@@ -32,12 +32,10 @@ go to ``.bench/runs/trim_transfer/``::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,10 +47,14 @@ from benchmarks.quality.transfer import (
     SAME_TEXT,
     DataSet,
     Verdict,
+    _points,
     _shared_scorer,
+    budgets_of,
     choose_on_others,
     lever_verdict,
     make_folds,
+    print_verdicts,
+    protocol_parser,
     score_per_corpus,
 )
 from parrot_parents.eval.questions import load_corpora, load_questions
@@ -63,10 +65,8 @@ from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import Hit, Passage
 from parrot_parents.retrieval.trimming import RANK_DECAY, WHOLE_SHARE
 
-DOC = REPO_ROOT / "docs" / "benchmarks.md"
 MARKER = "trim-transfer"
 RUNS = REPO_ROOT / ".bench" / "runs" / "trim_transfer"
-BUDGETS = (1000, 2000, 4000)
 SHARES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)
 DECAYS = (0.05, 0.1, 0.2)
 NO_TRIM = "no-trim"
@@ -208,11 +208,11 @@ def render(
     for label, verdict in verdicts:
         corpus, budget = verdict.where
         rule.append(
-            f"| {label} | {verdict.worst * 100:+.1f} | {names[corpus]} @{budget}c | "
+            f"| {label} | {_points(verdict.worst)} | {names[corpus]} @{budget}c | "
             + ("**passes**" if verdict.kept else "**fails**")
             + " |"
         )
-    return "\n".join([*lines, "", *rule]).replace("| -", "| −"), verdicts
+    return "\n".join([*lines, "", *rule]), verdicts
 
 
 async def measure(budgets: Sequence[int]) -> dict[tuple[str, str, int], float]:
@@ -226,17 +226,8 @@ async def measure(budgets: Sequence[int]) -> dict[tuple[str, str, int], float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--budgets",
-        default=",".join(map(str, BUDGETS)),
-        help="characters, comma-separated (default 1000,2000,4000)",
-    )
-    parser.add_argument(
-        "--doc", type=Path, default=DOC, help="the document to write (default docs/benchmarks.md)"
-    )
-    args = parser.parse_args(argv)
-    budgets = [int(b) for b in args.budgets.split(",") if b]
+    args = protocol_parser(__doc__.splitlines()[0]).parse_args(argv)
+    budgets = budgets_of(args.budgets)
     RUNS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -258,10 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         args.doc, MARKER, body, heading="### Trimming's settings under the transfer protocol"
     )
     print(body)
-    for label, verdict in verdicts:
-        print(
-            f"{label}: {'pass' if verdict.kept else 'FAIL'} (worst {verdict.worst * 100:+.1f} points at {verdict.where})"
-        )
+    print_verdicts(verdicts)
     return 0
 
 

@@ -210,7 +210,7 @@ class WindowExpander:
         for r in itertools.chain.from_iterable(neighbours.values()):
             if r.metadata.get(PARENT_DOCUMENT_ID):
                 parent_ids[str(r.metadata[PARENT_DOCUMENT_ID])] = None
-        parents = await searcher.fetch(list(parent_ids)) if parent_ids else {}
+        parents = await searcher.fetch_text(list(parent_ids)) if parent_ids else {}
         return neighbours, parents
 
     def expand(
@@ -239,11 +239,7 @@ class WindowExpander:
             if doc is None or not isinstance(index, int) or is_parent(hit.metadata):
                 out.append(Passage.from_hit(hit))
                 continue
-            rows = [
-                r
-                for r in neighbours.get(doc, ())
-                if abs(int(r.metadata.get(CHUNK_INDEX, -(10**9))) - index) <= self.n
-            ]
+            rows = _contiguous(neighbours.get(doc, ()), index, self.n)
             spans = [(int(r.metadata[START_INDEX]), int(r.metadata[END_INDEX])) for r in rows]
             spans.append((hit.start_index or 0, hit.end_index or 0))
             start, end = min(s for s, _ in spans), max(e for _, e in spans)
@@ -278,6 +274,24 @@ class WindowExpander:
         return Expansion(
             passages=out, expanded=any(p.kind == "window" for p in out), windows=windows
         )
+
+
+def _contiguous(rows: Sequence[SearchResult], index: int, n: int) -> list[SearchResult]:
+    """The ``rows`` within ``n`` chunk indexes of ``index`` that a run of consecutive
+    indexes joins to it, in document order. A window is the text from its first child to
+    its last, so a child missing between them (outside a bot's scope, or never stored)
+    would be handed over with it: the window stops before it."""
+    by_index: dict[int, SearchResult] = {}
+    for r in rows:
+        at = r.metadata.get(CHUNK_INDEX)
+        if isinstance(at, int) and abs(at - index) <= n:
+            by_index.setdefault(at, r)
+    low = high = index
+    while low - 1 in by_index:
+        low -= 1
+    while high + 1 in by_index:
+        high += 1
+    return [by_index[i] for i in range(low, high + 1) if i in by_index]
 
 
 def _join(

@@ -117,7 +117,9 @@ class RetrievalMeta(Mapping[str, Any]):
             filter kept nothing; None without a filter or such a store.
         scope: the bot's scope, when it has one: ``{"filter": the scope, "withheld": ids
             of the rows expansion read and held back as outside it (parents, window or
-            merge children)}`` (:mod:`parrot_parents.retrieval.scope`); None without.
+            merge children), "partial_parents": ids of parents inside it held back because
+            a child of theirs lies outside it (their text holds that child's)}``
+            (:mod:`parrot_parents.retrieval.scope`); None without.
         packing: what the budget packer did (``budget``, ``used``, ``substituted``,
             ``truncated``, ``cut``); None without a budget.
         fallbacks: optional stages that failed, in order.

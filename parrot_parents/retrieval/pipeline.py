@@ -134,7 +134,7 @@ class Retriever:
             search_mode=opts.search_mode,
         )
         if self.scope is not None:
-            meta.scope = {"filter": self.scope, "withheld": []}
+            meta.scope = {"filter": self.scope, "withheld": [], "partial_parents": []}
         t = time.perf_counter()
         fusion = self._fusion(opts)
         results, context = await self._search(question, opts, fusion, meta)
@@ -366,6 +366,7 @@ class Retriever:
             return None
         if isinstance(scoped, ScopedParentSearcher) and meta.scope is not None:
             meta.scope["withheld"] = list(scoped.withheld)
+            meta.scope["partial_parents"] = list(scoped.partial)
         expansion = expander.expand(hits, fetched, packed=opts.budget is not None)
         meta.expanded = expansion.expanded
         if expansion.folded is not None:
@@ -373,8 +374,13 @@ class Retriever:
             meta.folded = expansion.folded
         meta.auto_merge = expansion.auto_merge
         meta.windows = expansion.windows
-        # A parent held back by the scope is not missing: it exists, outside the scope.
-        withheld = set(meta.scope["withheld"]) if meta.scope is not None else set()
+        # A parent held back by the scope is not missing: it exists, outside the scope or
+        # holding a child outside it.
+        withheld = (
+            {*meta.scope["withheld"], *meta.scope["partial_parents"]}
+            if meta.scope is not None
+            else set()
+        )
         expansion.missing = [p for p in expansion.missing if p not in withheld]
         if expansion.missing:
             meta.missing_parents = expansion.missing

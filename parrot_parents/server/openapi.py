@@ -153,7 +153,8 @@ _CONTEXT_RESPONSE = _object(
         "collection's own) when a lexical branch ran; filter_plan (estimate, search: exact, "
         "index, 'index, then exact', 'exact, then index' or 'exact, then index, then exact', "
         "exact_below, children, sampled) when a metadata filter was planned; scope (filter, "
-        "withheld: ids expansion held back as outside it) when the bot has a scope",
+        "withheld: ids expansion held back as outside it; partial_parents: parents inside it "
+        "held back for a child outside it) when the bot has a scope",
     ),
 )
 _ASK_RESPONSE = _object(

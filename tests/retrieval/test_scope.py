@@ -255,7 +255,32 @@ async def check_scope(
     withheld = set(r.meta.scope["withheld"]) if r.meta.scope else set()
     assert not await store.ids_matching(list(withheld), scope)
     assert not withheld & ids
+    # A parent held back for a child outside the scope lies inside it, and is not handed
+    # over either.
+    partial = set(r.meta.scope["partial_parents"]) if r.meta.scope else set()
+    assert await store.ids_matching(list(partial), scope) == partial
+    assert not partial & ids
+    # Nor is its text: no passage (a parent, a window, a merge) holds a child outside the
+    # scope, though every row it was made of lies inside.
+    spans = await child_spans(store)
+    inside = await store.ids_matching(list(spans), scope)
+    for p in r.passages:
+        assert p.start_index is not None and p.end_index is not None
+        for cid, (doc, start, end) in spans.items():
+            if cid not in inside and doc == p.document_id:
+                assert not p.start_index <= start < end <= p.end_index, (p.id, cid)
     return r
+
+
+async def child_spans(store: PgVectorStore) -> dict[str, tuple[str, int, int]]:
+    """Every child of ``store``'s collection: ``{id: (document id, start, end)}``."""
+    async with store.engine.connect() as conn:
+        rows = await conn.exec_driver_sql(
+            "SELECT id, cmetadata ->> 'document_id', (cmetadata ->> 'start_index')::int,"
+            f" (cmetadata ->> 'end_index')::int FROM {store.qualified_name}"
+            " WHERE (cmetadata ->> 'is_chunk')::boolean"
+        )
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
 async def test_a_scope_narrowed_to_nothing_returns_nothing(store: PgVectorStore) -> None:
@@ -333,3 +358,46 @@ async def test_the_adapters_hold_to_the_bot_s_scope(store: PgVectorStore) -> Non
     nodes = await li.aretrieve("phone costs")
     ids = {n.node.node_id for n in nodes}
     assert ids and await store.ids_matching(list(ids), {"tenant": "b"}) == ids
+
+
+HANDBOOK = "# Handbook\n\n" + "\n\n".join(
+    f"## {title}\n\n"
+    + "\n\n".join(f"{word} note {i}: the vault code is kept in the log book." for i in range(4))
+    for title, word in (
+        ("Public A", "Alpha"),
+        ("Confidential", "SECRETWORD"),
+        ("Public B", "Bravo"),
+    )
+)
+
+
+@pytest.mark.parametrize("mode", ["window:1", "window:2", "auto_merge:0.5", "parent"])
+async def test_a_scope_on_a_section_never_hands_its_text_over(
+    pg_dsn: str, embeddings: Any, tmp_path: Any, mode: str
+) -> None:
+    # One child per section; the scope hides the middle one, whose children's neighbours
+    # and parent lie inside it.
+    (tmp_path / "hb.md").write_text(HANDBOOK, encoding="utf-8")
+    async with PgVectorStore(dsn=pg_dsn, table=unique_table("sect"), embedding=embeddings) as s:
+        try:
+            await TextLoader(str(tmp_path), embedding=embeddings).ingest(s)
+            bot = Chatbot(
+                store=s,
+                parent_searcher=InTableParentSearcher(store=s),
+                expand_to_parent=True,
+                scope={"$not": [{"section_path": {"$like": "%Confidential%"}}]},
+                owns_store=False,
+            )
+            r = await bot.retrieve("where is the vault code kept", mode=mode)
+            assert r.passages
+            if mode.startswith("window"):
+                # The parent's text still serves the slices that span children inside.
+                assert any(p.kind == "window" for p in r.passages)
+            assert not any("SECRETWORD" in p.text for p in r.passages), [
+                (p.kind, p.start_index, p.end_index) for p in r.passages
+            ]
+            assert r.meta.scope is not None
+            hidden = r.meta.scope["withheld"] + r.meta.scope["partial_parents"]
+            assert hidden, "the hidden section's child or parent was read and held back"
+        finally:
+            await s.drop()

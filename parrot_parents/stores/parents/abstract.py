@@ -1,9 +1,10 @@
 """Interface of a parent searcher: every read that query-time expansion needs.
 
-Expansion never reads a store directly; it goes through these three reads, so parents (and
+Expansion never reads a store directly; it goes through these reads, so parents (and
 the children around a hit) can live anywhere a searcher can reach:
 
-* :meth:`~AbstractParentSearcher.fetch`: parents by id (``parent`` mode, spec FEAT-128);
+* :meth:`~AbstractParentSearcher.fetch`: parents by id (``parent`` mode, spec FEAT-128),
+  and :meth:`~AbstractParentSearcher.fetch_text` for the text between a window's children;
 * :meth:`~AbstractParentSearcher.fetch_children`: every child of some parents
   (``auto_merge:T`` needs the denominator of its ratio);
 * :meth:`~AbstractParentSearcher.fetch_neighbours`: children of a document by
@@ -78,6 +79,14 @@ class AbstractParentSearcher(ABC):
             ``{parent_id: Document}``. Missing ids are absent from the result; an empty
             input returns ``{}`` without touching the backend. Children are never returned.
         """
+
+    async def fetch_text(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        """Parents by id, as :meth:`fetch`, read only for their text: the caller hands
+        over slices of it that span children it read itself (``window:N``), never a whole
+        parent. The default is :meth:`fetch`; a searcher that holds parents back for what
+        their whole text holds (:class:`~parrot_parents.stores.parents.scoped.ScopedParentSearcher`)
+        reads them here without that check."""
+        return await self.fetch(parent_ids)
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         """Every child of each parent, ordered by ``start_index``.

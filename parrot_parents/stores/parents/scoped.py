@@ -5,9 +5,14 @@ children its searches return, as part of their filter. Expansion reads other row
 hit's parent, the children of a window or of a merged parent), and those may lie outside
 the scope: a parent's metadata need not be its children's. :class:`ScopedParentSearcher`
 passes each read through to the bot's searcher, then keeps only the rows the store finds
-in the scope, judged by the same SQL as a search's filter (:class:`ScopeCheck`). A parent
+in the scope, judged by the same SQL as a search's filter (:class:`ScopeCheck`).
+
+A parent's text holds its children's, so a parent is held back when any of its children
+lies outside the scope, though its own row lies inside (a scope on a child-level field
+such as ``section_path``, or rows whose metadata differs from their parent's). A parent
 held back is absent, so its hits stay as themselves (:mod:`parrot_parents.retrieval.expanders`);
-a window or a merge is made of the children in the scope alone.
+a window or a merge is made of the children in the scope alone, and a window stops at the
+first child outside it.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ __all__ = ["ScopedParentSearcher"]
 
 
 class ScopedParentSearcher(AbstractParentSearcher):
-    """``inner``'s reads, less the rows outside ``scope`` (one more read of the store per
-    call that returns rows).
+    """``inner``'s reads, less the rows outside ``scope`` and the parents holding a child
+    outside it (one more read of the store per call that returns rows; a parent fetch
+    reads its parents' children too).
 
     Args:
         inner: the bot's parent searcher (or the rows read with the search).
@@ -34,7 +40,10 @@ class ScopedParentSearcher(AbstractParentSearcher):
         scope: a metadata filter, already validated.
 
     Attributes:
-        withheld: ids of the rows read and held back, in the order they were met.
+        withheld: ids of the rows read and held back as outside the scope, in the order
+            they were met.
+        partial: ids of parents inside the scope held back because a child of theirs
+            lies outside it, in the order they were met.
     """
 
     def __init__(
@@ -45,6 +54,7 @@ class ScopedParentSearcher(AbstractParentSearcher):
         self.scope = dict(scope)
         self.store = inner.store
         self.withheld: list[str] = []
+        self.partial: list[str] = []
 
     async def _kept(self, ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(ids))
@@ -61,10 +71,24 @@ class ScopedParentSearcher(AbstractParentSearcher):
         out = {key: [r for r in rows if r.id in kept] for key, rows in found.items()}
         return {key: rows for key, rows in out.items() if rows}
 
-    async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
-        found = await self.inner.fetch(parent_ids)
+    async def fetch_text(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        found = await self.inner.fetch_text(parent_ids)
         kept = await self._kept(list(found))
         return {pid: doc for pid, doc in found.items() if pid in kept}
+
+    async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
+        parents = await self.fetch_text(parent_ids)
+        if not parents:
+            return parents
+        children = await self.inner.fetch_children(list(parents))
+        inside = await self._kept([r.id for rows in children.values() for r in rows])
+        whole = {}
+        for pid, doc in parents.items():
+            if all(r.id in inside for r in children.get(pid, ())):
+                whole[pid] = doc
+            elif pid not in self.partial:
+                self.partial.append(pid)
+        return whole
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         return await self._kept_lists(await self.inner.fetch_children(parent_ids))

@@ -22,6 +22,7 @@ from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.partitions import (
     fixed_value,
     partition_index_name,
+    partition_values,
     validate_partition_key,
 )
 from parrot_parents.stores.search_options import HNSWQueryOptions
@@ -113,6 +114,43 @@ async def test_each_value_gets_its_own_index_and_a_string_never_shares_a_number_
     assert len(wanted) == len(TENANTS)  # "1" and 1 apart
     assert wanted <= names
     assert store.partition_key == "tenant"
+
+
+def test_values_are_told_apart_as_json_tells_them_apart() -> None:
+    rows = [{"t": 1}, {"t": True}, {"t": 1.0}, {"t": "1"}, {"t": False}, {"t": 0}, {"t": 1}]
+    found = partition_values(rows, "t")
+    assert found == [1, True, "1", False, 0]
+    assert [type(v) for v in found] == [int, bool, str, bool, int]
+
+
+async def test_true_and_1_written_together_each_get_their_own_index(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("parttf"), embedding=embeddings, partition_key="tenant"
+    )
+    rng = np.random.default_rng(5)
+    docs, vectors = [], []
+    for t, tenant in enumerate([1, True] * 4):
+        body = f"row {t} of tenant {tenant}"
+        meta = {"document_id": f"d{t}", "is_chunk": True, "start_index": 0, "end_index": len(body)}
+        docs.append(Document(id=f"d{t}#c", page_content=body, metadata={**meta, "tenant": tenant}))
+        v = rng.standard_normal(384).astype(np.float32)
+        vectors.append(v / np.linalg.norm(v))
+    try:
+        await store.add_documents(docs, embeddings=[v.tolist() for v in vectors])
+        names = await _index_names(store)
+        for value in (1, True):
+            assert partition_index_name(store.table, "tenant", value) in names, value
+            found = await store.similarity_search_by_vector(
+                vectors[0].tolist(), limit=4, filter={"tenant": value}
+            )
+            assert found.filter_plan is not None and found.filter_plan.search == "partition"
+            assert {type(d.metadata["tenant"]) for d in found} == {type(value)}
+            assert len(found) == 4
+    finally:
+        await store.drop()
+        await store.close()
 
 
 async def test_a_search_fixing_the_key_ranks_through_its_index_as_exact_search_ranks(

@@ -99,14 +99,16 @@ def partition_index_name(table: str, key: str, value: PartitionValue, kind: str 
     return derived_name(validate_identifier(table, "table"), f"{kind}_{digest}")
 
 
-def partition_values(metadatas: Iterable[Mapping[str, Any]], key: str) -> set[PartitionValue]:
-    """The values of ``key`` that the rows' metadata hold and that get an index."""
-    found: set[PartitionValue] = set()
+def partition_values(metadatas: Iterable[Mapping[str, Any]], key: str) -> list[PartitionValue]:
+    """The values of ``key`` that the rows' metadata hold and that get an index, each
+    once, in the order met. Distinct as JSON values are: ``true`` is not ``1`` (Python
+    holds ``True == 1``, so a set would keep only one of them), ``1.0`` is ``1``."""
+    found: dict[tuple[bool, PartitionValue], PartitionValue] = {}
     for meta in metadatas:
         value = meta.get(key)
         if value is not None and is_partition_value(value):
-            found.add(value)
-    return found
+            found.setdefault((isinstance(value, bool), value), value)
+    return list(found.values())
 
 
 def _extracted(cmetadata: str, key: str) -> str:
@@ -270,7 +272,7 @@ def record_partition_key(conn: Connection, table: str, schema: str, key: str) ->
     )
 
 
-def existing_values(conn: Connection, table: str, schema: str, key: str) -> set[PartitionValue]:
+def existing_values(conn: Connection, table: str, schema: str, key: str) -> list[PartitionValue]:
     """The values of ``key`` the collection's rows already hold that get an index."""
     qualified = _qualified(schema, table)
     found = conn.execute(

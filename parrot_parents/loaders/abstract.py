@@ -35,7 +35,12 @@ from parrot_parents.loaders.progress import (
     IngestProgress,
     as_progress,
 )
-from parrot_parents.loaders.structure.reading import STRUCTURE_KEY, split_structure
+from parrot_parents.loaders.structure.reading import (
+    STRUCTURE_KEY,
+    reader_for,
+    split_structure,
+    structure_of,
+)
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
@@ -300,6 +305,10 @@ class AbstractLoader(ABC):
             text, warnings = clean_text(doc.page_content)
             metadata, structure = split_structure(doc.metadata)
             document_id = check_document_id(_document_id(doc))
+            if structure is None and _named_markdown(metadata, document_id):
+                # The text of a Markdown file given as a Document is read as ingest reads
+                # the file: its headings make its sections, so both store the same rows.
+                structure = structure_of(text, "markdown")
             metadata = normalize_metadata(metadata)
             record = _record(document_id, text, metadata, structure, run.policy)
             if record.same_as(run.states.get(document_id)):
@@ -547,6 +556,14 @@ def _name(doc: Document, index: int) -> str:
 
 def _document_id(doc: Document) -> str:
     return document_identity(doc.metadata or {}, doc.id, doc.page_content)
+
+
+def _named_markdown(metadata: dict[str, Any], document_id: str) -> bool:
+    """Whether a document's ``source`` (else its id) names a Markdown file (``.md``,
+    ``.markdown``), as the path of a file ingest reads as Markdown would."""
+    source = metadata.get("source")
+    name = source if isinstance(source, str) and source else document_id
+    return reader_for(name) == "markdown"
 
 
 def _record(

@@ -178,3 +178,30 @@ async def test_document_layer_row_is_embedded_and_found(store: PgVectorStore, em
     assert first.id == "employee-handbook.md#document" and first.start_index is None
     assert hits[0].content.startswith(first.text)
     assert sum(len(p.text) for p in retrieval.passages) <= 1500
+
+
+async def test_a_markdown_text_given_as_a_document_is_the_same_document_as_its_file(
+    store: PgVectorStore, embeddings, tmp_path: Path
+) -> None:
+    body = "# Handbook\n\n" + "\n\n".join(
+        f"## {title}\n\n"
+        + "\n\n".join(f"{title} note {i}: the code is in the log." for i in range(4))
+        for title in ("Public A", "Confidential", "Public B")
+    )
+    (tmp_path / "hb.md").write_text(body, encoding="utf-8")
+
+    async def rows() -> list[object]:
+        found = await store.document_rows("hb.md")
+        outline = await document_outline(store, "hb.md")
+        return [sorted((r.id, r.kind, r.parent_document_id) for r in found), outline]
+
+    await TextLoader(tmp_path, embedding=embeddings).ingest(store)
+    from_file = await rows()
+    outline = from_file[1]
+    assert isinstance(outline, list)
+    assert any(e.section_path.endswith("Confidential") for e in outline)
+    await store.delete("hb.md")
+    await TextLoader(embedding=embeddings).ingest(
+        store, documents=[Document(body, metadata={"source": "hb.md"})]
+    )
+    assert await rows() == from_file

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("ask", help="retrieve the context for a question")
     p.add_argument("question")
     add_store_options(p)
-    add_retrieval_options(p)  # the package defaults, as Chatbot() and eval have them
+    add_retrieval_options(p, from_bot=True)  # else the package defaults, as Chatbot() has them
     p.add_argument(
         "--server",
         default=None,

@@ -161,6 +161,7 @@ def add_retrieval_options(
     *,
     flags: dict[str, str] | None = None,
     exclude: tuple[str, ...] = (),
+    from_bot: bool = False,
 ) -> None:
     """The flags of :data:`RETRIEVAL_FLAGS`, for ``ask``, ``eval`` and ``bots add``.
 
@@ -171,11 +172,16 @@ def add_retrieval_options(
         flags: other spellings of some flags, by option (``bots add`` spells two as the
             row's columns: ``{"expand_to_parent": "--expand-to-parent"}``).
         exclude: options the command does not take (a bot row holds no ``filter``).
+        from_bot: an option not given takes a bot's setting (``ask --bot``), which the
+            help says; ``filter`` never does (a bot row holds none).
     """
     for name, flag, kind, meaning, default in RETRIEVAL_FLAGS:
         if name in exclude:
             continue
-        help_ = f"{meaning} (default: the bot's setting, else {default})"
+        if from_bot and name != "filter":
+            help_ = f"{meaning} (default: the bot's setting, else {default})"
+        else:
+            help_ = f"{meaning} (default: {default})"
         flag = (flags or {}).get(name, flag)
         if kind is bool:
             action: Any = argparse.BooleanOptionalAction

@@ -46,3 +46,18 @@ def test_show_counts_the_documents_own_children_not_indexed_rows(
     capsys.readouterr()
     assert main(["show", "employee-handbook.md", *plain]) == 0
     assert f"4. Pay and Payroll: 1 parent, {shown} children" in capsys.readouterr().out
+
+
+def test_help_names_a_bot_setting_only_where_a_bot_gives_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # eval takes no bot, and a bot row holds no filter.
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert "bot's setting" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["ask", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: the bot's setting, else 10, or 20 with a budget)" in out
+    filter_help = out[out.index("--filter JSON metadata filter") :]
+    assert filter_help[: filter_help.index("--rerank-candidates")].endswith("(default: none) ")

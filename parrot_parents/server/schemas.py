@@ -166,6 +166,10 @@ async def read_object(request: web.Request) -> dict[str, Any]:
     return data
 
 
+#: Body members read as filters (:mod:`parrot_parents.stores.filters`).
+_FILTERS = ("filter", "scope")
+
+
 def _parse(raw: bytes) -> Any:
     """Strict JSON (no NaN/Infinity, no huge numbers, bounded nesting), no NUL anywhere.
 
@@ -180,7 +184,12 @@ def _parse(raw: bytes) -> Any:
         data = loads_strict(text)
     except InvalidJSON as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}") from None
-    where = find_nul(data)
+    # A filter or a scope names where its NUL is in the filter language's own words, as
+    # it does from Python and the CLI (the language refuses NUL in every key and value).
+    checked = (
+        {k: v for k, v in data.items() if k not in _FILTERS} if isinstance(data, dict) else data
+    )
+    where = find_nul(checked)
     if where is not None:
         raise BadRequest(
             f"invalid body: {where}: must not contain NUL characters",

@@ -100,5 +100,10 @@ async def test_a_scope_set_with_patch_holds_and_a_bad_one_is_refused(
     assert resp.status == 400
     problem = (await resp.json())["details"][0]
     assert problem["key"] == "scope" and "$regex" in problem["message"]
+    # A NUL in the words Python and the CLI give it.
+    resp = await client.patch("/api/v1/bots/hr", json={"scope": {"tenant": "a\x00"}}, headers=AUTH)
+    assert resp.status == 400
+    problem = (await resp.json())["details"][0]
+    assert problem["key"] == "scope" and "filter['tenant'] contains a NUL" in problem["message"]
     resp = await client.patch("/api/v1/bots/hr", json={"scope": None}, headers=AUTH)
     assert resp.status == 200 and (await resp.json())["scope"] is None

@@ -42,6 +42,14 @@ async def test_not_a_json_object(make_client: MakeClient, body: bytes, message: 
         ({"question": "x" * 4001}, "question", "must be at most 4000 characters, got 4001"),
         ({"question": "pay \ud800"}, "question", "must not contain lone surrogates"),
         ({"question": "pay\x00day"}, "question", "must not contain NUL characters"),
+        # A filter's NUL in the words Python and the CLI give it.
+        ({"question": "q", "filter": {"t": "a\x00"}}, "filter", "filter['t'] contains a NUL"),
+        (
+            {"question": "q", "filter": {"t": {"$in": ["b", "a\x00"]}}},
+            "filter",
+            "contains a NUL character",
+        ),
+        ({"question": "q", "filter": {"t\x00": 1}}, "filter", "contains a NUL character"),
         ({"question": 42}, "question", "Input should be a valid string, got 42"),
         # The words of RetrievalOptions (every surface's), the value echoed as JSON.
         (

@@ -31,7 +31,7 @@ def call_options(fixed: Mapping[str, Any], overrides: Mapping[str, Any]) -> Retr
     Raises:
         ConfigurationError: an unknown option or a bad value (the message names it).
     """
-    base = RetrievalOptions.from_overrides({k: v for k, v in fixed.items() if v is not None})
+    base = RetrievalOptions.from_overrides(fixed)
     return RetrievalOptions.from_overrides(dict(overrides)).over(base)
 
 

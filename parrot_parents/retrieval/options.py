@@ -184,7 +184,8 @@ class RetrievalOptions(BaseModel):
     def from_overrides(
         cls, overrides: Mapping[str, Any] | None = None, *, names: Mapping[str, str] | None = None
     ) -> RetrievalOptions:
-        """Validate keyword arguments (unset or None ones stay unset).
+        """Validate keyword arguments (unset or None ones stay unset; an unknown one is
+        refused whatever its value, None too).
 
         Args:
             overrides: option name -> value.
@@ -194,7 +195,9 @@ class RetrievalOptions(BaseModel):
         Raises:
             ConfigurationError: an unknown option or a bad value; the message names it.
         """
-        values = {k: v for k, v in (overrides or {}).items() if v is not None}
+        values = {
+            k: v for k, v in (overrides or {}).items() if v is not None or k not in cls.model_fields
+        }
         try:
             return cls.model_validate(values)
         except ValidationError as exc:

@@ -151,6 +151,8 @@ async def test_from_bot_builds_from_a_bot_row(bots_dsn: str, embeddings) -> None
     [
         ({"budget": -1}, "budget must be a positive int"),
         ({"budjet": 2000}, "unknown option 'budjet'"),
+        ({"budjet": None}, "unknown option 'budjet'"),
+        ({"scope": None}, "unknown option 'scope'"),
         ({"options": {"limit": 0}}, "limit must be a positive int"),
         ({"options": {"top_k": 3}}, "unknown option 'top_k'"),
         ({"mode": "windw:1"}, "mode 'windw:1'"),

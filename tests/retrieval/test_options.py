@@ -147,9 +147,12 @@ def test_a_budget_deepens_the_default_limit_only() -> None:
     assert RetrievalOptions().resolve(bot_budget).limit == BUDGETED_LIMIT
 
 
-def test_unknown_options_are_named() -> None:
+@pytest.mark.parametrize("value", [3, None])
+def test_unknown_options_are_named_whatever_their_value(value: object) -> None:
     with pytest.raises(ConfigurationError, match="unknown option 'top_k'"):
-        RetrievalOptions.from_overrides({"top_k": 3})
+        RetrievalOptions.from_overrides({"top_k": value})
+    # A known option set to None is unset.
+    assert RetrievalOptions.from_overrides({"limit": None}).limit is None
 
 
 def test_rerank_candidates_default_to_four_times_the_limit() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -237,6 +236,7 @@ def document_metadata(pairs: list[str]) -> dict[str, Any]:
     """
     from parrot_parents.errors import ConfigurationError
     from parrot_parents.loaders.hierarchy import HIERARCHY_OWNED
+    from parrot_parents.strict_json import loads_strict
 
     found: dict[str, Any] = {}
     for pair in pairs:
@@ -246,8 +246,8 @@ def document_metadata(pairs: list[str]) -> dict[str, Any]:
         if key in HIERARCHY_OWNED:
             raise ConfigurationError(f"--metadata {key!r} is a key the hierarchy writes")
         try:
-            found[key] = json.loads(raw)
-        except ValueError:
+            found[key] = loads_strict(raw)
+        except ValueError:  # NaN and Infinity too: they are not JSON
             found[key] = raw
     return found
 

@@ -21,6 +21,13 @@ def test_values_read_as_json_when_they_parse_else_as_strings() -> None:
         "code": "007x",
     }
     assert document_metadata(['tenant="2024"', "note=a=b"]) == {"tenant": "2024", "note": "a=b"}
+    # NaN and Infinity are not JSON, so they are names like any other.
+    assert document_metadata(["a=NaN", "b=Infinity", "c=-Infinity", "d=1e999"]) == {
+        "a": "NaN",
+        "b": "Infinity",
+        "c": "-Infinity",
+        "d": "1e999",
+    }
 
 
 @pytest.mark.parametrize(

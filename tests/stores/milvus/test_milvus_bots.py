@@ -114,7 +114,11 @@ async def test_a_scoped_bot_on_milvus_never_leaves_its_scope(
         )
         r = await bot.retrieve("How many days of paid leave do I have?", limit=6)
         assert r.passages and all(p.document_id == "pay" for p in r.passages)
-        assert r.meta.scope == {"filter": {"document_id": "pay"}, "withheld": []}
+        assert r.meta.scope == {
+            "filter": {"document_id": "pay"},
+            "withheld": [],
+            "partial_parents": [],
+        }
         # A call filter on another key narrows the scope (merged into one filter, which
         # Milvus's subset of the language takes).
         r = await bot.retrieve("When are salaries paid?", filter={"is_chunk": True})

@@ -25,7 +25,7 @@ from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format_context
 from parrot_parents.retrieval.scope import scoped_filter, validate_scope
 from parrot_parents.stores.context import Context, ContextPlan
-from parrot_parents.stores.parents.abstract import AbstractParentSearcher
+from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChildReads
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
 from parrot_parents.stores.parents.scoped import ScopedParentSearcher
 from parrot_parents.stores.protocols import (
@@ -36,6 +36,7 @@ from parrot_parents.stores.protocols import (
     ScopeCheck,
 )
 from parrot_parents.stores.questions import check_question
+from parrot_parents.stores.records.markers import is_parent
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import PRF, Fusion
 
@@ -149,6 +150,7 @@ class Retriever:
         elif opts.prf and meta.search_mode != "dense":
             meta.prf = {"terms": []}  # it ran and found nothing to feed back
         hits = [Hit.from_result(r, i) for i, r in enumerate(results)]
+        hits = await self._whole_parents(hits, meta)
         meta.candidates = len(hits)
         hits = await self._rerank(question, hits, opts.limit, meta)
         meta.children = [ChildScore.from_hit(h) for h in hits]
@@ -312,6 +314,37 @@ class Retriever:
             for rank, r in enumerate(ranked)
         ]
 
+    async def _whole_parents(self, hits: list[Hit], meta: RetrievalMeta) -> list[Hit]:
+        """``hits`` less the parents among them (reached through an indexed row, such as a
+        summary's) that hold a child outside the scope: a parent's text holds its
+        children's, so it is dropped as expansion holds such a parent back, and listed in
+        ``meta.scope["partial_parents"]``. Without a scope, or a parent hit, ``hits``."""
+        parents = [h.id for h in hits if is_parent(h.metadata)]
+        if self.scope is None or meta.scope is None or not parents:
+            return hits
+        store = self.store
+        if issubclass(type(store), ScopeCheck) and isinstance(store, ChildReads):
+            children = await store.fetch_children(parents)
+            ids = [r.id for rows in children.values() for r in rows]
+            inside = await cast(ScopeCheck, store).ids_matching(ids, self.scope)
+            partial = [p for p in parents if any(r.id not in inside for r in children.get(p, ()))]
+        else:
+            # Their children cannot be judged against the scope: none is handed over.
+            partial = parents
+            meta.fallbacks.append(
+                Fallback(
+                    "scope",
+                    f"{type(store).__name__} cannot check a parent's children against a scope",
+                    f"left out {len(parents)} parent hit(s)",
+                )
+            )
+        if not partial:
+            return hits
+        listed = meta.scope["partial_parents"]
+        listed.extend(p for p in dict.fromkeys(partial) if p not in listed)
+        kept = [h for h in hits if h.id not in set(partial)]
+        return [dataclasses.replace(h, rank=rank) for rank, h in enumerate(kept)]
+
     def _scoped(self, searcher: AbstractParentSearcher) -> AbstractParentSearcher | None:
         """``searcher`` confined to the scope (itself without one); None when the store
         cannot judge rows against the scope."""
@@ -366,7 +399,8 @@ class Retriever:
             return None
         if isinstance(scoped, ScopedParentSearcher) and meta.scope is not None:
             meta.scope["withheld"] = list(scoped.withheld)
-            meta.scope["partial_parents"] = list(scoped.partial)
+            listed = meta.scope["partial_parents"]
+            listed.extend(p for p in scoped.partial if p not in listed)
         expansion = expander.expand(hits, fetched, packed=opts.budget is not None)
         meta.expanded = expansion.expanded
         if expansion.folded is not None:

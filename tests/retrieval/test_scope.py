@@ -401,3 +401,52 @@ async def test_a_scope_on_a_section_never_hands_its_text_over(
             assert hidden, "the hidden section's child or parent was read and held back"
         finally:
             await s.drop()
+
+
+async def test_a_parent_found_through_its_summary_holds_to_the_scope_too(
+    pg_dsn: str, embeddings: Any, tmp_path: Any
+) -> None:
+    # A summary row's target is the whole document: reached by search, not by expansion,
+    # it is held back all the same when one of its children lies outside the scope.
+    from parrot_parents.strategies import GuardedModel, PromptCache, StrategyIndexer, parse_strategy
+    from tests.strategies.conftest import ScriptedLLM
+
+    text = (
+        "# Handbook\n\n## Travel\n\nTravel is booked through the portal.\n\n"
+        "## Confidential\n\nThe SECRETWORD vault code is kept by the director.\n\n"
+        "## Meals\n\nMeals are paid up to thirty euros a day.\n"
+    )
+    llm = ScriptedLLM(lambda chunk, doc: "An employee handbook about travel and meals.")
+    model = GuardedModel(llm, cache=PromptCache(tmp_path / "r.sqlite3"), backoff_s=0.0)
+    indexer = StrategyIndexer(parse_strategy("summary"), model)
+    async with PgVectorStore(dsn=pg_dsn, table=unique_table("sum"), embedding=embeddings) as s:
+        try:
+            loader = TextLoader(child_chunk_size=120, embedding=embeddings, indexer=indexer)
+            await loader.chunk_documents(
+                [Document(text, metadata={"source": "hb.md"})], vector_store=s
+            )
+            scope = {"$not": [{"section_path": {"$like": "%Confidential%"}}]}
+            for expand in (False, True):
+                bot = Chatbot(
+                    store=s,
+                    parent_searcher=InTableParentSearcher(store=s),
+                    expand_to_parent=expand,
+                    scope=scope,
+                    owns_store=False,
+                )
+                r = await bot.retrieve("employee handbook about travel and meals", limit=3)
+                assert not any("SECRETWORD" in p.text for p in r.passages)
+                assert r.meta.scope is not None
+                assert r.meta.scope["partial_parents"] == [f"hb.md#doc:0-{len(text)}"]
+                assert not r.meta.missing_parents
+                # Without the scope the same search hands the document over.
+                unscoped = Chatbot(
+                    store=s,
+                    parent_searcher=InTableParentSearcher(store=s),
+                    expand_to_parent=expand,
+                    owns_store=False,
+                )
+                r = await unscoped.retrieve("employee handbook about travel and meals", limit=3)
+                assert any("SECRETWORD" in p.text for p in r.passages)
+        finally:
+            await s.drop()

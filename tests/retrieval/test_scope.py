@@ -216,6 +216,17 @@ async def test_nothing_returned_lies_outside_the_scope_of_a_partitioned_collecti
     assert plan.get("search", "").startswith("partition") == (fixed is not None)
 
 
+def scoped_bot(store: PgVectorStore, *, expand: bool, scope: dict[str, Any] | None) -> Chatbot:
+    """A bot over ``store`` that reads parents from its table, confined to ``scope``."""
+    return Chatbot(
+        store=store,
+        parent_searcher=InTableParentSearcher(store=store),
+        expand_to_parent=expand,
+        scope=scope,
+        owns_store=False,
+    )
+
+
 async def check_scope(
     store: PgVectorStore,
     scope: dict[str, Any],
@@ -230,13 +241,7 @@ async def check_scope(
     """One retrieval of a bot scoped to ``scope`` with the call's ``flt``: every row it
     returned lies in the scope, its children in the scope and the filter, and what
     expansion held back outside the scope; the retrieval."""
-    bot = Chatbot(
-        store=store,
-        parent_searcher=InTableParentSearcher(store=store),
-        expand_to_parent=expand,
-        scope=scope,
-        owns_store=False,
-    )
+    bot = scoped_bot(store, expand=expand, scope=scope)
     r = await bot.retrieve(
         f"How long do I have to claim {topic} costs?",
         filter=flt,
@@ -293,13 +298,7 @@ async def test_a_parent_outside_the_scope_leaves_its_hits_as_themselves(
     store: PgVectorStore,
 ) -> None:
     # Every hit of tenant a whose parent is not: the hits stay, the parents are withheld.
-    bot = Chatbot(
-        store=store,
-        parent_searcher=InTableParentSearcher(store=store),
-        expand_to_parent=True,
-        scope={"tenant": "a"},
-        owns_store=False,
-    )
+    bot = scoped_bot(store, expand=True, scope={"tenant": "a"})
     r = await bot.retrieve("claim costs receipt approval", limit=8)
     parents = {c.parent_id for c in r.meta.children if c.parent_id}
     outside = parents - await store.ids_matching(list(parents), {"tenant": "a"})
@@ -341,13 +340,7 @@ async def test_the_adapters_hold_to_the_bot_s_scope(store: PgVectorStore) -> Non
     from parrot_parents.integrations.langchain import ParentChildRetriever
     from parrot_parents.integrations.llamaindex import ParentChildLlamaRetriever
 
-    bot = Chatbot(
-        store=store,
-        parent_searcher=InTableParentSearcher(store=store),
-        expand_to_parent=True,
-        scope={"tenant": "b"},
-        owns_store=False,
-    )
+    bot = scoped_bot(store, expand=True, scope={"tenant": "b"})
     # A filter asking for another tenant narrows the scope to nothing.
     lc = ParentChildRetriever(bot=bot, limit=6)
     assert await lc.ainvoke("phone costs", filter={"tenant": "a"}) == []
@@ -381,12 +374,8 @@ async def test_a_scope_on_a_section_never_hands_its_text_over(
     async with PgVectorStore(dsn=pg_dsn, table=unique_table("sect"), embedding=embeddings) as s:
         try:
             await TextLoader(str(tmp_path), embedding=embeddings).ingest(s)
-            bot = Chatbot(
-                store=s,
-                parent_searcher=InTableParentSearcher(store=s),
-                expand_to_parent=True,
-                scope={"$not": [{"section_path": {"$like": "%Confidential%"}}]},
-                owns_store=False,
+            bot = scoped_bot(
+                s, expand=True, scope={"$not": [{"section_path": {"$like": "%Confidential%"}}]}
             )
             r = await bot.retrieve("where is the vault code kept", mode=mode)
             assert r.passages
@@ -427,25 +416,14 @@ async def test_a_parent_found_through_its_summary_holds_to_the_scope_too(
             )
             scope = {"$not": [{"section_path": {"$like": "%Confidential%"}}]}
             for expand in (False, True):
-                bot = Chatbot(
-                    store=s,
-                    parent_searcher=InTableParentSearcher(store=s),
-                    expand_to_parent=expand,
-                    scope=scope,
-                    owns_store=False,
-                )
+                bot = scoped_bot(s, expand=expand, scope=scope)
                 r = await bot.retrieve("employee handbook about travel and meals", limit=3)
                 assert not any("SECRETWORD" in p.text for p in r.passages)
                 assert r.meta.scope is not None
                 assert r.meta.scope["partial_parents"] == [f"hb.md#doc:0-{len(text)}"]
                 assert not r.meta.missing_parents
                 # Without the scope the same search hands the document over.
-                unscoped = Chatbot(
-                    store=s,
-                    parent_searcher=InTableParentSearcher(store=s),
-                    expand_to_parent=expand,
-                    owns_store=False,
-                )
+                unscoped = scoped_bot(s, expand=expand, scope=None)
                 r = await unscoped.retrieve("employee handbook about travel and meals", limit=3)
                 assert any("SECRETWORD" in p.text for p in r.passages)
         finally:

@@ -27,7 +27,7 @@ from parrot_parents.retrieval.scope import scoped_filter, validate_scope
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChildReads
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
-from parrot_parents.stores.parents.scoped import ScopedParentSearcher
+from parrot_parents.stores.parents.scoped import ScopedParentSearcher, parents_holding_outside
 from parrot_parents.stores.protocols import (
     ContextSearch,
     Embedded,
@@ -324,10 +324,9 @@ class Retriever:
             return hits
         store = self.store
         if issubclass(type(store), ScopeCheck) and isinstance(store, ChildReads):
-            children = await store.fetch_children(parents)
-            ids = [r.id for rows in children.values() for r in rows]
-            inside = await cast(ScopeCheck, store).ids_matching(ids, self.scope)
-            partial = [p for p in parents if any(r.id not in inside for r in children.get(p, ()))]
+            partial, _ = await parents_holding_outside(
+                store.fetch_children, cast(ScopeCheck, store), self.scope, parents
+            )
         else:
             # Their children cannot be judged against the scope: none is handed over.
             partial = parents
@@ -341,7 +340,7 @@ class Retriever:
         if not partial:
             return hits
         listed = meta.scope["partial_parents"]
-        listed.extend(p for p in dict.fromkeys(partial) if p not in listed)
+        listed.extend(p for p in partial if p not in listed)
         kept = [h for h in hits if h.id not in set(partial)]
         return [dataclasses.replace(h, rank=rank) for rank, h in enumerate(kept)]
 

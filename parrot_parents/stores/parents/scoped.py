@@ -17,7 +17,7 @@ first child outside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -26,7 +26,29 @@ from parrot_parents.stores.parents.abstract import AbstractParentSearcher, Chunk
 from parrot_parents.stores.protocols import ScopeCheck
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["ScopedParentSearcher"]
+__all__ = ["ScopedParentSearcher", "parents_holding_outside"]
+
+#: A read of every child of some parents (``fetch_children`` of a searcher or a store).
+ChildrenRead = Callable[[Sequence[str]], Awaitable[dict[str, list[SearchResult]]]]
+
+
+async def parents_holding_outside(
+    children_of: ChildrenRead,
+    check: ScopeCheck,
+    scope: Mapping[str, Any],
+    parent_ids: Sequence[str],
+) -> tuple[list[str], list[str]]:
+    """The parents among ``parent_ids`` holding a child outside ``scope`` (their text
+    would hand it over), and the ids of those children; both in the order met. One read
+    of the children, one check of them against the scope; nothing read for no ids."""
+    wanted = list(dict.fromkeys(parent_ids))
+    if not wanted:
+        return [], []
+    children = await children_of(wanted)
+    ids = list(dict.fromkeys(r.id for p in wanted for r in children.get(p, ())))
+    inside = await check.ids_matching(ids, scope) if ids else set()
+    holding = [p for p in wanted if any(r.id not in inside for r in children.get(p, ()))]
+    return holding, [i for i in ids if i not in inside]
 
 
 class ScopedParentSearcher(AbstractParentSearcher):
@@ -78,17 +100,12 @@ class ScopedParentSearcher(AbstractParentSearcher):
 
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
         parents = await self.fetch_text(parent_ids)
-        if not parents:
-            return parents
-        children = await self.inner.fetch_children(list(parents))
-        inside = await self._kept([r.id for rows in children.values() for r in rows])
-        whole = {}
-        for pid, doc in parents.items():
-            if all(r.id in inside for r in children.get(pid, ())):
-                whole[pid] = doc
-            elif pid not in self.partial:
-                self.partial.append(pid)
-        return whole
+        holding, outside = await parents_holding_outside(
+            self.inner.fetch_children, self.check, self.scope, list(parents)
+        )
+        self.withheld.extend(i for i in outside if i not in self.withheld)
+        self.partial.extend(p for p in holding if p not in self.partial)
+        return {pid: doc for pid, doc in parents.items() if pid not in holding}
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         return await self._kept_lists(await self.inner.fetch_children(parent_ids))

@@ -258,6 +258,42 @@ async def test_a_value_graph_is_searched_with_its_own_ef_search(
         await other.close()
 
 
+async def test_a_value_that_reads_as_sql_or_a_placeholder_is_only_a_value(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("partq"), embedding=embeddings, partition_key="tenant"
+    )
+    odd = ["O'Brien \\' $1 %s :x", "O'Brien", 'a"b', "caf\u00e9 \u2603"]
+    rng = np.random.default_rng(3)
+    docs, vectors = [], []
+    for t, tenant in enumerate(odd * 3):
+        body = f"row {t} about leave"
+        meta = {"document_id": f"d{t}", "is_chunk": True, "start_index": 0, "end_index": len(body)}
+        docs.append(Document(id=f"d{t}#c", page_content=body, metadata={**meta, "tenant": tenant}))
+        v = rng.standard_normal(384).astype(np.float32)
+        vectors.append(v / np.linalg.norm(v))
+    try:
+        await store.add_documents(docs, embeddings=[v.tolist() for v in vectors])
+        for value in odd:
+            for mode in ("dense", "hybrid"):
+                found = await store.similarity_search_by_vector(
+                    vectors[0].tolist(),
+                    3,
+                    False,
+                    {"tenant": value},
+                    search_mode=mode,
+                    query="leave",
+                )
+                assert found.filter_plan is not None and found.filter_plan.search == "partition"
+                assert sorted(str(d.id) for d in found) == sorted(
+                    str(d.id) for d in docs if d.metadata["tenant"] == value
+                ), (value, mode)
+    finally:
+        await store.drop()
+        await store.close()
+
+
 @pytest.mark.parametrize("bad", [0, 1001, 2.5, True])
 def test_a_bad_partition_ef_search_is_refused(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="partition_ef_search"):

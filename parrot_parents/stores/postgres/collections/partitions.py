@@ -266,9 +266,10 @@ def _key_of(comment: str | None) -> str | None:
 def record_partition_key(conn: Connection, table: str, schema: str, key: str) -> None:
     """Record ``key`` as the collection's partition key (in the caller's transaction)."""
     value = json.dumps({_COMMENT_FIELD: validate_partition_key(key)}, ensure_ascii=True)
-    # A COMMENT takes no bound parameter.
-    conn.execute(
-        text(f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS {_literal(value)}")
+    # A COMMENT takes no bound parameter; sent as it is, since SQLAlchemy's text() would
+    # read a ":name" inside the key as one of its own.
+    conn.exec_driver_sql(
+        f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS {_literal(value)}"
     )
 
 
@@ -348,21 +349,19 @@ def ensure_partition_indexes(
             f"{_extracted('cmetadata', key)} = {_literal(json.dumps(value, ensure_ascii=True))}"
             "::jsonb"
         )
-        conn.execute(
-            text(
-                f'CREATE INDEX IF NOT EXISTS "{name}" ON {qualified} USING hnsw {indexed}'
-                f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
-                f" WHERE {predicate}"
-            )
+        # DDL takes no bound parameter, so the value is written in, and the statement
+        # is sent as it is: SQLAlchemy's text() would read ":x" in a value as its own.
+        conn.exec_driver_sql(
+            f'CREATE INDEX IF NOT EXISTS "{name}" ON {qualified} USING hnsw {indexed}'
+            f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+            f" WHERE {predicate}"
         )
         created.append(name)
         if lexemes:
             gin = partition_index_name(table.name, key, value, "partl")
-            conn.execute(
-                text(
-                    f'CREATE INDEX IF NOT EXISTS "{gin}" ON {qualified} USING gin (lexical)'
-                    f" WHERE {predicate}"
-                )
+            conn.exec_driver_sql(
+                f'CREATE INDEX IF NOT EXISTS "{gin}" ON {qualified} USING gin (lexical)'
+                f" WHERE {predicate}"
             )
             created.append(gin)
     return created

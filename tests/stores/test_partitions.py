@@ -258,6 +258,40 @@ async def test_a_value_graph_is_searched_with_its_own_ef_search(
         await other.close()
 
 
+async def test_a_value_s_search_is_planned_once_on_a_connection_and_then_reused(
+    partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
+) -> None:
+    store, docs, vectors = partitioned
+    rng = np.random.default_rng(9)
+    for mode in ("dense", "hybrid"):
+        for _ in range(3):
+            q = rng.standard_normal(384).astype(np.float32)
+            q /= np.linalg.norm(q)
+            found = await store.similarity_search_by_vector(
+                q.tolist(), 6, False, {"tenant": "b"}, search_mode=mode, query="leave and pay"
+            )
+            assert found.filter_plan is not None and found.filter_plan.search == "partition"
+            if mode == "dense":
+                assert [d.id for d in found] == _exact(
+                    docs, vectors, q, lambda m: m["tenant"] == "b", 6
+                )
+
+    async def plans(conn: Any) -> list[Any]:
+        # The read pool hands out the connection it used last: the one that searched.
+        return list(
+            await conn.fetch(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%''\"b\"''::jsonb%'"
+            )
+        )
+
+    found_plans = await store.read_pool.run(plans)
+    # One statement per mode, each planned once (a generic plan) and run three times:
+    # a value written into its statement, not bound and planned again at every run.
+    assert len(found_plans) == 2
+    assert all(generic == 3 and custom == 0 for generic, custom in found_plans)
+
+
 async def test_a_value_that_reads_as_sql_or_a_placeholder_is_only_a_value(
     pg_dsn: str, embeddings: Any
 ) -> None:

@@ -63,3 +63,21 @@ def test_inline_constants_keep_their_types() -> None:
     sql = Prepared.compile(stmt, DIALECT).sql
     assert "CAST(NULL AS FLOAT)" in sql
     assert "CAST(1 AS FLOAT)" in sql
+
+
+def test_the_statements_remembered_are_the_most_recently_used() -> None:
+    from parrot_parents.stores.postgres.connections.pools import Statements
+
+    class Few(Statements):
+        LIMIT = 3
+
+    statements = Few()
+    made = {k: Prepared(f"SELECT {k}", ()) for k in range(5)}
+    for k in range(3):
+        statements.remember((k,), made[k])
+    assert statements.get((0,)) is made[0]  # used: now the most recent
+    statements.remember((3,), made[3])
+    assert set(statements) == {(0,), (2,), (3,)}
+    statements.remember((4,), made[4])
+    assert set(statements) == {(0,), (3,), (4,)}
+    assert statements.get((1,)) is None and statements.get((1,), "x") == "x"

@@ -8,8 +8,10 @@ value alone, and a GIN index of their lexemes: partial indexes, ``WHERE (cmetada
 or either inside a top-level ``$and``) ranks through that value's indexes: a small graph
 holding nothing but the value's rows, so neither an exact ranking of every row the filter
 keeps nor an HNSW walk that filters after it; the rest of the filter is checked on the
-rows those indexes yield. The value's graph holds its vectors at half precision
-(``embedding::halfvec(d)``, where the server's pgvector has ``halfvec``): half the memory,
+rows those indexes yield. Such a search's statement holds the value, so it is planned
+once per value and connection, not at every run (:func:`partition_clause`). The value's
+graph holds its vectors at half precision (``embedding::halfvec(d)``, where the server's
+pgvector has ``halfvec``): half the memory,
 and half the pages to read when the graph is not in the buffers (a search then reads most
 of it); its hits are ranked again at full precision, and it is searched with
 ``HNSWQueryOptions.partition_ef_search`` (a small graph walked wider). The lexical
@@ -45,7 +47,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import Connection, Table, bindparam, literal_column, text, type_coerce
+from sqlalchemy import Connection, Table, literal_column, text, type_coerce
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -56,8 +58,8 @@ from parrot_parents.stores.partition_keys import (
     fixed_value,
     is_partition_value,
     validate_partition_key,
+    value_json,
 )
-from parrot_parents.stores.postgres.connections.prepared import PARTITION_VALUE
 
 if TYPE_CHECKING:
     from parrot_parents.stores.identifiers import CollectionName
@@ -81,6 +83,7 @@ __all__ = [
     "record_partition_key",
     "unindexed",
     "validate_partition_key",
+    "value_predicate",
 ]
 
 #: The most dimensions pgvector's HNSW index takes of a ``halfvec``.
@@ -115,16 +118,27 @@ def _extracted(cmetadata: str, key: str) -> str:
     return f"({cmetadata} -> {_literal(key)})"
 
 
-def partition_clause(cmetadata: Any, key: str) -> ColumnElement[bool]:
-    """``(cmetadata -> key) = :partition_value``: the predicate of a value's indexes,
-    bound at each run (the value as JSON, under
-    :data:`~parrot_parents.stores.postgres.connections.prepared.PARTITION_VALUE`). Planned
-    for its value (a custom plan, as every filtered statement is), it lets PostgreSQL use
-    that value's partial indexes; no other index serves it."""
+def value_predicate(cmetadata: str, key: str, value: PartitionValue) -> str:
+    """``(cmetadata -> 'key') = '<value as JSON>'::jsonb`` as SQL text, the value written
+    in: the predicate of the value's partial indexes, and the clause that lets a search
+    use them (PostgreSQL proves an index's predicate from the statement's own constants).
+    ``value`` is a string, integer or boolean (JSON-escaped, then quoted as SQL)."""
+    return f"{_extracted(cmetadata, key)} = {_literal(value_json(value))}::jsonb"
+
+
+def partition_clause(cmetadata: Any, key: str, value: PartitionValue) -> ColumnElement[bool]:
+    """:func:`value_predicate` over the column ``cmetadata``, for a search statement.
+
+    The value is written into the statement rather than bound, so the statement of one
+    value is planned once per connection (a generic plan, reused), where a bound value
+    needs a custom plan at every run, and the planner weighs every value's partial
+    indexes each time: at a million children and 100 values, a tenant's search whose
+    graph was in the buffers ran 1.3-1.5 times the unfiltered search with the plan
+    reused, 1.8-1.9 times planned at each run (docs/performance.md, "Partitioned
+    collections")."""
     extracted = cmetadata.op("->")(literal_column(_literal(key)))
-    clause: ColumnElement[bool] = type_coerce(extracted, JSONB) == bindparam(
-        PARTITION_VALUE, type_=JSONB
-    )
+    literal: ColumnElement[Any] = literal_column(f"{_literal(value_json(value))}::jsonb")
+    clause: ColumnElement[bool] = type_coerce(extracted, JSONB) == literal
     return clause
 
 
@@ -345,10 +359,7 @@ def ensure_partition_indexes(
     created = []
     for name in missing:
         value = wanted[name]
-        predicate = (
-            f"{_extracted('cmetadata', key)} = {_literal(json.dumps(value, ensure_ascii=True))}"
-            "::jsonb"
-        )
+        predicate = value_predicate("cmetadata", key, value)
         # DDL takes no bound parameter, so the value is written in, and the statement
         # is sent as it is: SQLAlchemy's text() would read ":x" in a value as its own.
         conn.exec_driver_sql(

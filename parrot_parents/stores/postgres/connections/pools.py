@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy.engine.interfaces import Dialect
@@ -58,19 +59,29 @@ def start_up_settings(opts: HNSWQueryOptions) -> dict[str, str]:
     }
 
 
-class Statements(dict[tuple[Any, ...], Prepared]):
-    """Statements compiled once by their shape, by key (at most 256 remembered)."""
+class Statements(OrderedDict[tuple[Any, ...], Prepared]):
+    """Statements compiled once by their shape, by key: the :attr:`LIMIT` most recently
+    used are remembered (a partition key's values have statements of their own)."""
 
-    LIMIT = 256
+    LIMIT = 1024
+
+    def get(self, key: tuple[Any, ...], default: Any = None) -> Any:
+        found = super().get(key, default)
+        if found is not default:
+            # Another thread's store may have let it go since (each call holds the GIL).
+            with suppress(KeyError):
+                self.move_to_end(key)
+        return found
 
     def compiled(self, key: tuple[Any, ...], statement: Any, dialect: Dialect) -> Prepared:
         """``statement`` compiled for ``dialect``, remembered under ``key``."""
         return self.remember(key, Prepared.compile(statement, dialect))
 
     def remember(self, key: tuple[Any, ...], prepared: Prepared) -> Prepared:
-        if len(self) >= self.LIMIT:
-            self.clear()
         self[key] = prepared
+        self.move_to_end(key)
+        while len(self) > self.LIMIT:
+            self.popitem(last=False)
         return prepared
 
 

@@ -26,7 +26,6 @@ from parrot_parents.stores.filters import FILTER_PARAM_PREFIX
 
 __all__ = [
     "KEPT_LIMIT",
-    "PARTITION_VALUE",
     "RUNTIME_PARAMS",
     "SAMPLE_PERCENT",
     "ConnectionDropped",
@@ -38,10 +37,6 @@ __all__ = [
 #: The most rows an exact attempt reads (:mod:`~parrot_parents.stores.postgres.search.kept`):
 #: bound at each run, as the threshold follows the collection's size.
 KEPT_LIMIT = "kept_limit"
-#: The containment object of a partition key's value
-#: (:mod:`~parrot_parents.stores.postgres.collections.partitions`): bound at each run, and
-#: planned for its value, as the value's partial index is chosen by it.
-PARTITION_VALUE = "partition_value"
 #: The share of the table's blocks a sampled estimate reads, in percent
 #: (:func:`~parrot_parents.stores.postgres.search.filter_plan.sample_statement`).
 SAMPLE_PERCENT = "sample_percent"
@@ -57,7 +52,6 @@ RUNTIME_PARAMS = frozenset(
         "seed_ids",
         KEPT_LIMIT,
         SAMPLE_PERCENT,
-        PARTITION_VALUE,
     }
 )
 

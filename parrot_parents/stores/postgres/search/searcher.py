@@ -24,6 +24,7 @@ from parrot_parents.stores.filters import (
     has_unestimated,
 )
 from parrot_parents.stores.identifiers import CollectionName
+from parrot_parents.stores.partition_keys import PartitionValue, value_json
 from parrot_parents.stores.postgres.collections.partitions import (
     FixedPartition,
     PartitionLookup,
@@ -32,7 +33,7 @@ from parrot_parents.stores.postgres.collections.partitions import (
     unindexed,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
-from parrot_parents.stores.postgres.connections.prepared import PARTITION_VALUE, SAMPLE_PERCENT
+from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
 from parrot_parents.stores.postgres.connections.reads import Settings
 from parrot_parents.stores.postgres.search.bm25_index import (
@@ -218,7 +219,10 @@ class Searcher:
         know how many children they keep), and the planner stays free,
         unless ``index_only``: a dense ranking kept on the HNSW index
         (:mod:`~parrot_parents.stores.postgres.search.filter_plan`). ``partition``: the
-        search walks a partition key value's own graph, with ``partition_ef_search``.
+        search walks a partition key value's own graph, with ``partition_ef_search``; its
+        statement holds the value and runs a generic plan, made at its first run on a
+        connection and kept with the prepared statement (the value's indexes are chosen
+        by the value, whatever the rest of the filter keeps).
         """
         hnsw: Settings = ()
         if request.mode != "lexical":
@@ -242,7 +246,7 @@ class Searcher:
             *hnsw,
             ("enable_seqscan", scans),
             ("enable_bitmapscan", scans),
-            ("plan_cache_mode", "force_custom_plan"),
+            ("plan_cache_mode", "force_generic_plan" if partition else "force_custom_plan"),
             ("max_parallel_workers_per_gather", None),
         )
 
@@ -291,8 +295,6 @@ class Searcher:
             where = self.where(table, request, targets=targets)
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
-            if found is not None:
-                params[PARTITION_VALUE] = found.value
 
             async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
                 capped = cap is not None
@@ -301,7 +303,9 @@ class Searcher:
                 through = part and not exact
                 scale = found.scale if found is not None and through else 1
                 half = found is not None and through and found.half
-                ranked_key = (*key, shape, exact, capped, through, scale, half)
+                # A value's own statement holds the value (as JSON: ``true`` is not ``1``).
+                value = value_json(found.value) if found is not None and through else None
+                ranked_key = (*key, shape, exact, capped, through, scale, half, value)
                 prepared = statements.get(ranked_key)
                 if prepared is None:
                     kept = None
@@ -310,7 +314,7 @@ class Searcher:
                         ranked = self.statement(
                             table,
                             request,
-                            self.where(table, request, partition=found.key),
+                            self.where(table, request, partition=(found.key, found.value)),
                             candidates=found.candidates(store.lexical_candidates),
                             half=found.half,
                         )
@@ -443,12 +447,11 @@ class Searcher:
         request: SearchRequest,
         targets: bool = False,
         few: bool = True,
-        partition: str | None = None,
+        partition: tuple[str, PartitionValue] | None = None,
     ) -> list[Any]:
-        """The search's predicates: the child predicate, the predicate of the partition
-        key ``partition``'s value (bound as
-        :data:`~parrot_parents.stores.postgres.connections.prepared.PARTITION_VALUE`)
-        and the compiled filter (always last).
+        """The search's predicates: the child predicate, the predicate of a partition key's
+        value (``partition``: the key and the value, written into the statement) and the
+        compiled filter (always last).
 
         ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
         so an indexed row is judged by its target's metadata, in the form for few kept
@@ -461,7 +464,7 @@ class Searcher:
         if not request.include_parents:
             where.append(text(SEARCH_PREDICATE))
         if partition is not None:
-            where.append(partition_clause(table.c.cmetadata, partition))
+            where.append(partition_clause(table.c.cmetadata, *partition))
         if request.filter:
             flt = dict(request.filter)
             if partition is not None:

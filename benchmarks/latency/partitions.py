@@ -20,9 +20,11 @@ a safe pg_textsearch), ``get_vector_context`` with parent expansion:
 * recall@10 of the partitioned tenant search against the exact ranking of that tenant's
   children (a sequential scan).
 
-Twice: at a cold start (the server started for the run, a few warm-up queries: most tenant
-searches read their tenant's graph for the first time) and in service (every tenant
-searched once in each mode on each store first, then other queries).
+Three times: at a cold start (the server started for the run, a few warm-up queries: most
+tenant searches read their tenant's graph for the first time), in service (every tenant
+searched once in each mode on each store first, then other queries, each tenant search a
+tenant of 100), and for one busy tenant (every tenant search the same tenant's: its graph
+stays in the buffers and its statements stay prepared).
 
 Writes benchmarks/reports/partitions.md. ``python -m benchmarks run partitions --children
 100000``.
@@ -39,8 +41,10 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 from benchmarks.common import CHUNKING_EVAL, REPORTS, command, commit_of, cpu_model
-from benchmarks.latency._scale.data import DIM, SyntheticCollection, load_vocabulary
+from benchmarks.latency._scale.data import DIM, Queries, SyntheticCollection, load_vocabulary
 from benchmarks.latency._scale.embed import LookupEmbedding
 from benchmarks.latency._scale.load import connect_raw, size_label
 
@@ -135,6 +139,18 @@ async def _measure(
 
     coll = SyntheticCollection(args.children, load_vocabulary(CHUNKING_EVAL / "corpora"))
     qs = coll.queries(2 * args.queries + args.warmup, salt=1)
+    # A busy tenant's own queries (drawn around its documents): the tenant of the first
+    # query's document, from a second query set.
+    busy = f"t{int(qs.documents[0]) % TENANTS:02d}"
+    extra = coll.queries(3 * TENANTS * (args.queries + args.warmup), salt=2)
+    mine = [j for j, d in enumerate(extra.documents) if f"t{int(d) % TENANTS:02d}" == busy]
+    mine = mine[: args.queries + args.warmup]
+    base = len(qs.texts)
+    qs = Queries(
+        np.concatenate([qs.vectors, extra.vectors[mine]]),
+        qs.texts + [extra.texts[j] for j in mine],
+        np.concatenate([qs.documents, extra.documents[mine]]),
+    )
     lookup = LookupEmbedding(dict(zip(qs.texts, qs.vectors, strict=True)), DIM, as_numpy=True)
     bots = {}
     for name in ("plain", "keyed"):
@@ -161,6 +177,7 @@ async def _measure(
         "own": [f"t{int(d) % TENANTS:02d}" for d in qs.documents],
         "another": [f"t{rng.randrange(TENANTS):02d}" for _ in qs.texts],
     }
+    which["busy"] = [busy] * len(qs.texts)
 
     def search(bot: str, mode: str, tenant: str | None) -> Any:
         flt = None if tenant is None else (lambda i: {"tenant": which[tenant][i]})
@@ -170,20 +187,22 @@ async def _measure(
             )
         return lambda i: bots[bot].get_vector_context(qs.texts[i], filter=flt(i) if flt else None)
 
-    variants: dict[str, Any] = {}
-    for mode in ("dense", "hybrid"):
-        for bot, shown in ((src, "unpartitioned"), (dst, "partitioned")):
-            variants[f"{mode}, every tenant, {shown}"] = search(bot, mode, None)
-        for tenant in ("own", "another"):
-            variants[f"{mode}, 1 % tenant ({tenant}), unpartitioned (planned filter)"] = search(
-                src, mode, tenant
-            )
-            variants[f"{mode}, 1 % tenant ({tenant}), partitioned (its indexes)"] = search(
-                dst, mode, tenant
-            )
+    def variants_for(tenants: tuple[str, ...]) -> dict[str, Any]:
+        variants: dict[str, Any] = {}
+        for mode in ("dense", "hybrid"):
+            for bot, shown in ((src, "unpartitioned"), (dst, "partitioned")):
+                variants[f"{mode}, every tenant, {shown}"] = search(bot, mode, None)
+            for tenant in tenants:
+                variants[f"{mode}, 1 % tenant ({tenant}), unpartitioned (planned filter)"] = search(
+                    src, mode, tenant
+                )
+                variants[f"{mode}, 1 % tenant ({tenant}), partitioned (its indexes)"] = search(
+                    dst, mode, tenant
+                )
+        return variants
 
     async def timed(
-        first: int, count: int, warmup: int
+        variants: dict[str, Any], first: int, count: int, warmup: int
     ) -> tuple[dict[str, list[float]], dict[str, set[str]]]:
         times: dict[str, list[float]] = {k: [] for k in variants}
         plans: dict[str, set[str]] = {k: set() for k in variants}
@@ -202,7 +221,8 @@ async def _measure(
 
     # First from a server started for the run, as the scale benchmark measures: a
     # tenant's graph is then read for the first time by most of its searches.
-    runs = {"cold start": await timed(0, args.queries, args.warmup)}
+    spread = variants_for(("own", "another"))
+    runs = {"cold start": await timed(spread, 0, args.queries, args.warmup)}
     # Then in service: every tenant searched once in each mode on each store (its graph
     # and lexemes read once, as a deployment that has served each tenant before), and
     # the same variants timed again on other queries.
@@ -215,13 +235,20 @@ async def _measure(
                     search_mode=mode,
                     filter={"tenant": f"t{t:02d}"},
                 )
-    runs["in service"] = await timed(served, args.queries, 0)
+    runs["in service"] = await timed(spread, served, args.queries, 0)
+    # Then one tenant's traffic: every tenant search is the same tenant's, about its own
+    # documents, so its graph stays in the buffers and its statements stay prepared, as
+    # for a tenant that is busy; the warm-up queries plan them.
+    runs["one busy tenant"] = await timed(variants_for(("busy",)), base, args.queries, args.warmup)
+    kinds = {"cold start": ("own", "another"), "in service": ("own", "another")}
+    kinds["one busy tenant"] = ("busy",)
     store = bots[dst].parent_searcher.store  # type: ignore[attr-defined]
     plain = bots[src].parent_searcher.store  # type: ignore[attr-defined]
-    recall: dict[str, list[float]] = {"own": [], "another": []}
-    lexical: dict[str, list[float]] = {"own": [], "another": []}
-    for i in range(args.warmup, args.warmup + args.recall_queries):
-        for tenant, chosen in which.items():
+    recall: dict[str, list[float]] = {t: [] for t in which}
+    lexical: dict[str, list[float]] = {t: [] for t in which}
+    first = {"own": args.warmup, "another": args.warmup, "busy": base + args.warmup}
+    for tenant, chosen in which.items():
+        for i in range(first[tenant], first[tenant] + args.recall_queries):
             flt = {"tenant": chosen[i]}
             found = await store.similarity_search_by_vector(
                 qs.vectors[i].tolist(), limit=10, filter=flt
@@ -253,10 +280,13 @@ async def _measure(
         f'`PgVectorStore(partition_key="tenant").connect()`): '
         + (", ".join(f"{k} {v:.1f}" for k, v in build.items()) or "kept from an earlier run")
         + ("; kept after the run." if args.keep else "; taken off again after the run.")
-        + " Hybrid is the package defaults. Two runs: **cold start**, on a server started"
+        + " Hybrid is the package defaults. Three runs: **cold start**, on a server started"
         f" for the benchmark after {args.warmup} warm-up queries (most tenant searches read"
         " their tenant's graph for the first time); **in service**, after every tenant was"
-        " searched once in each mode on each store, on other queries.",
+        " searched once in each mode on each store, on other queries, each tenant search"
+        " a tenant of 100 (the query's own, or one at random); **one busy tenant**: every"
+        f" tenant search the same tenant's, after {args.warmup} warm-up queries (its graph"
+        " in the buffers, its statements prepared).",
     ]
     ratios: dict[str, dict[str, float]] = {}
     for run, (times, plans) in runs.items():
@@ -278,13 +308,13 @@ async def _measure(
             )
         got = ratios[run] = {}
         for mode, base in (("dense", dense), ("hybrid", hybrid)):
-            for t in ("own", "another"):
+            for t in kinds[run]:
                 got[f"{mode} {t}"] = (
                     p50[f"{mode}, 1 % tenant ({t}), partitioned (its indexes)"] / base
                 )
             got[f"{mode} all"] = p50[f"{mode}, every tenant, partitioned"] / base
     lines += [""]
-    for tenant in ("own", "another"):
+    for tenant in which:
         lines.append(
             f"Tenant {tenant}: recall@10 of the partitioned tenant search against the exact "
             f"ranking of the tenant's children, {len(recall[tenant])} queries: "
@@ -293,30 +323,28 @@ async def _measure(
             f" of exact BM25's over the tenant's children ({len(lexical[tenant])} queries)."
         )
         lines.append("")
-    names = list(runs)
+    columns = [(r, t) for r in runs for t in kinds[r]]
     lines += [
-        "| target | "
-        + " | ".join(f"{t} tenant, {r}" for r in names for t in ("own", "another"))
-        + " |",
-        "|---|" + "---:|" * (2 * len(names)),
+        "| target | " + " | ".join(f"{t} tenant, {r}" for r, t in columns) + " |",
+        "|---|" + "---:|" * len(columns),
     ]
     for mode, bar in (("dense", "1.5"), ("hybrid", "2")):
         lines.append(
             f"| 1 % tenant, {mode}, partitioned: p50 ≤ {bar}× unfiltered {mode} | "
-            + " | ".join(
-                f"{ratios[r][f'{mode} {t}']:.2f}×" for r in names for t in ("own", "another")
-            )
+            + " | ".join(f"{ratios[r][f'{mode} {t}']:.2f}×" for r, t in columns)
             + " |"
         )
     lines.append(
-        "| recall@10 ≥ 0.95 (measured once, after both runs) | "
-        + " | ".join(f"{statistics.mean(recall[t]):.3f}" for _ in names for t in ("own", "another"))
+        "| recall@10 ≥ 0.95 (measured once, after the runs) | "
+        + " | ".join(f"{statistics.mean(recall[t]):.3f}" for _, t in columns)
         + " |"
     )
     for mode in ("dense", "hybrid"):
         lines.append(
             f"| every tenant, partitioned: p50 ≤ 1.5× unpartitioned ({mode}) | "
-            + " | ".join(c for r in names for c in (f"{ratios[r][f'{mode} all']:.2f}×", ""))
+            + " | ".join(
+                f"{ratios[r][f'{mode} all']:.2f}×" if t == kinds[r][0] else "" for r, t in columns
+            )
             + " |"
         )
     report = "\n".join(lines) + "\n"

@@ -97,6 +97,19 @@ async def _scans(store: PgVectorStore, index: str, *, at_least: int = 0) -> int:
         await asyncio.sleep(0.1)
 
 
+def _one_row_each(tenants: list[Any], seed: int) -> tuple[list[Document], list[list[float]]]:
+    """One child per entry of ``tenants`` (its ``tenant``), each with a random unit vector."""
+    rng = np.random.default_rng(seed)
+    docs, vectors = [], []
+    for t, tenant in enumerate(tenants):
+        body = f"row {t} of tenant {tenant}, about leave"
+        meta = {"document_id": f"d{t}", "is_chunk": True, "start_index": 0, "end_index": len(body)}
+        docs.append(Document(id=f"d{t}#c", page_content=body, metadata={**meta, "tenant": tenant}))
+        v = rng.standard_normal(384).astype(np.float32)
+        vectors.append((v / np.linalg.norm(v)).tolist())
+    return docs, vectors
+
+
 def _exact(
     docs: list[Document], vectors: np.ndarray, q: np.ndarray, keep: Any, k: int
 ) -> list[str]:
@@ -129,21 +142,14 @@ async def test_true_and_1_written_together_each_get_their_own_index(
     store = PgVectorStore(
         dsn=pg_dsn, table=unique_table("parttf"), embedding=embeddings, partition_key="tenant"
     )
-    rng = np.random.default_rng(5)
-    docs, vectors = [], []
-    for t, tenant in enumerate([1, True] * 4):
-        body = f"row {t} of tenant {tenant}"
-        meta = {"document_id": f"d{t}", "is_chunk": True, "start_index": 0, "end_index": len(body)}
-        docs.append(Document(id=f"d{t}#c", page_content=body, metadata={**meta, "tenant": tenant}))
-        v = rng.standard_normal(384).astype(np.float32)
-        vectors.append(v / np.linalg.norm(v))
+    docs, vectors = _one_row_each([1, True] * 4, 5)
     try:
-        await store.add_documents(docs, embeddings=[v.tolist() for v in vectors])
+        await store.add_documents(docs, embeddings=vectors)
         names = await _index_names(store)
         for value in (1, True):
             assert partition_index_name(store.table, "tenant", value) in names, value
             found = await store.similarity_search_by_vector(
-                vectors[0].tolist(), limit=4, filter={"tenant": value}
+                vectors[0], limit=4, filter={"tenant": value}
             )
             assert found.filter_plan is not None and found.filter_plan.search == "partition"
             assert {type(d.metadata["tenant"]) for d in found} == {type(value)}
@@ -299,20 +305,13 @@ async def test_a_value_that_reads_as_sql_or_a_placeholder_is_only_a_value(
         dsn=pg_dsn, table=unique_table("partq"), embedding=embeddings, partition_key="tenant"
     )
     odd = ["O'Brien \\' $1 %s :x", "O'Brien", 'a"b', "caf\u00e9 \u2603"]
-    rng = np.random.default_rng(3)
-    docs, vectors = [], []
-    for t, tenant in enumerate(odd * 3):
-        body = f"row {t} about leave"
-        meta = {"document_id": f"d{t}", "is_chunk": True, "start_index": 0, "end_index": len(body)}
-        docs.append(Document(id=f"d{t}#c", page_content=body, metadata={**meta, "tenant": tenant}))
-        v = rng.standard_normal(384).astype(np.float32)
-        vectors.append(v / np.linalg.norm(v))
+    docs, vectors = _one_row_each(odd * 3, 3)
     try:
-        await store.add_documents(docs, embeddings=[v.tolist() for v in vectors])
+        await store.add_documents(docs, embeddings=vectors)
         for value in odd:
             for mode in ("dense", "hybrid"):
                 found = await store.similarity_search_by_vector(
-                    vectors[0].tolist(),
+                    vectors[0],
                     3,
                     False,
                     {"tenant": value},

@@ -329,7 +329,8 @@ async def run(args: argparse.Namespace) -> int:
     # A file name may hold a newline or a terminal escape: each message stays one line.
     for path in unchanged:
         print(
-            f"unchanged: {visible(path)}: same content and chunk policy as stored, skipped",
+            f"unchanged: {visible(path)}: same content, metadata and chunk policy as stored,"
+            " skipped",
             file=sys.stderr,
         )
     for path, warnings in loader.report.warnings.items():

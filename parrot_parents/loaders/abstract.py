@@ -221,8 +221,9 @@ class AbstractLoader(ABC):
                 database refuses is written again document by document, so only the
                 faulty one fails).
             skip_unchanged: with a store that keeps a documents table, leave out (and list
-                in ``self.report.unchanged``) the documents whose text, source and chunk
-                policy version are those stored; default False (``ingest`` turns it on).
+                in ``self.report.unchanged``) the documents whose text, source, metadata
+                and chunk policy version are those stored; default False (``ingest`` turns
+                it on).
             bulk_load: defer the store's vector index for this load and build it once at
                 the end (:class:`~parrot_parents.stores.protocols.BulkLoad`, PostgreSQL;
                 ignored by other stores); for a new or empty collection. The build time

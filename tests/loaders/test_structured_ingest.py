@@ -102,6 +102,27 @@ async def test_ingest_skips_unchanged_and_says_so(store: PgVectorStore, embeddin
     assert other_policy.documents == 5 and other_policy.unchanged == []
 
 
+async def test_a_document_whose_metadata_alone_changed_is_written_again(
+    store: PgVectorStore, embeddings
+) -> None:
+    text = "Payroll is paid on the 15th of every month. " * 3
+
+    async def ingest(tenant: str):  # type: ignore[no-untyped-def]
+        doc = Document(text, metadata={"source": "policy.txt", "tenant": tenant})
+        return await TextLoader(embedding=embeddings).ingest(
+            store, documents=[doc], skip_unchanged=True
+        )
+
+    await ingest("acme")
+    again = await ingest("acme")
+    assert again.documents == 0 and again.unchanged == ["policy.txt"]
+    moved = await ingest("globex")
+    assert moved.documents == 1 and moved.unchanged == []
+    for tenant, found in (("globex", 1), ("acme", 0)):
+        hits = await store.similarity_search("payroll", filter={"tenant": tenant})
+        assert len(hits) == found, tenant
+
+
 async def test_reindex_stale_after_a_policy_change(store: PgVectorStore, embeddings) -> None:
     await _ingest(store, embeddings, section_parents=False)  # fixed parent_chunks
     rows = await store.document_rows("employee-handbook.md")

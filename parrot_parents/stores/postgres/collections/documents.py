@@ -11,6 +11,7 @@ whether a text is stored under another id.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -47,17 +48,24 @@ class DocumentRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def same_as(self, state: DocumentState | None) -> bool:
-        """True when ``state`` (what is stored) has this text hash, policy and source."""
-        return state == DocumentState(self.content_sha256, self.policy_version, self.source)
+        """True when ``state`` (what is stored) has this text hash, policy, source and
+        metadata (the caller's metadata is on every row, so a change of it alone is a
+        change of the rows)."""
+        # As the documents table gives it back: JSON's types (a tuple reads as a list).
+        metadata = json.loads(json.dumps(self.metadata))
+        return state == DocumentState(
+            self.content_sha256, self.policy_version, self.source, metadata
+        )
 
 
 @dataclass(frozen=True)
 class DocumentState:
-    """What ``ingest`` compares: the stored hash, policy version and source."""
+    """What ``ingest`` compares: the stored hash, policy version, source and metadata."""
 
     content_sha256: str
     policy_version: str | None
     source: str | None
+    metadata: dict[str, Any]
 
 
 class DocumentsTable:

@@ -142,7 +142,8 @@ class Retriever:
         meta.timings_ms["search"] = _ms(t)
         plan = results.filter_plan if isinstance(results, SearchResults) else None
         meta.filter_plan = None if plan is None else plan.to_dict()
-        meta.lexical = self._lexical_ranking(opts, fusion, meta, plan is None or plan.exact)
+        kept_only = plan is None or plan.ranks_kept_rows
+        meta.lexical = self._lexical_ranking(opts, fusion, meta, kept_only)
         if meta.lexical is not None and results and results[0].lexical_bounded is not None:
             meta.lexical["candidates"] = "bounded" if results[0].lexical_bounded else "exact"
         if results and results[0].lexical_expansion is not None:

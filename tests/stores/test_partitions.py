@@ -506,3 +506,44 @@ async def test_writers_of_new_values_at_once_all_land_with_their_indexes(
             await s.close()
         await first.drop()
         await first.close()
+
+
+async def test_a_value_s_lexical_ranking_on_pg_textsearch_is_the_sql_ranking_of_its_filter(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    # The value's GIN index and the collection's SQL statistics rank its children, as
+    # any filter's exact ranking does; the collection's bm25 index ranks every tenant's
+    # children first and keeps the value's after, with statistics of its own.
+    store = PgVectorStore(
+        dsn=pg_dsn,
+        table=unique_table("partbm"),
+        embedding=embeddings,
+        partition_key="tenant",
+        lexical_backend="pg_textsearch",
+    )
+    words = ["leave", "pay", "holiday", "overtime", "pension", "travel", "sick", "bonus"]
+    rng = np.random.default_rng(5)
+    docs = []
+    for i in range(120):
+        body = " ".join(rng.choice(words, size=int(rng.integers(3, 12))))
+        meta = {"document_id": f"d{i}", "is_chunk": True, "tenant": ["a", "b"][i % 2]}
+        meta |= {"start_index": 0, "end_index": len(body)}
+        docs.append(Document(id=f"d{i}#c:0-{len(body)}", page_content=body, metadata=meta))
+    try:
+        await store.add_documents(docs)
+        query = "overtime pay and pension"
+        fixed = await store.similarity_search(
+            query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
+        )
+        assert fixed.filter_plan is not None and fixed.filter_plan.search == "partition"
+        plain = await store.similarity_search(
+            query, limit=10, filter={"tenant": {"$in": ["a"]}}, search_mode="lexical"
+        )
+        assert [(d.id, d.lexical_score) for d in fixed] == [(d.id, d.lexical_score) for d in plain]
+        bot = Chatbot(parent_searcher=InTableParentSearcher(store=store))
+        _, meta = await bot.get_vector_context(query, filter={"tenant": "a"})
+        assert meta["filter_plan"]["search"] == "partition"
+        assert meta["lexical"]["backend"] == "sql"
+    finally:
+        await store.drop()
+        await store.close()

@@ -131,6 +131,12 @@ class FilterPlan:
         """Whether the dense ranking is (now) exact."""
         return self.search.endswith("exact")
 
+    @property
+    def ranks_kept_rows(self) -> bool:
+        """Whether the lexical branch ranked only the rows the filter keeps, in SQL: an
+        exact ranking, or a partition key's value through its own GIN index."""
+        return self.exact or self.search.startswith("partition")
+
     def then_index(self) -> FilterPlan:
         """This plan after its exact attempt read more than the threshold's rows."""
         return replace(self, search="exact, then index")

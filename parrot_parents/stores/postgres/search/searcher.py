@@ -317,6 +317,7 @@ class Searcher:
                             self.where(table, request, partition=(found.key, found.value)),
                             candidates=found.candidates(store.lexical_candidates),
                             half=found.half,
+                            partition=True,
                         )
                     elif not exact:
                         scanned = self.where(table, request, targets, few=False)
@@ -513,6 +514,7 @@ class Searcher:
         kept: Any | None = None,
         candidates: CandidateRule | None = None,
         half: bool = False,
+        partition: bool = False,
     ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
@@ -521,7 +523,11 @@ class Searcher:
         through an index but the GIN index of the query's lexemes; in dense and hybrid mode
         over ``kept``, the :func:`~parrot_parents.stores.postgres.search.kept.kept_rows` of
         ``where``, every one compared with the query. ``half``: the HNSW index the
-        statement reads is over ``embedding::halfvec(d)`` (a partition key value's)."""
+        statement reads is over ``embedding::halfvec(d)`` (a partition key value's).
+        ``partition``: ``where`` fixes a partition key's value, whose GIN index serves the
+        lexical branch: ranked in SQL with the collection's statistics, as an exact
+        ranking is, never by the collection's ``bm25`` index (which ranks every value's
+        children first, with statistics of its own)."""
         if where is None:
             where = self.where(table, request)
         if request.mode == "dense":
@@ -531,7 +537,8 @@ class Searcher:
         assert store.text_search_config is not None
         # The qualified name of the ``bm25`` index when it ranks the lexical branch.
         bm25_index = None
-        if self.lexical_ranking(request.filter, request.fusion, exact)[0] == "pg_textsearch":
+        ranking = self.lexical_ranking(request.filter, request.fusion, exact or partition)
+        if ranking[0] == "pg_textsearch":
             bm25_index = store.name.quoted(bm25_index_name(store.name.table))
         # A selective filter may leave only children holding common query lexemes: every
         # query lexeme then brings candidates (few, as the filter keeps few). The cap needs
@@ -566,7 +573,10 @@ class Searcher:
             return "sql", "the store was opened with lexical_backend='sql'"
         if backend == "pg_textsearch" and filter and exact_filter:
             # The index ranks first and filters after: a selective filter would walk it.
-            return "sql", "a metadata filter keeping few children is ranked exactly in SQL"
+            return "sql", (
+                "a metadata filter keeping few children, or a partition key's value, is"
+                " ranked in SQL"
+            )
         if backend == "pg_textsearch" and fusion is not None and fusion.prf is not None:
             return "sql", "prf reads the SQL statistics"
         return backend, None

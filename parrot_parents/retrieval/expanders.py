@@ -222,8 +222,10 @@ class WindowExpander:
     ) -> Expansion:
         """Near a document's edge a window holds what exists. Without a packer, windows of
         one document that overlap are joined at the rank of the first; under a budget the
-        packer joins them instead, so that each hit keeps its own rank. A hit whose
-        neighbours or surrounding text are unknown stays as is."""
+        packer joins them instead, so that each hit keeps its own rank. A window whose
+        text no parent holds whole (it would cross from one section parent into the
+        next) keeps to its hit's own parent. A hit whose neighbours or surrounding text
+        are unknown stays as is, and, without a packer, joins a window that holds it."""
         neighbours, parents = fetched
         source = SourceIndex()
         for parent in parents.values():
@@ -240,10 +242,17 @@ class WindowExpander:
                 out.append(Passage.from_hit(hit))
                 continue
             rows = _contiguous(neighbours.get(doc, ()), index, self.n)
-            spans = [(int(r.metadata[START_INDEX]), int(r.metadata[END_INDEX])) for r in rows]
-            spans.append((hit.start_index or 0, hit.end_index or 0))
-            start, end = min(s for s, _ in spans), max(e for _, e in spans)
-            text = source.slice(doc, start, end)
+            start, end, text = _window_text(rows, hit, doc, source)
+            if text is None:
+                # The text between parents is in none of them (a window reaching into the
+                # next section, say): the window keeps to the hit's own parent.
+                own_parent = hit.metadata.get(PARENT_DOCUMENT_ID)
+                rows = _contiguous(
+                    [r for r in rows if r.metadata.get(PARENT_DOCUMENT_ID) == own_parent],
+                    index,
+                    self.n,
+                )
+                start, end, text = _window_text(rows, hit, doc, source)
             if text is None:
                 out.append(Passage.from_hit(hit))
                 continue
@@ -269,11 +278,83 @@ class WindowExpander:
                     section=section,
                 )
             )
+        if not packed:
+            out = _absorbed(out, source)
         for rank, p in enumerate(out):
             p.rank = rank
         return Expansion(
             passages=out, expanded=any(p.kind == "window" for p in out), windows=windows
         )
+
+
+def _window_text(
+    rows: Sequence[SearchResult], hit: Hit, doc: str, source: SourceIndex
+) -> tuple[int, int, str | None]:
+    """``(start, end, text)`` of the window from ``rows`` and ``hit`` (character offsets
+    in the document); ``text`` is None when no known parent text holds the whole span."""
+    spans = [(int(r.metadata[START_INDEX]), int(r.metadata[END_INDEX])) for r in rows]
+    spans.append((hit.start_index or 0, hit.end_index or 0))
+    start, end = min(s for s, _ in spans), max(e for _, e in spans)
+    return start, end, source.slice(doc, start, end)
+
+
+def _absorbed(out: list[Passage], source: SourceIndex) -> list[Passage]:
+    """``out`` with no passage inside or across another of the same document: two windows
+    that overlap or touch become one (a window widened by a later hit may reach one made
+    before it), and a passage that is no window (a hit whose window could not be built)
+    joins a window that holds its whole span. The passage made of two takes the better
+    rank of the two, and the hits of both."""
+    while True:
+        kept = _absorb_once(out, source)
+        if len(kept) == len(out):
+            return kept
+        # A window made of two may now reach a third.
+        out = kept
+
+
+def _absorb_once(out: list[Passage], source: SourceIndex) -> list[Passage]:
+    """One pass of :func:`_absorbed`, in rank order."""
+    kept: list[Passage] = []
+    for p in out:
+        holder = next((w for w in kept if _holds(w, p, source)), None)
+        if holder is None and p.kind == "window":
+            held = [q for q in kept if q.kind != "window" and _holds(p, q, source)]
+            if held:
+                # The window takes the place of the best hit it holds.
+                kept[kept.index(held[0])] = p
+                p.child_ids = [
+                    *dict.fromkeys([*(c for q in held for c in q.child_ids), *p.child_ids])
+                ]
+                kept = [q for q in kept if q not in held[1:]]
+                continue
+        if holder is None:
+            kept.append(p)
+            continue
+        assert holder.start_index is not None and holder.end_index is not None
+        assert p.start_index is not None and p.end_index is not None
+        s, e = min(holder.start_index, p.start_index), max(holder.end_index, p.end_index)
+        text = source.slice(holder.document_id or "", s, e)
+        assert text is not None  # _holds checked it
+        holder.text, holder.start_index, holder.end_index = text, s, e
+        holder.id = f"{holder.document_id}#window:{s}-{e}"
+        holder.section = holder.section.spanning([p.section])
+        for child in p.child_ids:
+            if child not in holder.child_ids:
+                holder.child_ids.append(child)
+    return kept
+
+
+def _holds(window: Passage, p: Passage, source: SourceIndex) -> bool:
+    """Whether ``window`` and ``p`` (a window that overlaps or touches it, or a passage
+    inside it) of one document make one window of known text."""
+    if window.kind != "window" or window.document_id != p.document_id:
+        return False
+    ws, we, ps, pe = window.start_index, window.end_index, p.start_index, p.end_index
+    if ws is None or we is None or ps is None or pe is None or window.document_id is None:
+        return False
+    # Windows join when they overlap or touch; any other passage only when inside.
+    near = (ps <= we and ws <= pe) if p.kind == "window" else (ws <= ps and pe <= we)
+    return near and source.slice(window.document_id, min(ws, ps), max(we, pe)) is not None
 
 
 def _contiguous(rows: Sequence[SearchResult], index: int, n: int) -> list[SearchResult]:

@@ -260,12 +260,6 @@ class WindowExpander:
             own = Passage.from_hit(hit)
             # The hit's section; pages covering every child of the window.
             section = own.section.spanning(Section.from_metadata(r.metadata) for r in rows)
-            joined = None if packed else _join(out, doc, start, end, source)
-            if joined is not None:
-                joined.section = joined.section.spanning([section])
-                if hit.id not in joined.child_ids:
-                    joined.child_ids.append(hit.id)
-                continue
             out.append(
                 dataclasses.replace(
                     own,
@@ -300,10 +294,10 @@ def _window_text(
 
 def _absorbed(out: list[Passage], source: SourceIndex) -> list[Passage]:
     """``out`` with no passage inside or across another of the same document: two windows
-    that overlap or touch become one (a window widened by a later hit may reach one made
-    before it), and a passage that is no window (a hit whose window could not be built)
-    joins a window that holds its whole span. The passage made of two takes the better
-    rank of the two, and the hits of both."""
+    that overlap or touch become one, and a passage that is no window (a hit whose window
+    could not be built) joins a window that holds its whole span. The passage made of two
+    takes the better rank of the two, and the hits of both. Neighbouring hits have
+    overlapping windows: handing both over would repeat text."""
     while True:
         kept = _absorb_once(out, source)
         if len(kept) == len(out):
@@ -373,25 +367,6 @@ def _contiguous(rows: Sequence[SearchResult], index: int, n: int) -> list[Search
     while high + 1 in by_index:
         high += 1
     return [by_index[i] for i in range(low, high + 1) if i in by_index]
-
-
-def _join(
-    out: list[Passage], doc: str, start: int, end: int, source: SourceIndex
-) -> Passage | None:
-    """The first window of ``doc`` in ``out`` that ``[start, end)`` overlaps or touches,
-    widened to cover it; None when there is none. Neighbouring hits have overlapping
-    windows: handing both over would repeat text."""
-    for q in out:
-        if q.kind != "window" or q.document_id != doc or q.start_index is None:
-            continue
-        if q.end_index is not None and start <= q.end_index and q.start_index <= end:
-            s, e = min(start, q.start_index), max(end, q.end_index)
-            text = source.slice(doc, s, e)
-            if text is None:  # pragma: no cover - both windows came from known text
-                return None
-            q.text, q.start_index, q.end_index, q.id = text, s, e, f"{doc}#window:{s}-{e}"
-            return q
-    return None
 
 
 def plan_for(mode: ExpansionMode) -> ContextPlan:

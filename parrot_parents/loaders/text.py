@@ -124,8 +124,9 @@ class TextLoader(AbstractLoader):
         """Load the files (or take ``documents``, from :meth:`load`) and write their
         hierarchies to ``vector_store``.
 
-        A file whose text, source, metadata and chunk policy version are those already stored is
-        skipped and listed in ``report.unchanged`` (``skip_unchanged=False`` rewrites it).
+        A file whose text, source, metadata and chunk policy version are those already
+        stored is skipped and listed in ``report.unchanged`` (``skip_unchanged=False``
+        rewrites it).
         ``bulk_load``: defer the vector index and build it once after the load; None
         (default) does so into a new or empty collection (:func:`wants_bulk_load`); the
         build time is ``report.index_build_seconds``. ``progress`` and the parent

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from parrot_parents.stores.postgres.collections.partitions import (
     partition_values,
     validate_partition_key,
 )
+from parrot_parents.stores.postgres.search.hybrid import CandidateRule
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 
@@ -544,6 +546,52 @@ async def test_a_value_s_lexical_ranking_on_pg_textsearch_is_the_sql_ranking_of_
         _, meta = await bot.get_vector_context(query, filter={"tenant": "a"})
         assert meta["filter_plan"]["search"] == "partition"
         assert meta["lexical"]["backend"] == "sql"
+    finally:
+        await store.drop()
+        await store.close()
+
+
+async def test_a_value_as_small_as_an_exactly_ranked_collection_gets_exact_lexical_ranking(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    # The candidate rule bounds the lexical branch by the collection's size; a value's
+    # children are as few as a collection the rule ranks exactly, so they are ranked
+    # exactly, as the same filter without the key ranks them.
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("partfew"), embedding=embeddings, partition_key="tenant"
+    )
+    store.lexical_candidates = CandidateRule(budget=5, pairs=0, pair_budget=0, exact_below=100)
+    words = ["leave", "pay", "holiday", "overtime", "pension", "travel", "sick", "bonus"]
+    rng = np.random.default_rng(7)
+    docs = []
+    for i in range(120):
+        picked = list(rng.choice(words, size=int(rng.integers(3, 12))))
+        body = " ".join(picked + (["zqcode"] if i % 10 == 0 else []))
+        meta = {"document_id": f"d{i}", "is_chunk": True, "tenant": ["a", "b"][i % 2]}
+        meta |= {"start_index": 0, "end_index": len(body)}
+        docs.append(Document(id=f"d{i}#c:0-{len(body)}", page_content=body, metadata=meta))
+    try:
+        await store.add_documents(docs)
+        # The value's row count is the catalog's, as after autovacuum.
+        async with store.engine.connect() as conn:
+            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await auto.execute(text(f'VACUUM ANALYZE "{store.table}"'))
+        query = "zqcode pension"
+        fixed = await store.similarity_search(
+            query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
+        )
+        assert fixed.filter_plan is not None and fixed.filter_plan.search == "partition"
+        plain = await store.similarity_search(
+            query, limit=10, filter={"tenant": {"$in": ["a"]}}, search_mode="lexical"
+        )
+        assert len(plain) == 10
+        assert [(d.id, d.lexical_score) for d in fixed] == [(d.id, d.lexical_score) for d in plain]
+        # A value larger than the rule's bound keeps the bounded rule (scaled to it).
+        store.lexical_candidates = replace(store.lexical_candidates, exact_below=50)
+        bounded = await store.similarity_search(
+            query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
+        )
+        assert len(bounded) < len(plain)
     finally:
         await store.drop()
         await store.close()

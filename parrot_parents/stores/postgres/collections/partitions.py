@@ -180,7 +180,8 @@ class FixedPartition:
     def candidates(self, rule: CandidateRule) -> CandidateRule:
         """``rule`` with its budgets of expected children times :attr:`scale` and no
         cap: about as many of the value's children scored as ``rule`` scores of the
-        whole collection."""
+        whole collection. (A searcher ranks a value of at most ``rule.exact_below``
+        children exactly instead.)"""
         return replace(
             rule,
             budget=rule.budget * self.scale,

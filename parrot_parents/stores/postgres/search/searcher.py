@@ -305,7 +305,16 @@ class Searcher:
                 half = found is not None and through and found.half
                 # A value's own statement holds the value (as JSON: ``true`` is not ``1``).
                 value = value_json(found.value) if found is not None and through else None
-                ranked_key = (*key, shape, exact, capped, through, scale, half, value)
+                # The candidate rule's size bound is read on the value's own children: a
+                # value as small as a collection the rule ranks exactly is ranked exactly,
+                # as the same filter without the key is, where a rule bounded by the
+                # collection's size could leave out all of its few children.
+                few = (
+                    found is not None
+                    and through
+                    and found.rows <= store.lexical_candidates.exact_below
+                )
+                ranked_key = (*key, shape, exact, capped, through, scale, half, value, few)
                 prepared = statements.get(ranked_key)
                 if prepared is None:
                     kept = None
@@ -315,7 +324,11 @@ class Searcher:
                             table,
                             request,
                             self.where(table, request, partition=(found.key, found.value)),
-                            candidates=found.candidates(store.lexical_candidates),
+                            candidates=(
+                                EXACT_CANDIDATES
+                                if few
+                                else found.candidates(store.lexical_candidates)
+                            ),
                             half=found.half,
                             partition=True,
                         )

@@ -126,7 +126,9 @@ class BotManager:
             return bot
         if name in self.errors:
             raise BotConfigError(name, [("", self.errors[name])], hint="fix the row and reload")
-        raise BotNotFoundError(name, hint=f"known bots: {sorted(self.bots)}")
+        known = sorted(self.bots)
+        more = f" and {len(known) - 10} more" if len(known) > 10 else ""
+        raise BotNotFoundError(name, hint=f"known bots: {known[:10]}{more}")
 
     # -- loading ------------------------------------------------------------------------
 

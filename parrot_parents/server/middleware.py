@@ -184,7 +184,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             exc.status, exc.message, request=request, details=exc.details, hint=exc.hint
         )
     except BotNotFoundError as exc:
-        response = json_error(404, exc.message, request=request, hint=exc.hint)
+        # The names of other bots are not the answer to a question about this one: the
+        # list has its own path.
+        hint = "GET /api/v1/bots lists the bots this service serves"
+        response = json_error(404, exc.message, request=request, hint=hint)
     except BotConfigError as exc:
         details = [{"key": k, "message": m} for k, m in exc.problems]
         response = json_error(400, exc.message, request=request, details=details, hint=exc.hint)

@@ -345,3 +345,14 @@ async def test_every_collection_shares_one_pool(
     await manager.load()
     store = manager.get("hr").store
     assert store.engine is await manager.repository.engine()  # type: ignore[union-attr]
+
+
+def test_an_unknown_name_s_hint_names_at_most_ten_bots() -> None:
+    # A service of many bots answers an unknown name with a hint of bounded length.
+    manager = BotManager("postgresql://unused@localhost/none")
+    for i in range(25):
+        manager.bots[f"bot{i:02d}"] = Chatbot.__new__(Chatbot)
+    with pytest.raises(BotNotFoundError) as raised:
+        manager.get("nobody")
+    hint = str(raised.value.hint)
+    assert "bot09" in hint and "bot10" not in hint and "15 more" in hint

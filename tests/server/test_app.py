@@ -78,7 +78,10 @@ async def test_one_bot(make_client: MakeClient) -> None:
     assert "created_at" in body and "id" not in body
     resp = await client.get("/api/v1/bots/nobody")
     assert resp.status == 404
-    assert (await resp.json())["error"] == "no bot named 'nobody'"
+    body = await resp.json()
+    assert body["error"] == "no bot named 'nobody'"
+    # The answer names no other bot; it says where the list is.
+    assert "hr" not in body["hint"] and "/api/v1/bots" in body["hint"]
 
 
 async def test_health_is_degraded_by_a_failed_bot(make_client: MakeClient) -> None:
@@ -106,7 +109,9 @@ async def test_unknown_and_failed_bots(make_client: MakeClient) -> None:
     client = await make_client()
     resp = await client.post("/api/v1/bots/nobody/context", json=QUESTION)
     assert resp.status == 404
-    assert (await resp.json())["error"] == "no bot named 'nobody'"
+    body = await resp.json()
+    assert body["error"] == "no bot named 'nobody'"
+    assert "hr" not in body["hint"] and "/api/v1/bots" in body["hint"]
     resp = await client.post("/api/v1/bots/broken/context", json=QUESTION)
     assert resp.status == 503
     body = await resp.json()

@@ -12,7 +12,12 @@ import sys
 from typing import Any
 
 from parrot_parents.cli.collections import format_table
-from parrot_parents.cli.common import add_dsn_option, add_retrieval_options, print_json
+from parrot_parents.cli.common import (
+    TRAILING,
+    add_dsn_option,
+    add_retrieval_options,
+    print_json,
+)
 
 __all__ = ["register"]
 
@@ -92,7 +97,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("name")
     p.add_argument("assignments", nargs="*", metavar="key=value")
     p.add_argument("--scope", type=_json_arg, default=argparse.SUPPRESS, help=_SCOPE_HELP)
-    p.set_defaults(func=run_set)
+    p.set_defaults(func=run_set, **{TRAILING: "assignments"})
 
     p = sub.add_parser("remove", parents=[dsn], help="delete a bot row")
     p.add_argument("name")

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from parrot_parents.cli.common import add_dsn_option, print_json, visible
+from parrot_parents.cli.common import TRAILING, add_dsn_option, print_json, visible
 
 __all__ = ["format_table", "register"]
 
@@ -59,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("collection")
     p.add_argument("document_ids", nargs="+", metavar="DOCUMENT_ID")
+    p.set_defaults(**{TRAILING: "document_ids"})
     p = _command(
         subparsers,
         "drop",

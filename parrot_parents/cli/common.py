@@ -12,6 +12,7 @@ from parrot_parents.embedded.server import DSN_ENV
 
 __all__ = [
     "RETRIEVAL_FLAGS",
+    "TRAILING",
     "add_backend_option",
     "add_dsn_option",
     "add_model_option",
@@ -24,6 +25,13 @@ __all__ = [
     "retrieval_overrides",
     "visible",
 ]
+
+
+#: The namespace attribute a command sets to the ``dest`` of its list of positionals
+#: (``nargs`` ``*`` or ``+``) when those may also come after its options, as in
+#: ``bots set NAME --scope JSON key=value``: argparse alone takes a list of positionals
+#: in one run, and refuses the rest as unrecognised.
+TRAILING = "trailing_positionals"
 
 
 def add_dsn_option(parser: argparse.ArgumentParser) -> None:

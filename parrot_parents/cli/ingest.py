@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from parrot_parents.cli.common import (
+    TRAILING,
     add_lexical_backend_option,
     add_store_options,
     add_strategy_option,
@@ -85,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=4,
         help="model calls in flight at once, for the model-backed strategies (default 4)",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, **{TRAILING: "paths"})
 
 
 def add_size_options(p: argparse.ArgumentParser, *, parent_size: str, threshold: str) -> None:

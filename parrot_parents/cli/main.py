@@ -11,8 +11,9 @@ import sys
 import warnings
 
 from parrot_parents import __version__
+from parrot_parents.cli.common import TRAILING
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "parse"]
 
 # Each module registers one command (or group) with a ``register(subparsers)`` function.
 COMMAND_MODULES = [
@@ -105,13 +106,26 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, except that a command's list of positionals may also
+    follow its options (:data:`~parrot_parents.cli.common.TRAILING`). Exits with status 2
+    on a bad line, as argparse does."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        trailing = vars(args).get(TRAILING)
+        if trailing is None or any(a.startswith("-") for a in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, trailing).extend(extra)
+    return args
+
+
 def _main(argv: list[str] | None) -> int:
     _quiet()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # --debug is accepted anywhere on the line, not only before the command.
     debug = "--debug" in argv
-    args = parser.parse_args([a for a in argv if a != "--debug"])
+    args = parse(parser, [a for a in argv if a != "--debug"])
     args.debug = debug
     _exit_on_termination()
     try:

@@ -286,6 +286,13 @@ def test_a_scope_is_set_shown_changed_and_refused_when_bad(
     assert "$regex" in err
     code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
     assert json.loads(out)["scope"] == {"tenant": {"$in": ["a"]}}
+    # Assignments may follow the flag, as they follow the name.
+    code, out, err = run(
+        capsys, "bots", "set", "hr", "--scope", '{"tenant": "b"}', "description=scoped", *dsn
+    )
+    assert code == 0, err
+    shown = json.loads(run(capsys, "bots", "show", "hr", *dsn)[1])
+    assert shown["scope"] == {"tenant": "b"} and shown["description"] == "scoped"
     code, out, _ = run(capsys, "bots", "set", "hr", "--scope", "none", *dsn)
     assert code == 0
     code, out, _ = run(capsys, "bots", "show", "hr", *dsn)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from parrot_parents.cli.main import main
+from parrot_parents.cli.main import build_parser, main, parse
 from tests.conftest import REPO_ROOT, Ingested, unique_table
 
 EXAMPLES = REPO_ROOT / "examples" / "corpus"
@@ -86,3 +86,38 @@ def test_ask_on_a_missing_collection_is_an_error_and_creates_nothing(pg_dsn: str
     assert f"collection '{table}' does not exist" in proc.stderr
     proc = _cli("ask", "q", "--collection", table, "--dsn", pg_dsn)
     assert "does not exist" in proc.stderr  # the first call did not create it
+
+
+@pytest.mark.parametrize(
+    ("argv", "dest", "wanted"),
+    [
+        (["ingest", "a.md", "--collection", "c", "b.md"], "paths", ["a.md", "b.md"]),
+        (["delete", "c", "d1", "--dsn", "postgresql://x", "d2"], "document_ids", ["d1", "d2"]),
+        (
+            ["bots", "set", "hr", "--force", "enabled=false", "--scope", "{}", "k=1"],
+            "assignments",
+            ["enabled=false", "k=1"],
+        ),
+    ],
+)
+def test_a_command_s_positionals_may_follow_its_options(
+    argv: list[str], dest: str, wanted: list[str]
+) -> None:
+    assert getattr(parse(build_parser(), argv), dest) == wanted
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ingest", "a.md", "--collection", "c", "--bogus"],
+        ["ask", "a question", "stray"],
+        ["bots", "show", "hr", "stray"],
+    ],
+)
+def test_other_words_after_the_options_are_still_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        parse(build_parser(), argv)
+    assert raised.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err

@@ -31,7 +31,7 @@ _MAX_KEY_CHARS = 256
 
 def validate_partition_key(key: object) -> str | None:
     """``key`` checked: None, or a metadata key of 1 to 256 characters that does not start
-    with ``$`` and holds no NUL.
+    with ``$`` and holds no NUL and no lone surrogate (neither can reach PostgreSQL).
 
     Raises:
         ConfigurationError: anything else.
@@ -43,10 +43,11 @@ def validate_partition_key(key: object) -> str | None:
         or not 1 <= len(key) <= _MAX_KEY_CHARS
         or key.startswith("$")
         or "\x00" in key
+        or any("\ud800" <= c <= "\udfff" for c in key)
     ):
         raise ConfigurationError(
             f"partition_key must be a metadata key of 1 to {_MAX_KEY_CHARS} characters, not "
-            f"starting with '$'; got {key!r}"
+            f"starting with '$', with no NUL and no lone surrogate; got {key!r}"
         )
     return key
 

@@ -434,7 +434,7 @@ async def test_the_key_is_recorded_checked_and_given_to_an_existing_collection(
         await plain.close()
 
 
-@pytest.mark.parametrize("key", ["", "$tenant", "a\x00b", 7, "k" * 257])
+@pytest.mark.parametrize("key", ["", "$tenant", "a\x00b", 7, "k" * 257, "t\ud800"])
 def test_a_bad_key_is_refused_at_construction(key: Any) -> None:
     with pytest.raises(ConfigurationError, match="partition_key"):
         validate_partition_key(key)

@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         metavar="KEY=VALUE",
         help="metadata every ingested document and its rows carry (repeatable; VALUE is read "
-        "as JSON when it parses, else as a string): --metadata tenant=acme",
+        "as JSON when it parses, else as a string, as is an integer wider than 64 bits): "
+        "--metadata tenant=acme",
     )
     add_chunking_options(p)
     p.add_argument(
@@ -229,7 +230,7 @@ class _BarProgress:
 
 def document_metadata(pairs: list[str]) -> dict[str, Any]:
     """``--metadata KEY=VALUE`` pairs as one dict: VALUE as JSON when it parses (``2024``,
-    ``true``), else the string itself.
+    ``true``), else the string itself (so is an integer wider than 64 bits).
 
     Raises:
         ConfigurationError: a pair without ``=`` or with an empty key, or a key the
@@ -247,9 +248,13 @@ def document_metadata(pairs: list[str]) -> dict[str, Any]:
         if key in HIERARCHY_OWNED:
             raise ConfigurationError(f"--metadata {key!r} is a key the hierarchy writes")
         try:
-            found[key] = loads_strict(raw)
+            value = loads_strict(raw)
         except ValueError:  # NaN and Infinity too: they are not JSON
-            found[key] = raw
+            value = raw
+        # An integer wider than 64 bits is an identifier, not a number a filter compares.
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            value = raw
+        found[key] = value
     return found
 
 

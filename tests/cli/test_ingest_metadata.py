@@ -28,6 +28,12 @@ def test_values_read_as_json_when_they_parse_else_as_strings() -> None:
         "c": "-Infinity",
         "d": "1e999",
     }
+    # So is an integer no filter could compare.
+    assert document_metadata([f"id={2**64}", f"n={2**63 - 1}", f"m={-(2**63)}"]) == {
+        "id": str(2**64),
+        "n": 2**63 - 1,
+        "m": -(2**63),
+    }
 
 
 @pytest.mark.parametrize(

@@ -441,3 +441,23 @@ async def test_a_row_id_taken_by_another_document_moves_as_an_upsert_would(
     assert rows["shared-row"][1]["document_id"] == "b"
     np.testing.assert_array_equal(rows["shared-row"][3], np.eye(1, dim, 1)[0])
     assert await _stats(store) == await _recount(store)
+
+
+async def test_an_integer_no_filter_can_compare_is_refused_before_anything_is_written(
+    store: PgVectorStore,
+) -> None:
+    dim = store.dimension
+    vector = [[1.0] + [0.0] * (dim - 1)]
+    for meta, key in (({"id": 2**64}, "metadata['id']"), ({"ids": [1, -(2**63) - 1]}, "[1]")):
+        doc = Document(page_content="wide", metadata={"document_id": "wide", **meta})
+        with pytest.raises(ConfigurationError, match="64 bits") as raised:
+            await store.add_documents([doc], embeddings=vector)
+        assert key in raised.value.message
+    assert await _dump(store) == {}
+    # The widest integers kept are filtered on as numbers.
+    edge = {"document_id": "edge", "id": 2**63 - 1, "low": -(2**63)}
+    await store.add_documents([Document(page_content="edge", metadata=edge)], embeddings=vector)
+    found = await store.similarity_search(
+        "edge", limit=5, filter={"id": 2**63 - 1, "low": {"$lte": -(2**63)}}, search_mode="lexical"
+    )
+    assert [d.metadata["document_id"] for d in found] == ["edge"]

@@ -4,9 +4,9 @@ SQL work.
 * :func:`clean_text`: NUL, lone surrogates and C0/C1 controls other than tab, LF, CR and FF
   are each replaced by one character (a space, or U+FFFD for a surrogate), so character
   offsets stay exact; what was replaced is reported.
-* :func:`normalize_metadata`: JSON that jsonb can store (dates and times become ISO 8601,
-  tuples lists); anything else is a :class:`~parrot_parents.errors.ConfigurationError`
-  naming the key.
+* :func:`normalize_metadata`: JSON that jsonb can store and a filter can compare (dates
+  and times become ISO 8601, tuples lists; integers within 64 bits); anything else is a
+  :class:`~parrot_parents.errors.ConfigurationError` naming the key.
 * :func:`check_document_id`: non-empty, at most :data:`MAX_ID_BYTES` (1024) bytes of UTF-8
   (row ids embed it, and btree entries are limited to about 2.7 KB), no NUL or surrogates.
 * :func:`check_vector`: the right dimension, finite, nonzero norm; float32 arrays from here.
@@ -84,10 +84,22 @@ def normalize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in _normalize(metadata, "metadata").items()}
 
 
+#: Integers are kept within 64 bits: the filter language compares no wider ones, and
+#: Milvus stores none.
+_INT_LIMIT = 2**63
+
+
 def _normalize(value: Any, where: str, depth: int = 0) -> Any:
     if depth > 32:
         raise ConfigurationError(f"{where} is nested more than 32 levels deep")
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -_INT_LIMIT <= value < _INT_LIMIT:
+            raise ConfigurationError(
+                f"{where} is an integer that does not fit in 64 bits",
+                hint="store it as a string: no filter could compare it as a number",
+            )
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import json
 import logging
 import shlex
 from abc import ABC, abstractmethod
@@ -50,6 +51,7 @@ from parrot_parents.stores.protocols import (
     DocumentTable,
     IndexedRows,
     ModelChecked,
+    Partitioned,
     ReplaceDocument,
     SourceLookup,
 )
@@ -120,6 +122,8 @@ class _Run:
     sizes: ParentSizes
     policy: ChunkPolicy
     states: Mapping[str, DocumentState]
+    skip_unchanged: bool = False
+    partition_key: str | None = None
     names: dict[str, str] = field(default_factory=dict)
     records: dict[str, DocumentRecord] = field(default_factory=dict)
     hierarchies: list[DocumentHierarchy] = field(default_factory=list)
@@ -240,7 +244,9 @@ class AbstractLoader(ABC):
         stay exact) and reported in ``self.report.warnings``; metadata must be JSON-able
         (datetimes become ISO 8601); ids are at most 1024 bytes. A document that fails a
         check, the model or the write is listed in ``self.report.failed`` with the reason,
-        and every other document of the call is still stored.
+        and every other document of the call is still stored. In a collection with a
+        partition key, so is a document stored under one value of the key that this call
+        gives another value or none (a stored document without a value may be given one).
 
         Raises:
             ConfigurationError (``ValueError``): bad sizes, e.g. overlap >= size.
@@ -269,11 +275,25 @@ class AbstractLoader(ABC):
             # A writer opens the store as one (creating the collection when missing), so
             # that the reads before its first write find the collection.
             await vector_store.connect()
+        key = (
+            vector_store.collection_partition_key()
+            if isinstance(vector_store, Partitioned)
+            else None
+        )
         states: Mapping[str, DocumentState] = {}
-        if skip_unchanged and isinstance(vector_store, DocumentTable):
+        if (skip_unchanged or key is not None) and isinstance(vector_store, DocumentTable):
             ids = [_document_id(d) for d in documents if isinstance(d, Document)]
             states = await vector_store.document_states(ids)
-        run = _Run(vector_store, indexer, as_progress(progress), sizes, policy, states)
+        run = _Run(
+            vector_store,
+            indexer,
+            as_progress(progress),
+            sizes,
+            policy,
+            states,
+            skip_unchanged=skip_unchanged,
+            partition_key=key,
+        )
         for i, doc in enumerate(documents):
             self._build(run, doc, _name(doc, i))
         skipped = len(documents) - len(run.hierarchies)
@@ -312,7 +332,10 @@ class AbstractLoader(ABC):
                 structure = structure_of(text, "markdown")
             metadata = normalize_metadata(metadata)
             record = _record(document_id, text, metadata, structure, run.policy)
-            if record.same_as(run.states.get(document_id)):
+            stored = run.states.get(document_id)
+            if run.partition_key is not None:
+                _check_partition_kept(document_id, metadata, stored, run.partition_key)
+            if run.skip_unchanged and record.same_as(stored):
                 self.report.unchanged.append(name)
                 return
             hierarchy = self.processor.build_hierarchy(
@@ -565,6 +588,33 @@ def _named_markdown(metadata: dict[str, Any], document_id: str) -> bool:
     source = metadata.get("source")
     name = source if isinstance(source, str) and source else document_id
     return reader_for(name) == "markdown"
+
+
+def _check_partition_kept(
+    document_id: str, metadata: Mapping[str, Any], stored: DocumentState | None, key: str
+) -> None:
+    """Refuse a document stored under one value of the partition key that the write would
+    give another (or none): two tenants' files of the same name must not replace each
+    other unnoticed. A document stored without a value may be given one.
+
+    Raises:
+        ConfigurationError: the values differ (as JSON: ``true`` is not ``1``).
+    """
+    if stored is None:
+        return
+    row_metadata = stored.metadata.get("row_metadata")
+    if not isinstance(row_metadata, Mapping) or key not in row_metadata:
+        return
+    old, new = row_metadata[key], metadata.get(key)
+    if json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True):
+        return
+    given = "none" if key not in metadata else repr(new)
+    raise ConfigurationError(
+        f"document {document_id!r} is stored under {key} {old!r}; this write gives it "
+        f"{given} (not written)",
+        hint=f"to move it, delete it first; to keep both, give each {key} its own document "
+        "ids (ingest --id-prefix, or metadata document_id)",
+    )
 
 
 def _record(

@@ -41,6 +41,7 @@ __all__ = [
     "IndexedRows",
     "LexicalRanking",
     "ModelChecked",
+    "Partitioned",
     "ReplaceDocument",
     "RowCount",
     "ScopeCheck",
@@ -338,6 +339,18 @@ class Embedded(Protocol):
     @property
     def embedding(self) -> Embeddings:
         """The model that embeds the store's questions and rows."""
+
+
+@runtime_checkable
+class Partitioned(Protocol):
+    """A store whose collection may have a partition key: a metadata key whose values
+    each get indexes (or a partition) of their own
+    (:mod:`parrot_parents.stores.partition_keys`)."""
+
+    @abstractmethod
+    def collection_partition_key(self) -> str | None:
+        """The collection's partition key, None when it has none (or before the store
+        has connected)."""
 
 
 @runtime_checkable

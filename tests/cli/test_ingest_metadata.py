@@ -92,3 +92,41 @@ def test_ingest_gives_a_partition_key_and_stamps_the_value(
         )
     finally:
         main(["drop", table, "--yes", "--dsn", pg_dsn])
+
+
+def test_a_file_of_the_same_name_from_another_tenant_does_not_replace_the_first(
+    pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parrot_parents.cli.main import main
+    from tests.conftest import unique_table
+
+    for tenant, day in (("acme", "last working day"), ("globex", "fifteenth")):
+        (tmp_path / tenant).mkdir()
+        (tmp_path / tenant / "pay.txt").write_text(f"Salaries are paid on the {day}.")
+    (tmp_path / "globex" / "leave.txt").write_text("Leave is booked in the portal.")
+    table = unique_table("ingmv")
+    common = ["--dsn", pg_dsn, "--collection", table]
+    key = ["--partition-key", "tenant"]
+    try:
+        acme = ["ingest", str(tmp_path / "acme"), *common, *key, "--metadata", "tenant=acme"]
+        assert main(acme) == 0
+        capsys.readouterr()
+        globex = ["ingest", str(tmp_path / "globex"), *common, *key, "--metadata", "tenant=globex"]
+        assert main(globex) == 1
+        err = capsys.readouterr().err
+        assert "'pay.txt' is stored under tenant 'acme'" in err and "--id-prefix" in err
+        # Acme's document is kept; globex's other file is written.
+        assert main(["documents", table, "--dsn", pg_dsn, "--json"]) == 0
+        stored = {d["document_id"] for d in json.loads(capsys.readouterr().out)}
+        assert stored == {"pay.txt", "leave.txt"}
+        ask = ["ask", "When are salaries paid?", *common, "--json"]
+        assert main([*ask, "--filter", '{"tenant": "acme"}']) == 0
+        assert "last working day" in json.loads(capsys.readouterr().out)["context"]
+        # Each tenant's ids of its own store both.
+        prefixed = [*globex, "--id-prefix", "globex/"]
+        assert main(prefixed) == 0
+        capsys.readouterr()
+        assert main([*ask, "--filter", '{"tenant": "globex"}']) == 0
+        assert "fifteenth" in json.loads(capsys.readouterr().out)["context"]
+    finally:
+        main(["drop", table, "--yes", "--dsn", pg_dsn])

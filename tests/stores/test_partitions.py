@@ -595,3 +595,43 @@ async def test_a_value_as_small_as_an_exactly_ranked_collection_gets_exact_lexic
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_none(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    from parrot_parents.loaders.text import TextLoader
+
+    store = PgVectorStore(
+        dsn=pg_dsn, table=unique_table("partmv"), embedding=embeddings, partition_key="tenant"
+    )
+
+    def doc(tenant: Any = None) -> Document:
+        meta = {"document_id": "pay"} | ({} if tenant is None else {"tenant": tenant})
+        return Document(page_content="Salaries are paid on the 25th.", metadata=meta)
+
+    async def ingest(*docs: Document) -> dict[str, str]:
+        loader = TextLoader(embedding=embeddings)
+        await loader.chunk_documents(list(docs), vector_store=store)
+        return loader.report.failed
+
+    async def tenants() -> set[Any]:
+        rows = await store.similarity_search("salaries", limit=5, search_mode="lexical")
+        return {r.metadata.get("tenant", "none") for r in rows}
+
+    try:
+        assert await ingest(doc()) == {}
+        assert await ingest(doc("acme")) == {}  # given a value it had not
+        assert await tenants() == {"acme"}
+        for other in ("globex", None, 1, True):
+            failed = await ingest(doc(other))
+            assert list(failed) == ["pay"] and "stored under tenant 'acme'" in failed["pay"]
+            assert await tenants() == {"acme"}
+        # Told apart as JSON tells them apart: true is not 1.
+        await store.delete("pay")
+        assert await ingest(doc(1)) == {}
+        assert list(await ingest(doc(True))) == ["pay"]
+        assert await tenants() == {1}
+    finally:
+        await store.drop()
+        await store.close()

@@ -39,6 +39,7 @@ from parrot_parents.stores.milvus.schema import (
 from parrot_parents.stores.partition_keys import validate_partition_key
 from parrot_parents.stores.protocols import (
     IndexedRows,
+    Partitioned,
     ReplaceDocument,
     RowCount,
     ScopeCheck,
@@ -66,7 +67,9 @@ _INGESTION = "ingestion"
 T = TypeVar("T")
 
 
-class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, IndexedRows, ScopeCheck):
+class MilvusStore(
+    AbstractStore, ReplaceDocument, SourceLookup, RowCount, IndexedRows, Partitioned, ScopeCheck
+):
     """A collection kept in Milvus: children (with vectors) and parents (without).
 
     Args:
@@ -140,6 +143,10 @@ class MilvusStore(AbstractStore, ReplaceDocument, SourceLookup, RowCount, Indexe
     def table(self) -> str:
         """Alias of :attr:`collection` (the name the CLI and eval print)."""
         return self.collection
+
+    def collection_partition_key(self) -> str | None:
+        """:attr:`partition_key` (None until connected, or when the collection has none)."""
+        return self.partition_key
 
     @property
     def dimension(self) -> int:

@@ -60,6 +60,7 @@ from parrot_parents.stores.protocols import (
     IndexedRows,
     LexicalRanking,
     ModelChecked,
+    Partitioned,
     ScopeCheck,
     SourceLookup,
     Vectors,
@@ -87,6 +88,7 @@ class PgVectorStore(
     DocumentRows,
     ModelChecked,
     LexicalRanking,
+    Partitioned,
     ScopeCheck,
 ):
     """A collection stored in one PostgreSQL table, searched with pgvector's HNSW index.
@@ -226,6 +228,10 @@ class PgVectorStore(
     def collection(self) -> str:
         """Alias of :attr:`table`."""
         return self.table
+
+    def collection_partition_key(self) -> str | None:
+        """:attr:`partition_key` (None until connected, or when the collection has none)."""
+        return self.partition_key
 
     @property
     def dimension(self) -> int:

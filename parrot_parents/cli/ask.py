@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from parrot_parents.cli.common import (
+    DEFAULT_COLLECTION,
     add_retrieval_options,
     add_store_options,
     make_store,
@@ -41,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="URL",
         help=f"ask a running `parrot-parents serve` at URL instead of loading the model "
         f"here (default: ${SERVER_ENV}, else none). Its bot for --collection answers "
-        "(or --bot); options not given take that bot's settings",
+        "(or --bot, whose collection a --collection given must be); options not given take "
+        "that bot's settings",
     )
     p.add_argument("--bot", default=None, help="with --server: the bot that answers")
     p.add_argument(
@@ -50,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"with --server: its bearer token (default: ${TOKEN_ENV})",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
+    # None when not given: with --server and --bot, a collection given is checked against
+    # the bot's, and one not given is the bot's (here it is "documents").
+    p.set_defaults(func=run, collection=None)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -71,6 +75,8 @@ async def _ask_here(args: argparse.Namespace) -> dict[str, Any]:
     from parrot_parents.retrieval.options import RetrievalOptions
 
     options = RetrievalOptions.from_overrides(retrieval_overrides(args))  # before any I/O
+    if args.collection is None:
+        args.collection = DEFAULT_COLLECTION
     store = make_store(args, create=False)
     try:
         # Opening checks the collection before the model loads (the table gives the
@@ -125,7 +131,18 @@ async def _ask_server(args: argparse.Namespace, server: str) -> dict[str, Any]:
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     client = ServerClient(server, token=token)
     started = time.perf_counter()
-    bot = args.bot or await asyncio.to_thread(client.bot_for, args.collection)
+    if args.bot is None:
+        bot = await asyncio.to_thread(client.bot_for, args.collection or DEFAULT_COLLECTION)
+    else:
+        bot = args.bot
+        if args.collection is not None:
+            served = await asyncio.to_thread(client.collection_of, bot)
+            if served != args.collection:
+                raise ConfigurationError(
+                    f"bot {bot!r} on {client.url} serves collection {served!r}, not "
+                    f"{args.collection!r}",
+                    hint="drop --collection, or name the bot of that collection",
+                )
     answer = await asyncio.to_thread(client.context, bot, args.question, options)
     answer["meta"].setdefault("timings_ms", {})["request"] = round(
         (time.perf_counter() - started) * 1000.0, 3

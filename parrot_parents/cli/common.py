@@ -11,6 +11,7 @@ from typing import Any
 from parrot_parents.embedded.server import DSN_ENV
 
 __all__ = [
+    "DEFAULT_COLLECTION",
     "RETRIEVAL_FLAGS",
     "TRAILING",
     "add_backend_option",
@@ -26,6 +27,9 @@ __all__ = [
     "visible",
 ]
 
+
+#: The collection a command reads or writes when ``--collection`` is not given.
+DEFAULT_COLLECTION = "documents"
 
 #: The namespace attribute a command sets to the ``dest`` of its list of positionals
 #: (``nargs`` ``*`` or ``+``) when those may also come after its options, as in
@@ -80,7 +84,9 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     add_backend_option(parser)
     add_dsn_option(parser)
     parser.add_argument(
-        "--collection", default="documents", help="collection (table) name (default: documents)"
+        "--collection",
+        default=DEFAULT_COLLECTION,
+        help=f"collection (table) name (default: {DEFAULT_COLLECTION})",
     )
     add_model_option(parser)
 

@@ -99,6 +99,15 @@ class ServerClient:
             hint="name one with --bot",
         )
 
+    def collection_of(self, bot: str) -> str:
+        """``GET /api/v1/bots/{bot}``'s ``collection``: the collection the bot searches.
+
+        Raises:
+            ParrotParentsError: the server answered an error (404 for an unknown bot).
+        """
+        path = f"/api/v1/bots/{urllib.parse.quote(bot, safe='')}"
+        return str(self._call(path).get("collection"))
+
     def context(self, bot: str, question: str, options: dict[str, Any]) -> dict[str, Any]:
         """``POST /api/v1/bots/{bot}/context``: ``{"bot", "context", "passages", "meta"}``."""
         path = f"/api/v1/bots/{urllib.parse.quote(bot, safe='')}/context"

@@ -129,6 +129,12 @@ def test_ask_server_picks_the_collection_s_one_bot_or_says_which(server: str) ->
     assert code == 2 and "several bots" in err and "hr, hr_parents" in err
     code, _, err, _ = probe("ask", "pay day?", "--server", server, "--bot", "nobody")
     assert code == 2 and "the server answered 404" in err
+    # A collection given with a bot is the bot's, or the question is not asked.
+    code, _, err, _ = probe(
+        "ask", "pay day?", "--server", server, "--bot", "hr", "--collection", "other"
+    )
+    assert code == 2 and f"bot 'hr' on {server} serves collection '{COLLECTION}'" in err
+    assert "not 'other'" in err
     # The server checks the options, as for any client.
     code, _, err, _ = probe("ask", "q", "--server", server, "--bot", "hr", "--limit", "0")
     assert code == 2 and "the server answered 400" in err and "limit" in err

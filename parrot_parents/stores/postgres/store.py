@@ -267,8 +267,11 @@ class PgVectorStore(
         is False): the explicit open of a writer.
 
         The first write connects this way too; a read that connects the store never
-        creates anything (:meth:`ready`). Creation is atomic and safe under concurrency
-        (:mod:`parrot_parents.stores.postgres.collections.creation`).
+        creates a missing collection (:meth:`ready`), though on a store that may create
+        it completes an existing one as the first write would: an older collection's
+        lexical index and documents table, and the ``partition_key`` asked for with the
+        indexes of the values already stored. Creation is atomic and safe under
+        concurrency (:mod:`parrot_parents.stores.postgres.collections.creation`).
 
         Raises:
             CollectionNotFoundError: the collection is missing and ``create`` is False.

@@ -24,6 +24,7 @@ from parrot_parents.stores.protocols import (
     DocumentRows,
     DocumentTable,
     IndexedRows,
+    Partitioned,
     ReplaceDocument,
     RowCount,
     ScopeCheck,
@@ -44,11 +45,12 @@ PROTOCOLS: tuple[type, ...] = (
     ContextSearch,
     IndexedRows,
     DocumentRows,
+    Partitioned,
     ScopeCheck,
 )
 CLAIMS: dict[str, set[type]] = {
     "PgVectorStore": set(PROTOCOLS),
-    "MilvusStore": {ReplaceDocument, SourceLookup, RowCount, IndexedRows, ScopeCheck},
+    "MilvusStore": {ReplaceDocument, SourceLookup, RowCount, IndexedRows, Partitioned, ScopeCheck},
 }
 QUESTION = "How long do I have to claim phone costs?"
 
@@ -240,3 +242,14 @@ async def test_document_rows_lists_a_documents_rows_parents_first(make_store, em
     lengths = {str(r.id): len(r.page_content) for r in rows}
     assert all(r.length == lengths[r.id] for r in got)
     assert await store.document_rows("nope") == []
+
+
+async def test_a_partitioned_store_names_its_collection_s_key_once_connected(make_store) -> None:
+    keyed = make_store(partition_key="tenant")
+    _claims(keyed, Partitioned)
+    assert keyed.collection_partition_key() is None  # not yet connected
+    await keyed.connect()
+    assert keyed.collection_partition_key() == "tenant"
+    plain = make_store()
+    await plain.connect()
+    assert plain.collection_partition_key() is None

@@ -113,6 +113,9 @@ _OPTION_OF_SETTING = {setting: option for option, setting in SETTING_NAMES.items
 BOT_KEYS = tuple(BotSettings.model_fields)
 _JSON_KEYS = {"reranker_config", "parent_searcher_config", "scope"}
 _STR_KEYS = {"name", "description", "collection", "expansion_mode"}
+#: The keys whose value is a JSON object or null; ``none`` stands for null, as it does
+#: for the ``--scope`` and ``--parent-searcher-config`` flags.
+_OBJECT_KEYS = {"scope", "reranker_config", "parent_searcher_config"}
 
 
 def validation_problems(
@@ -224,7 +227,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     ``{"type": "in_table"}``); a value that is not JSON stays a string, so validation
     then names the wrong type. ``reranker_config.model=/models/x`` sets one key inside a
     JSON config. ``limit``, ``budget`` and ``mode`` (the ``bots add`` flag names) stand for
-    ``context_search_limit``, ``context_budget`` and ``expansion_mode``.
+    ``context_search_limit``, ``context_budget`` and ``expansion_mode``. ``none`` removes a
+    JSON config or the scope (``scope=none``), as the flags' ``none`` does.
 
     Raises:
         ConfigurationError: no ``=`` or an empty key; a JSON value with a duplicate key,
@@ -238,6 +242,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     key = _SPEC_NAMES.get(key, key)
     if key in _STR_KEYS:
         return key, raw
+    if key in _OBJECT_KEYS and raw.strip().lower() == "none":
+        return key, None
     try:
         return key, loads_strict(raw)
     except InvalidJSON as exc:

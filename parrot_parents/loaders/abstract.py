@@ -6,7 +6,6 @@ import asyncio
 import collections
 import contextlib
 import functools
-import json
 import logging
 import shlex
 from abc import ABC, abstractmethod
@@ -44,6 +43,7 @@ from parrot_parents.loaders.structure.reading import (
 )
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
+from parrot_parents.stores.partition_keys import MOVED_HINT, moved_value
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.protocols import (
     BulkLoad,
@@ -334,7 +334,13 @@ class AbstractLoader(ABC):
             record = _record(document_id, text, metadata, structure, run.policy)
             stored = run.states.get(document_id)
             if run.partition_key is not None:
-                _check_partition_kept(document_id, metadata, stored, run.partition_key)
+                for earlier in (stored, run.records.get(document_id)):
+                    if earlier is not None:
+                        row_metadata = earlier.metadata.get("row_metadata")
+                        if isinstance(row_metadata, Mapping):
+                            _check_partition_kept(
+                                document_id, metadata, row_metadata, run.partition_key
+                            )
             if run.skip_unchanged and record.same_as(stored):
                 self.report.unchanged.append(name)
                 return
@@ -591,30 +597,21 @@ def _named_markdown(metadata: dict[str, Any], document_id: str) -> bool:
 
 
 def _check_partition_kept(
-    document_id: str, metadata: Mapping[str, Any], stored: DocumentState | None, key: str
+    document_id: str, metadata: Mapping[str, Any], earlier: Mapping[str, Any] | None, key: str
 ) -> None:
-    """Refuse a document stored under one value of the partition key that the write would
-    give another (or none): two tenants' files of the same name must not replace each
-    other unnoticed. A document stored without a value may be given one.
+    """Refuse a document whose metadata ``earlier`` (stored, or given before in the same
+    call) holds one value of the partition key that ``metadata`` changes
+    (:func:`~parrot_parents.stores.partition_keys.moved_value`). The store checks it again
+    in the write's transaction; this check refuses before any model work.
 
     Raises:
-        ConfigurationError: the values differ (as JSON: ``true`` is not ``1``).
+        ConfigurationError: the value would change.
     """
-    if stored is None:
+    if earlier is None:
         return
-    row_metadata = stored.metadata.get("row_metadata")
-    if not isinstance(row_metadata, Mapping) or key not in row_metadata:
-        return
-    old, new = row_metadata[key], metadata.get(key)
-    if json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True):
-        return
-    given = "none" if key not in metadata else repr(new)
-    raise ConfigurationError(
-        f"document {document_id!r} is stored under {key} {old!r}; this write gives it "
-        f"{given} (not written)",
-        hint=f"to move it, delete it first; to keep both, give each {key} its own document "
-        "ids (ingest --id-prefix, or metadata document_id)",
-    )
+    problem = moved_value(key, earlier, metadata)
+    if problem is not None:
+        raise ConfigurationError(f"document {document_id!r} {problem}", hint=MOVED_HINT)
 
 
 def _record(

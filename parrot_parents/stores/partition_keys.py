@@ -14,12 +14,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.records.markers import HIERARCHY_KEYS
+
+#: Keys the hierarchy writes on every row, whatever the caller gives: no partition key.
+_WRITTEN_BY_HIERARCHY = HIERARCHY_KEYS | {"document_id", "retrieval_preamble"}
 
 __all__ = [
+    "MOVED_HINT",
     "PartitionValue",
     "canonical",
     "fixed_value",
     "is_partition_value",
+    "moved_value",
     "validate_partition_key",
     "value_json",
 ]
@@ -31,7 +37,9 @@ _MAX_KEY_CHARS = 256
 
 def validate_partition_key(key: object) -> str | None:
     """``key`` checked: None, or a metadata key of 1 to 256 characters that does not start
-    with ``$`` and holds no NUL and no lone surrogate (neither can reach PostgreSQL).
+    with ``$``, holds no NUL and no lone surrogate (neither can reach PostgreSQL), and is
+    not a key the hierarchy writes (``is_chunk``, ``document_id``...: the loaders set
+    those, so a value given for them would be lost).
 
     Raises:
         ConfigurationError: anything else.
@@ -48,6 +56,11 @@ def validate_partition_key(key: object) -> str | None:
         raise ConfigurationError(
             f"partition_key must be a metadata key of 1 to {_MAX_KEY_CHARS} characters, not "
             f"starting with '$', with no NUL and no lone surrogate; got {key!r}"
+        )
+    if key in _WRITTEN_BY_HIERARCHY:
+        raise ConfigurationError(
+            f"partition_key {key!r} is a key the hierarchy writes on every row",
+            hint="partition by a key of your own, such as tenant",
         )
     return key
 
@@ -95,3 +108,25 @@ def fixed_value(filter: Mapping[str, Any] | None, key: str) -> PartitionValue | 
         # Two different fixed values match nothing; the plain filter says so.
         return None
     return values[0]
+
+
+def moved_value(key: str, stored: Mapping[str, Any], given: Mapping[str, Any]) -> str | None:
+    """Why a document whose stored metadata is ``stored`` may not be written again with
+    ``given``: it holds one value of the partition key and ``given`` another, or none
+    (told apart as JSON: ``true`` is not ``1``). None when the write keeps the value, or
+    when ``stored`` holds none (a document may be given a value). Two tenants' files of
+    one name would otherwise replace each other unnoticed."""
+    if key not in stored:
+        return None
+    old, new = stored[key], given.get(key)
+    if key in given and json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True):
+        return None
+    to = repr(new) if key in given else "none"
+    return f"is stored under {key} {old!r}; this write gives it {to} (not written)"
+
+
+#: The advice that goes with :func:`moved_value`'s refusal.
+MOVED_HINT = (
+    "to move it, delete it first; to keep both, give each value's documents ids of their "
+    "own: id_prefix= (CLI: ingest --id-prefix), or a document_id per Document in Python"
+)

@@ -21,6 +21,7 @@ from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.parents import InTableParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.postgres.collections.documents import DocumentRecord
 from parrot_parents.stores.postgres.collections.partitions import (
     fixed_value,
     partition_index_name,
@@ -435,7 +436,9 @@ async def test_the_key_is_recorded_checked_and_given_to_an_existing_collection(
         await plain.close()
 
 
-@pytest.mark.parametrize("key", ["", "$tenant", "a\x00b", 7, "k" * 257, "t\ud800"])
+@pytest.mark.parametrize(
+    "key", ["", "$tenant", "a\x00b", 7, "k" * 257, "t\ud800", "is_chunk", "document_id"]
+)
 def test_a_bad_key_is_refused_at_construction(key: Any) -> None:
     with pytest.raises(ConfigurationError, match="partition_key"):
         validate_partition_key(key)
@@ -633,3 +636,20 @@ async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_no
         assert await ingest(doc(1)) == {}
         assert await ingest(doc(True)) != {}
         assert await tenants() == {1}
+        # Two values of one new document in one call: the first is written.
+        await store.delete("pay")
+        assert list(await ingest(doc("acme"), doc("globex"))) == ["pay"]
+        assert await tenants() == {"acme"}
+        # The store checks again in the write's transaction, after the document's lock:
+        # a writer that read no stored value (as a concurrent one may) is refused there.
+        moved = doc("globex")
+        record = DocumentRecord(
+            "pay", "h", None, moved.page_content, None, {"row_metadata": moved.metadata}
+        )
+        with pytest.raises(ConfigurationError, match="stored under tenant 'acme'"):
+            await store.replace_document("pay", [moved], record=record)
+        assert await tenants() == {"acme"}
+        # Two loaders at once: one of them is refused, whichever comes second.
+        await store.delete("pay")
+        both = await asyncio.gather(ingest(doc("acme")), ingest(doc("globex")))
+        assert sorted(len(failed) for failed in both) == [0, 1]

@@ -9,7 +9,7 @@ through :class:`WrittenStore`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
@@ -18,8 +18,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import CollectionName
-from parrot_parents.stores.postgres.collections.documents import DocumentsTable
+from parrot_parents.stores.partition_keys import MOVED_HINT, moved_value
+from parrot_parents.stores.postgres.collections.documents import DocumentsTable, DocumentState
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
     partition_values,
@@ -136,6 +138,8 @@ class DocumentWrites:
                 m, ef = store.hnsw.m, store.hnsw.ef_construction
                 await conn.run_sync(ensure_partition_indexes, table, key, values, m, ef)
             await lock_documents(conn, store.name, document_ids)
+            if key is not None:
+                await keep_partition_values(conn, store.documents, writes, key)
             await write_batch(conn, table, store.documents, writes, delete_rows)
             return due
 
@@ -181,6 +185,35 @@ class DocumentWrites:
             return False
         async with store_errors(f"maintain {self._store.name.qualified}"):
             return await guard.maintain(engine, force=force)
+
+
+async def keep_partition_values(
+    conn: Any, documents: DocumentsTable, writes: Sequence[DocumentWrite], key: str
+) -> None:
+    """Refuse the batch when a document written with a record (a loader's write) is
+    stored under one value of the partition key ``key`` that the record changes
+    (:func:`~parrot_parents.stores.partition_keys.moved_value`). Read under the
+    documents' locks (:func:`lock_documents`), so of two writers of one new document
+    under two values, the second sees the first's and is refused.
+
+    Raises:
+        ConfigurationError: the value would change (nothing of the batch is written).
+    """
+    given = {
+        w.document_id: w.record.metadata.get("row_metadata")
+        for w in writes
+        if w.document_id is not None and w.record is not None
+    }
+    if not given:
+        return
+    for row in await conn.execute(documents.states(sorted(given))):
+        stored = DocumentState(*row[1:]).metadata.get("row_metadata")
+        new = given.get(row.document_id)
+        if not isinstance(stored, Mapping) or not isinstance(new, Mapping):
+            continue
+        problem = moved_value(key, stored, new)
+        if problem is not None:
+            raise ConfigurationError(f"document {row.document_id!r} {problem}", hint=MOVED_HINT)
 
 
 async def lock_documents(

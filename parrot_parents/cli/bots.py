@@ -229,9 +229,17 @@ async def run_set(args: argparse.Namespace) -> int:
     from parrot_parents.bots.settings import parse_assignment
     from parrot_parents.errors import ConfigurationError
 
-    changes = dict(parse_assignment(a) for a in args.assignments)
+    changes: dict[str, Any] = {}
+    given = [parse_assignment(a) for a in args.assignments]
     if "scope" in vars(args):
-        changes["scope"] = args.scope
+        given.append(("scope", args.scope))
+    for key, value in given:
+        # One value per key: which of two the user meant is not ours to guess.
+        if key in changes:
+            raise ConfigurationError(
+                f"{key} is given twice", hint="give each key once (--scope counts as scope=)"
+            )
+        changes[key] = value
     if not changes:
         raise ConfigurationError(
             "nothing to change", hint="give key=value assignments, or --scope JSON"

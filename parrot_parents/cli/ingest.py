@@ -234,7 +234,7 @@ def document_metadata(pairs: list[str]) -> dict[str, Any]:
 
     Raises:
         ConfigurationError: a pair without ``=`` or with an empty key, or a key the
-            hierarchy writes (``document_id``, ``is_chunk``...).
+            hierarchy writes (``document_id``, ``is_chunk``...), or a key given twice.
     """
     from parrot_parents.errors import ConfigurationError
     from parrot_parents.loaders.hierarchy import HIERARCHY_OWNED
@@ -247,6 +247,8 @@ def document_metadata(pairs: list[str]) -> dict[str, Any]:
             raise ConfigurationError(f"--metadata needs KEY=VALUE, got {pair!r}")
         if key in HIERARCHY_OWNED:
             raise ConfigurationError(f"--metadata {key!r} is a key the hierarchy writes")
+        if key in found:
+            raise ConfigurationError(f"--metadata {key!r} is given twice")
         try:
             value = loads_strict(raw)
         except ValueError:  # NaN and Infinity too: they are not JSON

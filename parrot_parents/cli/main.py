@@ -113,8 +113,12 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     args, extra = parser.parse_known_args(argv)
     if extra:
         trailing = vars(args).get(TRAILING)
-        if trailing is None or any(a.startswith("-") for a in extra):
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        flags = [a for a in extra if a.startswith("-")]
+        if trailing is None or flags:
+            # Words the command's list would take are not named among the unknown.
+            parser.error(
+                f"unrecognized arguments: {' '.join(extra if trailing is None else flags)}"
+            )
         getattr(args, trailing).extend(extra)
     return args
 

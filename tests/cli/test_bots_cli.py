@@ -286,6 +286,10 @@ def test_a_scope_is_set_shown_changed_and_refused_when_bad(
     assert "$regex" in err
     code, out, _ = run(capsys, "bots", "show", "hr", *dsn)
     assert json.loads(out)["scope"] == {"tenant": {"$in": ["a"]}}
+    # One value per key: a flag and an assignment of the same key are refused.
+    for twice in (["--scope", '{"a": 1}', 'scope={"b": 2}'], ["limit=2", "limit=3"]):
+        code, _, err = run(capsys, "bots", "set", "hr", *twice, *dsn)
+        assert code == 2 and "given twice" in err
     # Assignments may follow the flag, as they follow the name.
     code, out, err = run(
         capsys, "bots", "set", "hr", "--scope", '{"tenant": "b"}', "description=scoped", *dsn

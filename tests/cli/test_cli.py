@@ -121,3 +121,12 @@ def test_other_words_after_the_options_are_still_refused(
         parse(build_parser(), argv)
     assert raised.value.code == 2
     assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_an_unknown_flag_among_a_command_s_list_is_named_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        parse(build_parser(), ["bots", "set", "hr", "--scope", "{}", "limit=4", "--nope"])
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --nope" in err and "limit=4" not in err

@@ -45,6 +45,11 @@ def test_a_bad_pair_is_refused(pair: str, message: str) -> None:
         document_metadata([pair])
 
 
+def test_a_key_given_twice_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="'tenant' is given twice"):
+        document_metadata(["tenant=acme", "tenant=globex"])
+
+
 def test_a_bad_partition_key_is_refused_for_either_store_before_anything_connects() -> None:
     for spec, dsn in (("milvus:./never.db", None), (None, "postgresql://u@h/db")):
         with pytest.raises(ConfigurationError, match="partition_key"):

@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import json
 import logging
 import shlex
 from abc import ABC, abstractmethod
@@ -558,8 +559,18 @@ class AbstractLoader(ABC):
             return
         digests = {h.document_id: records[h.document_id].content_sha256 for h in batch if h.parents}
         found = await run.store.documents_with_content(list(digests.values()))
+        key = run.partition_key
+        values: Mapping[str, DocumentState] = {}
+        if key is not None and isinstance(run.store, DocumentTable):
+            ids = sorted({o for digest in digests.values() for o in found.get(digest, set())})
+            values = await run.store.document_states(ids)
         for document_id, digest in digests.items():
             others = found.get(digest, set()) - {document_id}
+            if key is not None:
+                # Another value's copy is that tenant's own document, not a duplicate
+                # (and its id is not this tenant's to see).
+                mine = records[document_id].metadata.get("row_metadata")
+                others = {o for o in others if o in values and _same_value(key, values[o], mine)}
             if others:
                 name = records[document_id].source or document_id
                 self.report.warnings.setdefault(name, []).append(
@@ -569,6 +580,17 @@ class AbstractLoader(ABC):
                     "(Python: store.delete(document_id); CLI: parrot-parents delete "
                     f"COLLECTION {' '.join(shlex.quote(o) for o in sorted(others))})"
                 )
+
+
+def _same_value(key: str, stored: DocumentState, given: Any) -> bool:
+    """Whether a stored document and a document's row metadata ``given`` hold the same
+    value of the partition key ``key``, or both none (compared as JSON)."""
+    theirs = stored.metadata.get("row_metadata")
+    if not isinstance(theirs, Mapping) or not isinstance(given, Mapping):
+        return False
+    if (key in theirs) != (key in given):
+        return False
+    return json.dumps(theirs.get(key), sort_keys=True) == json.dumps(given.get(key), sort_keys=True)
 
 
 def _without_indexed_rows(store: AbstractStore | None) -> bool:

@@ -653,3 +653,26 @@ async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_no
         await store.delete("pay")
         both = await asyncio.gather(ingest(doc("acme")), ingest(doc("globex")))
         assert sorted(len(failed) for failed in both) == [0, 1]
+
+
+async def test_the_same_content_under_another_value_is_not_called_a_copy(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    from parrot_parents.loaders.text import TextLoader
+
+    text = "Salaries are paid on the 25th. Overtime is paid in the next cycle."
+
+    async with _keyed(pg_dsn, embeddings, "partcp") as store:
+
+        async def warnings(document_id: str, tenant: str) -> list[str]:
+            loader = TextLoader(embedding=embeddings)
+            meta = {"document_id": document_id, "source": f"{document_id}.txt", "tenant": tenant}
+            await loader.chunk_documents([Document(text, metadata=meta)], vector_store=store)
+            return [w for ws in loader.report.warnings.values() for w in ws]
+
+        assert await warnings("acme/pay", "acme") == []
+        # Another tenant's identical file is its own document: no warning naming acme's.
+        assert await warnings("globex/pay", "globex") == []
+        # A second copy within one tenant is still named.
+        again = await warnings("acme/pay-copy", "acme")
+        assert any("same content is already stored" in w and "acme/pay" in w for w in again)

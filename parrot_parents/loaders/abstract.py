@@ -6,7 +6,6 @@ import asyncio
 import collections
 import contextlib
 import functools
-import json
 import logging
 import shlex
 from abc import ABC, abstractmethod
@@ -44,7 +43,7 @@ from parrot_parents.loaders.structure.reading import (
 )
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.partition_keys import MOVED_HINT, moved_value
+from parrot_parents.stores.partition_keys import MOVED_HINT, moved_value, same_value
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.protocols import (
     BulkLoad,
@@ -584,13 +583,12 @@ class AbstractLoader(ABC):
 
 def _same_value(key: str, stored: DocumentState, given: Any) -> bool:
     """Whether a stored document and a document's row metadata ``given`` hold the same
-    value of the partition key ``key``, or both none (compared as JSON)."""
+    value of the partition key ``key``, or both none
+    (:func:`~parrot_parents.stores.partition_keys.same_value`)."""
     theirs = stored.metadata.get("row_metadata")
     if not isinstance(theirs, Mapping) or not isinstance(given, Mapping):
         return False
-    if (key in theirs) != (key in given):
-        return False
-    return json.dumps(theirs.get(key), sort_keys=True) == json.dumps(given.get(key), sort_keys=True)
+    return same_value(key, theirs, given)
 
 
 def _without_indexed_rows(store: AbstractStore | None) -> bool:
@@ -619,7 +617,7 @@ def _named_markdown(metadata: dict[str, Any], document_id: str) -> bool:
 
 
 def _check_partition_kept(
-    document_id: str, metadata: Mapping[str, Any], earlier: Mapping[str, Any] | None, key: str
+    document_id: str, metadata: Mapping[str, Any], earlier: Mapping[str, Any], key: str
 ) -> None:
     """Refuse a document whose metadata ``earlier`` (stored, or given before in the same
     call) holds one value of the partition key that ``metadata`` changes
@@ -629,8 +627,6 @@ def _check_partition_kept(
     Raises:
         ConfigurationError: the value would change.
     """
-    if earlier is None:
-        return
     problem = moved_value(key, earlier, metadata)
     if problem is not None:
         raise ConfigurationError(f"document {document_id!r} {problem}", hint=MOVED_HINT)

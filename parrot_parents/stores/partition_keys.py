@@ -26,6 +26,7 @@ __all__ = [
     "fixed_value",
     "is_partition_value",
     "moved_value",
+    "same_value",
     "validate_partition_key",
     "value_json",
 ]
@@ -116,13 +117,18 @@ def moved_value(key: str, stored: Mapping[str, Any], given: Mapping[str, Any]) -
     (told apart as JSON: ``true`` is not ``1``). None when the write keeps the value, or
     when ``stored`` holds none (a document may be given a value). Two tenants' files of
     one name would otherwise replace each other unnoticed."""
-    if key not in stored:
+    if key not in stored or same_value(key, stored, given):
         return None
-    old, new = stored[key], given.get(key)
-    if key in given and json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True):
-        return None
-    to = repr(new) if key in given else "none"
-    return f"is stored under {key} {old!r}; this write gives it {to} (not written)"
+    to = repr(given[key]) if key in given else "none"
+    return f"is stored under {key} {stored[key]!r}; this write gives it {to} (not written)"
+
+
+def same_value(key: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether metadata ``a`` and ``b`` hold the same value of ``key``, or both none
+    (compared as JSON: ``true`` is not ``1``)."""
+    if (key in a) != (key in b):
+        return False
+    return json.dumps(a.get(key), sort_keys=True) == json.dumps(b.get(key), sort_keys=True)
 
 
 #: The advice that goes with :func:`moved_value`'s refusal.

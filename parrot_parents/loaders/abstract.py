@@ -91,6 +91,11 @@ class IngestReport:
     ``indexed`` counts the indexed rows an ingestion strategy wrote, and ``strategy``
     is its report (:meth:`RowIndexer.report`: ``enriched`` of ``of``, model calls,
     tokens, failures by kind), None without a strategy.
+
+    A loader keeps one report over all its calls (``loader.report``): the counts add up,
+    and a document that failed in an earlier call leaves ``failed`` when a later call
+    writes it (or finds it unchanged). ``documents``, ``parents`` and ``children`` count
+    what was written (without a store, what was chunked).
     """
 
     documents: int = 0
@@ -343,6 +348,7 @@ class AbstractLoader(ABC):
                             )
             if run.skip_unchanged and record.same_as(stored):
                 self.report.unchanged.append(name)
+                self.report.failed.pop(name, None)
                 return
             hierarchy = self.processor.build_hierarchy(
                 text, document_id, metadata, structure=structure, **run.sizes
@@ -425,7 +431,15 @@ class AbstractLoader(ABC):
         if run.store is not None:
             batch = await self._write_batch(run, run.store, item)
         for h in batch:
-            run.out.extend(h.documents())
+            rows = h.documents()
+            run.out.extend(rows)
+            # A loader's report adds up its calls: a document written now is no longer
+            # one that failed in an earlier call.
+            self.report.failed.pop(run.names[h.document_id], None)
+            self.report.documents += 1
+            children = sum(1 for row in rows if row.metadata.get("is_chunk"))
+            self.report.children += children
+            self.report.parents += len(rows) - children
         if run.events is not None:
             run.events.stored(done)
 

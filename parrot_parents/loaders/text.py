@@ -137,9 +137,7 @@ class TextLoader(AbstractLoader):
         """
         docs = self.load() if documents is None else list(documents)
         bulk = await wants_bulk_load(vector_store, bulk_load) if docs else False
-        failed_before = set(self.report.failed)
-        unchanged_before = len(self.report.unchanged)
-        rows = await self.chunk_documents(
+        await self.chunk_documents(
             docs,
             vector_store=vector_store,
             progress=progress,
@@ -147,14 +145,6 @@ class TextLoader(AbstractLoader):
             bulk_load=bulk,
             **sizes,
         )
-        self.report.documents += (
-            len(docs)
-            - len(set(self.report.failed) - failed_before)
-            - (len(self.report.unchanged) - unchanged_before)
-        )
-        children = sum(1 for row in rows if row.metadata.get("is_chunk"))
-        self.report.children += children
-        self.report.parents += len(rows) - children
         return self.report
 
     def ingest_sync(self, vector_store: AbstractStore, **kwargs: Any) -> IngestReport:

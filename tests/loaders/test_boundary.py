@@ -162,3 +162,20 @@ async def test_long_children_are_embedded_in_windows_not_cut(
     scores = {h.metadata["document_id"]: h.score for h in hits}
     assert scores["long0"] - scores["long1"] > 1e-3
     assert loader.report.windowed_children == 3  # the report says how many
+
+
+async def test_a_reused_loaders_report_drops_a_failure_a_later_call_wrote(
+    store: PgVectorStore, embeddings: object
+) -> None:
+    loader = TextLoader(embedding=embeddings)  # type: ignore[arg-type]
+    await loader.chunk_documents([_doc("good1"), _doc("bad", owner="a\x00b")], vector_store=store)
+    assert set(loader.report.failed) == {"bad"}
+    assert loader.report.documents == 1 and loader.report.children >= 1
+    children = loader.report.children
+    rows = await loader.chunk_documents([_doc("bad", owner="ab")], vector_store=store)
+    assert loader.report.failed == {}
+    assert await _stored(store) == {"good1", "bad"}
+    assert loader.report.documents == 2
+    assert loader.report.children == children + sum(1 for r in rows if r.metadata["is_chunk"])
+    report = await loader.ingest(store, documents=[_doc("bad", owner="a\x00b")])
+    assert set(report.failed) == {"bad"} and report.documents == 2

@@ -296,3 +296,26 @@ async def test_an_embeddings_object_without_a_dimension_searches_an_existing_col
         assert got and "Falcon" in got[0].content
     finally:
         await reader.close()
+
+
+async def test_an_empty_collection_without_a_record_is_searched_without_a_warning(
+    store: PgVectorStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What a first ingest whose every document was refused leaves: a collection that
+    # holds nothing, so no vector of another model can be there.
+    loader = TextLoader(embedding=store.embedding)
+    await loader.chunk_documents([Document("x", metadata={"source": "a\x00"})], vector_store=store)
+    assert loader.report.failed and await store.count() == 0
+    with caplog.at_level("WARNING"):
+        assert await store.similarity_search("Falcon price", limit=1) == []
+    assert "records no embedding model" not in caplog.text
+    await _ingest(store, store.embedding)
+    async with store.engine.begin() as conn:  # as a collection made before the record
+        await conn.execute(text(f'COMMENT ON COLUMN "public"."{store.table}".embedding IS NULL'))
+    fresh = PgVectorStore(dsn=store.connections.dsn, table=store.table, embedding=store.embedding)
+    try:
+        with caplog.at_level("WARNING"):
+            assert await fresh.similarity_search("Falcon price", limit=1)
+        assert "records no embedding model" in caplog.text
+    finally:
+        await fresh.close()

@@ -212,7 +212,7 @@ class ModelContract:
 
         A collection without a record gets ``embedding``'s model recorded when
         ``writing`` (the write is about to store that model's vectors), and is accepted
-        with a warning when reading. Cheap once passed: the probe is computed once per
+        when reading, with a warning when it holds vectors (of a model not recorded). Cheap once passed: the probe is computed once per
         embeddings object, the record read at most every :data:`RECHECK_S` seconds.
 
         Raises:
@@ -235,7 +235,9 @@ class ModelContract:
             )
             record = after or before
         if record is None:
-            if not self._warned:
+            # An empty collection (a first write refused, say) holds no other model's
+            # vectors: there is nothing to warn of.
+            if not self._warned and await self._holds_vectors(engine):
                 self._warned = True
                 logger.warning(
                     "collection %r records no embedding model (made before models were "
@@ -246,6 +248,18 @@ class ModelContract:
         else:
             self._compare(record, actual, writing=writing)
         self._passed = (record, actual, writing)
+
+    async def _holds_vectors(self, engine: AsyncEngine) -> bool:
+        """Whether any row of the collection has a vector."""
+        sql = text(
+            f'SELECT EXISTS (SELECT 1 FROM "{self.schema}"."{self.table}"'
+            " WHERE embedding IS NOT NULL)"
+        )
+
+        async def holds(conn: AsyncConnection) -> bool:
+            return bool((await conn.execute(sql)).scalar())
+
+        return await read(engine, f"reading {self.table}", holds)
 
     async def _update(
         self, engine: AsyncEngine, change: Callable[[ModelRecord | None], ModelRecord | None]

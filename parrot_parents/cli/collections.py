@@ -6,6 +6,7 @@ Thin edges over :mod:`parrot_parents.stores.postgres.collections.catalog`; no mo
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -88,6 +89,17 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def key_cell(key: str | None) -> str:
+    """A partition key as a table cell: as it is, or as a JSON string when it could not be
+    read back from the table (empty, blank, holding whitespace, or ``-``, which stands
+    for none)."""
+    if key is None:
+        return "-"
+    if not key or key == "-" or any(ch.isspace() for ch in key):
+        return json.dumps(key, ensure_ascii=False)
+    return key
+
+
 def _model(c: Any) -> str:
     """The recorded model with its fingerprint, as ``NAME@digest``."""
     if c.embedding_model is None:
@@ -151,7 +163,7 @@ async def run_collections(args: argparse.Namespace) -> int:
             ",".join(c.strategies) or "-",
             _cell(c.lexical_backend)
             + (f" ({c.text_search_config})" if c.text_search_config else ""),
-            _cell(c.partition_key),
+            key_cell(c.partition_key),
         ),
     )
 

@@ -192,3 +192,23 @@ def test_a_closed_stdout_pipe_ends_quietly(kb: str) -> None:
         assert done.returncode == BROKEN_PIPE_EXIT, argv
     # argparse's own output (help, version) already ignores a closed pipe.
     assert _closed_early("--help").stderr == b""
+
+
+@pytest.mark.parametrize(
+    ("key", "cell"),
+    [
+        (None, "-"),
+        ("tenant", "tenant"),
+        ("région", "région"),
+        (" ", '" "'),
+        ("", '""'),
+        ("a b", '"a b"'),
+        ("-", '"-"'),
+        ("tab\there", '"tab\\there"'),
+    ],
+)
+def test_a_partition_key_reads_back_from_the_table(key: str | None, cell: str) -> None:
+    from parrot_parents.cli.collections import format_table, key_cell
+
+    line = format_table(("NAME", "PARTITION"), [("docs", key_cell(key))]).splitlines()[1]
+    assert line.split("  ", 1)[1] == cell

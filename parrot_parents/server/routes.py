@@ -213,7 +213,9 @@ async def context(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/bots/{name}/documents/{document_id:.+}")
 async def document_rows(request: web.Request) -> web.Response:
-    """One document's stored hierarchy: its rows (no text), parents first, with counts."""
+    """One document's stored hierarchy: its rows (no text), parents first, with counts.
+    A scoped bot lists the rows its ``/context`` could return: those in its scope, less
+    the parents holding a child outside it."""
     bot = await _lookup(request)
     document_id = path_document_id(request)
     store = bot.store
@@ -229,7 +231,10 @@ async def document_rows(request: web.Request) -> web.Response:
                 501, "this bot's store cannot check rows against its scope", request=request
             )
         kept = await store.ids_matching([r.id for r in rows], bot.scope)
-        rows = [r for r in rows if r.id in kept]
+        # A parent's text holds its children's: one holding a child outside the scope
+        # is held back by /context, and so left out here (as expansion does).
+        holding = {r.parent_document_id for r in rows if r.id not in kept}
+        rows = [r for r in rows if r.id in kept and r.id not in holding]
     collection = bot.collection
     if not rows:
         return json_error(

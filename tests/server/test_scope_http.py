@@ -107,3 +107,19 @@ async def test_a_scope_set_with_patch_holds_and_a_bad_one_is_refused(
     assert problem["key"] == "scope" and "filter['tenant'] contains a NUL" in problem["message"]
     resp = await client.patch("/api/v1/bots/hr", json={"scope": None}, headers=AUTH)
     assert resp.status == 200 and (await resp.json())["scope"] is None
+
+
+async def test_the_document_view_of_a_scoped_bot_leaves_out_a_parent_holding_rows_outside(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(token=TOKEN)
+    resp = await client.get("/api/v1/bots/hr/documents/pay", headers=AUTH)
+    everything = (await resp.json())["rows"]
+    first = min(r["end_index"] for r in everything if r["kind"] == "child")
+    scope = {"start_index": {"$lt": first}}  # the first child, and its parent's own row
+    resp = await client.patch("/api/v1/bots/hr", json={"scope": scope}, headers=AUTH)
+    assert resp.status == 200, await resp.text()
+    resp = await client.get("/api/v1/bots/hr/documents/pay", headers=AUTH)
+    assert resp.status == 200, await resp.text()
+    rows = (await resp.json())["rows"]
+    assert [r["kind"] for r in rows] == ["child"]

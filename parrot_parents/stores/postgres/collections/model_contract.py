@@ -212,8 +212,9 @@ class ModelContract:
 
         A collection without a record gets ``embedding``'s model recorded when
         ``writing`` (the write is about to store that model's vectors), and is accepted
-        when reading, with a warning when it holds vectors (of a model not recorded). Cheap once passed: the probe is computed once per
-        embeddings object, the record read at most every :data:`RECHECK_S` seconds.
+        when reading, with a warning when it holds vectors (of a model not recorded).
+        Cheap once passed: the probe is computed once per embeddings object, the record
+        read at most every :data:`RECHECK_S` seconds.
 
         Raises:
             ModelMismatchError: another model, or an unfinished re-embed (both named).

@@ -340,12 +340,10 @@ class AbstractLoader(ABC):
             stored = run.states.get(document_id)
             if run.partition_key is not None:
                 for earlier in (stored, run.records.get(document_id)):
-                    if earlier is not None:
-                        row_metadata = earlier.metadata.get("row_metadata")
-                        if isinstance(row_metadata, Mapping):
-                            _check_partition_kept(
-                                document_id, metadata, row_metadata, run.partition_key
-                            )
+                    if earlier is not None and earlier.row_metadata is not None:
+                        _check_partition_kept(
+                            document_id, metadata, earlier.row_metadata, run.partition_key
+                        )
             if run.skip_unchanged and record.same_as(stored):
                 self.report.unchanged.append(name)
                 self.report.failed.pop(name, None)
@@ -582,7 +580,7 @@ class AbstractLoader(ABC):
             if key is not None:
                 # Another value's copy is that tenant's own document, not a duplicate
                 # (and its id is not this tenant's to see).
-                mine = records[document_id].metadata.get("row_metadata")
+                mine = records[document_id].row_metadata
                 others = {o for o in others if o in values and _same_value(key, values[o], mine)}
             if others:
                 name = records[document_id].source or document_id
@@ -595,12 +593,12 @@ class AbstractLoader(ABC):
                 )
 
 
-def _same_value(key: str, stored: DocumentState, given: Any) -> bool:
+def _same_value(key: str, stored: DocumentState, given: Mapping[str, Any] | None) -> bool:
     """Whether a stored document and a document's row metadata ``given`` hold the same
     value of the partition key ``key``, or both none
     (:func:`~parrot_parents.stores.partition_keys.same_value`)."""
-    theirs = stored.metadata.get("row_metadata")
-    if not isinstance(theirs, Mapping) or not isinstance(given, Mapping):
+    theirs = stored.row_metadata
+    if theirs is None or given is None:
         return False
     return same_value(key, theirs, given)
 

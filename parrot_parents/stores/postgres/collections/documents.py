@@ -12,7 +12,7 @@ whether a text is stored under another id.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -57,6 +57,17 @@ class DocumentRecord:
             self.content_sha256, self.policy_version, self.source, metadata
         )
 
+    @property
+    def row_metadata(self) -> Mapping[str, Any] | None:
+        """The caller's metadata that every row of the document carries (None when the
+        record holds none)."""
+        return _row_metadata(self.metadata)
+
+
+def _row_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    value = metadata.get("row_metadata")
+    return value if isinstance(value, Mapping) else None
+
 
 @dataclass(frozen=True)
 class DocumentState:
@@ -66,6 +77,12 @@ class DocumentState:
     policy_version: str | None
     source: str | None
     metadata: dict[str, Any]
+
+    @property
+    def row_metadata(self) -> Mapping[str, Any] | None:
+        """The caller's metadata that every row of the document carries (None when the
+        record holds none)."""
+        return _row_metadata(self.metadata)
 
 
 class DocumentsTable:

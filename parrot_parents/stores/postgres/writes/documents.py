@@ -9,7 +9,7 @@ through :class:`WrittenStore`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
@@ -200,16 +200,16 @@ async def keep_partition_values(
         ConfigurationError: the value would change (nothing of the batch is written).
     """
     given = {
-        w.document_id: w.record.metadata.get("row_metadata")
+        w.document_id: w.record.row_metadata
         for w in writes
         if w.document_id is not None and w.record is not None
     }
     if not given:
         return
     for row in await conn.execute(documents.states(sorted(given))):
-        stored = DocumentState(*row[1:]).metadata.get("row_metadata")
+        stored = DocumentState(*row[1:]).row_metadata
         new = given.get(row.document_id)
-        if not isinstance(stored, Mapping) or not isinstance(new, Mapping):
+        if stored is None or new is None:
             continue
         problem = moved_value(key, stored, new)
         if problem is not None:

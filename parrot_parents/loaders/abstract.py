@@ -130,6 +130,8 @@ class _Run:
     skip_unchanged: bool = False
     partition_key: str | None = None
     names: dict[str, str] = field(default_factory=dict)
+    #: Documents (as the report names them) that failed in this call.
+    failed: set[str] = field(default_factory=set)
     records: dict[str, DocumentRecord] = field(default_factory=dict)
     hierarchies: list[DocumentHierarchy] = field(default_factory=list)
     out: list[Document] = field(default_factory=list)
@@ -322,6 +324,17 @@ class AbstractLoader(ABC):
     #: The spec's (FEAT-128) name for :meth:`chunk_documents`.
     _chunk_with_late_chunking = chunk_documents
 
+    def _fail(self, run: _Run, name: str, reason: str) -> None:
+        self.report.failed[name] = reason
+        run.failed.add(name)
+
+    def _settle(self, run: _Run, name: str) -> None:
+        """``name`` is stored as given: a loader's report adds up its calls, so a failure
+        of an earlier call leaves it (one of this call, of another version of the
+        document, stays)."""
+        if name not in run.failed:
+            self.report.failed.pop(name, None)
+
     def _build(self, run: _Run, doc: Document, name: str) -> None:
         """Check and split one document into ``run``; a document refused or unchanged from
         its stored state is reported instead."""
@@ -346,16 +359,16 @@ class AbstractLoader(ABC):
                         )
             if run.skip_unchanged and record.same_as(stored):
                 self.report.unchanged.append(name)
-                self.report.failed.pop(name, None)
+                self._settle(run, name)
                 return
             hierarchy = self.processor.build_hierarchy(
                 text, document_id, metadata, structure=structure, **run.sizes
             )
         except ConfigurationError as exc:
-            self.report.failed[name] = str(exc)
+            self._fail(run, name, str(exc))
             return
         except Exception as exc:  # a splitter or metadata surprise fails this one only
-            self.report.failed[name] = f"{type(exc).__name__}: {exc}"
+            self._fail(run, name, f"{type(exc).__name__}: {exc}")
             return
         # document_id names the document; the others are the hierarchy's own.
         owned = sorted(k for k in metadata if k in HIERARCHY_OWNED and k != "document_id")
@@ -431,9 +444,7 @@ class AbstractLoader(ABC):
         for h in batch:
             rows = h.documents()
             run.out.extend(rows)
-            # A loader's report adds up its calls: a document written now is no longer
-            # one that failed in an earlier call.
-            self.report.failed.pop(run.names[h.document_id], None)
+            self._settle(run, run.names[h.document_id])
             self.report.documents += 1
             children = sum(1 for row in rows if row.metadata.get("is_chunk"))
             self.report.children += children
@@ -467,7 +478,7 @@ class AbstractLoader(ABC):
             except (ConfigurationError, StoreError) as exc:
                 if isinstance(exc, StoreError) and exc.unavailable:
                     raise
-                self.report.failed[run.names[h.document_id]] = str(exc)
+                self._fail(run, run.names[h.document_id], str(exc))
                 continue
             written.append(h)
             self.report.indexed += len(extra.get(h.document_id, ()))
@@ -541,10 +552,12 @@ class AbstractLoader(ABC):
             except ModelLoadError:
                 raise
             except Exception as exc:  # one document's failure must not lose the others
-                self.report.failed[run.names[h.document_id]] = (
+                self._fail(
+                    run,
+                    run.names[h.document_id],
                     f"embedding failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                     if str(exc)
-                    else f"embedding failed: {type(exc).__name__}"
+                    else f"embedding failed: {type(exc).__name__}",
                 )
                 continue
             kept.append(h)

@@ -129,6 +129,8 @@ class _Run:
     states: Mapping[str, DocumentState]
     skip_unchanged: bool = False
     partition_key: str | None = None
+    #: The row metadata of the stored documents (with a partition key only).
+    stored_metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     #: Documents (as the report names them) that failed in this call.
     failed: set[str] = field(default_factory=set)
@@ -287,10 +289,13 @@ class AbstractLoader(ABC):
             if isinstance(vector_store, Partitioned)
             else None
         )
+        ids = [_document_id(d) for d in documents if isinstance(d, Document)]
         states: Mapping[str, DocumentState] = {}
-        if (skip_unchanged or key is not None) and isinstance(vector_store, DocumentTable):
-            ids = [_document_id(d) for d in documents if isinstance(d, Document)]
+        if skip_unchanged and isinstance(vector_store, DocumentTable):
             states = await vector_store.document_states(ids)
+        kept: Mapping[str, Mapping[str, Any]] = {}
+        if key is not None and isinstance(vector_store, Partitioned):
+            kept = await vector_store.stored_row_metadata(ids)
         run = _Run(
             vector_store,
             indexer,
@@ -300,6 +305,7 @@ class AbstractLoader(ABC):
             states,
             skip_unchanged=skip_unchanged,
             partition_key=key,
+            stored_metadata=kept,
         )
         for i, doc in enumerate(documents):
             self._build(run, doc, _name(doc, i))
@@ -352,11 +358,13 @@ class AbstractLoader(ABC):
             record = _record(document_id, text, metadata, structure, run.policy)
             stored = run.states.get(document_id)
             if run.partition_key is not None:
-                for earlier in (stored, run.records.get(document_id)):
-                    if earlier is not None and earlier.row_metadata is not None:
-                        _check_partition_kept(
-                            document_id, metadata, earlier.row_metadata, run.partition_key
-                        )
+                given = run.records.get(document_id)
+                for earlier in (
+                    run.stored_metadata.get(document_id),
+                    None if given is None else given.row_metadata,
+                ):
+                    if earlier is not None:
+                        _check_partition_kept(document_id, metadata, earlier, run.partition_key)
             if run.skip_unchanged and record.same_as(stored):
                 self.report.unchanged.append(name)
                 self._settle(run, name)

@@ -352,6 +352,19 @@ class Partitioned(Protocol):
         """The collection's partition key, None when it has none (or before the store
         has connected)."""
 
+    @abstractmethod
+    async def stored_row_metadata(
+        self, document_ids: Sequence[str]
+    ) -> dict[str, Mapping[str, Any]]:
+        """The metadata that each stored document among ``document_ids`` carries on its
+        rows (the caller's, which holds its value of the partition key), by document id;
+        documents not stored, or stored without it, are absent. The loaders compare a new
+        version's value with it. An empty ``document_ids`` reads nothing.
+
+        Raises:
+            StoreError: the database failed.
+        """
+
 
 @runtime_checkable
 class ScopeCheck(Protocol):

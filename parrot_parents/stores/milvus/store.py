@@ -61,6 +61,8 @@ _MAX_LIMIT = 10_000
 _METRICS = {"embedding": "COSINE", "sparse": "BM25"}
 #: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
 QUERY_WINDOW = 16_384
+#: Document ids read per query of their rows' metadata.
+_IDS_PER_QUERY = 64
 #: Key of the per-document ingestion record on parent rows (loaders.indexing.INGESTION_KEY).
 _INGESTION = "ingestion"
 
@@ -547,6 +549,34 @@ class MilvusStore(
                 if source is not None:
                     sources.add(str(source))
         return out
+
+    async def stored_row_metadata(
+        self, document_ids: Sequence[str]
+    ) -> dict[str, Mapping[str, Any]]:
+        """As :meth:`~parrot_parents.stores.protocols.Partitioned.stored_row_metadata`:
+        the metadata of one row of each document (its parents first, else its children),
+        which carries the caller's; a few queries. Milvus has no transaction to read it in
+        with the write, so of two writers of one new document under two values at once,
+        both may succeed (the PostgreSQL store refuses the second)."""
+        wanted = list(dict.fromkeys(str(d) for d in document_ids))
+        found: dict[str, Mapping[str, Any]] = {}
+        fields = ["document_id", "metadata"]
+        for name in (self.parents_collection, self.collection):
+            for start in range(0, len(wanted), _IDS_PER_QUERY):
+                missing = [d for d in wanted[start : start + _IDS_PER_QUERY] if d not in found]
+                if not missing:
+                    continue
+                rows = await self._query(name, in_list("document_id", missing), fields)
+                if len(rows) >= QUERY_WINDOW:
+                    # The window is full, so a document may be missing: one at a time.
+                    rows = [
+                        r
+                        for d in missing
+                        for r in await self._query(name, in_list("document_id", [d]), fields)
+                    ]
+                for r in rows:
+                    found.setdefault(str(r["document_id"]), dict(r.get("metadata") or {}))
+        return found
 
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
         """As :meth:`IndexedRows.ingestion_records`; one query.

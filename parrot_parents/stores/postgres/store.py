@@ -559,6 +559,15 @@ class PgVectorStore(
     async def document_states(self, document_ids: Sequence[str]) -> dict[str, DocumentState]:
         return await self.reads.document_states(document_ids)
 
+    async def stored_row_metadata(
+        self, document_ids: Sequence[str]
+    ) -> dict[str, Mapping[str, Any]]:
+        """As :meth:`~parrot_parents.stores.protocols.Partitioned.stored_row_metadata`,
+        from the documents table (one read): a document written without its record, by
+        :meth:`add_documents` say, is absent."""
+        states = await self.reads.document_states(document_ids) if document_ids else {}
+        return {d: s.row_metadata for d, s in states.items() if s.row_metadata is not None}
+
     async def stale_documents(
         self, policy_versions: Sequence[str], *, after: str | None = None, limit: int = 100
     ) -> list[DocumentRecord]:

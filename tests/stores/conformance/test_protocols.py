@@ -253,3 +253,25 @@ async def test_a_partitioned_store_names_its_collection_s_key_once_connected(mak
     plain = make_store()
     await plain.connect()
     assert plain.collection_partition_key() is None
+
+
+async def test_a_partitioned_store_keeps_a_document_under_its_stored_value(
+    make_store, embeddings
+) -> None:
+    keyed = make_store(partition_key="tenant")
+    _claims(keyed, Partitioned)
+
+    async def ingest(tenant: str) -> dict[str, str]:
+        doc = Document(DOC, metadata={"document_id": "policy", "tenant": tenant})
+        loader = TextLoader(embedding=embeddings)
+        await loader.chunk_documents([doc], vector_store=keyed)
+        return loader.report.failed
+
+    assert await keyed.stored_row_metadata([]) == {}
+    assert await ingest("acme") == {}
+    stored = await keyed.stored_row_metadata(["policy", "nope"])
+    assert list(stored) == ["policy"] and stored["policy"]["tenant"] == "acme"
+    failed = await ingest("globex")
+    assert list(failed) == ["policy"] and "stored under tenant 'acme'" in failed["policy"]
+    hits = await keyed.similarity_search(QUESTION, limit=20)
+    assert hits and {h.metadata["tenant"] for h in hits} == {"acme"}

@@ -93,9 +93,11 @@ class IngestReport:
     tokens, failures by kind), None without a strategy.
 
     A loader keeps one report over all its calls (``loader.report``): the counts add up,
-    and a document that failed in an earlier call leaves ``failed`` when a later call
-    writes it (or finds it unchanged). ``documents``, ``parents`` and ``children`` count
-    what was written (without a store, what was chunked).
+    a document that failed in an earlier call leaves ``failed`` when a later call writes
+    it (or finds it unchanged), and one written leaves ``unchanged`` (each name is listed
+    there once). ``documents``, ``parents`` and ``children`` count the writes (without a
+    store, the documents chunked): two versions of one document written in one call
+    count twice.
     """
 
     documents: int = 0
@@ -187,6 +189,11 @@ class AbstractLoader(ABC):
         self.indexer = ExtractiveIndexer() if isinstance(indexer, str) else indexer
         self._default_indexer = isinstance(indexer, str)
         self.report = IngestReport()
+        # The document each entry of the report's ``failed`` and ``unchanged`` is about
+        # (None: unknown), since a name (a source, a position) may be another document's
+        # in a later call.
+        self._failed_ids: dict[str, str | None] = {}
+        self._unchanged_ids: dict[str, str] = {}
         self.processor = LateChunkingProcessor(**options)
 
     @abstractmethod
@@ -330,26 +337,37 @@ class AbstractLoader(ABC):
     #: The spec's (FEAT-128) name for :meth:`chunk_documents`.
     _chunk_with_late_chunking = chunk_documents
 
-    def _fail(self, run: _Run, name: str, reason: str) -> None:
+    def _fail(self, run: _Run, name: str, reason: str, document_id: str | None) -> None:
         self.report.failed[name] = reason
+        self._failed_ids[name] = document_id
         run.failed.add(name)
 
-    def _settle(self, run: _Run, name: str) -> None:
-        """``name`` is stored as given: a loader's report adds up its calls, so a failure
-        of an earlier call leaves it (one of this call, of another version of the
-        document, stays)."""
-        if name not in run.failed:
+    def _settle(self, run: _Run, name: str, document_id: str, *, unchanged: bool) -> None:
+        """Report document ``document_id`` (named ``name``) as stored as given: written, or
+        ``unchanged``. A loader's report adds up its calls, so an earlier call's failure of
+        this document leaves ``failed`` (a failure in this call, of another version of it,
+        stays), and a written document leaves ``unchanged``."""
+        if name not in run.failed and self._failed_ids.get(name) == document_id:
             self.report.failed.pop(name, None)
+            del self._failed_ids[name]
+        if unchanged:
+            if self._unchanged_ids.get(name) != document_id or name not in self.report.unchanged:
+                self.report.unchanged.append(name)
+            self._unchanged_ids[name] = document_id
+        elif self._unchanged_ids.get(name) == document_id:
+            self.report.unchanged.remove(name)
+            del self._unchanged_ids[name]
 
     def _build(self, run: _Run, doc: Document, name: str) -> None:
         """Check and split one document into ``run``; a document refused or unchanged from
         its stored state is reported instead."""
+        known: str | None = None
         try:
             if not isinstance(doc, Document):
                 raise ConfigurationError(f"expected a langchain Document, got {type(doc).__name__}")
             text, warnings = clean_text(doc.page_content)
             metadata, structure = split_structure(doc.metadata)
-            document_id = check_document_id(_document_id(doc))
+            document_id = known = check_document_id(_document_id(doc))
             if structure is None and _named_markdown(metadata, document_id):
                 # The text of a Markdown file given as a Document is read as ingest reads
                 # the file: its headings make its sections, so both store the same rows.
@@ -366,17 +384,16 @@ class AbstractLoader(ABC):
                     if earlier is not None:
                         _check_partition_kept(document_id, metadata, earlier, run.partition_key)
             if run.skip_unchanged and record.same_as(stored):
-                self.report.unchanged.append(name)
-                self._settle(run, name)
+                self._settle(run, name, document_id, unchanged=True)
                 return
             hierarchy = self.processor.build_hierarchy(
                 text, document_id, metadata, structure=structure, **run.sizes
             )
         except ConfigurationError as exc:
-            self._fail(run, name, str(exc))
+            self._fail(run, name, str(exc), known)
             return
         except Exception as exc:  # a splitter or metadata surprise fails this one only
-            self._fail(run, name, f"{type(exc).__name__}: {exc}")
+            self._fail(run, name, f"{type(exc).__name__}: {exc}", known)
             return
         # document_id names the document; the others are the hierarchy's own.
         owned = sorted(k for k in metadata if k in HIERARCHY_OWNED and k != "document_id")
@@ -452,7 +469,7 @@ class AbstractLoader(ABC):
         for h in batch:
             rows = h.documents()
             run.out.extend(rows)
-            self._settle(run, run.names[h.document_id])
+            self._settle(run, run.names[h.document_id], h.document_id, unchanged=False)
             self.report.documents += 1
             children = sum(1 for row in rows if row.metadata.get("is_chunk"))
             self.report.children += children
@@ -486,7 +503,7 @@ class AbstractLoader(ABC):
             except (ConfigurationError, StoreError) as exc:
                 if isinstance(exc, StoreError) and exc.unavailable:
                     raise
-                self._fail(run, run.names[h.document_id], str(exc))
+                self._fail(run, run.names[h.document_id], str(exc), h.document_id)
                 continue
             written.append(h)
             self.report.indexed += len(extra.get(h.document_id, ()))
@@ -566,6 +583,7 @@ class AbstractLoader(ABC):
                     f"embedding failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                     if str(exc)
                     else f"embedding failed: {type(exc).__name__}",
+                    h.document_id,
                 )
                 continue
             kept.append(h)

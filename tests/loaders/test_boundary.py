@@ -179,3 +179,28 @@ async def test_a_reused_loaders_report_drops_a_failure_a_later_call_wrote(
     assert loader.report.children == children + sum(1 for r in rows if r.metadata["is_chunk"])
     report = await loader.ingest(store, documents=[_doc("bad", owner="a\x00b")])
     assert set(report.failed) == {"bad"} and report.documents == 2
+
+
+async def test_a_reused_loaders_report_keeps_a_failure_of_another_document_of_the_same_name(
+    store: PgVectorStore, embeddings: object
+) -> None:
+    loader = TextLoader(embedding=embeddings)  # type: ignore[arg-type]
+    # Named by position, then by a source that two documents share.
+    await loader.chunk_documents([Document("first", metadata={"k": math.nan})], vector_store=store)
+    await loader.chunk_documents([Document("another text")], vector_store=store)
+    assert list(loader.report.failed) == ["documents[0]"]
+    shared = {"source": "shared.txt"}
+    await loader.chunk_documents([_doc("x1", k=math.nan, **shared)], vector_store=store)
+    await loader.chunk_documents([_doc("y1", **shared)], vector_store=store)
+    assert set(loader.report.failed) == {"documents[0]", "shared.txt"}
+    # A name listed as unchanged once, and no more once written again.
+    again = TextLoader(embedding=embeddings)  # type: ignore[arg-type]
+    for text in ("Pay day is the 25th.", "Pay day is the 25th.", "Pay day is the 25th."):
+        await again.chunk_documents(
+            [_doc("u", text, source="u.txt")], vector_store=store, skip_unchanged=True
+        )
+    assert again.report.unchanged == ["u.txt"]
+    await again.chunk_documents(
+        [_doc("u", "Pay day is the 26th.", source="u.txt")], vector_store=store, skip_unchanged=True
+    )
+    assert again.report.unchanged == [] and again.report.documents == 2

@@ -90,14 +90,21 @@ def _cell(value: Any) -> str:
 
 
 def key_cell(key: str | None) -> str:
-    """A partition key as a table cell: as it is, or as a JSON string when it could not be
-    read back from the table (empty, blank, holding whitespace, or ``-``, which stands
-    for none)."""
+    """A partition key as a table cell: as it is when that reads back unambiguously, else
+    as a JSON string with every invisible character escaped (a key that is empty, holds a
+    space or an invisible character, starts with a quote, or is ``-``, which stands for
+    none)."""
     if key is None:
         return "-"
-    if not key or key == "-" or any(ch.isspace() for ch in key):
-        return json.dumps(key, ensure_ascii=False)
-    return key
+    if key and key != "-" and not key.startswith('"') and key.isprintable() and " " not in key:
+        return key
+    return '"' + "".join(_escaped(ch) for ch in key) + '"'
+
+
+def _escaped(ch: str) -> str:
+    if ch == " " or (ch.isprintable() and ch not in '"\\'):
+        return ch
+    return json.dumps(ch)[1:-1]  # \", \\, \t or \uXXXX (a pair beyond the BMP)
 
 
 def _model(c: Any) -> str:

@@ -205,6 +205,11 @@ def test_a_closed_stdout_pipe_ends_quietly(kb: str) -> None:
         ("a b", '"a b"'),
         ("-", '"-"'),
         ("tab\there", '"tab\\there"'),
+        ('"-"', '"\\"-\\""'),
+        ('"q"', '"\\"q\\""'),
+        ("a\u00a0b", '"a\\u00a0b"'),
+        ("\u200b", '"\\u200b"'),
+        ("a|b", "a|b"),
     ],
 )
 def test_a_partition_key_reads_back_from_the_table(key: str | None, cell: str) -> None:
@@ -212,3 +217,5 @@ def test_a_partition_key_reads_back_from_the_table(key: str | None, cell: str) -
 
     line = format_table(("NAME", "PARTITION"), [("docs", key_cell(key))]).splitlines()[1]
     assert line.split("  ", 1)[1] == cell
+    if key not in (None, "-") and cell.startswith('"'):
+        assert json.loads(cell) == key  # a quoted cell reads back as the key

@@ -119,7 +119,8 @@ def moved_value(key: str, stored: Mapping[str, Any], given: Mapping[str, Any]) -
     one name would otherwise replace each other unnoticed."""
     if key not in stored or same_value(key, stored, given):
         return None
-    to = repr(given[key]) if key in given else "none"
+    # "no value" for an absent key, so that it reads apart from a value None (JSON null).
+    to = f"{key} {given[key]!r}" if key in given else f"no value of {key}"
     return f"is stored under {key} {stored[key]!r}; this write gives it {to} (not written)"
 
 

@@ -627,9 +627,15 @@ async def test_a_loader_keeps_a_document_in_its_partition_value_unless_it_had_no
         assert await ingest(doc()) == {}
         assert await ingest(doc("acme")) == {}  # given a value it had not
         assert await tenants() == {"acme"}
-        for other in ("globex", None, 1, True):
+        for other, given in (
+            ("globex", "tenant 'globex'"),
+            (None, "no value of tenant"),
+            (1, "tenant 1"),
+            (True, "tenant True"),
+        ):
             failed = await ingest(doc(other))
             assert list(failed) == ["pay"] and "stored under tenant 'acme'" in failed["pay"]
+            assert f"this write gives it {given} (not written)" in failed["pay"]
             assert await tenants() == {"acme"}
         # Told apart as JSON tells them apart: true is not 1.
         await store.delete("pay")

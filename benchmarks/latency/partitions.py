@@ -273,7 +273,7 @@ async def _measure(
         "",
         f"_{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}, "
         f"{os.cpu_count()} cores (shared); code {commit_of()}; "
-        f"command `{command(__name__, [])} --children {args.children}`; "
+        f"command `{command(__name__, _argv(args))}`; "
         f"{args.queries} queries per variant and run, interleaved._",
         "",
         f"`{table}` given the key `tenant` (an HNSW and a GIN index per tenant, built by "
@@ -353,12 +353,29 @@ async def _measure(
     print(report)
 
 
+def _argv(args: argparse.Namespace) -> list[str]:
+    """The options of this run, as a command line that repeats it."""
+    argv = ["--children", str(args.children)]
+    for option, value in (
+        ("--queries", args.queries),
+        ("--warmup", args.warmup),
+        ("--recall-queries", args.recall_queries),
+    ):
+        if value != DEFAULTS[option]:
+            argv += [option, str(value)]
+    return argv + [flag for flag in ("--keep", "--reuse") if getattr(args, flag[2:])]
+
+
+#: The defaults of the options :func:`_argv` writes only when they differ.
+DEFAULTS = {"--queries": 100, "--warmup": 10, "--recall-queries": 50}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks run partitions")
     parser.add_argument("--children", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--recall-queries", type=int, default=50)
+    parser.add_argument("--queries", type=int, default=DEFAULTS["--queries"])
+    parser.add_argument("--warmup", type=int, default=DEFAULTS["--warmup"])
+    parser.add_argument("--recall-queries", type=int, default=DEFAULTS["--recall-queries"])
     parser.add_argument(
         "--keep", action="store_true", help="leave the key and its indexes on the table"
     )

@@ -355,8 +355,9 @@ class AbstractLoader(ABC):
                 self.report.unchanged.append(name)
             self._unchanged_ids[name] = document_id
         elif self._unchanged_ids.get(name) == document_id:
-            self.report.unchanged.remove(name)
             del self._unchanged_ids[name]
+            if name in self.report.unchanged:  # absent when the caller replaced the report
+                self.report.unchanged.remove(name)
 
     def _build(self, run: _Run, doc: Document, name: str) -> None:
         """Check and split one document into ``run``; a document refused or unchanged from

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.loaders.abstract import IngestReport
 from parrot_parents.loaders.text import TextLoader
 from parrot_parents.stores.postgres import PgVectorStore
 
@@ -204,3 +205,11 @@ async def test_a_reused_loaders_report_keeps_a_failure_of_another_document_of_th
         [_doc("u", "Pay day is the 26th.", source="u.txt")], vector_store=store, skip_unchanged=True
     )
     assert again.report.unchanged == [] and again.report.documents == 2
+    # A caller may start a fresh report between calls.
+    changed = [_doc("u", "Pay day is the 27th.", source="u.txt")]
+    await again.chunk_documents(changed, vector_store=store, skip_unchanged=True)
+    await again.chunk_documents(changed, vector_store=store, skip_unchanged=True)
+    again.report = IngestReport()
+    changed = [_doc("u", "Pay day is the 28th.", source="u.txt")]
+    await again.chunk_documents(changed, vector_store=store, skip_unchanged=True)
+    assert again.report.documents == 1 and again.report.unchanged == []

@@ -43,7 +43,7 @@ from parrot_parents.loaders.structure.reading import (
 )
 from parrot_parents.loaders.structure.tree import Structure
 from parrot_parents.stores.abstract import AbstractStore
-from parrot_parents.stores.partition_keys import MOVED_HINT, moved_value, same_value
+from parrot_parents.stores.partition_keys import keep_value, same_value
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.protocols import (
     BulkLoad,
@@ -383,7 +383,7 @@ class AbstractLoader(ABC):
                     None if given is None else given.row_metadata,
                 ):
                     if earlier is not None:
-                        _check_partition_kept(document_id, metadata, earlier, run.partition_key)
+                        keep_value(run.partition_key, document_id, earlier, metadata)
             if run.skip_unchanged and record.same_as(stored):
                 self._settle(run, name, document_id, unchanged=True)
                 return
@@ -666,22 +666,6 @@ def _named_markdown(metadata: dict[str, Any], document_id: str) -> bool:
     source = metadata.get("source")
     name = source if isinstance(source, str) and source else document_id
     return reader_for(name) == "markdown"
-
-
-def _check_partition_kept(
-    document_id: str, metadata: Mapping[str, Any], earlier: Mapping[str, Any], key: str
-) -> None:
-    """Refuse a document whose metadata ``earlier`` (stored, or given before in the same
-    call) holds one value of the partition key that ``metadata`` changes
-    (:func:`~parrot_parents.stores.partition_keys.moved_value`). The store checks it again
-    in the write's transaction; this check refuses before any model work.
-
-    Raises:
-        ConfigurationError: the value would change.
-    """
-    problem = moved_value(key, earlier, metadata)
-    if problem is not None:
-        raise ConfigurationError(f"document {document_id!r} {problem}", hint=MOVED_HINT)
 
 
 def _record(

@@ -20,12 +20,11 @@ from parrot_parents.stores.records.markers import HIERARCHY_KEYS
 _WRITTEN_BY_HIERARCHY = HIERARCHY_KEYS | {"document_id", "retrieval_preamble"}
 
 __all__ = [
-    "MOVED_HINT",
     "PartitionValue",
     "canonical",
     "fixed_value",
     "is_partition_value",
-    "moved_value",
+    "keep_value",
     "same_value",
     "validate_partition_key",
     "value_json",
@@ -111,17 +110,29 @@ def fixed_value(filter: Mapping[str, Any] | None, key: str) -> PartitionValue | 
     return values[0]
 
 
-def moved_value(key: str, stored: Mapping[str, Any], given: Mapping[str, Any]) -> str | None:
-    """Why a document whose stored metadata is ``stored`` may not be written again with
-    ``given``: it holds one value of the partition key and ``given`` another, or none
-    (told apart as JSON: ``true`` is not ``1``). None when the write keeps the value, or
-    when ``stored`` holds none (a document may be given a value). Two tenants' files of
-    one name would otherwise replace each other unnoticed."""
+def keep_value(
+    key: str, document_id: str, stored: Mapping[str, Any], given: Mapping[str, Any]
+) -> None:
+    """Refuse to write document ``document_id``, whose stored metadata is ``stored``, with
+    metadata ``given`` that holds another value of the partition key ``key``, or none
+    (told apart as JSON: ``true`` is not ``1``). A write that keeps the value passes, and
+    so does any write when ``stored`` holds none (a document may be given a value). Two
+    tenants' files of one name would otherwise replace each other unnoticed.
+
+    Raises:
+        ConfigurationError: the value would change (the hint says how to move or keep both).
+    """
     if key not in stored or same_value(key, stored, given):
-        return None
+        return
     # "no value" for an absent key, so that it reads apart from a value None (JSON null).
     to = f"{key} {given[key]!r}" if key in given else f"no value of {key}"
-    return f"is stored under {key} {stored[key]!r}; this write gives it {to} (not written)"
+    raise ConfigurationError(
+        f"document {document_id!r} is stored under {key} {stored[key]!r}; this write gives "
+        f"it {to} (not written)",
+        hint="to move it, delete it first; to keep both, give each value's documents ids of "
+        "their own: id_prefix= (CLI: ingest --id-prefix), or a document_id per Document in "
+        "Python",
+    )
 
 
 def same_value(key: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -130,10 +141,3 @@ def same_value(key: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     if (key in a) != (key in b):
         return False
     return json.dumps(a.get(key), sort_keys=True) == json.dumps(b.get(key), sort_keys=True)
-
-
-#: The advice that goes with :func:`moved_value`'s refusal.
-MOVED_HINT = (
-    "to move it, delete it first; to keep both, give each value's documents ids of their "
-    "own: id_prefix= (CLI: ingest --id-prefix), or a document_id per Document in Python"
-)

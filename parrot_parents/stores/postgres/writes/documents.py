@@ -18,9 +18,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
-from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import CollectionName
-from parrot_parents.stores.partition_keys import MOVED_HINT, moved_value
+from parrot_parents.stores.partition_keys import keep_value
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable, DocumentState
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
@@ -192,7 +191,7 @@ async def keep_partition_values(
 ) -> None:
     """Refuse the batch when a document written with a record (a loader's write) is
     stored under one value of the partition key ``key`` that the record changes
-    (:func:`~parrot_parents.stores.partition_keys.moved_value`). Read under the
+    (:func:`~parrot_parents.stores.partition_keys.keep_value`). Read under the
     documents' locks (:func:`lock_documents`), so of two writers of one new document
     under two values, the second sees the first's and is refused.
 
@@ -209,11 +208,8 @@ async def keep_partition_values(
     for row in await conn.execute(documents.states(sorted(given))):
         stored = DocumentState(*row[1:]).row_metadata
         new = given.get(row.document_id)
-        if stored is None or new is None:
-            continue
-        problem = moved_value(key, stored, new)
-        if problem is not None:
-            raise ConfigurationError(f"document {row.document_id!r} {problem}", hint=MOVED_HINT)
+        if stored is not None and new is not None:
+            keep_value(key, row.document_id, stored, new)
 
 
 async def lock_documents(

@@ -88,7 +88,8 @@ class RetrievalMeta(Mapping[str, Any]):
         candidates: children returned by the search (before rerank and top-K).
         reranked: True/False when a reranker ran or failed; None without a reranker.
         children: the kept children, best first.
-        notes: options that were given but had no effect.
+        notes: options that were given but had no effect, and children a similarity
+            threshold left out (``Retriever.min_similarity``).
         parents, folded, missing_parents, auto_merge, windows: what expansion did
             (see :class:`~parrot_parents.retrieval.expanders.Expansion`); None when the
             mode does not report it.

@@ -82,9 +82,16 @@ class Retriever:
             :data:`~parrot_parents.retrieval.options.DEFAULTS`).
         scope: a metadata filter every search holds to; a call's filter narrows it
             (:mod:`parrot_parents.retrieval.scope`). None (default): no scope.
+        min_similarity: drop the children whose cosine similarity to the question (the
+            dense branch's score, in [-1, 1]) is below it, before reranking and top K;
+            a child the dense branch did not score (a lexical-only hit in ``hybrid``
+            mode, every hit in ``lexical``) is kept. None (default): no threshold. For
+            frameworks whose bots carry a score threshold (ai-parrot); the count dropped
+            is in ``meta.notes``.
 
     Raises:
-        ConfigurationError: a bad ``scope`` (checked at construction).
+        ConfigurationError: a bad ``scope`` or ``min_similarity`` (checked at
+            construction).
     """
 
     store: AbstractStore
@@ -92,9 +99,20 @@ class Retriever:
     reranker: AbstractReranker | None = None
     defaults: RetrievalOptions = field(default_factory=RetrievalOptions)
     scope: dict[str, Any] | None = None
+    min_similarity: float | None = None
 
     def __post_init__(self) -> None:
         self.scope = validate_scope(self.scope)
+        value = self.min_similarity
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not -1.0 <= float(value) <= 1.0
+        ):
+            raise ConfigurationError(
+                f"min_similarity must be a number in [-1, 1] or None, got {value!r}",
+                hint="it is a cosine similarity: higher is closer",
+            )
 
     async def retrieve(self, question: str, options: RetrievalOptions | None = None) -> Retrieval:
         """Retrieve passages for ``question``.
@@ -150,12 +168,12 @@ class Retriever:
             meta.prf = {"terms": list(results[0].lexical_expansion)}
         elif opts.prf and meta.search_mode != "dense":
             meta.prf = {"terms": []}  # it ran and found nothing to feed back
-        hits = [Hit.from_result(r, i) for i, r in enumerate(results)]
+        hits = self._similar_enough([Hit.from_result(r, i) for i, r in enumerate(results)], meta)
         hits = await self._whole_parents(hits, meta)
         meta.candidates = len(hits)
         hits = await self._rerank(question, hits, opts.limit, meta)
         meta.children = [ChildScore.from_hit(h) for h in hits]
-        meta.notes = self._notes(call, opts)
+        meta.notes.extend(self._notes(call, opts))
 
         expanded = await self._expand(hits, opts, meta, context) if opts.expand_to_parent else None
         # The children themselves when not expanding, or when expansion degraded.
@@ -175,6 +193,17 @@ class Retriever:
             meta.timings_ms["model_load"] = model.load_ms
         meta.timings_ms["total"] = _ms(started)
         return Retrieval(passages, meta)
+
+    def _similar_enough(self, hits: list[Hit], meta: RetrievalMeta) -> list[Hit]:
+        """``hits`` less those the dense branch scored below :attr:`min_similarity`."""
+        bound = self.min_similarity
+        if bound is None:
+            return hits
+        kept = [h for h in hits if h.dense_score is None or h.dense_score >= bound]
+        if len(kept) == len(hits):
+            return hits
+        meta.notes.append(f"{len(hits) - len(kept)} children below similarity {bound} left out")
+        return [dataclasses.replace(h, rank=rank) for rank, h in enumerate(kept)]
 
     async def _query_vector(self, question: str, hits: Sequence[Hit]) -> np.ndarray | None:
         """The question's unit vector for sentence trimming, made as the store's searches

@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     from parrot_parents.bots.chatbot import Chatbot
     from parrot_parents.retrieval.pipeline import Retrieval
 
-__all__ = ["OPTION_NAMES", "call_options", "on_loop", "passage_metadata", "retrieval"]
+__all__ = [
+    "METADATA_KEYS",
+    "OPTION_NAMES",
+    "call_options",
+    "on_loop",
+    "passage_metadata",
+    "retrieval",
+]
 
 T = TypeVar("T")
 
@@ -62,3 +69,7 @@ def passage_metadata(passage: Passage) -> dict[str, Any]:
     out = {k: v for k, v in passage.to_dict().items() if k != "text"}
     out["rank"] = passage.rank
     return out
+
+
+#: The keys of :func:`passage_metadata`, in its order.
+METADATA_KEYS = tuple(passage_metadata(Passage(id="", text="", kind="child", score=None, rank=0)))

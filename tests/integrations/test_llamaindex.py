@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("llama_index.core")
 
+from typing import Any
+
+from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
+from pydantic import Field
 
 from parrot_parents import Chatbot, InTableParentSearcher, PgVectorStore, TextLoader
 from parrot_parents.errors import ConfigurationError
@@ -18,6 +24,16 @@ from tests.conftest import unique_table
 from tests.integrations.conftest import LEAVE, PAY, handbook
 
 QUESTION = "When is overtime paid?"
+
+
+class PromptRecorder(MockLLM):
+    """LlamaIndex's own mock LLM, keeping each prompt it was given (it answers with it)."""
+
+    prompts: list[str] = Field(default_factory=list)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.prompts.append(prompt)
+        return super().complete(prompt, formatted, **kwargs)
 
 
 async def _store(pg_dsn: str, embeddings) -> PgVectorStore:  # type: ignore[no-untyped-def]
@@ -66,6 +82,49 @@ async def test_async_retrieve_and_query(pg_dsn: str, embeddings) -> None:
     finally:
         await store.drop()
         await bot.close()
+
+
+def test_a_query_engine_hands_the_llm_no_more_than_the_budget(package_bot: Chatbot) -> None:
+    retriever = ParentChildLlamaRetriever(
+        package_bot, on_package_loop=True, expand_to_parent=True, budget=2000
+    )
+    llm = PromptRecorder()
+    response = RetrieverQueryEngine.from_args(retriever, llm=llm).query(
+        "How many vacation days do I get, and do unused days carry over?"
+    )
+    nodes = response.source_nodes
+    shown = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+    assert len(nodes) >= 2 and sum(len(text) for text in shown) <= 2000
+    assert shown == [n.node.get_content() for n in nodes]  # the passage text alone
+    (prompt,) = llm.prompts
+    assert "\n\n".join(shown) in prompt and "child_ids" not in prompt
+    # The metadata stays on the node for the caller.
+    assert all(len(n.node.metadata) == 19 and n.node.metadata["kind"] for n in nodes)
+    assert nodes[0].node.get_content(metadata_mode=MetadataMode.ALL).startswith("id: ")
+
+
+def test_metadata_keys_asked_for_are_shown(package_bot: Chatbot) -> None:
+    retriever = ParentChildLlamaRetriever(
+        package_bot, llm_metadata_keys=["source"], expand_to_parent=True, budget=2000
+    )
+    (first, *_) = retriever.retrieve("Do unused vacation days carry over?")
+    source = first.node.metadata["source"]
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        text = first.node.get_content(metadata_mode=mode)
+        assert text == f"source: {source}\n\n{first.node.get_content()}"
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ("source", "llm_metadata_keys must be a list of metadata keys, got 'source'"),
+        (["sourc"], "llm_metadata_keys: unknown key 'sourc' (known: id, source, "),
+        (None, "llm_metadata_keys must be a list of metadata keys, got None"),
+    ],
+)
+def test_unknown_metadata_keys_are_refused(keys: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        ParentChildLlamaRetriever(Chatbot(), llm_metadata_keys=keys)
 
 
 def test_bad_options_are_refused_at_construction() -> None:

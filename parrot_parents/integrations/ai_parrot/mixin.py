@@ -46,8 +46,10 @@ class ParentChildMixin:
     * ``context_style``: ``"plain"`` (default: ai-parrot's convention, passages joined by
       a blank line), ``"headers"`` or ``"tags"`` (:func:`format_context`).
 
-    ai-parrot's own settings keep their meaning: ``expand_to_parent`` (per call, else the
-    bot's), ``limit`` (else ``context_search_limit``), ``reranker`` with
+    ai-parrot's own settings keep their meaning: ``expand_to_parent`` (per call, else
+    ``search_kwargs["expand_to_parent"]``, else the bot's: ai-parrot's ``ask`` forwards
+    no ``expand_to_parent``, so ``ask(q, search_kwargs={"expand_to_parent": False})`` is
+    its per-call switch), ``limit`` (else ``context_search_limit``), ``reranker`` with
     ``rerank_oversample_factor`` (candidates = limit x factor), ``return_sources``.
     ``score_threshold`` is the minimum cosine similarity of a child (per call, or the
     bot's ``context_score_threshold`` when given to the constructor; ai-parrot's
@@ -127,7 +129,14 @@ class ParentChildMixin:
             given.setdefault("limit", given.pop("k"))
         call = RetrievalOptions.from_overrides(given)
         chosen_limit = call.limit or limit or self.context_search_limit
-        chosen_expand = expand if expand is not None else bool(self.expand_to_parent)
+        # The argument, else search_kwargs' (ai-parrot's ask forwards no expand_to_parent,
+        # so its search_kwargs are the per-call route), else the bot's.
+        if expand is not None:
+            chosen_expand = expand
+        elif call.expand_to_parent is not None:
+            chosen_expand = call.expand_to_parent
+        else:
+            chosen_expand = bool(self.expand_to_parent)
         fixed: dict[str, Any] = {"limit": chosen_limit, "expand_to_parent": chosen_expand}
         if self.reranker is not None and call.rerank_candidates is None:
             fixed["rerank_candidates"] = min(

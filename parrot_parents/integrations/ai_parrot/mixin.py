@@ -54,6 +54,10 @@ class ParentChildMixin:
     ``score_threshold`` is the minimum cosine similarity of a child (per call, or the
     bot's ``context_score_threshold`` when given to the constructor; ai-parrot's
     catalogue default is not applied, as it was set for its own store's distances).
+    ai-parrot's ``ask`` passes that catalogue default as ``score_threshold`` on every
+    call: a per-call value equal to the bot's ``context_score_threshold``, on a bot
+    not given one, is that default and is not applied either (to apply the value,
+    give ``context_score_threshold`` to the constructor).
     ``search_kwargs`` takes ``filter`` (or ``metadata_filters``) and any retrieval option.
     The parent searcher is the bot's when it is a ``parrot_parents`` one, else the
     in-table reads of the collection.
@@ -144,6 +148,14 @@ class ParentChildMixin:
             )
         return RetrievalOptions.from_overrides(fixed).over(call)
 
+    def _applied_threshold(self, score_threshold: float | None) -> float | None:
+        """The minimum child similarity a call applies (``None``: none), as the class says."""
+        if self._threshold_given:
+            return self.context_score_threshold if score_threshold is None else score_threshold
+        if score_threshold == self.context_score_threshold:
+            return None  # ai-parrot's ask forwarding its catalogue default
+        return score_threshold
+
     async def parrot_parents_retrieve(
         self,
         question: str,
@@ -162,9 +174,7 @@ class ParentChildMixin:
         """
         store = self._collection()
         options = self._call_options(search_kwargs, limit, expand_to_parent)
-        threshold = score_threshold
-        if threshold is None and self._threshold_given:
-            threshold = self.context_score_threshold
+        threshold = self._applied_threshold(score_threshold)
         reranker = None if self.reranker is None else FrameworkRerankerAdapter(self.reranker)
         retriever = Retriever(
             store.collection_store,
@@ -192,10 +202,11 @@ class ParentChildMixin:
 
         Returns:
             ``(context, metadata)``: the passages in context order (``context_style``);
-            ``metadata`` with ai-parrot's keys (``search_type``, ``score_threshold``,
-            ``metric_type``, ``search_results_count``, ``sources``, ``context_sources``
-            and, with ``return_sources``, ``source_documents``) and ``parrot_parents``:
-            the pipeline's ``meta`` (children, parents, fallbacks, packing, timings).
+            ``metadata`` with ai-parrot's keys (``search_type``, ``score_threshold``: the
+            minimum similarity applied, ``None`` for none, ``metric_type``,
+            ``search_results_count``, ``sources``, ``context_sources`` and, with
+            ``return_sources``, ``source_documents``) and ``parrot_parents``: the
+            pipeline's ``meta`` (children, parents, fallbacks, packing, timings).
 
         Raises:
             as the class says.
@@ -226,7 +237,7 @@ class ParentChildMixin:
         sources = [p.source or p.document_id or p.id for p in passages]
         metadata: dict[str, Any] = {
             "search_type": search_type,
-            "score_threshold": score_threshold,
+            "score_threshold": self._applied_threshold(score_threshold),
             "metric_type": metric_type,
             "search_results_count": len(passages),
             "sources": sources,

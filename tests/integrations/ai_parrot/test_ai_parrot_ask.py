@@ -237,3 +237,45 @@ async def test_invoke_answers_through_the_client_without_retrieval(
     # ai-parrot's invoke is the plain conversation: it builds no vector context.
     assert call["prompt"] == QUESTION and CHILD not in call["system_prompt"]
     assert not response.used_vector_context
+
+
+def record_retrievals(bot: HRBot) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """What ai-parrot's ask passed to ``get_vector_context``, and the metadata back."""
+    seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    inner = bot.get_vector_context
+
+    async def recording(question: str, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        context, meta = await inner(question, **kwargs)
+        seen.append((kwargs, meta))
+        return context, meta
+
+    bot.get_vector_context = recording  # type: ignore[method-assign]
+    return seen
+
+
+def similarity_notes(meta: dict[str, Any]) -> list[str]:
+    return [n for n in meta["parrot_parents"].get("notes", []) if "below similarity" in n]
+
+
+async def test_ask_applies_a_threshold_given_to_the_bot_or_the_call_not_the_catalogues(
+    offline: dict[str, list[Any]], collection: PgVectorStore
+) -> None:
+    bot, client = await hr_bot(collection, expand_to_parent=False)
+    seen = record_retrievals(bot)
+    await bot.ask(QUESTION)
+    kwargs, meta = seen[0]
+    # ai-parrot's ask passes its catalogue default on every call; it is not applied.
+    assert kwargs["score_threshold"] == bot.context_score_threshold > 0
+    assert meta["score_threshold"] is None and similarity_notes(meta) == []
+    assert CHILD in client.calls[0]["system_prompt"]
+    # A value given to the call is.
+    response = await bot.ask(QUESTION, score_threshold=0.99)
+    assert seen[1][1]["score_threshold"] == 0.99 and similarity_notes(seen[1][1])
+    assert not response.used_vector_context
+    assert CHILD not in client.calls[1]["system_prompt"]
+    # And one given to the bot.
+    strict, strict_client = await hr_bot(collection, context_score_threshold=0.99)
+    strict_seen = record_retrievals(strict)
+    response = await strict.ask(QUESTION)
+    assert similarity_notes(strict_seen[0][1]) and not response.used_vector_context
+    assert response.output == ANSWER and CHILD not in strict_client.calls[0]["system_prompt"]

@@ -46,12 +46,18 @@ class ParentChildMixin:
     * ``context_style``: ``"plain"`` (default: ai-parrot's convention, passages joined by
       a blank line), ``"headers"`` or ``"tags"`` (:func:`format_context`).
 
-    ai-parrot's own settings keep their meaning: ``expand_to_parent`` (per call, else the
-    bot's), ``limit`` (else ``context_search_limit``), ``reranker`` with
+    ai-parrot's own settings keep their meaning: ``expand_to_parent`` (per call, else
+    ``search_kwargs["expand_to_parent"]``, else the bot's: ai-parrot's ``ask`` forwards
+    no ``expand_to_parent``, so ``ask(q, search_kwargs={"expand_to_parent": False})`` is
+    its per-call switch), ``limit`` (else ``context_search_limit``), ``reranker`` with
     ``rerank_oversample_factor`` (candidates = limit x factor), ``return_sources``.
     ``score_threshold`` is the minimum cosine similarity of a child (per call, or the
     bot's ``context_score_threshold`` when given to the constructor; ai-parrot's
     catalogue default is not applied, as it was set for its own store's distances).
+    ai-parrot's ``ask`` passes that catalogue default as ``score_threshold`` on every
+    call: a per-call value equal to the bot's ``context_score_threshold``, on a bot
+    not given one, is that default and is not applied either (to apply the value,
+    give ``context_score_threshold`` to the constructor).
     ``search_kwargs`` takes ``filter`` (or ``metadata_filters``) and any retrieval option.
     The parent searcher is the bot's when it is a ``parrot_parents`` one, else the
     in-table reads of the collection.
@@ -127,13 +133,28 @@ class ParentChildMixin:
             given.setdefault("limit", given.pop("k"))
         call = RetrievalOptions.from_overrides(given)
         chosen_limit = call.limit or limit or self.context_search_limit
-        chosen_expand = expand if expand is not None else bool(self.expand_to_parent)
+        # The argument, else search_kwargs' (ai-parrot's ask forwards no expand_to_parent,
+        # so its search_kwargs are the per-call route), else the bot's.
+        if expand is not None:
+            chosen_expand = expand
+        elif call.expand_to_parent is not None:
+            chosen_expand = call.expand_to_parent
+        else:
+            chosen_expand = bool(self.expand_to_parent)
         fixed: dict[str, Any] = {"limit": chosen_limit, "expand_to_parent": chosen_expand}
         if self.reranker is not None and call.rerank_candidates is None:
             fixed["rerank_candidates"] = min(
                 1000, chosen_limit * max(1, int(self.rerank_oversample_factor))
             )
         return RetrievalOptions.from_overrides(fixed).over(call)
+
+    def _applied_threshold(self, score_threshold: float | None) -> float | None:
+        """The minimum child similarity a call applies (``None``: none), as the class says."""
+        if self._threshold_given:
+            return self.context_score_threshold if score_threshold is None else score_threshold
+        if score_threshold == self.context_score_threshold:
+            return None  # ai-parrot's ask forwarding its catalogue default
+        return score_threshold
 
     async def parrot_parents_retrieve(
         self,
@@ -153,9 +174,7 @@ class ParentChildMixin:
         """
         store = self._collection()
         options = self._call_options(search_kwargs, limit, expand_to_parent)
-        threshold = score_threshold
-        if threshold is None and self._threshold_given:
-            threshold = self.context_score_threshold
+        threshold = self._applied_threshold(score_threshold)
         reranker = None if self.reranker is None else FrameworkRerankerAdapter(self.reranker)
         retriever = Retriever(
             store.collection_store,
@@ -183,10 +202,11 @@ class ParentChildMixin:
 
         Returns:
             ``(context, metadata)``: the passages in context order (``context_style``);
-            ``metadata`` with ai-parrot's keys (``search_type``, ``score_threshold``,
-            ``metric_type``, ``search_results_count``, ``sources``, ``context_sources``
-            and, with ``return_sources``, ``source_documents``) and ``parrot_parents``:
-            the pipeline's ``meta`` (children, parents, fallbacks, packing, timings).
+            ``metadata`` with ai-parrot's keys (``search_type``, ``score_threshold``: the
+            minimum similarity applied, ``None`` for none, ``metric_type``,
+            ``search_results_count``, ``sources``, ``context_sources`` and, with
+            ``return_sources``, ``source_documents``) and ``parrot_parents``: the
+            pipeline's ``meta`` (children, parents, fallbacks, packing, timings).
 
         Raises:
             as the class says.
@@ -217,7 +237,7 @@ class ParentChildMixin:
         sources = [p.source or p.document_id or p.id for p in passages]
         metadata: dict[str, Any] = {
             "search_type": search_type,
-            "score_threshold": score_threshold,
+            "score_threshold": self._applied_threshold(score_threshold),
             "metric_type": metric_type,
             "search_results_count": len(passages),
             "sources": sources,

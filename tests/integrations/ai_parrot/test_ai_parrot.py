@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,42 +20,14 @@ from parrot_parents import PgVectorStore
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.errors import CollectionNotFoundError, ConfigurationError
 from parrot_parents.integrations.ai_parrot import (
-    ParentChildMixin,
     ParrotParentsSearcher,
     ParrotParentsStore,
     ingest_documents,
 )
 from parrot_parents.rerankers.testing import build_tiny_cross_encoder
 from tests.conftest import fresh_store, unique_table
-from tests.integrations.conftest import LEAVE, PAY
-
-QUESTION = "When are salaries paid?"
-
-
-class HRBot(ParentChildMixin, BasicBot):  # type: ignore[misc]
-    """The spec's mixin placed before ai-parrot's bot class."""
-
-
-def documents() -> list[ParrotDocument]:
-    """What an ai-parrot loader hands over: whole documents with their metadata."""
-    return [
-        ParrotDocument(page_content=PAY, metadata={"source": "pay.md", "department": "hr"}),
-        ParrotDocument(
-            page_content=LEAVE, metadata={"source": "leave.md", "department": "people"}
-        ),
-    ]
-
-
-@pytest.fixture
-async def collection(
-    pg_dsn: str, embeddings: SentenceTransformerEmbeddings
-) -> AsyncIterator[PgVectorStore]:
-    """The two documents moved in from ai-parrot ``Document``s, one call."""
-    async with fresh_store(pg_dsn, embeddings) as store:
-        # Children of at most 120 characters: each document has several.
-        report = await ingest_documents(documents(), store, child_chunk_size=120)
-        assert report.documents == 2 and not report.failed
-        yield store
+from tests.integrations.ai_parrot.conftest import QUESTION, HRBot, documents
+from tests.integrations.conftest import PAY
 
 
 def stock_bot(store: ParrotParentsStore, **kwargs: object) -> BasicBot:

@@ -58,7 +58,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="score retrieval on questions with character-span references",
         description="Ingest DIR/<corpus_id>.md into a fresh collection, retrieve for every "
         "question, write the run file and print recall/precision/iou@k, recall@Bc "
-        "(B characters of context), chars@k and timings. Sizes are in characters.",
+        "(B characters of context), chars@k, each with its 95 % bootstrap interval over "
+        "the questions, and timings. Sizes are in characters. To compare two run files: "
+        "parrot-parents compare.",
     )
     p.add_argument(
         "--questions", required=True, help="CSV with columns question, references, corpus_id"

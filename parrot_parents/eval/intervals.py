@@ -9,9 +9,9 @@ statistics, numpy's default).
 
 For the difference of two runs on one question set, the resampling is **paired** (ibid.:
 resample the units, here questions, that carry both measurements): each resample draws
-questions, and both runs are scored on the same drawn questions, so the interval is the percentile interval of the
-mean per-question difference ``B - A``. Pairing removes the spread that comes from some
-questions being harder than others, which both runs share.
+questions, and both runs are scored on the same drawn questions, so the interval is the
+percentile interval of the mean per-question difference ``B - A``. Pairing removes the
+spread that comes from some questions being harder than others, which both runs share.
 
 All resampling uses one seeded generator (:data:`DEFAULT_SEED`), so the same inputs give
 the same interval to the last digit; every metric of one call is resampled with the same

@@ -8,6 +8,7 @@ import pytest
 
 LAZY_PACKAGES = [
     "parrot_parents",
+    "parrot_parents.eval",
     "parrot_parents.loaders",
     "parrot_parents.retrieval",
     "parrot_parents.server",

@@ -25,7 +25,7 @@ from parrot_parents.loaders.defaults import DEFAULT_PARENT_SIZE, DEFAULT_THRESHO
 if TYPE_CHECKING:
     from parrot_parents.eval.runner import EvalConfig, EvalResult
 
-__all__ = ["config_from_args", "evaluate", "plot_run", "register", "run_label"]
+__all__ = ["config_from_args", "evaluate", "figure_line", "plot_run", "register", "run_label"]
 
 
 def _int_list(value: str) -> tuple[int, ...]:
@@ -40,13 +40,27 @@ def _int_list(value: str) -> tuple[int, ...]:
     return out
 
 
+def figure_line(key: str, value: float, interval: tuple[float, float] | None = None) -> str:
+    """One metric as ``eval`` prints it: ``    recall@2000c  0.9210  [0.8970, 0.9430]``.
+
+    Ratios get 4 decimals, ``chars@k`` (characters) 1; no interval, no brackets.
+    """
+    digits = 1 if key.startswith("chars@") else 4
+    line = f"{key:>16}  {value:.{digits}f}"
+    if interval is not None:
+        line += f"  [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+    return line
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "eval",
         help="score retrieval on questions with character-span references",
         description="Ingest DIR/<corpus_id>.md into a fresh collection, retrieve for every "
         "question, write the run file and print recall/precision/iou@k, recall@Bc "
-        "(B characters of context), chars@k and timings. Sizes are in characters.",
+        "(B characters of context), chars@k, each with its 95 % bootstrap interval over "
+        "the questions, and timings. Sizes are in characters. To compare two run files: "
+        "parrot-parents compare.",
     )
     p.add_argument(
         "--questions", required=True, help="CSV with columns question, references, corpus_id"
@@ -182,10 +196,12 @@ async def run(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
         return 0
     m, t, i = result.metrics, result.timings, result.ingest
-    print(f"questions {m['questions']}, answered {m['answered']}")
+    print(
+        f"questions {m['questions']}, answered {m['answered']}; "
+        "[95 % bootstrap interval over the questions]"
+    )
     for key in sorted((k for k in m if "@" in k), key=metric_order):
-        value = m[key]
-        print(f"{key:>16}  {value:.1f}" if key.startswith("chars@") else f"{key:>16}  {value:.4f}")
+        print(figure_line(key, m[key], result.intervals.get(key)))
     print(
         f"ingest: {t['ingest_seconds']:.1f} s, {t['ingest_tokens']} tokens, "
         # Each corpus file of --corpora is one document of the collection.

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "parrot_parents.cli.ingest",
     "parrot_parents.cli.ask",
     "parrot_parents.cli.eval",
+    "parrot_parents.cli.compare",
     "parrot_parents.cli.plot",
     "parrot_parents.cli.migrate",
     "parrot_parents.cli.bots",

@@ -13,7 +13,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError, ParrotParentsError
+from parrot_parents.eval.intervals import Interval, percentile_intervals
 from parrot_parents.eval.questions import (
     Question,
     check_references,
@@ -33,6 +34,7 @@ from parrot_parents.eval.scorer import (
     DEFAULT_KS,
     RunPassage,
     score_by_corpus,
+    score_per_question,
     score_run,
     write_run,
 )
@@ -257,6 +259,9 @@ class EvalResult:
         config: the configuration evaluated.
         run_path: the run file written.
         collection: the table used; ``kept`` tells whether it still exists.
+        intervals: ``{metric: (low, high)}``, the 95 % percentile bootstrap interval of
+            each mean of ``metrics`` over the questions (2000 resamples, fixed seed:
+            :mod:`~parrot_parents.eval.intervals`), in the metric's unit.
     """
 
     metrics: dict[str, float | int]
@@ -268,6 +273,7 @@ class EvalResult:
     run_path: Path
     collection: str
     kept: bool
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``--json``)."""
@@ -275,6 +281,7 @@ class EvalResult:
         config["ks"], config["budgets"] = list(self.config.ks), list(self.config.budgets)
         return {
             "metrics": self.metrics,
+            "intervals": {k: [low, high] for k, (low, high) in self.intervals.items()},
             "per_corpus": self.per_corpus,
             "timings": self.timings,
             "ingest": self.ingest,
@@ -373,6 +380,7 @@ async def run_eval(
         Path(out_path),
         session.collection,
         config.keep,
+        percentile_intervals(score_per_question(questions, run, config.ks, config.budgets)),
     )
 
 

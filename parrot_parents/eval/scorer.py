@@ -43,8 +43,10 @@ __all__ = [
     "budget_cut",
     "covered_chars",
     "load_run",
+    "mean_of",
     "metric_order",
     "score_by_corpus",
+    "score_per_question",
     "score_run",
     "union_spans",
     "write_run",
@@ -106,6 +108,60 @@ def budget_cut(spans: Sequence[Span], budget: int) -> list[Span]:
     return out
 
 
+def score_per_question(
+    questions: Sequence[Question],
+    run: Run,
+    ks: Sequence[int] = DEFAULT_KS,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+) -> dict[str, list[float]]:
+    """Each metric of ``run`` for each question (see the module docstring).
+
+    Args:
+        questions: the question set, in file order (``qid`` is the index).
+        run: passages per qid, in rank order; absent qids score 0.
+        ks: passage cut-offs.
+        budgets: context budgets in characters.
+
+    Returns:
+        ``{"recall@5": [value of qid 0, value of qid 1, ...], "recall@2000c": [...],
+        "chars@5": [...], ...}``: one list of ``len(questions)`` floats per metric, in qid
+        order (ratios in ``[0, 1]``, ``chars@k`` in characters). :func:`score_run` is the
+        mean of each list, summed in qid order, so both always agree to the last digit.
+    """
+    out: dict[str, list[float]] = {}
+    for qid, q in enumerate(questions):
+        passages = list(run.get(qid, ()))
+        refs = [(r.start, r.end) for r in q.references]
+        ref_len = sum(end - start for start, end in union_spans(refs))
+        for k in ks:
+            top = passages[:k]
+            own = [(s, e) for c, s, e in top if c == q.corpus_id]
+            cov = covered_chars(refs, own)
+            spent = sum(e - s for _, s, e in top)
+            _put(out, f"recall@{k}", cov / ref_len if ref_len else 0.0)
+            _put(out, f"precision@{k}", cov / spent if spent else 0.0)
+            _put(out, f"iou@{k}", cov / (spent + ref_len - cov) if spent + ref_len else 0.0)
+            _put(out, f"chars@{k}", float(spent))
+        for b in budgets:
+            cut = budget_cut([(s, e) for _, s, e in passages], b)
+            own = [span for span, (c, _, _) in zip(cut, passages, strict=False) if c == q.corpus_id]
+            _put(out, f"recall@{b}c", covered_chars(refs, own) / ref_len if ref_len else 0.0)
+    return out
+
+
+def mean_of(values: Sequence[float]) -> float:
+    """The mean as every metric of this module is taken: summed left to right, then divided.
+
+    Not :func:`math.fsum` nor :func:`sum` (compensated from Python 3.12): the shared
+    scorer adds one question at a time, and the figures must match it to the last digit.
+    ``0.0`` for no values.
+    """
+    total = 0.0
+    for value in values:
+        total += value
+    return total / len(values) if values else 0.0
+
+
 def score_run(
     questions: Sequence[Question],
     run: Run,
@@ -122,29 +178,12 @@ def score_run(
 
     Returns:
         ``{"recall@5": ..., "recall@2000c": ..., "chars@5": ..., "questions": n,
-        "answered": qids in the run}`` with the shared scorer's key names.
+        "answered": qids in the run}`` with the shared scorer's key names: the
+        :func:`mean_of` each list of :func:`score_per_question`.
     """
-    n = len(questions)
-    acc: dict[str, float] = {}
-    for qid, q in enumerate(questions):
-        passages = list(run.get(qid, ()))
-        refs = [(r.start, r.end) for r in q.references]
-        ref_len = sum(end - start for start, end in union_spans(refs))
-        for k in ks:
-            top = passages[:k]
-            own = [(s, e) for c, s, e in top if c == q.corpus_id]
-            cov = covered_chars(refs, own)
-            spent = sum(e - s for _, s, e in top)
-            _add(acc, f"recall@{k}", cov / ref_len if ref_len else 0.0)
-            _add(acc, f"precision@{k}", cov / spent if spent else 0.0)
-            _add(acc, f"iou@{k}", cov / (spent + ref_len - cov) if spent + ref_len else 0.0)
-            _add(acc, f"chars@{k}", float(spent))
-        for b in budgets:
-            cut = budget_cut([(s, e) for _, s, e in passages], b)
-            own = [span for span, (c, _, _) in zip(cut, passages, strict=False) if c == q.corpus_id]
-            _add(acc, f"recall@{b}c", covered_chars(refs, own) / ref_len if ref_len else 0.0)
-    means: dict[str, float | int] = {k: v / n for k, v in acc.items()} if n else {}
-    means["questions"] = n
+    per_question = score_per_question(questions, run, ks, budgets)
+    means: dict[str, float | int] = {k: mean_of(v) for k, v in per_question.items()}
+    means["questions"] = len(questions)
     means["answered"] = len(run)
     return means
 
@@ -172,8 +211,8 @@ def score_by_corpus(
     return out
 
 
-def _add(acc: dict[str, float], key: str, value: float) -> None:
-    acc[key] = acc.get(key, 0.0) + value
+def _put(out: dict[str, list[float]], key: str, value: float) -> None:
+    out.setdefault(key, []).append(value)
 
 
 def metric_order(key: str) -> tuple[str, int, str]:
@@ -193,8 +232,11 @@ def load_run(path: str | Path, n_questions: int) -> dict[int, list[RunPassage]]:
     """Read a run file written by :func:`write_run` (or by any other retriever).
 
     Raises:
-        ConfigurationError: a qid outside ``[0, n_questions)`` or repeated, or a span that
-            is not two ints with ``0 <= start <= end``; the message gives ``file:line``.
+        ConfigurationError: a line that is not a JSON object with a ``qid`` and a list of
+            ``passages``, a qid outside ``[0, n_questions)`` or repeated, a passage without
+            a ``corpus_id`` or a span that is not two ints with ``0 <= start <= end``; the
+            message gives ``file:line``.
+        OSError: the file cannot be read.
     """
     run: dict[int, list[RunPassage]] = {}
     with Path(path).open(encoding="utf-8") as f:
@@ -202,7 +244,17 @@ def load_run(path: str | Path, n_questions: int) -> dict[int, list[RunPassage]]:
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"
-            obj = json.loads(line)
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"{where}: not a JSON line ({exc})",
+                    hint='expected {"qid": 0, "passages": [{"corpus_id", "start", "end"}]}',
+                ) from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("passages", []), list):
+                raise ConfigurationError(
+                    f"{where}: expected an object with a qid and a list of passages"
+                )
             qid = obj.get("qid")
             if not is_int(qid) or not 0 <= qid < n_questions:
                 raise ConfigurationError(
@@ -213,11 +265,13 @@ def load_run(path: str | Path, n_questions: int) -> dict[int, list[RunPassage]]:
                 raise ConfigurationError(f"{where}: qid {qid} appears twice")
             passages: list[RunPassage] = []
             for p in obj.get("passages", []):
-                start, end = p.get("start"), p.get("end")
+                start, end = (p.get("start"), p.get("end")) if isinstance(p, dict) else (None, None)
                 if not (is_int(start) and is_int(end) and 0 <= start <= end):
                     raise ConfigurationError(
                         f"{where}: bad span {p!r}", hint="expected ints with 0 <= start <= end"
                     )
+                if p.get("corpus_id") is None:
+                    raise ConfigurationError(f"{where}: passage {p!r} has no corpus_id")
                 passages.append((str(p["corpus_id"]), start, end))
             run[qid] = passages
     return run

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ COMMANDS = [
     "ingest",
     "ask",
     "eval",
+    "compare",
     "plot",
     "migrate",
     "bots",
@@ -66,3 +68,14 @@ def test_ask_server_imports_nothing_heavy() -> None:
     # A server that is not there: the whole --server path runs, up to the request.
     result = _run("ask", "pay day?", "--server", "http://127.0.0.1:9", "--bot", "hr")
     assert result == {"code": 2, "heavy": []}
+
+
+def test_compare_imports_nothing_heavy(tmp_path: Path) -> None:
+    # Scoring two run files needs the CSV and numpy: no model, no database driver.
+    questions = tmp_path / "q.csv"
+    refs = json.dumps([{"start_index": 0, "end_index": 10}]).replace('"', '""')
+    questions.write_text(f'question,references,corpus_id\nwhy?,"{refs}",c\n', encoding="utf-8")
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"qid": 0, "passages": [{"corpus_id": "c", "start": 0, "end": 5}]}\n')
+    result = _run("compare", str(run), str(run), "--questions", str(questions), "--json")
+    assert result == {"code": 0, "heavy": []}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,9 @@ def test_eval_command_prints_one_json_object_and_keeps_the_collection_on_request
         "questions",
         "answered",
     }
+    assert set(report["intervals"]) == {k for k in report["metrics"] if "@" in k}
+    for key, (low, high) in report["intervals"].items():
+        assert low <= report["metrics"][key] <= high, key
     assert list(report["per_corpus"]) == ["alpha", "beta"]
     for scores in report["per_corpus"].values():
         assert set(scores) == set(report["metrics"]) and scores["questions"] == 4
@@ -343,6 +347,10 @@ def test_eval_counts_the_files_of_its_folder_as_documents(
     argv = ["eval", "--questions", str(questions), "--corpora", str(corpora_dir)]
     argv += ["--out", str(tmp_path / "run.jsonl"), "--no-late-chunking", "--limit", "3"]
     assert main([*argv, "--ks", "1", "--budgets", "100", "--dsn", pg_dsn]) == 0
-    ingest = next(line for line in capsys.readouterr().out.splitlines() if "ingest:" in line)
+    out = capsys.readouterr().out.splitlines()
+    ingest = next(line for line in out if "ingest:" in line)
+    recall = next(line for line in out if line.strip().startswith("recall@100c"))
+    # The figure, then its 95 % interval: "recall@100c  0.5000  [0.2500, 0.8750]".
+    assert re.fullmatch(r"\s*recall@100c  (\d\.\d{4})  \[(\d\.\d{4}), (\d\.\d{4})\]", recall)
     assert "(2 document(s)," in ingest  # one folder, two files: not "2 corpora"
     assert "corpora" not in ingest

@@ -24,7 +24,9 @@ from parrot_parents.eval.scorer import (
     budget_cut,
     covered_chars,
     load_run,
+    mean_of,
     score_by_corpus,
+    score_per_question,
     score_run,
     union_spans,
     write_run,
@@ -158,6 +160,11 @@ def test_write_then_load_run_round_trips(tmp_path: Path) -> None:
         ('{"qid": 5, "passages": []}', r"qid 5 is not a row of the question set"),
         ('{"qid": 0, "passages": [{"corpus_id": "a", "start": 9, "end": 3}]}', "bad span"),
         ('{"qid": 0, "passages": [{"corpus_id": "a", "start": 1.5, "end": 3}]}', "bad span"),
+        ('{"qid": 0, "passages": [', r"run.jsonl:1: not a JSON line"),
+        ("[0, []]", "expected an object with a qid and a list of passages"),
+        ('{"qid": 0, "passages": {"a": 1}}', "expected an object with a qid"),
+        ('{"qid": 0, "passages": [7]}', "bad span"),
+        ('{"qid": 0, "passages": [{"start": 1, "end": 3}]}', "has no corpus_id"),
     ],
 )
 def test_load_run_rejects_bad_lines(tmp_path: Path, line: str, message: str) -> None:
@@ -304,6 +311,30 @@ def test_scores_agree_with_the_shared_scorer_on_a_run(
     for key, value in theirs.items():
         assert ours[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
     assert 0.0 < ours["recall@5"] < 1.0  # the run is neither empty nor perfect
+
+
+def test_per_question_values_average_to_the_scorers_figures_to_the_last_digit(
+    shared_scorer: ModuleType,
+) -> None:
+    # The intervals are drawn from these values: their mean must be the printed figure.
+    ours_q = load_questions(DEV_QUESTIONS)
+    run = _synthetic_run(ours_q, seed=3)
+    ks, budgets = [1, 5], [1000, 8000]
+    per_question = score_per_question(ours_q, run, ks, budgets)
+    means = score_run(ours_q, run, ks, budgets)
+    theirs_q = shared_scorer.load_questions(str(DEV_QUESTIONS))
+    theirs = shared_scorer.score(theirs_q, run, ks, budgets)
+    assert set(per_question) == {k for k in means if "@" in k}
+    for key, values in per_question.items():
+        assert len(values) == len(ours_q), key
+        assert mean_of(values) == means[key] == theirs[key], key
+    assert 0.0 < means["recall@5"] < 1.0
+
+
+def test_mean_of_adds_left_to_right() -> None:
+    values = [1e16, 1.0, -1e16, 1.0]
+    assert mean_of(values) == ((((0.0 + 1e16) + 1.0) - 1e16) + 1.0) / 4
+    assert mean_of([]) == 0.0
 
 
 def test_per_corpus_scores_agree_with_the_shared_scorer_on_each_corpus(

@@ -700,7 +700,9 @@ def findings(late: AiParrotTable) -> list[str]:
         "default keeps only hits of similarity 0.60 and above, and most contexts come "
         "back empty.",
         "* **IVFFlat on the empty table.** `create_collection` builds three IVFFlat "
-        "indexes (and two HNSW) before any row exists, so their lists come from no data; "
+        "indexes (and two HNSW) before any row exists, so their list centres are random "
+        "vectors (pgvector's `RandomCenters` when it has no rows to sample) and what they "
+        "return changes from one build of the table to the next; "
         "the store's index tuning (`ivfflat.probes = 10`) is chosen at connect time, "
         "before the table existed, so `probes` stays at pgvector's 1. The IVFFlat scans "
         "return few rows, the parent rows are filtered out after the scan, and contexts "

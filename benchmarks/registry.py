@@ -117,6 +117,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "quality",
         "the same passages on Milvus Lite as on PostgreSQL for the 20 example questions",
     ),
+    Benchmark(
+        "ai_parrot",
+        "quality",
+        "ai-parrot's own parent-child route (FEAT-128) against parrot-parents, dev set, one run",
+    ),
     # latency: how long one call waits
     Benchmark(
         "scale",

@@ -52,9 +52,10 @@ def test_add_list_show_set_remove(bots_dsn: str, capsys: pytest.CaptureFixture[s
         "LIMIT",
         "BUDGET",
         "RERANKER",
+        "SCOPE",
         "STATUS",
     ]
-    assert lines[1].split() == ["hr", "handbook", "no", "parent", "5", "-", "-", "valid"]
+    assert lines[1].split() == ["hr", "handbook", "no", "parent", "5", "-", "-", "-", "valid"]
 
     code, out, _ = run(
         capsys,

@@ -337,6 +337,7 @@ async def run(args: argparse.Namespace) -> int:
                     "is safe",
                     file=sys.stderr,
                 )
+                args.interruption_reported = True
                 raise
     finally:
         await store.close()

@@ -89,3 +89,29 @@ async def test_kill_9_during_ingest_then_rerun(
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_ctrl_c_during_ingest_says_interrupted_once(
+    tmp_path: Path, pg_dsn: str, embeddings: object
+) -> None:
+    for i in range(N_FILES):
+        (tmp_path / f"doc{i:02d}.md").write_text(make_text(5000, seed=i), encoding="utf-8")
+    table = unique_table("ctrlc")
+    store = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)  # type: ignore[arg-type]
+    await store.connect()
+    try:
+        proc = _ingest(tmp_path, table, pg_dsn)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if await _rows_per_document(store):
+                break
+            await asyncio.sleep(0.02)
+        assert proc.poll() is None, "the ingest finished before it could be interrupted"
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert err.count("interrupted") == 1, err
+        assert "document(s) were stored, each one whole" in err
+    finally:
+        await store.drop()
+        await store.close()

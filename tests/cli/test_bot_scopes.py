@@ -10,8 +10,8 @@ import pytest
 from parrot_parents import migrations
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.bots.scope_check import ScopeWarning
-from parrot_parents.cli.main import main
 from parrot_parents.errors import BotConfigError
+from tests.cli.test_bots_cli import run
 from tests.migrations.support import (  # noqa: F401
     COLLECTION,
     bots_dsn_fixture,
@@ -20,24 +20,21 @@ from tests.migrations.support import (  # noqa: F401
 )
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+def add(
+    capsys: pytest.CaptureFixture[str], dsn: str, name: str, scope: str | None, on: str = COLLECTION
+) -> tuple[int, str, str]:
+    """``bots add NAME --collection ON [--scope SCOPE]``: its status, stdout and stderr."""
+    scoped = [] if scope is None else ["--scope", scope]
+    return run(capsys, "bots", "add", name, "--collection", on, *scoped, "--dsn", dsn)
 
 
 def test_an_empty_scope_is_refused_on_every_write(
     bots_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dsn = ["--dsn", bots_dsn]
-    code, _, err = run(
-        capsys, "bots", "add", "hr", "--collection", COLLECTION, "--scope", "{}", *dsn
-    )
+    code, _, err = add(capsys, bots_dsn, "hr", "{}")
     assert code == 2 and "empty scope" in err and "--scope none" in err, err
-    scope = '{"document_id": "pay"}'
-    code, _, err = run(
-        capsys, "bots", "add", "hr", "--collection", COLLECTION, "--scope", scope, *dsn
-    )
+    code, _, err = add(capsys, bots_dsn, "hr", '{"document_id": "pay"}')
     assert code == 0, err
     for change in (["--scope", "{}"], ["scope={}"]):
         code, _, err = run(capsys, "bots", "set", "hr", *change, *dsn)
@@ -61,8 +58,8 @@ def test_an_empty_scope_is_refused_on_every_write(
 def test_bots_list_shows_each_scope(bots_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     dsn = ["--dsn", bots_dsn]
     scope = '{"document_id": {"$in": ["pay", "leave"]}}'
-    run(capsys, "bots", "add", "hr", "--collection", COLLECTION, "--scope", scope, *dsn)
-    run(capsys, "bots", "add", "all", "--collection", COLLECTION, *dsn)
+    add(capsys, bots_dsn, "hr", scope)
+    add(capsys, bots_dsn, "all", None)
     _, out, _ = run(capsys, "bots", "list", *dsn)
     lines = out.splitlines()
     assert lines[0].split()[-2:] == ["SCOPE", "STATUS"]
@@ -74,8 +71,7 @@ def test_a_scope_that_keeps_no_row_is_saved_with_a_warning_naming_why(
     bots_dsn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dsn = ["--dsn", bots_dsn]
-    add = ["bots", "add", "hr", "--collection", COLLECTION, "--scope"]
-    code, out, err = run(capsys, *add, '{"tennant": "acme"}', *dsn)
+    code, out, err = add(capsys, bots_dsn, "hr", '{"tennant": "acme"}')
     assert code == 0 and out.startswith("added bot 'hr'")
     assert err.startswith("warning: bot 'hr': scope: ")
     assert "no row of collection 'handbook' carries the key 'tennant'" in err
@@ -95,9 +91,7 @@ def test_a_scope_that_keeps_no_row_is_saved_with_a_warning_naming_why(
 
     # An empty collection: the scope cannot be checked yet, and that is said instead.
     in_thread(migrations.upgrade, bots_dsn, collections=["later"])
-    code, _, err = run(
-        capsys, "bots", "add", "new", "--collection", "later", "--scope", '{"a": 1}', *dsn
-    )
+    code, _, err = add(capsys, bots_dsn, "new", '{"a": 1}', on="later")
     assert code == 0 and "collection 'later' has no rows yet" in err
 
     async def through_the_repository() -> None:

@@ -10,18 +10,14 @@ from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.postgres import PgVectorStore
-from tests.stores.test_partitions import _keyed
+from tests.stores.test_partitions import _keyed, child_row
 
 
-def _row(row_id: str, tenant: Any = None, document_id: str = "pay") -> Document:
-    body = f"Salaries are paid on the 25th ({row_id})."
-    meta = {
-        "document_id": document_id,
-        "is_chunk": True,
-        "start_index": 0,
-        "end_index": len(body),
-    } | ({} if tenant is None else {"tenant": tenant})
-    return Document(id=f"{document_id}#{row_id}", page_content=body, metadata=meta)
+def _row(row: str, tenant: Any = None, document_id: str = "pay") -> Document:
+    """Row ``row`` (a digit) of ``document_id``, of ``tenant`` (None: no value)."""
+    given = {} if tenant is None else {"tenant": tenant}
+    body = f"Salaries are paid on the 25th (row {row})."
+    return child_row(document_id, body, start=100 * int(row), **given)
 
 
 async def _tenants(store: PgVectorStore) -> list[Any]:

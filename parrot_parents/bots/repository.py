@@ -9,6 +9,7 @@ rows written with plain SQL.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -32,7 +33,9 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from parrot_parents.bots.factory import collection_exists
 from parrot_parents.bots.registries import Registries
+from parrot_parents.bots.scope_check import ScopeWarning, scope_findings
 from parrot_parents.bots.settings import BotSettings, apply_changes, validate_bot
 from parrot_parents.errors import BotConfigError, BotNotFoundError, StoreError
 from parrot_parents.stores.identifiers import validate_identifier
@@ -105,7 +108,9 @@ class BotRepository:
 
     Usable with ``async with``. Raises :class:`StoreError` when the table is missing or
     the database fails, :class:`BotConfigError` when a write is invalid, and
-    :class:`BotNotFoundError` for an unknown name.
+    :class:`BotNotFoundError` for an unknown name. A write whose scope keeps no row of
+    the bot's collection is saved, with a :class:`ScopeWarning` saying why
+    (:meth:`scope_findings`).
     """
 
     def __init__(
@@ -200,6 +205,28 @@ class BotRepository:
 
     # -- writes -------------------------------------------------------------------------
 
+    async def scope_findings(self, settings: BotSettings) -> list[str]:
+        """Why the bot's scope keeps no row of its collection (see
+        :func:`~parrot_parents.bots.scope_check.scope_findings`); ``[]`` when it keeps
+        some, when the bot has no scope, or when its collection is no table of this
+        database (not created yet, or in another store)."""
+        if settings.scope is None:
+            return []
+        engine = await self.engine()
+        if not await collection_exists(engine, settings.collection):
+            return []
+        try:
+            return await scope_findings(engine, settings.collection, settings.scope)
+        except SQLAlchemyError as exc:
+            raise store_error(exc, "checking the bot's scope") from exc
+
+    async def _warn_scope(self, settings: BotSettings) -> None:
+        """A written bot whose scope keeps no row is saved (its rows may come later), but
+        never silently: a :class:`ScopeWarning` per finding."""
+        for finding in await self.scope_findings(settings):
+            message = f"bot {settings.name!r}: scope: {finding}; the bot will find nothing"
+            warnings.warn(message, ScopeWarning, stacklevel=3)
+
     async def create(self, data: Mapping[str, Any]) -> BotSettings:
         """Validate and insert a new bot. Raises BotConfigError (also for a taken name)."""
         settings = self.validate(data)
@@ -208,6 +235,7 @@ class BotRepository:
             await conn.execute(insert(self.table).values(**settings.to_row()))
 
         await self._run(settings.name, go)
+        await self._warn_scope(settings)
         return settings
 
     async def update(self, name: str, changes: Mapping[str, Any]) -> BotSettings:
@@ -228,7 +256,9 @@ class BotRepository:
             await conn.execute(update(t).where(t.c.id == row.id).values(**settings.to_row()))
             return settings
 
-        return await self._run(name, go)
+        settings = await self._run(name, go)
+        await self._warn_scope(settings)
+        return settings
 
     async def put(self, name: str, data: Mapping[str, Any]) -> tuple[BotSettings, bool]:
         """Create ``name``, or replace all its settings; returns ``(settings, created)``.
@@ -250,7 +280,9 @@ class BotRepository:
             await conn.execute(insert(t).values(**settings.to_row()))
             return True
 
-        return settings, await self._run(name, go)
+        created = await self._run(name, go)
+        await self._warn_scope(settings)
+        return settings, created
 
     async def delete(self, name: str) -> None:
         """Remove ``name``. Raises BotNotFoundError."""

@@ -8,7 +8,10 @@ bot and the key.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from parrot_parents.cli.collections import format_table
@@ -145,7 +148,17 @@ async def run_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no bots (add one with `parrot-parents bots add NAME --collection C`)")
         return 0
-    header = ("NAME", "COLLECTION", "EXPAND", "MODE", "LIMIT", "BUDGET", "RERANKER", "STATUS")
+    header = (
+        "NAME",
+        "COLLECTION",
+        "EXPAND",
+        "MODE",
+        "LIMIT",
+        "BUDGET",
+        "RERANKER",
+        "SCOPE",
+        "STATUS",
+    )
     table = [
         (
             r["name"],
@@ -155,12 +168,36 @@ async def run_list(args: argparse.Namespace) -> int:
             "-" if r["context_search_limit"] is None else str(r["context_search_limit"]),
             "-" if r["context_budget"] is None else str(r["context_budget"]),
             str((r["reranker_config"] or {}).get("type", "-")),
+            # The scope in full: it is what keeps the bot to its part of the collection.
+            "-" if r["scope"] is None else _compact_json(r["scope"]),
             r["status"],
         )
         for r in rows
     ]
     print(format_table(header, table))
     return 0
+
+
+def _compact_json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@contextlib.contextmanager
+def _scope_warnings() -> Iterator[None]:
+    """Print the repository's scope warnings on stderr: the CLI silences warnings, but a
+    scope that keeps no row leaves a bot that finds nothing, so it is said out loud."""
+    from parrot_parents.bots.scope_check import ScopeWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ScopeWarning)
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, ScopeWarning):
+                    print(f"warning: {w.message}", file=sys.stderr)
 
 
 async def run_show(args: argparse.Namespace) -> int:
@@ -220,7 +257,8 @@ async def run_add(args: argparse.Namespace) -> int:
     }
     async with _repo(args) as repo:
         await _check_collection(repo, args.collection, force=args.force)
-        settings = await repo.create(data)
+        with _scope_warnings():
+            settings = await repo.create(data)
     print(f"added bot {settings.name!r} on collection {settings.collection!r}")
     return 0
 
@@ -248,7 +286,8 @@ async def run_set(args: argparse.Namespace) -> int:
         before = await repo.get_row(args.name)
         if "collection" in changes and changes["collection"] != before["collection"]:
             await _check_collection(repo, changes["collection"], force=args.force)
-        settings = await repo.update(args.name, changes)
+        with _scope_warnings():
+            settings = await repo.update(args.name, changes)
     after = settings.model_dump()
     changed = [k for k in sorted(after) if before.get(k) != after[k]]
     for key in changed:

@@ -42,7 +42,7 @@ async def diagnose(dsn: str | None) -> Report:
         package_findings,
         pg_version,
     )
-    from parrot_parents.embedded.server import DSN_ENV, default_data_dir
+    from parrot_parents.embedded.server import DSN_ENV, data_dir_reason, default_data_dir
     from parrot_parents.errors import ParrotParentsError
     from parrot_parents.stores.postgres.collections.server_facts import server_facts
 
@@ -52,6 +52,7 @@ async def diagnose(dsn: str | None) -> Report:
     report.server["where"] = "external" if dsn else "embedded"
     embedded = None if dsn else embedded_findings(default_data_dir().expanduser().resolve())
     if embedded is not None:
+        embedded.facts["data_dir_reason"] = data_dir_reason()
         report.embedded = embedded.facts
         report.notes += embedded.notes
         report.problems += embedded.problems
@@ -118,6 +119,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(
             f"data directory: {embedded['data_dir']} (PostgreSQL {embedded['pg_version']})"
         )
+        if embedded.get("data_dir_reason"):
+            lines.append(f"  chosen because: {embedded['data_dir_reason']}")
         lines.append(
             f"  lock: {embedded['lock_file']} "
             f"(held by another process: {_yes(embedded['lock_held_by_another_process'])})"

@@ -260,6 +260,31 @@ def document_metadata(pairs: list[str]) -> dict[str, Any]:
     return found
 
 
+def partition_value_warning(key: str | None, metadata: dict[str, Any]) -> str | None:
+    """Why the documents of this ingest get no index of their own under the partition key
+    ``key`` (no value given, or one of a type that gets none); None when they do."""
+    import json
+
+    from parrot_parents.stores.partition_keys import is_partition_value
+
+    if key is None:
+        return None
+    if key not in metadata:
+        return (
+            f"--partition-key {key} without --metadata {key}=VALUE: these documents carry no "
+            f"value of {key}, so they get no index of their own"
+        )
+    value = metadata[key]
+    if is_partition_value(value):
+        return None
+    shown = json.dumps(value, ensure_ascii=False)
+    return (
+        f"{key} {shown} gets no index of its own: only a string, an integer (64 bits) or a "
+        f"boolean does; a search fixing {key} to it reads the whole collection's index, "
+        f"filtered (a string gets one: --metadata '{key}=\"{shown}\"')"
+    )
+
+
 async def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -270,6 +295,9 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.strategies.spec import strategy_for
 
     extra = document_metadata(args.metadata)
+    unindexed = partition_value_warning(args.partition_key, extra)
+    if unindexed is not None:
+        print(f"warning: {unindexed}", file=sys.stderr)
     store = make_store(args)  # not connected: nothing is loaded yet
     spec = strategy_for(args.strategy, store)  # a bad spec fails before any work
     sizes = parent_sizes(args, spec)
@@ -309,11 +337,27 @@ async def run(args: argparse.Namespace) -> int:
                     "is safe",
                     file=sys.stderr,
                 )
+                args.interruption_reported = True
                 raise
     finally:
         await store.close()
         if indexer is not None:
             await indexer.close()
+    keyed = getattr(store, "partition_key", None)
+    if args.partition_key is None and keyed is not None:
+        # The collection's own key, known once connected: its values are checked alike.
+        unindexed = partition_value_warning(keyed, extra)
+        if unindexed is not None:
+            print(f"warning: {unindexed}", file=sys.stderr)
+    lifecycle = getattr(store, "lifecycle", None)
+    if getattr(lifecycle, "gave_partition_key", False):
+        # Said out loud: no command takes a collection's partition key away again.
+        print(
+            f"note: collection {args.collection!r} is now partitioned by "
+            f"{args.partition_key!r}, for good: the key is recorded with the collection and "
+            "can be neither removed nor changed; each value of it gets indexes of its own",
+            file=sys.stderr,
+        )
     unchanged = report.unchanged
     skipped = f"; {len(unchanged)} unchanged, skipped" if unchanged else ""
     print(

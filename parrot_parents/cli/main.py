@@ -136,7 +136,10 @@ def _main(argv: list[str] | None) -> int:
     try:
         code = asyncio.run(args.func(args))
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        # A command that already said what its interruption left (ingest) is not
+        # followed by a second, bare line.
+        if not getattr(args, "interruption_reported", False):
+            print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         raise

@@ -44,6 +44,7 @@ __all__ = [
     "HANDLES_FILE",
     "READY_WAIT_S",
     "HandleRecord",
+    "data_dir_reason",
     "default_data_dir",
     "embedded_dsn",
     "embedded_servers",
@@ -88,6 +89,25 @@ def default_data_dir() -> Path:
         _warn_of_left_data(per_user)
         return system_user.root_data_dir()
     return per_user
+
+
+def data_dir_reason() -> str:
+    """Why :func:`default_data_dir` is the directory it is, in words (``doctor`` prints
+    it): the variable that names it, or root's machine-wide directory (which ``HOME``
+    does not move), or the user's own."""
+    if os.environ.get(DATA_DIR_ENV):
+        return f"{DATA_DIR_ENV} names it"
+    if system_user.runs_as_root():
+        return (
+            "this process runs as root: the machine-wide directory, shared by every root "
+            "process whatever HOME is (the server runs as the system user "
+            f"{system_user.SYSTEM_USER!r}, which cannot enter root's home); set "
+            f"{DATA_DIR_ENV} to move it"
+        )
+    return (
+        "the per-user data directory of this user (XDG_DATA_HOME, else HOME's "
+        f".local/share, or the platform's own); set {DATA_DIR_ENV} to move it"
+    )
 
 
 def _warn_of_left_data(per_user: Path) -> None:

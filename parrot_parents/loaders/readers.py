@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -165,12 +165,15 @@ class Discovery:
 
     ``skipped``: what is not read, by path, with the reason (another file type, not a
     regular file, hidden, a second name of a file already read); ``conflicts``: files
-    whose document id another file already took (not loaded: an error for the caller).
+    whose document id another file already took (not loaded: an error for the caller);
+    ``sources``: each document id's ``source``, the file's path relative to what was
+    ingested (:func:`discover_files`), never the machine's own path to it.
     """
 
     files: list[tuple[Path, str]]
     skipped: dict[str, str]
     conflicts: dict[str, str]
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def discover_files(
@@ -207,10 +210,17 @@ def discover_files(
     Both can be combined (the prefix goes first). Two files that would get the same id are
     never merged silently: the later one is listed in ``conflicts`` with the reason.
 
+    Each file's ``source`` (:attr:`Discovery.sources`) names it relative to what was
+    ingested, never by the machine's path to it (which a service would hand to every
+    caller): a folder's files under the folder's name (``docs/guide/intro.md`` for the
+    folder ``/srv/docs``), a file named directly by its name, and with ``root`` the path
+    relative to the root. Two folders' files of one name thus keep sources of their own.
+
     Raises:
         DocumentReadError: a path that does not exist.
     """
     files: list[tuple[Path, str]] = []
+    sources: dict[str, str] = {}
     skipped: dict[str, str] = {}
     conflicts: dict[str, str] = {}
     seen: dict[str, Path] = {}
@@ -221,20 +231,24 @@ def discover_files(
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
-            prefix = f"{root.resolve().name}/" if several else ""
-            named = [(f, prefix + f.relative_to(root).as_posix()) for f in _walk(root, skipped)]
+            label = f"{root.resolve().name}/" if root.resolve().name else ""
+            prefix = label if several else ""
+            named = [
+                (f, prefix + f.relative_to(root).as_posix(), label + f.relative_to(root).as_posix())
+                for f in _walk(root, skipped)
+            ]
         elif root.exists() or root.is_symlink():
-            named = [(root, root.name)]
+            named = [(root, root.name, root.name)]
         else:
             raise DocumentReadError(str(root), "no such file or directory")
-        for f, doc_id in named:
+        for f, doc_id, source in named:
             why = _not_read(f)
             if why is not None:
                 skipped[str(f)] = why
                 continue
             if base is not None:
                 try:
-                    doc_id = f.resolve().relative_to(base).as_posix()
+                    doc_id = source = f.resolve().relative_to(base).as_posix()
                 except ValueError:
                     conflicts[str(f)] = f"outside the root {str(base)!r}"
                     continue
@@ -248,7 +262,8 @@ def discover_files(
             if doc_id not in seen:
                 seen[doc_id] = f
                 files.append((f, doc_id))
-    return Discovery(_once_per_file(files, skipped), skipped, conflicts)
+                sources[doc_id] = source
+    return Discovery(_once_per_file(files, skipped), skipped, conflicts, sources)
 
 
 def _walk(folder: Path, skipped: dict[str, str]) -> list[Path]:

@@ -83,7 +83,10 @@ class TextLoader(AbstractLoader):
             self.report.warnings.setdefault(name, []).append(f"skipped: {reason}")
         self.report.failed.update(found.conflicts)
         for path, raw_id in found.files:
+            # Reports name the file as the user spelt it; the stored source is relative
+            # to what was ingested, so that no reader of the rows learns this machine's paths.
             source = utf8_name(str(path))[0]
+            stored_source = utf8_name(found.sources[raw_id])[0]
             document_id, renamed = utf8_name(raw_id)
             if renamed:
                 self.report.warnings.setdefault(source, []).append(
@@ -105,7 +108,7 @@ class TextLoader(AbstractLoader):
                     f"the same content as {earlier[0]} (document {earlier[1]!r}) in this "
                     "ingest; both are stored"
                 )
-            meta: dict[str, Any] = {"document_id": document_id, "source": source}
+            meta: dict[str, Any] = {"document_id": document_id, "source": stored_source}
             if not structure.empty or structure.pages:
                 meta[STRUCTURE_KEY] = structure.to_dict()
             docs.append(Document(page_content=text, metadata=meta))

@@ -22,10 +22,13 @@ __all__ = ["scoped_filter", "validate_scope"]
 
 def validate_scope(scope: Any) -> dict[str, Any] | None:
     """``scope`` checked as a filter and copied (so a caller's later change of its dict
-    cannot widen it); None for None or ``{}`` (no scope).
+    cannot widen it); None for None (no scope).
 
     Raises:
-        ConfigurationError: not a dict, or a bad filter (the message names the key).
+        ConfigurationError: not a dict, a bad filter (the message names the key), or
+            ``{}``: an empty filter keeps every row, so an empty scope would widen a bot to
+            its whole collection; removing a scope is said with None (``--scope none``,
+            ``scope=none``, JSON null), never by an empty one.
     """
     if scope is None:
         return None
@@ -34,11 +37,16 @@ def validate_scope(scope: Any) -> dict[str, Any] | None:
             f"scope must be a filter (a JSON object), got {type(scope).__name__}",
             hint='e.g. {"tenant": "acme"}',
         )
+    if not scope:
+        raise ConfigurationError(
+            "scope: an empty scope would let the bot search its whole collection; to "
+            "remove the scope, say so: --scope none (scope=none, or null in JSON)"
+        )
     try:
         validate_filter(dict(scope))
     except ConfigurationError as exc:
         raise ConfigurationError(f"scope: {exc.message}", hint=exc.hint) from exc
-    return copy.deepcopy(dict(scope)) or None
+    return copy.deepcopy(dict(scope))
 
 
 def scoped_filter(

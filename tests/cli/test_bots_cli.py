@@ -44,17 +44,9 @@ def test_add_list_show_set_remove(bots_dsn: str, capsys: pytest.CaptureFixture[s
 
     code, out, _ = run(capsys, "bots", "list", *dsn)
     lines = out.splitlines()
-    assert lines[0].split() == [
-        "NAME",
-        "COLLECTION",
-        "EXPAND",
-        "MODE",
-        "LIMIT",
-        "BUDGET",
-        "RERANKER",
-        "STATUS",
-    ]
-    assert lines[1].split() == ["hr", "handbook", "no", "parent", "5", "-", "-", "valid"]
+    header = "NAME COLLECTION EXPAND MODE LIMIT BUDGET RERANKER SCOPE STATUS"
+    assert lines[0].split() == header.split()
+    assert lines[1].split() == ["hr", "handbook", "no", "parent", "5", "-", "-", "-", "valid"]
 
     code, out, _ = run(
         capsys,

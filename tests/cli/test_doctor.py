@@ -77,6 +77,10 @@ def test_doctor_on_the_embedded_server_reports_extensions_and_dead_pids(server_d
     first = doctor()
     assert first["server"]["where"] == "embedded"
     assert first["embedded"]["data_dir"] == str(data.resolve())
+    assert first["embedded"]["data_dir_reason"] == "PARROT_PARENTS_DATA_DIR names it"
+    from parrot_parents.cli.doctor import format_report
+
+    assert "  chosen because: PARROT_PARENTS_DATA_DIR names it" in format_report(first)
     assert first["embedded"]["pg_version"] == first["server"]["version"].split(".")[0]
     # The embedded server carries the BM25 index, preloaded, beside pgvector.
     assert first["extensions"]["pg_textsearch"]["library"]
@@ -103,3 +107,25 @@ def test_cpu_features_read_the_flags(tmp_path: Path) -> None:
     assert found["flags"]["avx2"] is True
     assert found["flags"]["avx512f"] is False
     assert cpu_features(tmp_path / "missing")["flags"] is None
+
+
+def test_the_data_directory_and_why_it_is_that_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from parrot_parents.embedded.server import DATA_DIR_ENV, data_dir_reason, default_data_dir
+
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "pgdata"))
+    assert default_data_dir() == tmp_path / "pgdata"
+    assert data_dir_reason() == f"{DATA_DIR_ENV} names it"
+    monkeypatch.delenv(DATA_DIR_ENV)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    reason = data_dir_reason()
+    if os.geteuid() == 0:
+        # Root's directory is the machine's, whatever HOME is.
+        assert default_data_dir() == Path("/var/lib/parrot-parents/pgdata")
+        assert reason.startswith("this process runs as root: the machine-wide directory")
+        assert "whatever HOME is" in reason and DATA_DIR_ENV in reason
+    else:
+        assert default_data_dir().is_relative_to(tmp_path / "home")
+        assert reason.startswith("the per-user data directory of this user")

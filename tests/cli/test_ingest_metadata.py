@@ -135,3 +135,41 @@ def test_a_file_of_the_same_name_from_another_tenant_does_not_replace_the_first(
         assert "fifteenth" in json.loads(capsys.readouterr().out)["context"]
     finally:
         main(["drop", table, "--yes", "--dsn", pg_dsn])
+
+
+def test_a_collection_given_its_partition_key_hears_so_and_an_unindexed_value_is_warned(
+    pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parrot_parents.cli.main import main
+    from tests.conftest import unique_table
+
+    for name in ("pay", "leave", "travel", "gifts", "meals", "phones"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.txt").write_text(f"The {name} policy of the company.")
+    table = unique_table("ingnote")
+    common = ["--dsn", pg_dsn, "--collection", table]
+    key = ["--partition-key", "tenant"]
+
+    def ingest(name: str, *more: str) -> str:
+        assert main(["ingest", str(tmp_path / name), *common, *more]) == 0
+        return capsys.readouterr().err
+
+    try:
+        assert "partitioned" not in ingest("pay")
+        err = ingest("leave", *key, "--metadata", "tenant=acme")
+        assert (
+            f"note: collection {table!r} is now partitioned by 'tenant', for good: the key is "
+            "recorded with the collection and can be neither removed nor changed"
+        ) in err
+        assert "warning" not in err
+        assert "partitioned" not in ingest("leave", *key, "--metadata", "tenant=acme")
+        for name, given in (("travel", "1.5"), ("gifts", "null")):
+            err = ingest(name, *key, "--metadata", f"tenant={given}")
+            assert f"warning: tenant {given} gets no index of its own: only a string" in err
+        # The collection's own key is checked as well when the command does not name it.
+        err = ingest("meals", "--metadata", "tenant=2.5")
+        assert "warning: tenant 2.5 gets no index of its own" in err
+        err = ingest("phones", *key)
+        assert "without --metadata tenant=VALUE: these documents carry no value" in err
+    finally:
+        main(["drop", table, "--yes", "--dsn", pg_dsn])

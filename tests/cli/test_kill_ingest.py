@@ -56,25 +56,34 @@ def _ingest(folder: Path, table: str, dsn: str) -> subprocess.Popen[str]:
     )
 
 
+def _write_files(folder: Path) -> None:
+    for i in range(N_FILES):
+        (folder / f"doc{i:02d}.md").write_text(make_text(5000, seed=i), encoding="utf-8")
+
+
+async def _ingest_under_way(folder: Path, store: PgVectorStore, dsn: str) -> subprocess.Popen[str]:
+    """An ``ingest`` of ``folder`` in a child process, once it has stored some rows (and
+    before it has finished)."""
+    proc = _ingest(folder, store.table, dsn)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if await _rows_per_document(store):
+            break
+        await asyncio.sleep(0.02)
+    assert proc.poll() is None, "the ingest finished before it could be stopped"
+    return proc
+
+
 async def test_kill_9_during_ingest_then_rerun(
     tmp_path: Path, pg_dsn: str, embeddings: object
 ) -> None:
-    for i in range(N_FILES):
-        (tmp_path / f"doc{i:02d}.md").write_text(make_text(5000, seed=i), encoding="utf-8")
+    _write_files(tmp_path)
     expected = _expected_rows(tmp_path)
     table = unique_table("kill")
     store = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)  # type: ignore[arg-type]
     await store.connect()
     try:
-        proc = _ingest(tmp_path, table, pg_dsn)
-        deadline = time.monotonic() + 120
-        seen: dict[str, int] = {}
-        while time.monotonic() < deadline and proc.poll() is None:
-            seen = await _rows_per_document(store)
-            if seen:
-                break
-            await asyncio.sleep(0.02)
-        assert proc.poll() is None, "the ingest finished before it could be killed"
+        proc = await _ingest_under_way(tmp_path, store, pg_dsn)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL
@@ -86,6 +95,25 @@ async def test_kill_9_during_ingest_then_rerun(
         _, err = rerun.communicate(timeout=300)
         assert rerun.returncode == 0, err
         assert await _rows_per_document(store) == expected
+    finally:
+        await store.drop()
+        await store.close()
+
+
+async def test_ctrl_c_during_ingest_says_interrupted_once(
+    tmp_path: Path, pg_dsn: str, embeddings: object
+) -> None:
+    _write_files(tmp_path)
+    table = unique_table("ctrlc")
+    store = PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings)  # type: ignore[arg-type]
+    await store.connect()
+    try:
+        proc = await _ingest_under_way(tmp_path, store, pg_dsn)
+        os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert err.count("interrupted") == 1, err
+        assert "document(s) were stored, each one whole" in err
     finally:
         await store.drop()
         await store.close()

@@ -309,7 +309,9 @@ async def test_a_parent_outside_the_scope_leaves_its_hits_as_themselves(
 
 
 def test_a_scope_is_a_filter() -> None:
-    assert validate_scope(None) is None and validate_scope({}) is None
+    assert validate_scope(None) is None
+    with pytest.raises(ConfigurationError, match=r"empty scope.*--scope none"):
+        validate_scope({})
     with pytest.raises(ConfigurationError, match="scope"):
         validate_scope(["tenant"])
     with pytest.raises(ConfigurationError, match=r"scope: .*\$regex"):

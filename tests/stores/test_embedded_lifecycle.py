@@ -120,6 +120,30 @@ def test_a_killed_client_does_not_keep_the_server_alive(data_dir: Path) -> None:
     assert embedded.handle_records(data_dir) == []
 
 
+#: A child that starts (or joins) the server of a data directory and exits, taking every
+#: file lock without waiting: a lock another process holds ends it at once (exit 3,
+#: naming the lock) instead of making it wait. It prints the locks it took.
+_NEVER_WAITS = """
+import os, sys
+import fasteners
+
+taken = []
+acquire = fasteners.InterProcessLock.acquire
+
+def at_once(self, *args, **kwargs):
+    if not acquire(self, blocking=False):
+        print("would wait on", self.path, file=sys.stderr, flush=True)
+        os._exit(3)
+    taken.append(os.fsdecode(self.path))
+    return True
+
+fasteners.InterProcessLock.acquire = at_once
+from parrot_parents.embedded.server import embedded_dsn
+embedded_dsn(sys.argv[1])
+print("\\n".join(taken), flush=True)
+"""
+
+
 def test_two_data_directories_never_wait_on_each_other(data_dir: Path) -> None:
     import fasteners
     import pgserver
@@ -127,7 +151,9 @@ def test_two_data_directories_never_wait_on_each_other(data_dir: Path) -> None:
     other = data_dir.parent / "other"
     other.mkdir()
     # As if another process were busy starting or stopping the server of ``other``: hold
-    # its lock, and pgserver's own machine-wide lock too.
+    # its lock, and pgserver's own machine-wide lock too. The child never waits for a
+    # lock (it fails instead), so what is checked is which locks it takes, not how long
+    # it took: a loaded machine makes it slower, never wrong.
     held = [
         fasteners.InterProcessLock(str(embedded.lock_path(other))),
         fasteners.InterProcessLock(str(pgserver.PostgresServer.lock_path)),
@@ -136,15 +162,34 @@ def test_two_data_directories_never_wait_on_each_other(data_dir: Path) -> None:
         assert lock.acquire(timeout=10)
     try:
         assert embedded.lock_path(other) != embedded.lock_path(data_dir)
-        started = time.monotonic()
-        proc = _start_and_leave(data_dir)
-        took = time.monotonic() - started
+        proc = _never_waits(data_dir)
     finally:
         for lock in held:
             lock.release()
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert took < START_S / 2
+    taken = {Path(p).resolve() for p in proc.stdout.splitlines() if p}
+    assert Path(embedded.lock_path(data_dir)).resolve() in taken  # its own lock, taken
+    assert Path(embedded.lock_path(other)).resolve() not in taken
+    assert Path(pgserver.PostgresServer.lock_path).resolve() not in taken
     assert _postmaster_pid(data_dir) is None  # that process was the last user: stopped
+    # The check is not vacuous: a lock the child needs, held elsewhere, fails it at once.
+    own = fasteners.InterProcessLock(str(embedded.lock_path(data_dir)))
+    assert own.acquire(timeout=10)
+    try:
+        proc = _never_waits(data_dir)
+    finally:
+        own.release()
+    assert proc.returncode == 3 and "would wait on" in proc.stderr, proc.stderr[-2000:]
+
+
+def _never_waits(data: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _NEVER_WAITS, str(data)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=START_S * 5,  # only against a hang: no lock is ever waited for
+    )
 
 
 async def _search_backend(dsn: str, table: str) -> int:

@@ -36,21 +36,23 @@ TENANTS: list[str | int] = ["a", "b", "1", 1]
 PER_TENANT = 60
 
 
+def child_row(document_id: str, body: str, start: int = 0, **metadata: Any) -> Document:
+    """A child row of ``document_id`` at ``start`` (its id and offsets), with ``metadata``."""
+    end = start + len(body)
+    meta = {"document_id": document_id, "is_chunk": True, "start_index": start}
+    return Document(
+        id=f"{document_id}#c:{start}-{end}",
+        page_content=body,
+        metadata={**meta, "end_index": end, **metadata},
+    )
+
+
 def _rows(rng: np.random.Generator) -> tuple[list[Document], np.ndarray]:
     docs, vectors = [], []
     for t, tenant in enumerate(TENANTS):
         for i in range(PER_TENANT):
             body = f"child {i} of tenant {tenant} about leave and pay"
-            doc_id = f"d{t}_{i}"
-            meta = {
-                "document_id": doc_id,
-                "is_chunk": True,
-                "start_index": 0,
-                "end_index": len(body),
-                "tenant": tenant,
-                "year": 2020 + i % 3,
-            }
-            docs.append(Document(id=f"{doc_id}#c:0-{len(body)}", page_content=body, metadata=meta))
+            docs.append(child_row(f"d{t}_{i}", body, tenant=tenant, year=2020 + i % 3))
             v = rng.standard_normal(384).astype(np.float32)
             vectors.append(v / np.linalg.norm(v))
     return docs, np.stack(vectors)

@@ -105,6 +105,9 @@ class CollectionLifecycle:
     ) -> None:
         self._store = store
         self.wanted_partition_key = wanted_partition_key
+        #: Whether this store recorded :attr:`wanted_partition_key` on its collection (new,
+        #: or existing without a key): a change for good, which its caller may want to say.
+        self.gave_partition_key = False
         self._connections = store.connections
         self._dimension = dimension
         self.wanted_config = wanted_config
@@ -246,6 +249,7 @@ class CollectionLifecycle:
                 hint=f"open it with create=True to give it {wanted!r}",
             )
         record_partition_key(conn, name.table, name.schema, wanted)
+        self.gave_partition_key = True
         hnsw = self._store.hnsw
         ensure_partition_indexes(
             conn,

@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from langchain_core.documents import Document
-from sqlalchemy import Table, Text, bindparam, delete, func, text
+from sqlalchemy import Table, Text, bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import CollectionName
-from parrot_parents.stores.partition_keys import keep_value
+from parrot_parents.stores.partition_keys import keep_value, same_value
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable, DocumentState
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
@@ -139,6 +140,7 @@ class DocumentWrites:
             await lock_documents(conn, store.name, document_ids)
             if key is not None:
                 await keep_partition_values(conn, store.documents, writes, key)
+                await keep_row_values(conn, table, writes, key)
             await write_batch(conn, table, store.documents, writes, delete_rows)
             return due
 
@@ -210,6 +212,75 @@ async def keep_partition_values(
         new = given.get(row.document_id)
         if stored is not None and new is not None:
             keep_value(key, row.document_id, stored, new)
+
+
+def _written_values(
+    writes: Sequence[DocumentWrite], key: str
+) -> dict[str, tuple[dict[str, Any], bool]]:
+    """Per document written: the one value of ``key`` its new rows give it (``{key: v}``,
+    or ``{}`` for none) and whether the write replaces it.
+
+    Raises:
+        ConfigurationError: the new rows of one document give it two values of ``key``.
+    """
+    out: dict[str, tuple[dict[str, Any], bool]] = {}
+    for w in writes:
+        given: dict[str, dict[str, Any]] = {}
+        for row in w.rows:
+            meta = row["cmetadata"]
+            document_id = str(meta["document_id"])
+            if key not in meta:
+                given.setdefault(document_id, {})
+                continue
+            earlier = given.get(document_id)
+            if earlier and not same_value(key, earlier, meta):
+                raise ConfigurationError(
+                    f"the rows of document {document_id!r} give it two values of {key}: "
+                    f"{earlier[key]!r} and {meta[key]!r} (not written)",
+                    hint="every row of a document holds one value of the partition key",
+                )
+            if not earlier:
+                given[document_id] = {key: meta[key]}
+        if w.document_id is not None:
+            given.setdefault(str(w.document_id), {})
+        for document_id, value in given.items():
+            replaces = w.document_id is not None
+            if value or document_id not in out:
+                out[document_id] = (value, replaces)
+    return out
+
+
+async def keep_row_values(
+    conn: Any, table: Table, writes: Sequence[DocumentWrite], key: str
+) -> None:
+    """Refuse the batch when it would move a document's rows to another value of the
+    partition key ``key`` than its stored rows hold, on every write path (with a record
+    or without, adding rows or replacing the document). One document id spanning two
+    values would let a delete of one value's document remove another value's rows. Rows
+    without a value may join a document (a document may be given a value), but a
+    replace may not take its value away. Read under the documents' locks
+    (:func:`lock_documents`).
+
+    Raises:
+        ConfigurationError: the value would change, or the new rows of one document give
+            it two values (nothing of the batch is written).
+    """
+    written = _written_values(writes, key)
+    if not written:
+        return
+    meta = table.c.cmetadata
+    stored = await conn.execute(
+        select(meta_field(table, "document_id"), meta[key])
+        .where(
+            meta_field(table, "document_id").in_(sorted(written)),
+            meta.has_key(key),
+        )
+        .distinct()
+    )
+    for document_id, value in stored:
+        given, replaces = written[document_id]
+        if given or replaces:
+            keep_value(key, document_id, {key: value}, given)
 
 
 async def lock_documents(

@@ -421,6 +421,17 @@ def _paths() -> dict[str, Any]:
 _NO_NUL = "^[^\\x00]*$"
 
 
+def _blank_class() -> str:
+    """A regex class of NUL and of the characters Python's ``str.strip`` removes, which
+    a question must hold something besides (JSON Schema's ``\\s`` is another set)."""
+    spaces = [c for c in map(chr, range(0x3001)) if c.isspace()]
+    return "[\\x00" + "".join(f"\\u{ord(c):04x}" for c in spaces) + "]"
+
+
+#: A question: no NUL, and not blank (:func:`~parrot_parents.stores.questions.question_problem`).
+_QUESTION = f"^[^\\x00]*[^{_blank_class()[1:-1]}][^\\x00]*$"
+
+
 def _no_nul(schema: Any) -> Any:
     """``schema`` with :data:`_NO_NUL` on every string that has no pattern of its own."""
     if isinstance(schema, list):
@@ -512,6 +523,8 @@ def build_spec() -> dict[str, Any]:
         m.__name__: _model_schema(m)
         for m in (ContextRequest, AskRequest, DeleteRequest, BotSettings)
     }
+    for name in ("ContextRequest", "AskRequest"):
+        schemas[name]["properties"]["question"]["pattern"] = _QUESTION
     for name in ("ContextRequest", "AskRequest", "DeleteRequest"):
         schemas[name] = _no_nul(schemas[name])
     # The model counts characters (the byte limit is checked apart): the description

@@ -76,6 +76,10 @@ def test_the_patch_body_schema_is_as_strict_as_the_service() -> None:
     assert patch.is_valid({"description": "ab", "reranker_config.batch_size": 8})
     assert not _validator("BotWrite").is_valid({"collection": "c", "description": "\x00"})
     assert not _validator("ContextRequest").is_valid({"question": "pay\x00?"})
+    # A blank question (Python's white space, \x1c included) is a 400 too.
+    for blank in (" \t", "\x1c", "\u3000"):
+        assert not _validator("AskRequest").is_valid({"question": blank})
+    assert _validator("AskRequest").is_valid({"question": " pay? "})
 
 
 def test_every_default_is_valid_for_its_own_schema() -> None:

@@ -32,6 +32,12 @@ ModeName = Literal["parent", "auto_merge", "window"]
 #: Largest ``N`` of ``window:N`` (neighbours on each side of a hit).
 MAX_WINDOW = 1000
 
+#: The canonical spellings of a mode, as a JSON Schema pattern (the parser also takes
+#: white space around it and other spellings of the same numbers, e.g. ``window:+2``).
+_PATTERN = (
+    r"^(parent|auto_merge:(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?)"
+    rf"|window:([1-9][0-9]{{0,{len(str(MAX_WINDOW)) - 2}}}|{MAX_WINDOW}))$"
+)
 _GRAMMAR = "must be 'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)"
 
 
@@ -83,6 +89,7 @@ class ExpansionMode:
         return {
             "type": "string",
             "description": "'parent', 'auto_merge:T' (0 < T <= 1) or 'window:N' (N >= 1)",
+            "pattern": _PATTERN,
             "examples": ["parent", "auto_merge:0.5", "window:1"],
         }
 

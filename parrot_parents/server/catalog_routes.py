@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.bots.factory import collection_exists
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.server.middleware import json_error, json_response
+from parrot_parents.server.middleware import COLLECTION_MISSING, json_error, json_response
 from parrot_parents.server.schemas import (
     MAX_DELETE_IDS,
     MAX_DOCUMENT_ID,
@@ -75,16 +75,19 @@ async def _require_collection(request: web.Request, collection: str) -> None:
         )
 
 
-async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None:
-    """Refuse a bot write that names a collection that does not exist (the bot would
-    answer 503), unless the query has ``force=true``. A value that is not a valid name is
-    left to the row's validation.
+async def unknown_collection(
+    request: web.Request, data: dict[str, Any], *, force: bool = False
+) -> None:
+    """Refuse a bot write that names a collection that does not exist (the bot would not
+    load), unless ``force`` (the query's ``force=true``). A value that is not a valid name
+    is left to the row's validation.
 
     Raises:
-        ErrorAnswer: 400 "collection ... does not exist".
+        ErrorAnswer: 409 "collection ... does not exist", code ``collection_missing``: the
+            body is well formed, the database lacks what it names.
     """
     collection = data.get("collection")
-    if not isinstance(collection, str) or request.query.get("force") == "true":
+    if not isinstance(collection, str) or force:
         return
     try:
         validate_identifier(collection, "collection")
@@ -94,11 +97,12 @@ async def unknown_collection(request: web.Request, data: dict[str, Any]) -> None
         return
     message = f"collection {collection!r} does not exist"
     raise ErrorAnswer(
-        400,
+        409,
         message,
         details=[{"key": "collection", "message": message}],
         hint="ingest into it first (GET /api/v1/collections lists them), or add "
         "?force=true to save the bot anyway: it will not load until the collection exists",
+        code=COLLECTION_MISSING,
     )
 
 

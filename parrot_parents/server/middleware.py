@@ -1,8 +1,9 @@
 """Middlewares of the HTTP service: bearer-token auth, and errors as JSON.
 
-Every error answer is ``{"error": message, "details": [...], "request_id": id}``. The
-message is written for the client; SQL text, driver messages and tracebacks only go to
-the server's log (under the same ``request_id``).
+Every error answer is ``{"error": message, "details": [...], "request_id": id}``, with a
+``code`` where the status alone does not say what to do (:data:`COLLECTION_MISSING`,
+:data:`BOT_NOT_LOADED`). The message is written for the client; SQL text, driver messages
+and tracebacks only go to the server's log (under the same ``request_id``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
 __all__ = [
+    "BOT_NOT_LOADED",
+    "COLLECTION_MISSING",
     "PUBLIC_PATHS",
     "auth_middleware",
     "error_middleware",
@@ -50,6 +53,13 @@ logger = logging.getLogger("parrot_parents.server")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+#: ``code`` of a 409: the collection a bot reads, or a bot write names, does not exist.
+#: It lasts until someone ingests into it (or fixes the row): retrying does not help.
+COLLECTION_MISSING = "collection_missing"
+#: ``code`` of a 409: the bot's row is stored but the bot did not load (the details say
+#: why: a missing collection, an invalid setting); it lasts until the cause is fixed.
+BOT_NOT_LOADED = "bot_not_loaded"
 
 #: Paths served without a token.
 PUBLIC_PATHS = frozenset({"/health"})
@@ -84,9 +94,12 @@ def json_error(
     details: list[dict[str, str]] | None = None,
     hint: str | None = None,
     headers: dict[str, str] | None = None,
+    code: str | None = None,
 ) -> web.Response:
     """The error body shared by every failure."""
     body: dict[str, Any] = {"error": message}
+    if code:
+        body["code"] = code
     if hint:
         body["hint"] = hint
     if details:
@@ -181,7 +194,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             response.force_close()
     except ErrorAnswer as exc:
         response = json_error(
-            exc.status, exc.message, request=request, details=exc.details, hint=exc.hint
+            exc.status,
+            exc.message,
+            request=request,
+            details=exc.details,
+            hint=exc.hint,
+            code=exc.code,
         )
     except BotNotFoundError as exc:
         # The names of other bots are not the answer to a question about this one: the
@@ -200,10 +218,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except ConfigurationError as exc:
         response = json_error(400, exc.message, request=request, hint=exc.hint)
     except CollectionNotFoundError as exc:
-        # The database is up: a collection the bot reads was dropped (a 503 would have
-        # clients retry for nothing).
+        # The database is up: a collection the bot reads was dropped. Not a 503: that
+        # has clients retry, and this lasts until someone ingests into it again.
         logger.warning("[%s] %s", request[REQUEST_ID], exc)
-        response = json_error(404, exc.message, request=request, hint=exc.hint)
+        response = json_error(
+            409, exc.message, request=request, hint=exc.hint, code=COLLECTION_MISSING
+        )
     except SchemaMismatchError as exc:
         # The bot's collection and the server disagree (another embedding model, a re-embed
         # under way): not the client's fault, and not a crash: the service cannot answer.

@@ -21,12 +21,13 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.web import RouteDef
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
+from pydantic_core import PydanticUndefined
 
 from parrot_parents import __version__
-from parrot_parents.bots.settings import BotSettings
+from parrot_parents.bots.settings import NAME_PATTERN, BotSettings
 from parrot_parents.server import catalog_routes, routes
-from parrot_parents.server.middleware import json_response
+from parrot_parents.server.middleware import BOT_NOT_LOADED, COLLECTION_MISSING, json_response
 from parrot_parents.server.schemas import (
     MAX_DOCUMENT_ID,
     AskRequest,
@@ -134,12 +135,21 @@ _PASSAGE = _object(
 )
 _ERROR = {
     "type": "object",
+    "description": "Every error the service answers, from a bad token to a request line "
+    "over the HTTP parser's limit, has this form.",
     "required": ["error"],
+    "additionalProperties": False,
     "properties": {
-        "error": _STRING,
-        "hint": _STRING,
-        "details": _array(_object(key=_STRING, message=_STRING)),
-        "request_id": _STRING,
+        "error": _field("string", "what went wrong, for a person"),
+        "code": _field(
+            "string",
+            "where the status alone does not say what to do: "
+            f"'{COLLECTION_MISSING}' (a collection the request needs does not exist) or "
+            f"'{BOT_NOT_LOADED}' (the bot's row did not load; details say why)",
+        ),
+        "hint": _field("string", "what to do about it"),
+        "details": _array(_object(key=_STRING, message=_STRING), "one per bad key"),
+        "request_id": _field("string", "the id the server logged the request under"),
     },
 }
 _CONTEXT_RESPONSE = _object(
@@ -175,17 +185,22 @@ _DOCUMENT = _object(
     rows=_array(_ref("DocumentRow"), "parents first, then by start_index and id; no row text"),
 )
 _DATE_TIME = {"type": "string", "format": "date-time"}
-_BOT = {
-    "allOf": [
-        _ref("BotSettings"),
-        _object(
-            status={"enum": ["loaded", "failed", "disabled"]},
-            error=_STRING,
-            created_at=_DATE_TIME,
-            updated_at=_DATE_TIME,
-        ),
-    ]
+_FAILED_BOT = {
+    "type": "object",
+    "description": "In the list of bots: an enabled row that did not load, with the reason.",
+    "required": ["name", "status", "error"],
+    "additionalProperties": False,
+    "properties": {"name": _STRING, "status": {"const": "failed"}, "error": _STRING},
 }
+_RELOAD = _object(
+    loaded=_array(_STRING, "the bots that loaded"),
+    failed={
+        "type": "object",
+        "description": "the bots that did not load, with the reason",
+        "additionalProperties": _STRING,
+    },
+    removed=_array(_STRING, "the bots no longer served (row deleted or disabled)"),
+)
 _HEALTH = _object(
     status={"enum": ["ok", "degraded", "unavailable"]},
     database=_object(ok=_field("boolean")),
@@ -200,48 +215,74 @@ _LIVENESS = {
     "required": ["status"],
     "properties": {"status": {"enum": ["ok", "unavailable"]}},
 }
+#: A UTF-8 character takes at most 4 bytes: the longest id a JSON Schema ``maxLength``
+#: (which counts characters) can promise to fit in the service's limit in bytes.
+_ID_CHARACTERS = MAX_DOCUMENT_ID // 4
+_DOCUMENT_ID = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": _ID_CHARACTERS,
+    "pattern": "^[^\\x00]*$",
+    "description": f"the service takes ids of up to {MAX_DOCUMENT_ID} bytes of UTF-8 (400 "
+    f"past it); {_ID_CHARACTERS} characters always fit. In a path: URL-encoded, and the "
+    "request line is limited to 8190 bytes",
+}
 #: The schemas of the path parameters, by name: each path takes those its template names.
 _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
-    "name": {"type": "string"},
+    "name": {"type": "string", "pattern": NAME_PATTERN},
     "collection": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
-    "document_id": {
-        "type": "string",
-        "maxLength": MAX_DOCUMENT_ID,
-        "description": f"URL-encoded; at most {MAX_DOCUMENT_ID} bytes of UTF-8",
-    },
+    "document_id": _DOCUMENT_ID,
 }
 _FORCE = {
     "name": "force",
     "in": "query",
     "required": False,
-    "description": "true: accept a collection that does not exist yet",
-    "schema": {"enum": ["true", "false"]},
+    "description": "true: accept a collection that does not exist yet. Exactly 'true' or "
+    "'false', lowercase (absent: false); any other value is a 400",
+    "schema": {"type": "string", "enum": ["true", "false"]},
 }
 _AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
+#: What every operation may answer 400 for: the HTTP parser refuses a request line (the
+#: URL) or a header over its limit before any route sees the request.
+_UNREADABLE = "the request line or a header is over the HTTP parser's limit, or not HTTP"
 #: The error answers the operations name, with status and description (and "unavailable").
 _ERRORS = {
-    "bad": ("400", "malformed body: the message and details say what is wrong"),
-    "bad_name": ("400", "not a valid collection name"),
-    "unknown_collection": (
+    "bad": (
         "400",
-        "malformed body, or a collection that does not exist (add ?force=true to save "
-        "the bot anyway)",
+        f"malformed body or parameter: the message and details say what; or {_UNREADABLE}",
     ),
+    "bad_name": ("400", f"not a valid collection name; or {_UNREADABLE}"),
     "auth": ("401", "missing or wrong bearer token (when the server has one)"),
     "bot_writes": ("403", "bot writes are disabled (the server has no token)"),
     "collection_writes": ("403", "collection writes are disabled (the server has no token)"),
-    "no_bot": ("404", "no bot of that name, or its collection was dropped"),
+    "no_bot": ("404", "no bot of that name"),
     "no_rows": ("404", "no bot of that name, or no rows of that document"),
     "no_collection": ("404", "no collection of that name"),
     "no_document": ("404", "no collection of that name, or no document of that id"),
+    "slow": ("408", "the body did not arrive within the body timeout (30 s by default)"),
+    "not_loaded": (
+        "409",
+        f"the bot did not load (code '{BOT_NOT_LOADED}': details say why, e.g. its collection "
+        f"does not exist), or its collection was dropped since (code '{COLLECTION_MISSING}'). "
+        "It lasts until the row is fixed or the collection ingested: not worth a retry",
+    ),
+    "unknown_collection": (
+        "409",
+        f"the body names a collection that does not exist (code '{COLLECTION_MISSING}'); add "
+        "?force=true to save the bot anyway",
+    ),
     "big": ("413", "body larger than the limit (64 KiB by default)"),
+    "media": ("415", "a body sent with another Content-Type than application/json"),
     "no_llm": ("501", "no LLM is configured"),
     "llm": ("502", "the LLM request failed"),
 }
-#: "unavailable": the answer of a bot that failed to load, or of a database outage.
+#: The errors of every operation that takes a JSON body.
+_BODY_ERRORS = "bad slow big media"
+#: "unavailable": the answer of a database outage, or of a collection and a server that
+#: disagree on the embedding model.
 _UNAVAILABLE = {
-    "description": "the bot failed to load (it is retried on the next request), or the "
-    "database is unavailable (retry after Retry-After seconds)",
+    "description": "the database is unavailable (retry after Retry-After seconds), or the "
+    "bot's collection was embedded with another model than the server's",
     "content": _json(_ref("Error")),
     "headers": {
         "Retry-After": {
@@ -266,15 +307,22 @@ def _op(
     query: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An operation behind the token: its answers, then the ``_ERRORS`` named in
-    ``errors`` (space-separated), the request body schema ``body`` and a ``query``
-    parameter."""
-    responses = {**answers, **dict(_error(name) for name in errors.split())}
+    ``errors`` (space-separated; a body adds :data:`_BODY_ERRORS`), the request body
+    schema ``body`` and a ``query`` parameter. Every operation may answer 400
+    (:data:`_UNREADABLE`)."""
+    names = errors.split() + (_BODY_ERRORS.split() if body is not None else [])
+    responses = {**answers, **_unreadable(), **dict(_error(name) for name in names)}
     op: dict[str, Any] = {"security": _AUTH, "responses": responses}
     if body is not None:
         op["requestBody"] = {"required": True, "content": _json(_ref(body))}
     if query is not None:
         op["parameters"] = [query]
     return op
+
+
+def _unreadable() -> dict[str, Any]:
+    """The 400 of a request the HTTP parser refused, which any path may answer."""
+    return {"400": {"description": _UNREADABLE, "content": _json(_ref("Error"))}}
 
 
 def _ok(
@@ -290,13 +338,14 @@ def _ok(
 def _operations() -> dict[Callable[..., Any], dict[str, Any]]:
     """What each documented handler takes and answers; its summary is its docstring's
     first paragraph, its path and method those of its route."""
-    bot_writes = "unknown_collection auth bot_writes no_bot"
+    bot_writes = "unknown_collection auth bot_writes no_bot unavailable"
     documents = _object(collection=_STRING, documents=_array(_ref("DocumentInfo")))
     return {
         routes.health: {
             "security": [],
             "responses": {
                 **_ok("Liveness", "up: the database answers"),
+                **_unreadable(),
                 **_ok("Liveness", "the database does not answer", "503"),
             },
         },
@@ -304,20 +353,24 @@ def _operations() -> dict[Callable[..., Any], dict[str, Any]]:
             {**_ok("Health", "the database is up"), **_ok("Health", "the database is down", "503")},
             "auth",
         ),
-        routes.list_bots: _op(_ok(_object(bots=_array(_ref("Bot")))), "auth"),
-        routes.get_bot: _op(_ok("Bot"), "auth no_bot"),
+        routes.list_bots: _op(
+            _ok(_object(bots=_array({"anyOf": [_ref("Bot"), _ref("FailedBot")]}))), "auth"
+        ),
+        routes.get_bot: _op(_ok("Bot"), "auth no_bot unavailable"),
         routes.put_bot: _op(
             {**_ok("Bot"), **_ok("Bot", "created", "201")}, bot_writes, "BotWrite", _FORCE
         ),
         routes.patch_bot: _op(_ok("Bot"), bot_writes, "BotPatch", _FORCE),
-        routes.delete_bot: _op(_ok(None, "removed", "204"), "auth bot_writes no_bot"),
-        routes.reload: _op(_ok(None)),
+        routes.delete_bot: _op(_ok(None, "removed", "204"), "auth bot_writes no_bot unavailable"),
+        routes.reload: _op(_ok(_RELOAD), "auth unavailable"),
         routes.context: _op(
-            _ok("ContextResponse"), "bad auth no_bot big unavailable", "ContextRequest"
+            _ok("ContextResponse"), "auth no_bot not_loaded unavailable", "ContextRequest"
         ),
-        routes.document_rows: _op(_ok("Document"), "bad auth no_rows unavailable"),
+        routes.document_rows: _op(_ok("Document"), "bad auth no_rows not_loaded unavailable"),
         routes.ask: _op(
-            _ok("AskResponse"), "bad auth no_bot big no_llm llm unavailable", "AskRequest"
+            _ok("AskResponse"),
+            "auth no_bot not_loaded no_llm llm unavailable",
+            "AskRequest",
         ),
         catalog_routes.list_collections: _op(
             _ok(_object(collections=_array(_ref("Collection")))), "auth unavailable"
@@ -327,7 +380,7 @@ def _operations() -> dict[Callable[..., Any], dict[str, Any]]:
         ),
         catalog_routes.delete_documents: _op(
             _ok("DeleteReport"),
-            "bad auth collection_writes no_collection big unavailable",
+            "auth collection_writes no_collection unavailable",
             "DeleteRequest",
         ),
         catalog_routes.delete_document: _op(
@@ -363,25 +416,126 @@ def _paths() -> dict[str, Any]:
     return paths
 
 
+#: A string without NUL: the service refuses NUL anywhere in a body (PostgreSQL cannot
+#: store it), apart from filters and scopes, whose own language refuses it.
+_NO_NUL = "^[^\\x00]*$"
+
+
+def _blank_class() -> str:
+    """A regex class of NUL and of the characters Python's ``str.strip`` removes, which
+    a question must hold something besides (JSON Schema's ``\\s`` is another set)."""
+    spaces = [c for c in map(chr, range(0x3001)) if c.isspace()]
+    return "[\\x00" + "".join(f"\\u{ord(c):04x}" for c in spaces) + "]"
+
+
+#: A question: no NUL, and not blank (:func:`~parrot_parents.stores.questions.question_problem`).
+_QUESTION = f"^[^\\x00]*[^{_blank_class()[1:-1]}][^\\x00]*$"
+
+
+def _no_nul(schema: Any) -> Any:
+    """``schema`` with :data:`_NO_NUL` on every string that has no pattern of its own."""
+    if isinstance(schema, list):
+        return [_no_nul(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _no_nul(v) for k, v in schema.items()}
+    kind = out.get("type")
+    if (kind == "string" or (isinstance(kind, list) and "string" in kind)) and not (
+        "pattern" in out or "enum" in out or "const" in out
+    ):
+        out["pattern"] = _NO_NUL
+    return out
+
+
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema, each default as the JSON the model serialises it to
+    (pydantic writes a default's dataclass fields, e.g. an object for a mode string)."""
+    schema = model.model_json_schema(ref_template=_REF)
+    for name, field in model.model_fields.items():
+        prop = schema["properties"].get(name, {})
+        kind = field.annotation
+        if "default" in prop and field.default is not PydanticUndefined and kind is not None:
+            prop["default"] = TypeAdapter(kind).dump_python(field.default, mode="json")
+    return schema
+
+
+def _bot_schemas(settings: dict[str, Any]) -> dict[str, Any]:
+    """The bot schemas made from ``BotSettings``' schema: the write bodies, the answer."""
+    props = settings["properties"]
+    # The name is the path's: PUT refuses another (400); the body need not repeat it.
+    write = {k: v for k, v in props.items() if k != "name"}
+    patch = {k: {n: v for n, v in p.items() if n != "default"} for k, p in props.items()}
+    configs = "|".join(k for k, p in props.items() if '"object"' in json.dumps(p))
+    # The one rule between two keys of a body: expansion needs a parent searcher.
+    expansion = {
+        "if": {
+            "properties": {"expand_to_parent": {"const": True}},
+            "required": ["expand_to_parent"],
+        },
+        "then": {"properties": {"parent_searcher_config": {"type": "object"}}},
+    }
+    return {
+        "BotWrite": _no_nul(
+            dict(
+                settings,
+                title="BotWrite",
+                description="A bot's settings; absent keys take their defaults. The name is "
+                "the path's ('name' in the body must equal it).",
+                properties=write,
+                required=["collection"],
+                **expansion,
+            )
+        ),
+        "BotPatch": _no_nul(
+            {
+                "type": "object",
+                "title": "BotPatch",
+                "description": "Any subset of the BotSettings keys ('name' renames the bot); "
+                "dotted keys such as 'reranker_config.batch_size' change one key of a JSON "
+                "config. The result is validated as a whole.",
+                "properties": patch,
+                "patternProperties": {f"^({configs})\\..+$": {}},
+                "additionalProperties": False,
+                **expansion,
+            }
+        ),
+        "Bot": dict(
+            settings,
+            title="Bot",
+            description="A bot's row and its load status.",
+            properties={
+                **props,
+                "status": {"enum": ["loaded", "failed", "disabled"]},
+                "error": _field("string", "why it did not load (status 'failed')"),
+                "created_at": _DATE_TIME,
+                "updated_at": _DATE_TIME,
+            },
+            required=["name", "collection", "status"],
+        ),
+        "FailedBot": _FAILED_BOT,
+    }
+
+
 @cache
 def build_spec() -> dict[str, Any]:
     """The OpenAPI document as a dict."""
     schemas = {
-        m.__name__: m.model_json_schema(ref_template=_REF)
+        m.__name__: _model_schema(m)
         for m in (ContextRequest, AskRequest, DeleteRequest, BotSettings)
     }
+    for name in ("ContextRequest", "AskRequest"):
+        schemas[name]["properties"]["question"]["pattern"] = _QUESTION
+    for name in ("ContextRequest", "AskRequest", "DeleteRequest"):
+        schemas[name] = _no_nul(schemas[name])
+    # The model counts characters (the byte limit is checked apart): the description
+    # promises what always fits.
+    schemas["DeleteRequest"]["properties"]["document_ids"]["items"] = _DOCUMENT_ID
     schemas.update(
-        BotWrite=dict(schemas["BotSettings"], required=["collection"], title="BotWrite"),
-        BotPatch={
-            "type": "object",
-            "description": "Any subset of the BotSettings keys; dotted keys such as "
-            "'reranker_config.batch_size' change one key of a JSON config.",
-        },
+        **_bot_schemas(schemas["BotSettings"]),
         Passage=_PASSAGE,
         Error=_ERROR,
         ContextResponse=_CONTEXT_RESPONSE,
         AskResponse=_ASK_RESPONSE,
-        Bot=_BOT,
         Health=_HEALTH,
         Liveness=_LIVENESS,
         Collection=_dataclass(CollectionInfo),

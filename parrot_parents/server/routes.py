@@ -14,12 +14,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from parrot_parents.bots.chatbot import Chatbot
 from parrot_parents.errors import BotConfigError, LLMNotConfiguredError, StoreError
 from parrot_parents.server.catalog_routes import require_writes, state, unknown_collection
-from parrot_parents.server.middleware import json_error, json_response
+from parrot_parents.server.middleware import BOT_NOT_LOADED, json_error, json_response
 from parrot_parents.server.schemas import (
     AskRequest,
     ContextRequest,
     ErrorAnswer,
     path_document_id,
+    query_flag,
     read_body,
     read_object,
 )
@@ -62,7 +63,11 @@ def _describe(bot: Chatbot) -> dict[str, Any]:
 
 
 async def _lookup(request: web.Request) -> Chatbot:
-    """The path's bot, after a refresh; a bot that failed to load is a 503."""
+    """The path's bot, after a refresh; a bot that failed to load is a 409.
+
+    Not a 503: its cause (most often a collection not ingested yet) lasts until someone
+    acts, so a client told to retry would retry for nothing.
+    """
     await _refresh(request)
     name = request.match_info["name"]
     try:
@@ -70,10 +75,12 @@ async def _lookup(request: web.Request) -> Chatbot:
     except BotConfigError:
         reason = state(request).manager.errors.get(name, "invalid configuration")
         raise ErrorAnswer(
-            503,
+            409,
             f"bot {name!r} is not available: it failed to load",
             details=[{"key": "", "message": reason}],
-            hint="fix its row (`parrot-parents bots set`), it reloads on the next request",
+            hint="fix its row (`parrot-parents bots set`) or ingest its collection; it "
+            "reloads on the next request",
+            code=BOT_NOT_LOADED,
         ) from None
 
 
@@ -162,8 +169,9 @@ async def _after_write(request: web.Request, name: str, status: int) -> web.Resp
 async def put_bot(request: web.Request) -> web.Response:
     """Create the bot, or replace all its settings (absent keys take their defaults)."""
     name = _require_bot_writes(request)
+    force = query_flag(request, "force")
     data = await read_object(request)
-    await unknown_collection(request, data)
+    await unknown_collection(request, data, force=force)
     _, created = await state(request).manager.repository.put(name, data)
     return await _after_write(request, name, 201 if created else 200)
 
@@ -172,8 +180,9 @@ async def put_bot(request: web.Request) -> web.Response:
 async def patch_bot(request: web.Request) -> web.Response:
     """Change some settings, e.g. ``{"expand_to_parent": true}``; validated as a whole."""
     name = _require_bot_writes(request)
+    force = query_flag(request, "force")
     changes = await read_object(request)
-    await unknown_collection(request, changes)
+    await unknown_collection(request, changes, force=force)
     settings = await state(request).manager.repository.update(name, changes)
     return await _after_write(request, settings.name, 200)
 

@@ -26,6 +26,7 @@ __all__ = [
     "ContextRequest",
     "DeleteRequest",
     "ErrorAnswer",
+    "query_flag",
     "read_body",
 ]
 
@@ -54,12 +55,14 @@ class ErrorAnswer(Exception):
         *,
         details: list[dict[str, str]] | None = None,
         hint: str | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.details = details or []
         self.hint = hint
+        self.code = code
 
 
 class BadRequest(ErrorAnswer):
@@ -79,6 +82,29 @@ def path_document_id(request: web.Request) -> str:
     if id_too_long(document_id):
         raise BadRequest(f"document_id is longer than {MAX_DOCUMENT_ID} bytes of UTF-8")
     return document_id
+
+
+#: The values a boolean query parameter takes, spelled exactly so (lowercase, as in JSON).
+_FLAGS = {"true": True, "false": False}
+
+
+def query_flag(request: web.Request, name: str) -> bool:
+    """The boolean query parameter ``name``: ``true`` or ``false`` exactly; absent is false.
+
+    Any other spelling (``True``, ``1``, ``yes``, empty) is refused rather than read as
+    false: a client that meant "yes" must not get "no" silently.
+
+    Raises:
+        BadRequest: another value, or the parameter given more than once.
+    """
+    values = request.query.getall(name, [])
+    if not values:
+        return False
+    if len(values) == 1 and values[0] in _FLAGS:
+        return _FLAGS[values[0]]
+    got = values[0] if len(values) == 1 else values
+    message = f"must be true or false (lowercase), once; got {got!r}"
+    raise BadRequest(f"query parameter {name}: {message}", [{"key": name, "message": message}])
 
 
 class _Question(BaseModel):
@@ -155,8 +181,20 @@ async def read_object(request: web.Request) -> dict[str, Any]:
 
     Raises:
         BadRequest: empty, not JSON (duplicate keys included), or not an object.
+        ErrorAnswer: 415, a body sent with another ``Content-Type`` than JSON.
         web.HTTPRequestTimeout: the body did not arrive within the body timeout.
     """
+    if not request.body_exists:
+        raise BadRequest("the body must be a JSON object; it is empty")
+    # A form or a text body is not read as JSON on a guess: the client said what it sent.
+    if request.content_type != "application/json":
+        sent = request.headers.get("Content-Type")
+        raise ErrorAnswer(
+            415,
+            "the body must be sent as application/json, "
+            + ("without a Content-Type" if sent is None else f"not {sent!r}"),
+            hint="send the header 'Content-Type: application/json'",
+        )
     raw = await read_bytes(request)
     if not raw.strip():
         raise BadRequest("the body must be a JSON object; it is empty")

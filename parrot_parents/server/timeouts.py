@@ -30,15 +30,21 @@ def make_runner(
     """The ``AppRunner`` of ``app`` with ``header_timeout_s`` (seconds, > 0) as aiohttp's
     ``keepalive_timeout``: an idle connection, or one whose request head is not complete
     (see the module docstring), is closed after that long; and :data:`LINGERING_S` as its
-    ``lingering_time``. ``kwargs`` go to ``AppRunner``.
+    ``lingering_time``. Its protocol-level errors are JSON
+    (:class:`~parrot_parents.server.protocol.JsonErrorsRunner`). ``kwargs`` go to
+    ``AppRunner``.
 
     Raises:
         ValueError: ``header_timeout_s`` is not a positive number.
     """
     if isinstance(header_timeout_s, bool) or not header_timeout_s > 0:
         raise ValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
+    # Imported here: the protocol module answers with the middleware's errors, whose
+    # request bodies are read with this module's read_bytes.
+    from parrot_parents.server.protocol import JsonErrorsRunner
+
     kwargs = {"keepalive_timeout": float(header_timeout_s), "lingering_time": LINGERING_S, **kwargs}
-    return web.AppRunner(app, **kwargs)
+    return JsonErrorsRunner(app, **kwargs)
 
 
 async def read_bytes(request: web.Request) -> bytes:

@@ -113,9 +113,10 @@ async def test_unknown_and_failed_bots(make_client: MakeClient) -> None:
     assert body["error"] == "no bot named 'nobody'"
     assert "hr" not in body["hint"] and "/api/v1/bots" in body["hint"]
     resp = await client.post("/api/v1/bots/broken/context", json=QUESTION)
-    assert resp.status == 503
+    assert resp.status == 409
     body = await resp.json()
     assert body["error"] == "bot 'broken' is not available: it failed to load"
+    assert body["code"] == "bot_not_loaded"
     assert body["details"] == [
         {"key": "", "message": "collection: no collection named 'no_such_table' in schema 'public'"}
     ]

@@ -106,15 +106,16 @@ async def test_delete_documents_and_drop(make_client: MakeClient) -> None:
     # The bots on it were reloaded at once: they report the missing collection.
     resp = await client.post("/api/v1/bots/hr/context", json={"question": "pay?"}, headers=AUTH)
     body = await resp.json()
-    assert resp.status == 503, body
+    assert resp.status == 409, body
     assert body["error"] == "bot 'hr' is not available: it failed to load", body
 
 
-async def test_a_collection_dropped_behind_the_services_back_is_a_404_naming_it(
+async def test_a_collection_dropped_behind_the_services_back_is_a_409_naming_it(
     make_client: MakeClient, bots_dsn: str, embeddings: Any
 ) -> None:
     # Dropped by another process (the CLI): the bots keep their open stores. It was a 503
-    # "the database is unavailable", retried by clients for nothing.
+    # "the database is unavailable", retried by clients for nothing; it lasts until
+    # someone ingests, as for a bot that could not load (409 too).
     from parrot_parents.stores.postgres import PgVectorStore
 
     client = await make_client(token=TOKEN)
@@ -127,7 +128,8 @@ async def test_a_collection_dropped_behind_the_services_back_is_a_404_naming_it(
     for path in ("/api/v1/bots/hr/context", "/api/v1/bots/hr_parents/context"):
         resp = await client.post(path, json=ask, headers=AUTH)
         body = await resp.json()
-        assert resp.status == 404, body
+        assert resp.status == 409, body
+        assert body["code"] == "collection_missing"
         assert "Retry-After" not in resp.headers
         assert "public.handbook" in body["error"] and "no longer exists" in body["error"], body
 
@@ -151,13 +153,13 @@ async def test_bot_writes_refuse_an_unknown_collection_unless_forced(
     client = await make_client(token=TOKEN)
     resp = await client.put("/api/v1/bots/faq", json={"collection": "missing"}, headers=AUTH)
     body = await resp.json()
-    assert resp.status == 400, body
+    assert resp.status == 409, body
     assert body["error"] == "collection 'missing' does not exist"
     assert body["details"] == [
         {"key": "collection", "message": "collection 'missing' does not exist"}
     ]
     resp = await client.patch("/api/v1/bots/hr", json={"collection": "missing"}, headers=AUTH)
-    assert resp.status == 400
+    assert resp.status == 409
     assert (await repo.get_row("hr"))["collection"] == "handbook"
     resp = await client.put(
         "/api/v1/bots/faq?force=true", json={"collection": "missing"}, headers=AUTH
@@ -208,7 +210,8 @@ async def test_bot_writes_refuse_a_table_that_is_not_a_collection(
     client = await make_client(token=TOKEN)
     for table in ("bots", "parrot_parents_alembic_version"):
         resp = await client.patch("/api/v1/bots/hr", json={"collection": table}, headers=AUTH)
-        assert resp.status == 400, await resp.json()
+        body = await resp.json()
+        assert resp.status == 409 and body["code"] == "collection_missing", body
     assert (await repo.get_row("hr"))["collection"] == "handbook"
 
 

@@ -113,7 +113,7 @@ async def test_a_failed_bot_loads_once_its_collection_exists(
     manager.retry_failed_s = 0.0
     client = await make_client()
     resp = await client.post("/api/v1/bots/broken/context", json=QUESTION)
-    assert resp.status == 503
+    assert resp.status == 409
     created = PgVectorStore(dsn=bots_dsn, table="no_such_table", embedding=embeddings)
     await created.connect()
     try:

@@ -71,6 +71,6 @@ async def test_document_route_errors(make_client: MakeClient) -> None:
     resp = await client.get("/api/v1/bots/ghost/documents/pay", headers=AUTH)
     assert resp.status == 404
     resp = await client.get("/api/v1/bots/broken/documents/pay", headers=AUTH)
-    assert resp.status == 503
+    assert resp.status == 409
     resp = await client.get("/api/v1/bots/hr/documents/" + "x" * 1025, headers=AUTH)
     assert resp.status == 400

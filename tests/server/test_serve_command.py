@@ -19,6 +19,8 @@ from tests.migrations.support import empty_dsn_fixture  # noqa: F401
 
 def _get(url: str, token: str | None = None, body: dict[str, Any] | None = None) -> Any:
     req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode())
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:

@@ -14,6 +14,7 @@ from parrot_parents.retrieval.options import RetrievalOptions
 from tests.server.conftest import MakeClient
 
 URL = "/api/v1/bots/hr/context"
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,7 @@ async def test_a_body_over_the_limit_is_refused(make_client: MakeClient) -> None
 
 async def test_the_default_limit_is_64_kib(make_client: MakeClient) -> None:
     client = await make_client()
-    resp = await client.post(URL, data=b"{" + b" " * 70_000 + b"}")
+    resp = await client.post(URL, data=b"{" + b" " * 70_000 + b"}", headers=JSON)
     assert resp.status == 413
 
 
@@ -126,7 +127,7 @@ async def test_errors_carry_no_internals(make_client: MakeClient) -> None:
     client = await make_client()
     bodies = [b"{", b"[]", b'{"question": 1}', b'{"question": "q", "limit": -1}']
     for body in bodies:
-        text = await (await client.post(URL, data=body)).text()
+        text = await (await client.post(URL, data=body, headers=JSON)).text()
         for leak in ("Traceback", 'File "', "SELECT", "pydantic", "sqlalchemy"):
             assert leak not in text
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parrot_parents.cli.common import print_json
-from parrot_parents.cli.eval import _int_list
+from parrot_parents.cli.eval import add_cutoffs
 from parrot_parents.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -49,18 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("a", metavar="A.jsonl", help="the run compared against (the baseline)")
     p.add_argument("b", metavar="B.jsonl", help="the run compared")
     p.add_argument("--questions", required=True, help="the question CSV both runs answer")
-    p.add_argument(
-        "--ks",
-        type=_int_list,
-        default=(1, 3, 5, 10),
-        help="passage cut-offs of the @k metrics (default 1,3,5,10)",
-    )
-    p.add_argument(
-        "--budgets",
-        type=_int_list,
-        default=(1000, 2000, 4000, 8000),
-        help="character budgets of recall@Bc (default 1000,2000,4000,8000)",
-    )
+    add_cutoffs(p)
     p.add_argument(
         "--resamples",
         type=_at_least(1),

@@ -40,6 +40,23 @@ def _int_list(value: str) -> tuple[int, ...]:
     return out
 
 
+def add_cutoffs(p: argparse.ArgumentParser) -> None:
+    """``--ks`` (passage cut-offs of the @k metrics) and ``--budgets`` (characters of
+    recall@Bc), as every command that scores a run takes them."""
+    p.add_argument(
+        "--ks",
+        type=_int_list,
+        default=(1, 3, 5, 10),
+        help="passage cut-offs of the @k metrics (default 1,3,5,10)",
+    )
+    p.add_argument(
+        "--budgets",
+        type=_int_list,
+        default=(1000, 2000, 4000, 8000),
+        help="character budgets of recall@Bc (default 1000,2000,4000,8000)",
+    )
+
+
 def figure_line(key: str, value: float, interval: tuple[float, float] | None = None) -> str:
     """One metric as ``eval`` prints it: ``    recall@2000c  0.9210  [0.8970, 0.9430]``.
 
@@ -96,18 +113,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--keep", action="store_true", help="keep the collection after the run (default: drop it)"
     )
-    p.add_argument(
-        "--ks",
-        type=_int_list,
-        default=(1, 3, 5, 10),
-        help="passage cut-offs of the @k metrics (default 1,3,5,10)",
-    )
-    p.add_argument(
-        "--budgets",
-        type=_int_list,
-        default=(1000, 2000, 4000, 8000),
-        help="character budgets of recall@Bc (default 1000,2000,4000,8000)",
-    )
+    add_cutoffs(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--plot",

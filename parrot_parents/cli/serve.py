@@ -149,7 +149,7 @@ async def run(args: argparse.Namespace) -> int:
     from parrot_parents.llm.client import ChatCompletionsClient
     from parrot_parents.server.app import TOKEN_ENV, create_app
     from parrot_parents.server.limits import check_exposure, check_settings
-    from parrot_parents.server.timeouts import make_runner
+    from parrot_parents.server.protocol import make_runner
 
     if not args.header_timeout > 0:
         raise ConfigurationError(f"--header-timeout must be > 0, got {args.header_timeout!r}")

@@ -168,13 +168,8 @@ def score_run(
     ks: Sequence[int] = DEFAULT_KS,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
 ) -> dict[str, float | int]:
-    """Mean metrics of ``run`` over ``questions`` (see the module docstring).
-
-    Args:
-        questions: the question set, in file order (``qid`` is the index).
-        run: passages per qid, in rank order; absent qids score 0.
-        ks: passage cut-offs.
-        budgets: context budgets in characters.
+    """Mean metrics of ``run`` over ``questions`` (see the module docstring); the
+    arguments are those of :func:`score_per_question`.
 
     Returns:
         ``{"recall@5": ..., "recall@2000c": ..., "chars@5": ..., "questions": n,

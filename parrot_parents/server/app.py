@@ -49,7 +49,7 @@ def create_app(
         close_on_cleanup: close the manager and the LLM client when the app shuts down.
         body_timeout_s: seconds a request may take to send its whole body, default 30;
             past it the answer is 408 and the connection is closed. The deadline for the
-            request head is the runner's (:func:`~parrot_parents.server.timeouts.make_runner`).
+            request head is the runner's (:func:`~parrot_parents.server.protocol.make_runner`).
 
     Raises:
         ConfigurationError: an empty token, a non-positive body limit or body timeout.

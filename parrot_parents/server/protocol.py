@@ -13,14 +13,17 @@ from __future__ import annotations
 import logging
 import uuid
 from http import HTTPStatus
+from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from parrot_parents.server.limits import DEFAULT_HEADER_TIMEOUT_S
 from parrot_parents.server.middleware import json_error
+from parrot_parents.server.timeouts import LINGERING_S
 
-__all__ = ["JsonErrorsRunner"]
+__all__ = ["JsonErrorsRunner", "make_runner"]
 
 logger = logging.getLogger("parrot_parents.server")
 
@@ -79,3 +82,22 @@ class JsonErrorsRunner(web.AppRunner):
         server = await super()._make_server()
         server.__class__ = _JsonErrorsServer
         return server
+
+
+def make_runner(
+    app: web.Application, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, **kwargs: Any
+) -> web.AppRunner:
+    """The ``AppRunner`` of ``app`` with ``header_timeout_s`` (seconds, > 0) as aiohttp's
+    ``keepalive_timeout``: an idle connection, or one whose request head is not complete
+    (see the module docstring), is closed after that long; and :data:`LINGERING_S` as its
+    ``lingering_time``. Its protocol-level errors are JSON
+    (:class:`JsonErrorsRunner`). ``kwargs`` go to
+    ``AppRunner``.
+
+    Raises:
+        ValueError: ``header_timeout_s`` is not a positive number.
+    """
+    if isinstance(header_timeout_s, bool) or not header_timeout_s > 0:
+        raise ValueError(f"header_timeout_s must be > 0, got {header_timeout_s!r}")
+    kwargs = {"keepalive_timeout": float(header_timeout_s), "lingering_time": LINGERING_S, **kwargs}
+    return JsonErrorsRunner(app, **kwargs)

@@ -16,6 +16,7 @@ import concurrent.futures
 import contextlib
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
@@ -160,4 +161,22 @@ def bots_dsn_fixture(pg_dsn: str, template_dsn: str) -> Iterator[str]:
 def empty_dsn_fixture(pg_dsn: str) -> Iterator[str]:
     """A fresh, empty database (not migrated)."""
     with database(pg_dsn) as dsn:
+        yield dsn
+
+
+@contextlib.contextmanager
+def example_database(pg_dsn: str, template_dsn: str, embeddings: Any) -> Iterator[str]:
+    """A copy of the bots template with the example corpus ingested for real (collection
+    ``example``); its sources read ``examples/corpus/...``, as in the README."""
+    from parrot_parents.loaders import TextLoader
+    from parrot_parents.stores.postgres import PgVectorStore
+    from tests.conftest import REPO_ROOT
+
+    async def ingest(dsn: str) -> None:
+        async with PgVectorStore(dsn=dsn, table="example", embedding=embeddings) as store:
+            await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
+
+    with database(pg_dsn, template_dsn) as dsn:
+        with contextlib.chdir(REPO_ROOT):
+            in_thread(asyncio.run, ingest(dsn))
         yield dsn

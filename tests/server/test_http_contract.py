@@ -18,8 +18,8 @@ from aiohttp import web
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.server.app import create_app
 from parrot_parents.server.openapi import build_spec
+from parrot_parents.server.protocol import make_runner
 from parrot_parents.server.schemas import MAX_DOCUMENT_ID
-from parrot_parents.server.timeouts import make_runner
 from tests.server.conftest import AUTH, TOKEN, MakeClient
 
 QUESTION = {"question": "When are salaries paid?"}

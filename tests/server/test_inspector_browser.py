@@ -10,7 +10,6 @@ returns for the same request. Needs Debian's ``chromium`` and ``chromium-driver`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import tempfile
@@ -22,11 +21,9 @@ import pytest
 
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.bots.repository import BotRepository
-from parrot_parents.loaders import TextLoader
 from parrot_parents.server.app import create_app
-from parrot_parents.stores.postgres import PgVectorStore
 from tests.conftest import REPO_ROOT
-from tests.migrations.support import database, in_thread
+from tests.migrations.support import database, example_database
 from tests.server.conftest import AUTH, TOKEN
 
 CHROMIUM = "/usr/bin/chromium"
@@ -45,15 +42,7 @@ pytestmark = pytest.mark.skipif(
 def example_template(pg_dsn: str, template_dsn: str, embeddings: Any) -> Iterator[str]:
     """A copy of the bots template with the example corpus ingested for real (collection
     ``example``), built once for the module; each test works on a copy of its own."""
-
-    async def ingest(dsn: str) -> None:
-        async with PgVectorStore(dsn=dsn, table="example", embedding=embeddings) as store:
-            await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
-
-    with database(pg_dsn, template_dsn) as dsn:
-        # Sources read "examples/corpus/...", as in the README.
-        with contextlib.chdir(REPO_ROOT):
-            in_thread(asyncio.run, ingest(dsn))
+    with example_database(pg_dsn, template_dsn, embeddings) as dsn:
         yield dsn
 
 

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.server.app import create_app
-from parrot_parents.server.timeouts import make_runner
+from parrot_parents.server.protocol import make_runner
 
 
 @pytest.fixture

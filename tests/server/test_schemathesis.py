@@ -11,11 +11,9 @@ same on every run and stays within about a minute.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,13 +28,11 @@ from schemathesis.specs.openapi.checks import (
 from parrot_parents.bots.manager import BotManager
 from parrot_parents.bots.repository import BotRepository
 from parrot_parents.llm.client import ChatCompletionsClient, LLMSettings
-from parrot_parents.loaders import TextLoader
 from parrot_parents.server.app import create_app
-from parrot_parents.server.timeouts import make_runner
-from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.server.protocol import make_runner
 from tests.conftest import REPO_ROOT
 from tests.llm.conftest import ChatServer
-from tests.migrations.support import database, in_thread
+from tests.migrations.support import example_database
 from tests.server.conftest import AUTH, TOKEN
 
 SPEC = REPO_ROOT / "parrot_parents" / "server" / "openapi.json"
@@ -126,15 +122,11 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(pg_dsn: str, template_dsn: str, embeddings: Any) -> Iterator[Served]:
-    async def ingest(dsn: str) -> None:
-        async with PgVectorStore(dsn=dsn, table="example", embedding=embeddings) as store:
-            await TextLoader(Path("examples/corpus"), embedding=embeddings).ingest(store)
-
-    with database(pg_dsn, template_dsn) as dsn:
-        with contextlib.chdir(REPO_ROOT):
-            in_thread(asyncio.run, ingest(dsn))
-        with Served(dsn, embeddings) as server:
-            yield server
+    with (
+        example_database(pg_dsn, template_dsn, embeddings) as dsn,
+        Served(dsn, embeddings) as server,
+    ):
+        yield server
 
 
 @schema.parametrize()

@@ -217,34 +217,47 @@ class Overhead:
 
 async def overhead(questions: Sequence[Any], collection: Collection) -> Overhead:
     """What the ai-parrot wrapping adds to our own ``Chatbot`` (package defaults on both),
-    each question asked of both in turn, the order alternating."""
-    from parrot_parents import Chatbot, InTableParentSearcher
+    each question asked of both in turn, the order alternating.
+
+    Each side reads the collection through a store and an embedding of its own: an
+    embedding keeps the vectors of the questions it last embedded, so sharing one would
+    hand the second caller of each question a free query vector.
+    """
+    from parrot_parents import Chatbot, InTableParentSearcher, PgVectorStore
     from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 
-    store = await collection.open()
-    # The query vector on an embedding of its own: the store's keeps the vectors of the
-    # questions it just searched, so timing it there would read its cache.
-    fresh = SentenceTransformerEmbeddings()
+    def own_store() -> Any:
+        embedding = SentenceTransformerEmbeddings()
+        embedding.warm_up()
+        return PgVectorStore(
+            dsn=collection.dsn, table=collection.name, embedding=embedding, create=False
+        )
+
+    mine, wrapped, fresh = own_store(), own_store(), SentenceTransformerEmbeddings()
     fresh.warm_up()
-    ours = Chatbot(store=store, parent_searcher=InTableParentSearcher(store=store))
+    ours = Chatbot(store=mine, parent_searcher=InTableParentSearcher(store=mine))
     theirs = mixin_bot_class()(
         name="bench",
         embedding_model={"model_name": MODEL_NAME, "model_type": "huggingface"},
-        parrot_parents_store=store,
+        parrot_parents_store=wrapped,
     )
-    await ours.retrieve("warm-up")
-    await theirs.get_vector_context("warm-up")
-    a: list[float] = []
-    b: list[float] = []
-    vector: list[float] = []
-    for i, q in enumerate(questions):
-        calls = [("a", ours.retrieve(q.question)), ("b", theirs.get_vector_context(q.question))]
-        for label, call in calls if i % 2 == 0 else reversed(calls):
+    try:
+        await ours.retrieve("warm-up")
+        await theirs.get_vector_context("warm-up")
+        a: list[float] = []
+        b: list[float] = []
+        vector: list[float] = []
+        for i, q in enumerate(questions):
+            calls = [("a", ours.retrieve), ("b", theirs.get_vector_context)]
+            for label, call in calls if i % 2 == 0 else reversed(calls):
+                started = time.perf_counter()
+                await call(q.question)
+                (a if label == "a" else b).append((time.perf_counter() - started) * 1000.0)
             started = time.perf_counter()
-            await call
-            (a if label == "a" else b).append((time.perf_counter() - started) * 1000.0)
-        started = time.perf_counter()
-        await fresh.aembed_query(q.question)
-        vector.append((time.perf_counter() - started) * 1000.0)
+            await fresh.aembed_query(q.question)
+            vector.append((time.perf_counter() - started) * 1000.0)
+    finally:
+        await mine.close()
+        await wrapped.close()
     differences = [y - x for x, y in zip(a, b, strict=True)]
     return Overhead(p50(a), p50(b), p50(differences), p50(vector), len(a))

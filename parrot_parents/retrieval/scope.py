@@ -25,10 +25,11 @@ def validate_scope(scope: Any) -> dict[str, Any] | None:
     cannot widen it); None for None (no scope).
 
     Raises:
-        ConfigurationError: not a dict, a bad filter (the message names the key), or
-            ``{}``: an empty filter keeps every row, so an empty scope would widen a bot to
-            its whole collection; removing a scope is said with None (``--scope none``,
-            ``scope=none``, JSON null), never by an empty one.
+        ConfigurationError: not a dict, a bad filter (the message names the key),
+            an ``$or`` with an empty clause, or ``{}``: an empty filter keeps every row,
+            so an empty scope would widen a bot to its whole collection; removing a
+            scope is said with None (``--scope none``, ``scope=none``, JSON null), never
+            by an empty one.
     """
     if scope is None:
         return None
@@ -46,7 +47,27 @@ def validate_scope(scope: Any) -> dict[str, Any] | None:
         validate_filter(dict(scope))
     except ConfigurationError as exc:
         raise ConfigurationError(f"scope: {exc.message}", hint=exc.hint) from exc
+    if _has_empty_alternative(scope):
+        raise ConfigurationError(
+            "scope: an $or with an empty clause keeps every row, so the scope would let "
+            "the bot search its whole collection",
+            hint="remove the empty clause; to remove the scope, say so: --scope none",
+        )
     return copy.deepcopy(dict(scope))
+
+
+def _has_empty_alternative(node: Any) -> bool:
+    """Whether an ``$or`` anywhere in ``node`` has an empty clause (``{}`` keeps every
+    row, and so does any ``$or`` holding it)."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key == "$or" and isinstance(value, list) and any(c == {} for c in value):
+                return True
+            if _has_empty_alternative(value):
+                return True
+    elif isinstance(node, list):
+        return any(_has_empty_alternative(item) for item in node)
+    return False
 
 
 def scoped_filter(

@@ -6,6 +6,7 @@ needs the token, and the writes are refused on a server without one.
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 from aiohttp import web
@@ -106,11 +107,25 @@ async def unknown_collection(
     )
 
 
+def model_shown(name: str | None) -> str | None:
+    """A model as an HTTP caller sees it: a sentence-transformers name as it is, a local
+    model's absolute path as its folder's name (the server's paths stay local)."""
+    if name is not None and PurePath(name).is_absolute():
+        return PurePath(name).name
+    return name
+
+
 @catalog_routes.get("/api/v1/collections")
 async def list_collections(request: web.Request) -> web.Response:
-    """Every collection with its row counts, dimension, model, strategies, lexical backend."""
+    """Every collection with its row counts, dimension, model, strategies, lexical backend
+    (a local model by its folder's name, never its path)."""
     found = await catalog.list_collections(await _engine(request))
-    return json_response({"collections": [c.to_dict() for c in found]})
+    shown = []
+    for c in found:
+        item = c.to_dict()
+        item["embedding_model"] = model_shown(item.get("embedding_model"))
+        shown.append(item)
+    return json_response({"collections": shown})
 
 
 @catalog_routes.get("/api/v1/collections/{collection}/documents")

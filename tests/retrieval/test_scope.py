@@ -320,6 +320,17 @@ def test_a_scope_is_a_filter() -> None:
         Chatbot(scope={"$or": "a"})
 
 
+def test_an_or_with_an_empty_clause_is_refused_as_a_whole_collection_scope() -> None:
+    for widening in (
+        {"$or": [{}]},
+        {"$or": [{"tenant": "a"}, {}]},
+        {"tenant": "a", "$and": [{"$or": [{"year": 1}, {}]}]},
+    ):
+        with pytest.raises(ConfigurationError, match="empty clause"):
+            validate_scope(widening)
+    assert validate_scope({"$or": [{"tenant": "a"}, {"tenant": "b"}]}) is not None
+
+
 def test_a_call_filter_narrows_the_scope() -> None:
     scope = {"tenant": "a"}
     assert scoped_filter(None, None) is None

@@ -81,3 +81,30 @@ def test_a_file_named_directly_or_under_a_root_is_named_relative_to_it(
         expected = "b/x.md"
     (doc,) = loader.load()
     assert doc.metadata["source"] == expected
+
+
+def test_a_local_models_path_is_shown_by_its_folders_name(
+    bots_dsn: str, tmp_path: Path, capsys: Any
+) -> None:
+    from parrot_parents.embeddings.sentence_transformer import default_model_path
+
+    model = str(default_model_path())  # the bundled model, by its absolute path
+    (tmp_path / "note.txt").write_text("Salaries are paid monthly, on the last working day.")
+    args = ["--dsn", bots_dsn, "--collection", "by_path", "--model", model]
+    assert main(["ingest", str(tmp_path / "note.txt"), *args]) == 0
+    capsys.readouterr()
+    in_thread(asyncio.run, _collections_listed(bots_dsn, model))
+
+
+async def _collections_listed(bots_dsn: str, model: str) -> None:
+    async with BotManager(bots_dsn) as manager:
+        client = TestClient(TestServer(create_app(manager, token=TOKEN)))
+        await client.start_server()
+        try:
+            response = await client.get("/api/v1/collections", headers=AUTH)
+            body = await response.json()
+            shown = {c["name"]: c["embedding_model"] for c in body["collections"]}
+            assert shown["by_path"] == Path(model).name
+            assert model not in json.dumps(body)
+        finally:
+            await client.close()

@@ -17,11 +17,13 @@ __all__ = [
     "PARENT_SEARCHER_TYPES",
     "AbstractBot",
     "AbstractStore",
+    "ConfigError",
     "FrameworkDocument",
     "FrameworkParentSearcher",
     "FrameworkReranker",
     "FrameworkSearchResult",
     "create_parent_searcher",
+    "supported_stores",
 ]
 
 #: What to install for this integration.
@@ -56,7 +58,9 @@ except ImportError as exc:  # pragma: no cover - ai-parrot depends on navconfig
 
 try:
     from parrot.bots.abstract import AbstractBot
+    from parrot.exceptions import ConfigError
     from parrot.rerankers.abstract import AbstractReranker as FrameworkReranker
+    from parrot.stores import supported_stores
     from parrot.stores.abstract import AbstractStore
     from parrot.stores.parents.abstract import AbstractParentSearcher as FrameworkParentSearcher
     from parrot.stores.parents.factory import PARENT_SEARCHER_TYPES, create_parent_searcher

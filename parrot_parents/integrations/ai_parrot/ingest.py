@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
@@ -22,7 +22,9 @@ FRAMEWORK_HIERARCHY_KEYS = frozenset(
 )
 
 
-def _document_id(metadata: dict[str, Any]) -> str | None:
+def document_id_of(metadata: Mapping[str, Any]) -> str | None:
+    """A document's id as :func:`ingest_documents` gives it: ``document_id``, else
+    ``source``, ``filename`` or ``url``; None when it has none of them."""
     for key in ("document_id", "source", "filename", "url"):
         value = metadata.get(key)
         if isinstance(value, str) and value:
@@ -57,13 +59,20 @@ async def ingest_documents(
     Returns:
         The :class:`~parrot_parents.loaders.abstract.IngestReport`.
 
+    A document whose text is blank is not written, and is named in
+    ``report.warnings``.
+
     Raises:
         ConfigurationError: a document carrying ai-parrot's chunk markers (``is_chunk``,
-            ``parent_document_id``...: ingest the whole source documents instead), or a bad
-            loader option; nothing is written then.
+            ``parent_document_id``...: ingest the whole source documents instead), two
+            documents of one id (ai-parrot's loaders name a file by its bare name in
+            ``source``: give each a ``document_id``), or a bad loader option; nothing is
+            written then.
         TypeError: an item that is not a ``Document``.
     """
     converted = []
+    blank: list[str] = []
+    first: dict[str, int] = {}
     for position, document in enumerate(documents):
         doc = framework_document(document)
         marked = sorted(set(doc.metadata) & (FRAMEWORK_HIERARCHY_KEYS | HIERARCHY_KEYS))
@@ -74,9 +83,28 @@ async def ingest_documents(
                 hint="ingest the whole source documents (ai-parrot's loaders with their "
                 "parent-child splitting off), or drop those keys",
             )
-        document_id = _document_id(doc.metadata)
+        document_id = document_id_of(doc.metadata)
         if document_id is not None:
+            earlier = first.setdefault(document_id, position)
+            if earlier != position:
+                raise ConfigurationError(
+                    f"documents[{earlier}] and documents[{position}] are both document "
+                    f"{document_id!r}: the second would replace the first",
+                    hint="give each a distinct metadata['document_id'] (its path, say)",
+                )
             doc.metadata["document_id"] = document_id
+        if not doc.page_content.strip():
+            blank.append(document_id or f"documents[{position}]")
+            continue
         converted.append(doc)
-    loader = TextLoader(**loader_options)
-    return await loader.ingest(store, documents=converted, skip_unchanged=skip_unchanged)
+    try:
+        loader = TextLoader(**loader_options)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"a loader option is unknown: {exc}",
+            hint="see TextLoader's keywords (child_chunk_size, late_chunking, ...)",
+        ) from exc
+    report = await loader.ingest(store, documents=converted, skip_unchanged=skip_unchanged)
+    for name in blank:
+        report.warnings.setdefault(name, []).append("empty document skipped")
+    return report

@@ -25,6 +25,11 @@ from parrot_parents.stores.postgres import PgVectorStore
 
 __all__ = ["ParentChildMixin"]
 
+#: Retrieval options that are ai-parrot settings of the bot (``expand_to_parent``,
+#: ``context_search_limit``, ``rerank_oversample_factor``): refused in
+#: ``parrot_parents_options``, where they would never apply.
+FRAMEWORK_OWNED = frozenset({"expand_to_parent", "limit", "rerank_candidates"})
+
 #: Context styles: ai-parrot's own (passages joined by a blank line, no labels: sources
 #: travel in ``metadata``), or one of :func:`format_context`'s.
 Style = ContextStyle | str
@@ -42,7 +47,9 @@ class ParentChildMixin:
       (``vector_store_config={"name": "parrot_parents", "table": ...}``).
     * ``parrot_parents_options``: the bot's retrieval options
       (:class:`~parrot_parents.retrieval.options.RetrievalOptions` fields: ``budget`` in
-      characters, ``mode``, ``search_mode``...); validated at construction.
+      characters, ``mode``, ``search_mode``...); validated at construction. Not
+      ``expand_to_parent``, ``limit`` or ``rerank_candidates``: ai-parrot's own settings
+      give those.
     * ``context_style``: ``"plain"`` (default: ai-parrot's convention, passages joined by
       a blank line), ``"headers"`` or ``"tags"`` (:func:`format_context`).
 
@@ -90,9 +97,25 @@ class ParentChildMixin:
             raise ConfigurationError(
                 f"context_style must be 'plain', 'headers' or 'tags', got {context_style!r}"
             )
+        owned = sorted(set(parrot_parents_options or {}) & FRAMEWORK_OWNED)
+        if owned:
+            raise ConfigurationError(
+                f"parrot_parents_options {', '.join(map(repr, owned))} are ai-parrot's own "
+                "settings here",
+                hint="use the bot's expand_to_parent and context_search_limit, or "
+                "rerank_oversample_factor",
+            )
         self.parrot_parents_options = RetrievalOptions.from_overrides(
             dict(parrot_parents_options or {})
         )
+        if parrot_parents_store is not None and not isinstance(
+            parrot_parents_store, PgVectorStore | ParrotParentsStore
+        ):
+            raise ConfigurationError(
+                "parrot_parents_store must be a PgVectorStore or a ParrotParentsStore, got "
+                f"{type(parrot_parents_store).__name__}",
+                hint="parrot_parents_store=PgVectorStore(table='my_docs')",
+            )
         self.context_style = context_style
         self._threshold_given = "context_score_threshold" in kwargs
         super().__init__(*args, **kwargs)
@@ -130,7 +153,10 @@ class ParentChildMixin:
                 raise ConfigurationError("give metadata_filters or filter, not both")
             given["filter"] = metadata_filters
         if "k" in given:
-            given.setdefault("limit", given.pop("k"))
+            k = given.pop("k")
+            if "limit" in given and given["limit"] != k:
+                raise ConfigurationError(f"k={k!r} and limit={given['limit']!r} differ; give one")
+            given["limit"] = k
         call = RetrievalOptions.from_overrides(given)
         chosen_limit = call.limit or limit or self.context_search_limit
         # The argument, else search_kwargs' (ai-parrot's ask forwards no expand_to_parent,

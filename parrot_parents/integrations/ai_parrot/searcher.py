@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from parrot.exceptions import ConfigError
-
 from parrot_parents.integrations.ai_parrot.documents import row_document
 from parrot_parents.integrations.ai_parrot.framework import (
     PARENT_SEARCHER_TYPES,
+    ConfigError,
     FrameworkDocument,
     FrameworkParentSearcher,
 )
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher
 from parrot_parents.stores.parents.in_table import InTableParentSearcher
+from parrot_parents.stores.parents.scoped import ScopedParentSearcher
 from parrot_parents.stores.postgres import PgVectorStore
 
 __all__ = ["TYPE_NAME", "ParrotParentsSearcher", "build_searcher", "register"]
@@ -43,10 +43,14 @@ class ParrotParentsSearcher(FrameworkParentSearcher):
     ``start_index``/``end_index`` (characters of the source document), ``section_path``,
     ``layer``..., plus ``id``.
 
+    A ``ParrotParentsStore`` with a scope confines the reads to it, as the pipeline's
+    expansion does: a parent outside the scope, or holding a child outside it, is left
+    out (ai-parrot then keeps the child it had).
+
     Args:
         store: the collection (:class:`~parrot_parents.stores.postgres.PgVectorStore`), or
             a :class:`~parrot_parents.integrations.ai_parrot.store.ParrotParentsStore`
-            over one.
+            over one (and its scope).
         searcher: the parrot-parents searcher doing the reads; default the in-table one
             over ``store``.
     """
@@ -55,6 +59,7 @@ class ParrotParentsSearcher(FrameworkParentSearcher):
         collection = collection_of(store)
         self.store = collection
         self.searcher = searcher or InTableParentSearcher(store=collection)
+        self.scope = scope_of(store)
 
     async def fetch(self, parent_ids: list[str]) -> dict[str, FrameworkDocument]:
         """``{parent_id: Document}`` for the ids found; ``{}`` for no ids, without a read.
@@ -65,12 +70,23 @@ class ParrotParentsSearcher(FrameworkParentSearcher):
         """
         if not parent_ids:
             return {}
-        found = await self.searcher.fetch(parent_ids)
+        reads = self.searcher
+        if self.scope is not None:
+            # A searcher of its own per call: it keeps what it withheld.
+            reads = ScopedParentSearcher(self.searcher, self.store, self.scope)
+        found = await reads.fetch(parent_ids)
         return {pid: row_document(doc) for pid, doc in found.items()}
 
     async def health_check(self) -> bool:
         """True when the collection answers a trivial query."""
         return await self.searcher.health_check()
+
+
+def scope_of(store: Any) -> dict[str, Any] | None:
+    """The scope of a ``ParrotParentsStore``; None for a bare collection."""
+    from parrot_parents.integrations.ai_parrot.store import ParrotParentsStore
+
+    return store.scope if isinstance(store, ParrotParentsStore) else None
 
 
 def collection_of(store: Any) -> PgVectorStore:

@@ -16,21 +16,24 @@ Registered as ai-parrot's vector store ``parrot_parents`` on import of
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.integrations.ai_parrot.documents import passage_result
-from parrot_parents.integrations.ai_parrot.framework import AbstractStore
-from parrot_parents.integrations.ai_parrot.ingest import ingest_documents
+from parrot_parents.integrations.ai_parrot.framework import AbstractStore, supported_stores
+from parrot_parents.integrations.ai_parrot.ingest import document_id_of, ingest_documents
 from parrot_parents.loaders.abstract import IngestReport
-from parrot_parents.retrieval.options import RetrievalOptions
+from parrot_parents.retrieval.options import LIMIT_MAX, RetrievalOptions
 from parrot_parents.retrieval.pipeline import Retriever
 from parrot_parents.retrieval.scope import validate_scope
 from parrot_parents.stores.postgres import PgVectorStore
 
 __all__ = ["STORE_NAME", "ParrotParentsStore", "register_store"]
+
+LOG = logging.getLogger(__name__)
 
 #: The ``name`` of a ``vector_store_config`` that selects this store.
 STORE_NAME = "parrot_parents"
@@ -73,9 +76,10 @@ class ParrotParentsStore(AbstractStore):
             ``embedding`` are not used: the collection records its model, and a search
             with another one raises :class:`~parrot_parents.errors.ModelMismatchError`.
         scope: a metadata filter every search holds to (a call's filter narrows it).
-        options: default retrieval options of every search
-            (:class:`~parrot_parents.retrieval.options.RetrievalOptions` fields, e.g.
-            ``{"search_mode": "dense"}``); expansion and packing are the bot's.
+        options: default search options of every search (:data:`SEARCH_OPTIONS`:
+            ``search_mode``, ``rrf_k``, ``dense_weight``, ``lexical_weight``, ``prf``;
+            e.g. ``{"search_mode": "dense"}``); expansion and packing are the bot's, so
+            ``budget``, ``mode`` and the like are refused.
         **kwargs: ai-parrot's store keywords (:data:`FRAMEWORK_KEYS`), ignored.
 
     Raises:
@@ -106,6 +110,13 @@ class ParrotParentsStore(AbstractStore):
             raise ConfigurationError(
                 f"unknown ParrotParentsStore keyword(s): {', '.join(map(repr, unknown))}",
                 hint="the collection is `table`; retrieval options go in `options`",
+            )
+        other = sorted(set(options or {}) - SEARCH_OPTIONS)
+        if other:
+            raise ConfigurationError(
+                f"ParrotParentsStore options {', '.join(map(repr, other))} are not search "
+                f"options; it takes {', '.join(sorted(SEARCH_OPTIONS))}",
+                hint="expansion and packing belong to the bot: ParentChildMixin takes them",
             )
         self.defaults = RetrievalOptions.from_overrides(dict(options or {}))
         self.scope = validate_scope(dict(scope) if scope is not None else None)
@@ -192,7 +203,9 @@ class ParrotParentsStore(AbstractStore):
         Args:
             query: the question (1..4000 characters, no NUL).
             collection: must be this store's collection when given.
-            limit: children wanted, 1..100; default 10 (``k`` is the same).
+            limit: children wanted, at least 1; default 10 (``k`` is the same). Over
+                100 (ai-parrot over-fetches ``limit x rerank_oversample_factor`` for its
+                reranker) it is served as 100, the pipeline's most, with a warning logged.
             similarity_threshold, score_threshold: one meaning, whichever name is used:
                 the minimum cosine similarity (in [-1, 1], higher is closer) of a child to
                 the question; a child only the lexical branch found has none and is kept.
@@ -280,14 +293,31 @@ class ParrotParentsStore(AbstractStore):
             )
         threshold = score_threshold if score_threshold is not None else similarity_threshold
         chosen = metadata_filters if metadata_filters is not None else filter_
-        call: dict[str, Any] = {
-            "expand_to_parent": False,
-            "limit": limit if limit is not None else (k if k is not None else 10),
-            **options,
-        }
+        wanted = limit if limit is not None else (k if k is not None else 10)
+        if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > LIMIT_MAX:
+            LOG.warning(
+                "similarity_search: limit %d served as %d, the most a search returns",
+                wanted,
+                LIMIT_MAX,
+            )
+            wanted = LIMIT_MAX
+        call: dict[str, Any] = {"expand_to_parent": False, "limit": wanted, **options}
         if chosen is not None:
             call["filter"] = dict(chosen)
         return RetrievalOptions.from_overrides(call), threshold
+
+    async def mmr_search(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """Not served: ai-parrot's ``mmr`` (and its ``ensemble``, built on it) have no
+        parrot-parents counterpart.
+
+        Raises:
+            ConfigurationError: always.
+        """
+        raise ConfigurationError(
+            "search_type 'mmr' (and 'ensemble') is not served by a parrot-parents "
+            "collection; use 'similarity'",
+            hint="choose the branches with search_kwargs={'search_mode': ...}",
+        )
 
     # -- writes -------------------------------------------------------------------------
 
@@ -398,14 +428,24 @@ class ParrotParentsStore(AbstractStore):
 
 
 def _document_ids(documents: Sequence[Any] | None, values: str | Sequence[str] | None) -> list[str]:
-    if isinstance(values, str):
-        return [values]
-    ids = [str(v) for v in values or ()]
+    """The ids to delete: ``values``, and each document's id as :func:`ingest_documents`
+    gave it (``document_id``, else ``source``, ``filename`` or ``url``)."""
+    given = [values] if isinstance(values, str) else values
+    if given is not None and not isinstance(given, list | tuple):
+        raise ConfigurationError(
+            f"values must be a document id or a list of them, got {type(values).__name__}"
+        )
+    ids = list(given or ())
+    bad = [v for v in ids if not isinstance(v, str) or not v]
+    if bad:
+        raise ConfigurationError(f"document ids are non-empty strings, got {bad[0]!r}")
     for doc in documents or ():
-        document_id = (doc.metadata or {}).get("document_id")
-        if not document_id:
-            raise ConfigurationError("a document to delete has no metadata['document_id']")
-        ids.append(str(document_id))
+        document_id = document_id_of(doc.metadata or {})
+        if document_id is None:
+            raise ConfigurationError(
+                "a document to delete has no document_id, source, filename or url"
+            )
+        ids.append(document_id)
     return list(dict.fromkeys(ids))
 
 
@@ -415,7 +455,5 @@ def register_store() -> None:
     ai-parrot resolves a store name to ``parrot.stores.<name>`` and a class name in its
     ``supported_stores``; this module is entered there under that name.
     """
-    import parrot.stores as framework_stores
-
-    framework_stores.supported_stores[STORE_NAME] = ParrotParentsStore.__name__
+    supported_stores[STORE_NAME] = ParrotParentsStore.__name__
     sys.modules.setdefault(f"parrot.stores.{STORE_NAME}", sys.modules[__name__])

@@ -14,6 +14,7 @@ from benchmarks.quality.transfer import (
     LEVERS,
     SAME_TEXT,
     Fold,
+    _points,
     choose_on_others,
     lever_verdict,
     make_folds,
@@ -118,6 +119,16 @@ def test_a_lever_that_changes_nothing_stays() -> None:
     verdict = lever_verdict(same, same)
     assert verdict.kept
     assert (verdict.worst.diff, verdict.worst.low, verdict.worst.high) == (0, 0, 0)
+
+
+def test_a_difference_too_small_for_one_decimal_keeps_its_sign() -> None:
+    assert [_points(x) for x in (0.0, -0.0, 0.012, -0.000116, 0.0004)] == [
+        "+0.0",
+        "+0.0",
+        "+1.2",
+        "−0.01",
+        "+0.04",
+    ]
 
 
 def test_the_rule_needs_every_fold_and_budget_on_both_sides() -> None:

@@ -371,7 +371,11 @@ def measure(
 
 
 def _points(margin: float) -> str:
-    return f"{margin * 100:+.1f}".replace("-", "−")
+    points = margin * 100 + 0.0  # no "-0.0"
+    # A difference under 0.05 points still decides a pooled verdict by its sign: it must
+    # not print as zero.
+    text = f"{points:+.1f}" if points == 0 or abs(points) >= 0.05 else f"{points:+.1g}"
+    return text.replace("-", "−")
 
 
 def _effect(e: Effect) -> str:

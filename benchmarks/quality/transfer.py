@@ -312,8 +312,10 @@ def corpus_ids(data: DataSet) -> list[str]:
 
 
 def _eval(config: Config, data: DataSet, budget: int, reuse: bool) -> tuple[Path, dict[str, Any]]:
-    stem = RUNS / f"{config.slug}-{data.name}-{budget}"
-    out, report = stem.with_suffix(".jsonl"), stem.with_suffix(".json")
+    # Not with_suffix: a slug such as "lexical-0.5" would lose everything after its dot,
+    # and every budget and data set of it would share one file.
+    stem = f"{config.slug}-{data.name}-{budget}"
+    out, report = RUNS / f"{stem}.jsonl", RUNS / f"{stem}.json"
     if reuse and out.is_file() and report.is_file():
         return out, json.loads(report.read_text())
     cmd = [sys.executable, "-m", "parrot_parents", "eval", "--questions", str(data.questions)]

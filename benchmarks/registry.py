@@ -70,7 +70,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "transfer",
         "quality",
-        "leave one corpus out: each default lever per fold and budget, and the 0.3-point rule",
+        "leave one corpus out: each default lever per fold and budget, its interval, the rule",
     ),
     Benchmark(
         "lexical_backends",

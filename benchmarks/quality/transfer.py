@@ -29,9 +29,12 @@ configurations:
 
 The **tuned** row takes, per fold and budget, the grid value with the best mean recall
 over the tuning corpora (:func:`choose_on_others`; a tie keeps the default) and scores it
-on the left-out corpus. **The rule** (:func:`lever_verdict`): a lever stays in the
-defaults only if, on every fold and budget, the defaults score at most
-:data:`TOLERANCE` (0.3 points) below the defaults without it.
+on the left-out corpus. **The rule** (:func:`lever_verdict`) reads each question's
+recall, since one question moves a fold by 0.7 to 1.8 points: a lever stays unless
+removing it is better on some fold and budget with the paired 95 % bootstrap interval of
+the difference wholly on that side (questions resampled,
+:func:`~parrot_parents.eval.intervals.paired_differences`), or the mean of defaults minus
+without over every fold's questions together, at some budget, is below zero.
 
 Writes the section ``<!-- transfer:start -->`` of ``docs/benchmarks.md``; run files and
 eval outputs go to ``.bench/runs/transfer/``::
@@ -61,13 +64,13 @@ from benchmarks.common import (
     machine,
     replace_section,
 )
+from parrot_parents.eval.intervals import paired_differences
+from parrot_parents.eval.scorer import mean_of
 
 DOC = REPO_ROOT / "docs" / "benchmarks.md"
 MARKER = "transfer"
 RUNS = REPO_ROOT / ".bench" / "runs" / "transfer"
 BUDGETS = (1000, 2000, 4000)
-#: How far below the defaults without a lever the defaults may score, in recall (0.3 points).
-TOLERANCE = 0.003
 
 
 @dataclass(frozen=True)
@@ -131,8 +134,8 @@ GRID: tuple[tuple[float, Config], ...] = (
     (2.0, Config("lexical-2", "lexical weight 2", ("--lexical-weight", "2.0"))),
 )
 
-#: ``{(config slug, corpus id, budget): recall@Bc}``.
-Scores = Mapping[tuple[str, str, int], float]
+#: ``{(config slug, corpus id, budget): recall@Bc of each of the corpus's questions, in file order}``.
+PerQuestion = Mapping[tuple[str, str, int], Sequence[float]]
 
 
 # -- the protocol (pure) ---------------------------------------------------------------------
@@ -173,30 +176,85 @@ def choose_on_others(
 
 
 @dataclass(frozen=True)
+class Effect:
+    """What a lever adds over some questions: ``diff`` is the mean recall of the defaults
+    minus that of the defaults without the lever; ``low`` and ``high`` bound its paired
+    95 % percentile bootstrap interval (questions resampled, both runs on the same draws);
+    ``questions`` counts them."""
+
+    diff: float
+    low: float
+    high: float
+    questions: int
+
+
+def effect(defaults: Sequence[float], without: Sequence[float]) -> Effect:
+    """:class:`Effect` of per-question recall lists in the same question order.
+
+    The interval is that of ``without - defaults`` negated (the percentile bootstrap is
+    symmetric under negation), so "the defaults without it are better with the interval
+    wholly above zero" reads here as ``high < 0``.
+
+    Raises:
+        ValueError: lists of different lengths.
+    """
+    d = paired_differences({"recall": list(without)}, {"recall": list(defaults)})["recall"]
+    # Two means of the same values summed in another order can differ in the last digit.
+    return Effect(round(d.diff, 12), d.low, d.high, len(defaults))
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """A lever under the rule: ``worst`` margin (defaults minus without it, recall) and
-    ``where`` it is (a key of the scores); ``kept`` when ``worst >= -tolerance``."""
+    """A lever under the rule (:func:`lever_verdict`).
+
+    Attributes:
+        kept: the rule keeps it.
+        worst: the fold and budget where it adds least (lowest ``diff``; the first on a tie).
+        where: that key, ``(corpus, budget)``.
+        against: keys whose interval lies wholly below zero (removing it is better there).
+        pooled: ``{budget: Effect}`` over every fold's questions together.
+    """
 
     kept: bool
-    worst: float
+    worst: Effect
     where: Any
+    against: tuple[Any, ...]
+    pooled: dict[int, Effect]
+
+    @property
+    def pooled_negative(self) -> list[int]:
+        """Budgets whose pooled point estimate is below zero."""
+        return [b for b, e in self.pooled.items() if e.diff < 0]
 
 
 def lever_verdict(
-    defaults: Mapping[Any, float], without: Mapping[Any, float], tolerance: float = TOLERANCE
+    defaults: Mapping[tuple[str, int], Sequence[float]],
+    without: Mapping[tuple[str, int], Sequence[float]],
 ) -> Verdict:
-    """Apply the rule over every key (fold and budget) of ``defaults``.
+    """Apply the rule to per-question recall keyed ``(fold corpus, budget)``.
 
-    Margins are rounded to 1e-9 first, so a margin of exactly ``-tolerance`` passes.
+    A lever goes when, on some fold and budget, the paired 95 % interval of
+    defaults - without lies wholly below zero, or when at some budget the mean of
+    defaults - without over every fold's questions together (each key's list in order,
+    pooled per budget) is below zero (the point estimate; its interval is reported
+    beside it). Otherwise it stays.
 
     Raises:
-        ValueError: no keys, or ``without`` lacks one of them.
+        ValueError: no keys, ``without`` lacks one, or two lists of a key differ in length.
     """
     if not defaults or set(defaults) - set(without):
         raise ValueError(f"without lacks {sorted(set(defaults) - set(without))!r} or no keys")
-    margins = {k: round(defaults[k] - without[k], 9) for k in defaults}
-    where = min(margins, key=lambda k: margins[k])
-    return Verdict(margins[where] >= -tolerance, margins[where], where)
+    cells = {k: effect(defaults[k], without[k]) for k in defaults}
+    where = min(cells, key=lambda k: cells[k].diff)
+    against = tuple(k for k in cells if cells[k].high < 0)
+    pooled = {}
+    for budget in dict.fromkeys(b for _, b in defaults):
+        keys = [k for k in defaults if k[1] == budget]
+        pooled[budget] = effect(
+            [v for k in keys for v in defaults[k]], [v for k in keys for v in without[k]]
+        )
+    kept = not against and all(e.diff >= 0 for e in pooled.values())
+    return Verdict(kept, cells[where], where, against, pooled)
 
 
 # -- runs ------------------------------------------------------------------------------------
@@ -222,6 +280,20 @@ def score_per_corpus(scorer: Any, questions: Path, run_file: Path, budget: int) 
     return out
 
 
+def recall_per_question(questions: Path, run_file: Path, budget: int) -> dict[str, list[float]]:
+    """recall@``budget``c of each question, by corpus, in file order (this package's scorer,
+    whose means are the shared scorer's to the last digit)."""
+    from parrot_parents.eval.questions import load_questions
+    from parrot_parents.eval.scorer import load_run, score_per_question
+
+    qs = load_questions(questions)
+    values = score_per_question(qs, load_run(run_file, len(qs)), [1], [budget])[f"recall@{budget}c"]
+    out: dict[str, list[float]] = {}
+    for q, value in zip(qs, values, strict=True):
+        out.setdefault(q.corpus_id, []).append(value)
+    return out
+
+
 def has_structure(data: DataSet) -> bool:
     """Whether any corpus of ``data`` has Markdown headings or tables, read as eval reads it."""
     from parrot_parents.eval.questions import load_corpora
@@ -240,8 +312,10 @@ def corpus_ids(data: DataSet) -> list[str]:
 
 
 def _eval(config: Config, data: DataSet, budget: int, reuse: bool) -> tuple[Path, dict[str, Any]]:
-    stem = RUNS / f"{config.slug}-{data.name}-{budget}"
-    out, report = stem.with_suffix(".jsonl"), stem.with_suffix(".json")
+    # Not with_suffix: a slug such as "lexical-0.5" would lose everything after its dot,
+    # and every budget and data set of it would share one file.
+    stem = f"{config.slug}-{data.name}-{budget}"
+    out, report = RUNS / f"{stem}.jsonl", RUNS / f"{stem}.json"
     if reuse and out.is_file() and report.is_file():
         return out, json.loads(report.read_text())
     cmd = [sys.executable, "-m", "parrot_parents", "eval", "--questions", str(data.questions)]
@@ -260,12 +334,14 @@ def _configs() -> Iterator[Config]:
     yield from (config for _, config in GRID if config is not DEFAULTS)
 
 
-def measure(budgets: Sequence[int], reuse: bool) -> tuple[dict[tuple[str, str, int], float], int]:
-    """Run every configuration; returns ``(scores, eval runs made)``. For each budget,
-    every configuration once, in order."""
+def measure(
+    budgets: Sequence[int], reuse: bool
+) -> tuple[dict[tuple[str, str, int], list[float]], int]:
+    """Run every configuration; returns ``(per-question recall, eval runs made)``. For each
+    budget, every configuration once, in order."""
     scorer = _shared_scorer()
     structured = {data.name: has_structure(data) for data in DATA_SETS}
-    scores: dict[tuple[str, str, int], float] = {}
+    scores: dict[tuple[str, str, int], list[float]] = {}
     runs = 0
     for budget in budgets:
         for config in _configs():
@@ -279,13 +355,15 @@ def measure(budgets: Sequence[int], reuse: bool) -> tuple[dict[tuple[str, str, i
                 run_file, report = _eval(config, data, budget, reuse)
                 runs += 1
                 shared = score_per_corpus(scorer, data.questions, run_file, budget)
+                values = recall_per_question(data.questions, run_file, budget)
                 for corpus, recall in shared.items():
                     own = report["per_corpus"][corpus][f"recall@{budget}c"]
-                    if abs(own - recall) > 1e-9:
+                    mine = mean_of(values[corpus])
+                    if abs(own - recall) > 1e-9 or abs(mine - recall) > 1e-9:
                         raise RuntimeError(
-                            f"eval and the shared scorer disagree on {corpus}: {own} against {recall}"
+                            f"eval, the shared scorer and the per-question recall disagree on {corpus}: {own}, {recall}, {mine}"
                         )
-                    scores[(config.slug, corpus, budget)] = recall
+                    scores[(config.slug, corpus, budget)] = values[corpus]
                 figures = ", ".join(f"{c} {r:.3f}" for c, r in shared.items())
                 print(f"{config.label} @{budget} ({data.name}): {figures}", flush=True)
     return scores, runs
@@ -295,16 +373,50 @@ def measure(budgets: Sequence[int], reuse: bool) -> tuple[dict[tuple[str, str, i
 
 
 def _points(margin: float) -> str:
-    return f"{margin * 100:+.1f}".replace("-", "−")
+    points = margin * 100 + 0.0  # no "-0.0"
+    # A difference under 0.05 points still decides a pooled verdict by its sign: it must
+    # not print as zero.
+    text = f"{points:+.1f}" if points == 0 or abs(points) >= 0.05 else f"{points:+.1g}"
+    return text.replace("-", "−")
 
 
-def render(scores: Scores, budgets: Sequence[int]) -> tuple[str, list[tuple[str, Verdict]]]:
-    """The section's tables and each lever's verdict."""
+def _effect(e: Effect) -> str:
+    """``+2.9 [+0.8, +5.1]``: points, and the 95 % interval."""
+    return f"{_points(e.diff)} [{_points(e.low)}, {_points(e.high)}]"
+
+
+def _means(per_question: PerQuestion) -> dict[tuple[str, str, int], float]:
+    return {k: mean_of(v) for k, v in per_question.items()}
+
+
+def verdict_text(verdict: Verdict, names: Mapping[str, str]) -> str:
+    """The verdict cell: stays, or goes and why (each cell of the rule that removes it)."""
+    if verdict.kept:
+        return "**stays**"
+    why = [
+        f"removing it is better at {names[c]} @{b}c, interval below zero"
+        for c, b in verdict.against
+    ]
+    why += [f"pooled effect negative @{b}c" for b in verdict.pooled_negative]
+    return "**goes**: " + "; ".join(why)
+
+
+def render(
+    per_question: PerQuestion, budgets: Sequence[int]
+) -> tuple[str, list[tuple[str, Verdict]]]:
+    """The section's tables and each lever's verdict, from per-question recall."""
+    scores = _means(per_question)
     names = dict(CORPORA)
     folds = make_folds([c for c, _ in CORPORA], SAME_TEXT)
     # The defaults first: a tie keeps them.
     grid = [DEFAULTS.slug, *(config.slug for _, config in GRID if config is not DEFAULTS)]
     values = {config.slug: value for value, config in GRID}
+    keys = [(fold.corpus, budget) for fold in folds for budget in budgets]
+    defaults = {k: per_question[(DEFAULTS.slug, *k)] for k in keys}
+    verdicts = [
+        (lever, lever_verdict(defaults, {k: per_question[(c.slug, *k)] for k in keys}))
+        for lever, c in LEVERS
+    ]
     head = ["fold (tuned on)", "budget", "**defaults**"]
     head += [config.label for _, config in LEVERS]
     head += [f"lexical weight {v:g}" for v, c in GRID if c is not DEFAULTS]
@@ -312,49 +424,51 @@ def render(scores: Scores, budgets: Sequence[int]) -> tuple[str, list[tuple[str,
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for fold in folds:
         for budget in budgets:
+            key = (fold.corpus, budget)
             cells = [
                 f"{names[fold.corpus]} ({', '.join(names[t] for t in fold.tuning)})",
                 f"{budget}c",
             ]
-            cells.append(f"**{scores[(DEFAULTS.slug, fold.corpus, budget)]:.3f}**")
-            cells += [f"{scores[(c.slug, fold.corpus, budget)]:.3f}" for _, c in LEVERS]
+            cells.append(f"**{scores[(DEFAULTS.slug, *key)]:.3f}**")
             cells += [
-                f"{scores[(c.slug, fold.corpus, budget)]:.3f}" for _, c in GRID if c is not DEFAULTS
+                f"{scores[(c.slug, *key)]:.3f} ({_effect(effect(defaults[key], per_question[(c.slug, *key)]))})"
+                for _, c in LEVERS
             ]
+            cells += [f"{scores[(c.slug, *key)]:.3f}" for _, c in GRID if c is not DEFAULTS]
             at = {
                 (slug, corpus): scores[(slug, corpus, budget)]
                 for slug in grid
                 for corpus, _ in CORPORA
             }
             chosen = choose_on_others(grid, at, fold.tuning)
-            cells.append(f"{scores[(chosen, fold.corpus, budget)]:.3f} ({values[chosen]:g})")
+            cells.append(f"{scores[(chosen, *key)]:.3f} ({values[chosen]:g})")
             lines.append("| " + " | ".join(cells) + " |")
-    keys = [(fold.corpus, budget) for fold in folds for budget in budgets]
-    defaults = {k: scores[(DEFAULTS.slug, *k)] for k in keys}
-    verdicts = []
+    pooled_head = " / ".join(f"{b}c" for b in budgets)
     rule = [
-        "| lever | the defaults without it | worst margin, defaults − without (points) | at | rule: ≥ −0.3 everywhere |",
-        "|---|---|---:|---|---|",
+        "| lever | the defaults without it | least it adds on a fold: defaults − without, points [95 %] | at | pooled over every fold's questions, points [95 %]: "
+        + pooled_head
+        + " | verdict |",
+        "|---|---|---:|---|---:|---|",
     ]
-    for lever, config in LEVERS:
-        verdict = lever_verdict(defaults, {k: scores[(config.slug, *k)] for k in keys})
-        verdicts.append((lever, verdict))
+    for (lever, config), (_, verdict) in zip(LEVERS, verdicts, strict=True):
         corpus, budget = verdict.where
-        flags = " ".join(config.flags)
+        pooled = " / ".join(_effect(verdict.pooled[b]) for b in budgets)
         rule.append(
-            f"| {lever} | `{flags}` | {_points(verdict.worst)} | {names[corpus]} @{budget}c | "
-            + ("**passes**: stays" if verdict.kept else "**fails**: goes, or is fixed")
-            + " |"
+            f"| {lever} | `{' '.join(config.flags)}` | {_effect(verdict.worst)} | "
+            f"{names[corpus]} @{budget}c | {pooled} | {verdict_text(verdict, names)} |"
         )
     return "\n".join([*lines, "", *rule]), verdicts
 
 
 def print_verdicts(verdicts: Sequence[tuple[str, Verdict]]) -> None:
-    """One line per lever's verdict on standard output: passes or fails, and where it
-    loses most."""
+    """One line per lever's verdict on standard output: stays or goes, where it adds
+    least, and its pooled effect per budget."""
+    names = {c: c for c, _ in CORPORA}
     for lever, verdict in verdicts:
+        pooled = ", ".join(f"@{b} {_effect(e)}" for b, e in verdict.pooled.items())
         print(
-            f"{lever}: {'pass' if verdict.kept else 'FAIL'} (worst {_points(verdict.worst)} points at {verdict.where})"
+            f"{lever}: {verdict_text(verdict, names)}; least {_effect(verdict.worst)} points "
+            f"at {verdict.where}; pooled {pooled}"
         )
 
 
@@ -394,6 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     scores, runs = measure(budgets, args.reuse)
     minutes = (time.monotonic() - started) / 60
     tables, verdicts = render(scores, budgets)
+    sizes = [len(scores[(DEFAULTS.slug, c, budgets[0])]) for c, _ in CORPORA]
+    pooled = " + ".join(map(str, sizes)) + f" = {sum(sizes)} questions"
     reused = " (eval outputs of an earlier run reused: `--reuse`)" if args.reuse else ""
     body = "\n".join(
         [
@@ -401,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Each cell: recall@Bc of the left-out corpus's questions, from one `parrot-parents eval --budget B` run per configuration, data set and budget ({runs} runs, {minutes:.0f} min{reused}), scored by `../shared/benchmarks/score.py`. "
             "A fold's tuning corpora are in brackets. **Tuned**: the lexical weight (dense weight 1; the defaults: 1) with the best mean recall over the tuning corpora at that budget, its value in brackets. "
+            "Beside each lever's recall, in brackets: what the lever adds there, the defaults minus the defaults without it in points, and its paired 95 % percentile bootstrap interval (the fold's questions resampled 2000 times, both runs on the same draws; seed fixed). "
+            f"The verdict table: the fold and budget where a lever adds least, and its effect pooled over every fold's questions at each budget ({pooled}; the wikitexts questions count twice, once on each form of the text, so the pooled interval is somewhat narrower than independent questions would give). "
             "Section parents and the preamble change only text with Markdown headings or tables: on the three dev corpora (none) their cells are the defaults' scores, not runs.",
             "",
             f"Measured on {commit}, {date}; {machine()}; the machine was shared with other work. Regenerate with `{command(__name__, argv or [])}`.",

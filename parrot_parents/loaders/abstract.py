@@ -11,13 +11,14 @@ import shlex
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, Literal, Unpack
 
 import numpy as np
 from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError, ModelLoadError, StoreError
 from parrot_parents.loaders import defaults
+from parrot_parents.loaders.bulk import bulk_writes, wants_bulk_load
 from parrot_parents.loaders.extractive import ExtractiveIndexer
 from parrot_parents.loaders.hierarchy import (
     HIERARCHY_OWNED,
@@ -35,6 +36,7 @@ from parrot_parents.loaders.progress import (
     IngestProgress,
     as_progress,
 )
+from parrot_parents.loaders.report import IngestReport, LoaderOptions, ParentSizes
 from parrot_parents.loaders.structure.reading import (
     STRUCTURE_KEY,
     reader_for,
@@ -46,7 +48,6 @@ from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.partition_keys import keep_value, same_value
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentState
 from parrot_parents.stores.protocols import (
-    BulkLoad,
     ContentLookup,
     DocumentTable,
     IndexedRows,
@@ -80,41 +81,6 @@ DEFAULT_INDEXER: Literal["default"] = "default"
 EMBED_WORKERS = 2
 
 
-@dataclass
-class IngestReport:
-    """What an ingestion did: documents written, rows, failures and warnings per source.
-
-    ``failed`` maps a document (its source, else its id, else ``documents[i]``) to the
-    reason it was not stored; ``warnings`` lists what was cleaned or replaced;
-    ``windowed_children`` counts children longer than the model's window that were
-    embedded in overlapping windows (``late_chunking=False``) instead of being cut.
-    ``indexed`` counts the indexed rows an ingestion strategy wrote, and ``strategy``
-    is its report (:meth:`RowIndexer.report`: ``enriched`` of ``of``, model calls,
-    tokens, failures by kind), None without a strategy.
-
-    A loader keeps one report over all its calls (``loader.report``): the counts add up,
-    a document that failed in an earlier call leaves ``failed`` when a later call writes
-    it (or finds it unchanged), and one written leaves ``unchanged`` (each name is listed
-    there once). ``documents``, ``parents`` and ``children`` count the writes (without a
-    store, the documents chunked): two versions of one document written in one call
-    count twice.
-    """
-
-    documents: int = 0
-    parents: int = 0
-    children: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-    warnings: dict[str, list[str]] = field(default_factory=dict)
-    windowed_children: int = 0
-    indexed: int = 0
-    strategy: dict[str, Any] | None = None
-    #: Documents not written because their content, source and chunk policy version are
-    #: those already stored (see :mod:`parrot_parents.loaders.policy`).
-    unchanged: list[str] = field(default_factory=list)
-    #: Seconds spent building the vector index after a bulk load (None without one).
-    index_build_seconds: float | None = None
-
-
 #: A batch out of the model's stage: documents kept, documents finished, rows by document id.
 _Batch = tuple[list[DocumentHierarchy], int, Mapping[str, Sequence[Document]]]
 
@@ -139,21 +105,6 @@ class _Run:
     records: dict[str, DocumentRecord] = field(default_factory=dict)
     hierarchies: list[DocumentHierarchy] = field(default_factory=list)
     out: list[Document] = field(default_factory=list)
-
-
-class LoaderOptions(ProcessorOptions, total=False):
-    """The keywords of :class:`AbstractLoader`, which its subclasses pass on."""
-
-    indexer: RowIndexer | Literal["default"] | None
-
-
-class ParentSizes(TypedDict, total=False):
-    """The parent sizes of :meth:`AbstractLoader.chunk_documents` (characters; an absent
-    one is its default)."""
-
-    parent_chunk_threshold_tokens: int
-    parent_chunk_size_tokens: int
-    parent_chunk_overlap_tokens: int
 
 
 class AbstractLoader(ABC):
@@ -321,7 +272,7 @@ class AbstractLoader(ABC):
             # refused or unchanged: finished, not stored
             run.events.advance(skipped)
             run.events.stored(skipped)
-        async with _bulk(vector_store, bulk_load, self.report):
+        async with bulk_writes(vector_store, bulk_load, self.report):
             # The model embeds batch k+1 while batch k is written (a bounded queue).
             await pipelined(
                 self._embedded(run, batch_documents),
@@ -718,35 +669,3 @@ async def _write(
         await store.replace_document(document_id, docs, embeddings=vectors)
     else:
         await store.add_documents(docs, embeddings=vectors)
-
-
-@contextlib.asynccontextmanager
-async def _bulk(
-    store: AbstractStore | None, wanted: bool, report: IngestReport
-) -> AsyncIterator[None]:
-    """The store's bulk load (vector index deferred) around the writes, when wanted."""
-    if not wanted or not isinstance(store, BulkLoad):
-        yield
-        return
-    await store.connect()  # bulk_load needs the connected engine
-    async with store.bulk_load() as load:
-        yield
-    report.index_build_seconds = load.build_seconds
-
-
-async def wants_bulk_load(store: AbstractStore | None, flag: bool | None = None) -> bool:
-    """Whether to bulk load (vector index deferred) into ``store``.
-
-    ``flag`` as given when not None (False for a store without
-    :class:`~parrot_parents.stores.protocols.BulkLoad`); by default,
-    True when the collection has no rows (new or empty) or lacks its vector index (a bulk
-    load that could not build it): building the index once after the load is then far
-    cheaper than inserting into it row by row (``python -m benchmarks run scale_write``).
-    Into a filled collection, rebuilding the whole index for some new rows is not, so it stays.
-    """
-    if not isinstance(store, BulkLoad):
-        return False
-    if flag is not None:
-        return flag
-    await store.connect()  # the ingest's writer: a new collection is created, then counted
-    return await store.count() == 0 or not await store.vector_index_exists()

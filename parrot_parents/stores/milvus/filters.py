@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
@@ -30,6 +30,7 @@ from parrot_parents.stores.partition_keys import fixed_value, is_partition_value
 
 __all__ = [
     "KEY_PATTERN",
+    "document_filter",
     "in_list",
     "literal",
     "partition_clause",
@@ -150,3 +151,11 @@ def partition_clause(filter: Mapping[str, Any] | None, key: str | None) -> str:
     value = fixed_value(filter, key)
     text = "" if value is None else partition_text(value)
     return f"{PARTITION_FIELD} == {literal(text)}" if text else ""
+
+
+def document_filter(document_id: str, keep: Sequence[str] = ()) -> str:
+    """The rows of ``document_id``, less those whose id is in ``keep``."""
+    expr = f"document_id == {literal(str(document_id))}"
+    if keep:
+        expr += " and " + in_list("id", keep).replace(" in [", " not in [", 1)
+    return expr

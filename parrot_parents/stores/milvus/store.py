@@ -22,10 +22,16 @@ from parrot_parents.errors import ConfigurationError, StoreError
 from parrot_parents.stores.abstract import AbstractStore
 from parrot_parents.stores.identifiers import validate_identifier
 from parrot_parents.stores.milvus.filters import (
+    document_filter,
     in_list,
     literal,
     partition_clause,
     translate_filter,
+)
+from parrot_parents.stores.milvus.records import (
+    QUERY_WINDOW,
+    first_row_metadata,
+    ingestion_records,
 )
 from parrot_parents.stores.milvus.rows import FOLDED_KIND, entities, fold, milvus_rows
 from parrot_parents.stores.milvus.schema import (
@@ -59,12 +65,6 @@ logger = logging.getLogger(__name__)
 _MAX_LIMIT = 10_000
 #: The metric of each searched field: cosine over the embedding, BM25 over the text.
 _METRICS = {"embedding": "COSINE", "sparse": "BM25"}
-#: Milvus returns at most this many rows per query (``maxQueryResultWindow``).
-QUERY_WINDOW = 16_384
-#: Document ids read per query of their rows' metadata.
-_IDS_PER_QUERY = 64
-#: Key of the per-document ingestion record on parent rows (loaders.indexing.INGESTION_KEY).
-_INGESTION = "ingestion"
 
 T = TypeVar("T")
 
@@ -296,15 +296,8 @@ class MilvusStore(
         """
         rows = check_document_rows(document_id, milvus_rows(documents, embeddings, self.dimension))
         written = await self._upsert(rows)
-        await self._delete_where(self._doc_filter(document_id, written))
+        await self._delete_where(document_filter(document_id, written))
         return [r["id"] for r in rows]
-
-    @staticmethod
-    def _doc_filter(document_id: str, keep: Sequence[str] = ()) -> str:
-        expr = f"document_id == {literal(str(document_id))}"
-        if keep:
-            expr += " and " + in_list("id", keep).replace(" in [", " not in [", 1)
-        return expr
 
     async def _delete_where(self, expr: str) -> int:
         client = await self.ready()
@@ -316,7 +309,7 @@ class MilvusStore(
         return deleted
 
     async def delete(self, document_id: str) -> int:
-        return await self._delete_where(self._doc_filter(document_id))
+        return await self._delete_where(document_filter(document_id))
 
     async def drop(self) -> None:
         """Drop both collections (tests and ``eval`` use throwaway collections).
@@ -558,43 +551,14 @@ class MilvusStore(
         which carries the caller's; a few queries. Milvus has no transaction to read it in
         with the write, so of two writers of one new document under two values at once,
         both may succeed (the PostgreSQL store refuses the second)."""
-        wanted = list(dict.fromkeys(str(d) for d in document_ids))
-        found: dict[str, Mapping[str, Any]] = {}
-        fields = ["document_id", "metadata"]
-        for name in (self.parents_collection, self.collection):
-            for start in range(0, len(wanted), _IDS_PER_QUERY):
-                missing = [d for d in wanted[start : start + _IDS_PER_QUERY] if d not in found]
-                if not missing:
-                    continue
-                rows = await self._query(name, in_list("document_id", missing), fields)
-                if len(rows) >= QUERY_WINDOW:
-                    # The window is full, so a document may be missing: one at a time.
-                    rows = [
-                        r
-                        for d in missing
-                        for r in await self._query(name, in_list("document_id", [d]), fields)
-                    ]
-                for r in rows:
-                    found.setdefault(str(r["document_id"]), dict(r.get("metadata") or {}))
-        return found
+        return await first_row_metadata(
+            self._query, (self.parents_collection, self.collection), document_ids
+        )
 
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
-        """As :meth:`IndexedRows.ingestion_records`; one query.
-
-        Raises:
-            StoreError: the collection has more than :data:`QUERY_WINDOW` parents (Milvus
-                Lite has no query iterator to read past its result window).
-        """
-        fields = ["document_id", "metadata"]
-        rows = await self._query(self.parents_collection, 'document_id != ""', fields)
-        if len(rows) >= QUERY_WINDOW:
-            raise StoreError(f"more than {QUERY_WINDOW} parents: cannot list them in one read")
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            record = (r.get("metadata") or {}).get(_INGESTION)
-            if isinstance(record, dict):
-                out.setdefault(str(r["document_id"]), dict(record))
-        return dict(sorted(out.items()))
+        """As :meth:`IndexedRows.ingestion_records`; one query (:func:`ingestion_records`:
+        a ``StoreError`` past :data:`QUERY_WINDOW` parents)."""
+        return await ingestion_records(self._query, self.parents_collection)
 
     async def count(self, *, include_parents: bool = True) -> int:
         client = await self.ready()

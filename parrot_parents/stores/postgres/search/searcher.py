@@ -114,6 +114,40 @@ class SearchedStore(Protocol):
     async def close(self) -> None: ...
 
 
+def filter_where(
+    table: Table,
+    request: SearchRequest,
+    targets: bool = False,
+    few: bool = True,
+    partition: tuple[str, PartitionValue] | None = None,
+) -> list[Any]:
+    """The search's predicates: the child predicate, the predicate of a partition key's
+    value (``partition``: the key and the value, written into the statement) and the
+    compiled filter (always last).
+
+    ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
+    so an indexed row is judged by its target's metadata, in the form for few kept
+    rows or for an index scan (``few``;
+    :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`).
+    With ``partition``, the filter is checked on the rows the value's indexes yield,
+    in a form no metadata index serves
+    (:func:`~parrot_parents.stores.postgres.collections.partitions.unindexed`)."""
+    where: list[Any] = []
+    if not request.include_parents:
+        where.append(text(SEARCH_PREDICATE))
+    if partition is not None:
+        where.append(partition_clause(table.c.cmetadata, *partition))
+    if request.filter:
+        flt = dict(request.filter)
+        if partition is not None:
+            where.append(compile_filter(unindexed(table.c.cmetadata), flt))
+        elif targets:
+            where.append(searched_filter(table, flt, few=few))
+        else:
+            where.append(compile_filter(table.c.cmetadata, flt))
+    return where
+
+
 class Searcher:
     """Runs a store's search requests.
 
@@ -455,39 +489,7 @@ class Searcher:
         ceiling = scan_ceiling(children, request.limit, visits) if scanned else None
         return FilterPlan.for_estimate(sampled, children, below, sampled=True, ceiling=ceiling)
 
-    @staticmethod
-    def where(
-        table: Table,
-        request: SearchRequest,
-        targets: bool = False,
-        few: bool = True,
-        partition: tuple[str, PartitionValue] | None = None,
-    ) -> list[Any]:
-        """The search's predicates: the child predicate, the predicate of a partition key's
-        value (``partition``: the key and the value, written into the statement) and the
-        compiled filter (always last).
-
-        ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
-        so an indexed row is judged by its target's metadata, in the form for few kept
-        rows or for an index scan (``few``;
-        :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`).
-        With ``partition``, the filter is checked on the rows the value's indexes yield,
-        in a form no metadata index serves
-        (:func:`~parrot_parents.stores.postgres.collections.partitions.unindexed`)."""
-        where: list[Any] = []
-        if not request.include_parents:
-            where.append(text(SEARCH_PREDICATE))
-        if partition is not None:
-            where.append(partition_clause(table.c.cmetadata, *partition))
-        if request.filter:
-            flt = dict(request.filter)
-            if partition is not None:
-                where.append(compile_filter(unindexed(table.c.cmetadata), flt))
-            elif targets:
-                where.append(searched_filter(table, flt, few=few))
-            else:
-                where.append(compile_filter(table.c.cmetadata, flt))
-        return where
+    where = staticmethod(filter_where)
 
     async def _partition_of(
         self, conn: ReadConnection, request: SearchRequest

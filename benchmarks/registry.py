@@ -169,6 +169,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "filtered search: planner estimates, capped counts, exact ranking, bounded HNSW scans",
     ),
     Benchmark(
+        "filters",
+        "latency",
+        "filtered against unfiltered search: each kind of filter at 0.1 to 50 %, p50, p95, recall",
+    ),
+    Benchmark(
         "hybrid_cost",
         "latency",
         "what hybrid search costs against dense: query latency and ingest throughput",

@@ -1,4 +1,3 @@
-
 """ai-parrot's own parent-child route (FEAT-128) against parrot-parents, head to head.
 
 Every row answers the 276 dev questions of ``../shared/benchmarks/chunking_eval`` in one

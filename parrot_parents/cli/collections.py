@@ -159,6 +159,7 @@ async def run_collections(args: argparse.Namespace) -> int:
             "STRATEGY",
             "LEXICAL",
             "PARTITION",
+            "FILTER KEYS",
         ),
         lambda c: (
             c.name,
@@ -171,6 +172,7 @@ async def run_collections(args: argparse.Namespace) -> int:
             _cell(c.lexical_backend)
             + (f" ({c.text_search_config})" if c.text_search_config else ""),
             key_cell(c.partition_key),
+            ",".join(json.dumps(k) if "," in k else key_cell(k) for k in c.filter_keys) or "-",
         ),
     )
 

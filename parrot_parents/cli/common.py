@@ -301,6 +301,7 @@ def make_store(args: argparse.Namespace, *, create: bool = True) -> Any:
         create=create,
         lexical_backend=getattr(args, "lexical_backend", "auto"),
         partition_key=getattr(args, "partition_key", None),
+        filter_keys=getattr(args, "filter_key", None),
     )
 
 

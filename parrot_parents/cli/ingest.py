@@ -43,6 +43,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "index, or on Milvus its partition (recorded with the collection)",
     )
     p.add_argument(
+        "--filter-key",
+        action="append",
+        metavar="KEY",
+        help="give this metadata key a B-tree index of its value and planner statistics, so "
+        "that a filter on it (a range, $in, an equality) plans from an estimate and reads "
+        "the rows it keeps through the index (repeatable; PostgreSQL; kept by the collection)",
+    )
+    p.add_argument(
         "--metadata",
         action="append",
         default=[],

@@ -8,6 +8,7 @@ Used by the command line (``--store``) and ``eval``; Python code constructs
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from parrot_parents.errors import ConfigurationError
@@ -49,18 +50,21 @@ def open_store(
     create: bool = True,
     lexical_backend: str = "auto",
     partition_key: str | None = None,
+    filter_keys: Sequence[str] | None = None,
 ) -> AbstractStore:
     """The store named by ``spec`` (see :func:`parse_store_spec`); nothing connects yet.
 
     ``dsn``, ``lexical_backend`` (``auto``, ``pg_textsearch`` or ``sql``: what ranks the
     lexical branch of a new collection,
     :mod:`parrot_parents.stores.postgres.search.bm25_index`) are for PostgreSQL;
-    ``partition_key`` (:mod:`parrot_parents.stores.partition_keys`) for both; a Milvus
-    cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
+    ``partition_key`` (:mod:`parrot_parents.stores.partition_keys`) for both;
+    ``filter_keys``
+    (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`) for PostgreSQL; a
+    Milvus cluster's token is read from ``$PARROT_PARENTS_MILVUS_TOKEN``.
 
     Raises:
-        ConfigurationError: a bad spec, collection name, lexical backend or partition key,
-            or ``--dsn`` or a lexical backend given with Milvus.
+        ConfigurationError: a bad spec, collection name, lexical backend, partition key or
+            filter key, or ``--dsn``, a lexical backend or filter keys given with Milvus.
     """
     from parrot_parents.stores.postgres.search.bm25_index import validate_lexical_choice
 
@@ -72,6 +76,10 @@ def open_store(
         if choice != "auto":
             raise ConfigurationError(
                 "a lexical backend is for PostgreSQL; Milvus ranks text with its own BM25"
+            )
+        if filter_keys:
+            raise ConfigurationError(
+                "filter keys are for PostgreSQL; Milvus filters scalar fields with its own indexes"
             )
         from parrot_parents.stores.milvus.store import MilvusStore
 
@@ -92,6 +100,7 @@ def open_store(
         create=create,
         lexical_backend=choice,
         partition_key=partition_key,
+        filter_keys=filter_keys,
     )
 
 

@@ -22,12 +22,27 @@ lone ``\\``; finite numbers (no NaN, Infinity, ``1e400``), integers in 64 bits; 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, false, func, literal, not_, or_, true
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import (
+    TEXT,
+    ColumnElement,
+    and_,
+    any_,
+    bindparam,
+    cast,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+    true,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.sql import column, visitors
 from sqlalchemy.sql.elements import BindParameter
 
@@ -66,30 +81,44 @@ _ORDER = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
 UNESTIMATED_OPERATORS = frozenset({*_ORDER, "$between", "$like", "$ilike"})
 
 
-def has_unestimated(filter: Mapping[str, Any]) -> bool:
+#: The operators a filter key's statistics estimate (``$like`` reads the value as text,
+#: which they do not describe).
+_KEYED_ESTIMATES = frozenset({*_ORDER, "$between"})
+
+
+def has_unestimated(filter: Mapping[str, Any], keyed: AbstractSet[str] = frozenset()) -> bool:
     """Whether a valid ``filter`` holds a condition the planner cannot estimate
-    (:data:`UNESTIMATED_OPERATORS`), at any depth of ``$and``/``$or``/``$not``."""
+    (:data:`UNESTIMATED_OPERATORS`), at any depth of ``$and``/``$or``/``$not``. An
+    ordering on one of the ``keyed`` keys (the collection's filter keys, which have
+    statistics: :mod:`~parrot_parents.stores.postgres.collections.filter_keys`) is
+    estimated."""
     for key, value in filter.items():
         if key in LOGICAL_OPERATORS:
             items = value if isinstance(value, list) else [value]
-            if any(isinstance(i, Mapping) and has_unestimated(i) for i in items):
+            if any(isinstance(i, Mapping) and has_unestimated(i, keyed) for i in items):
                 return True
-        elif isinstance(value, Mapping) and UNESTIMATED_OPERATORS.intersection(value):
-            return True
+        elif isinstance(value, Mapping):
+            unestimated = UNESTIMATED_OPERATORS.intersection(value)
+            if key in keyed:
+                unestimated -= _KEYED_ESTIMATES
+            if unestimated:
+                return True
     return False
 
 
-def estimated_part(filter: Mapping[str, Any]) -> dict[str, Any]:
+def estimated_part(
+    filter: Mapping[str, Any], keyed: AbstractSet[str] = frozenset()
+) -> dict[str, Any]:
     """The conditions of a valid ``filter`` that it ANDs at its top level and that hold no
     condition the planner cannot estimate (:func:`has_unestimated`); ``{}`` when none.
     Every row ``filter`` keeps, this part keeps: its estimate bounds the filter's."""
     part: dict[str, Any] = {}
     for key, value in filter.items():
         if key == "$and" and isinstance(value, list):
-            items = [i for i in value if isinstance(i, Mapping) and not has_unestimated(i)]
+            items = [i for i in value if isinstance(i, Mapping) and not has_unestimated(i, keyed)]
             if items:
                 part[key] = items
-        elif not has_unestimated({key: value}):
+        elif not has_unestimated({key: value}, keyed):
             part[key] = value
     return part
 
@@ -100,15 +129,37 @@ def validate_filter(filter: Any) -> None:
     Raises:
         ConfigurationError: see :func:`compile_filter`.
     """
-    compile_filter(column("cmetadata", JSONB), filter)
+    # Compiled as if every key were a filter key: the same checks, and an ``$in`` of
+    # hundreds of values built as one condition rather than one per value.
+    compile_filter(column("cmetadata", JSONB), filter, _EVERY_KEY)
 
 
-def compile_filter(cmetadata: Any, filter: Any) -> ColumnElement[bool]:
+class _EveryKey(frozenset[str]):
+    """A set holding every key (:func:`validate_filter`'s ``keyed``)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+_EVERY_KEY = _EveryKey()
+
+
+def compile_filter(
+    cmetadata: Any, filter: Any, keyed: AbstractSet[str] = frozenset()
+) -> ColumnElement[bool]:
     """The SQL condition of ``filter`` over the jsonb column ``cmetadata``.
 
     Args:
         cmetadata: the ``cmetadata`` column (JSONB) of the collection table.
         filter: a filter dict (module docstring); ``{}`` matches every row.
+        keyed: the collection's filter keys
+            (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`): an equality
+            or ``$in`` on one with scalar values is compiled to a condition on the key's
+            value (``cmetadata['key'] = v``, ``= ANY(...)``, ``$nin`` as ``(... = ANY(...))
+            IS NOT TRUE``), which its B-tree index and statistics serve, instead of
+            containment (the GIN index, and a selectivity guessed per value: planning an
+            ``$in`` of 500 values took 13 ms). The rows kept are the same: containment of
+            a scalar under a key is equality of the key's value.
 
     Returns:
         A boolean SQLAlchemy expression with every value bound as a parameter named
@@ -120,7 +171,7 @@ def compile_filter(cmetadata: Any, filter: Any) -> ColumnElement[bool]:
     """
     if not isinstance(filter, Mapping):
         raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
-    where = _Compiler(cmetadata).where(filter, 0)
+    where = _Compiler(cmetadata, keyed).where(filter, 0)
     position = itertools.count()
 
     def named(element: Any, **_: Any) -> Any:
@@ -143,8 +194,20 @@ def filter_params(where: ColumnElement[bool]) -> dict[str, Any]:
 
 
 class _Compiler:
-    def __init__(self, col: Any) -> None:
+    def __init__(self, col: Any, keyed: AbstractSet[str]) -> None:
         self.col = col
+        self.keyed = keyed
+
+    def value_is(self, key: str, value: Any) -> ColumnElement[bool]:
+        """``cmetadata[key] = value``: a filter key's scalar equality."""
+        cond: ColumnElement[bool] = self.col[literal(key)] == literal(value, type_=JSONB)
+        return cond
+
+    def value_in(self, key: str, values: list[Any]) -> ColumnElement[bool]:
+        """``cmetadata[key] = ANY(values)``: a filter key's ``$in`` of scalars."""
+        array = literal([json.dumps(v) for v in values], type_=ARRAY(TEXT))
+        cond: ColumnElement[bool] = self.col[literal(key)] == any_(cast(array, ARRAY(JSONB)))
+        return cond
 
     def where(self, f: Mapping[str, Any], depth: int) -> ColumnElement[bool]:
         if depth > _MAX_DEPTH:
@@ -160,7 +223,10 @@ class _Compiler:
                 conds.extend(self.field(key, op, arg) for op, arg in value.items())
             else:
                 _check_value(key, value, nested=True)
-                plain[key] = value
+                if key in self.keyed and _scalar(value):
+                    conds.append(self.value_is(key, value))
+                else:
+                    plain[key] = value
         if plain:
             conds.insert(0, self.col.contains(plain))
         if not conds:
@@ -200,6 +266,8 @@ class _Compiler:
             raise _unknown(op, key)
         if op in ("$eq", "$ne"):
             _check_value(key, arg, nested=False)
+            if op == "$eq" and key in self.keyed:
+                return self.value_is(key, arg)
             cond: ColumnElement[bool] = self.col.contains({key: arg})
             return cond if op == "$eq" else not_(cond)
         if op in ("$in", "$nin"):
@@ -207,7 +275,13 @@ class _Compiler:
                 raise ConfigurationError(f"{where} {op} needs a list of at most {_MAX_LIST} values")
             for v in arg:
                 _check_value(key, v, nested=False)
-            cond = or_(*[self.col.contains({key: v}) for v in arg]) if arg else false()
+            if not arg:
+                return false() if op == "$in" else true()
+            if key in self.keyed:
+                # A row without the key is NULL here, and matches $nin (module docstring).
+                found = self.value_in(key, arg)
+                return found if op == "$in" else found.is_not(true())
+            cond = or_(*[self.col.contains({key: v}) for v in arg])
             return cond if op == "$in" else not_(cond)
         if op == "$exists":
             if not isinstance(arg, bool):
@@ -237,6 +311,10 @@ class _Compiler:
         # jsonb compares numbers numerically and strings by collation; the type guard keeps
         # jsonb's cross-type ordering (string < number < boolean) out of the answer.
         return and_(typed, element.op(sql_op)(literal(value, type_=JSONB)))
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _kind(key: str, value: Any) -> str:

@@ -103,7 +103,7 @@ async def test_a_bad_row_is_reported_and_never_stops_the_others(
         in (report.failed["d_missing_model"])
     )
     assert report.failed["z_wrong_type"] == (
-        "reranker_config.batch_size: Input should be a valid integer, got \"8\""
+        'reranker_config.batch_size: Input should be a valid integer, got "8"'
     )
     retrieval = await manager.get("m_good").retrieve(QUESTION)
     assert retrieval.passages

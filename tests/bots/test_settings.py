@@ -81,7 +81,7 @@ def test_id_and_timestamps_of_a_loaded_row_are_ignored() -> None:
         ),
         (
             {"reranker_config": {"type": "cross_encoder", "batch_size": "8"}},
-            "reranker_config.batch_size: Input should be a valid integer, got \"8\"",
+            'reranker_config.batch_size: Input should be a valid integer, got "8"',
         ),
         (
             {"reranker_config": {"type": "cross_encoder", "device": "tpu"}},

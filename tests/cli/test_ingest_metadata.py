@@ -173,3 +173,40 @@ def test_a_collection_given_its_partition_key_hears_so_and_an_unindexed_value_is
         assert "without --metadata tenant=VALUE: these documents carry no value" in err
     finally:
         main(["drop", table, "--yes", "--dsn", pg_dsn])
+
+
+def test_ingest_gives_filter_keys_and_collections_lists_them(
+    pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ingest --filter-key`` (repeatable) gives the collection those keys, which the
+    listing shows in text and JSON; a range on one is then planned from an estimate."""
+    from parrot_parents.cli.main import main
+    from tests.conftest import unique_table
+
+    (tmp_path / "pay.txt").write_text("Salaries are paid on the last working day of each month.")
+    table = unique_table("ing")
+    common = ["--dsn", pg_dsn, "--collection", table]
+    try:
+        args = ["ingest", str(tmp_path), *common, "--metadata", "year=2024"]
+        assert main([*args, "--filter-key", "year", "--filter-key", "dept,a"]) == 0
+        capsys.readouterr()
+        assert main(["collections", "--dsn", pg_dsn, "--json"]) == 0
+        found = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
+        assert found[table]["filter_keys"] == ["dept,a", "year"]
+        assert main(["collections", "--dsn", pg_dsn]) == 0
+        listing = capsys.readouterr().out
+        header, line = listing.splitlines()[0], next(x for x in listing.splitlines() if table in x)
+        assert "FILTER KEYS" in header
+        assert line.rstrip().endswith('"dept,a",year')
+        question = ["ask", "When are salaries paid?", *common, "--json"]
+        assert main([*question, "--filter", '{"year": {"$gte": 2020}}']) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert meta["filter_plan"]["sampled"] is False
+        assert meta["children"], "the range keeps the document's children"
+    finally:
+        main(["drop", table, "--yes", "--dsn", pg_dsn])
+
+
+def test_filter_keys_are_refused_with_milvus_before_anything_connects() -> None:
+    with pytest.raises(ConfigurationError, match="filter keys are for PostgreSQL"):
+        open_store("milvus:./never.db", filter_keys=["year"])

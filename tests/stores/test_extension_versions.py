@@ -52,8 +52,9 @@ async def test_a_newer_catalog_keeps_working_and_is_named(
 ) -> None:
     dsn, newer = newer_catalog_dsn
     store = PgVectorStore(dsn=dsn, table="docs", embedding=embeddings)
-    with caplog.at_level(logging.WARNING,
-    logger="parrot_parents.stores.postgres.collections.setup"):
+    with caplog.at_level(
+        logging.WARNING, logger="parrot_parents.stores.postgres.collections.setup"
+    ):
         await store.add_documents([Document(page_content="the pay day is the 15th")])
         hits = await store.similarity_search("when is pay day?", limit=1)
     await store.close()

@@ -7,7 +7,11 @@ blocks, so a 1M collection is generated and loaded without holding it in memory.
   ``LateChunkingProcessor.build_hierarchy``): one parent per document
   (``is_full_document``, its whole text) and children that are exact slices of it, with
   ``parent_document_id``, ``chunk_index`` and character offsets. Every row also carries
-  ``tenant`` (one of 100 values), so ``{"tenant": "t07"}`` selects 1 % of the children.
+  ``tenant`` (one of 100 values), so ``{"tenant": "t07"}`` selects 1 % of the children,
+  and keys for filters of other selectivities (:func:`filter_keys`): ``rank`` (an integer
+  of 0..999: 0.1 % each, and ranges), ``kind`` (20 values: 5 %), ``region`` (5: 20 %)
+  and ``half`` (2: 50 %), drawn from a hash of the document's index, so that no key
+  follows the vectors' topics (a filter that did would be the easy case).
 * **Text** is words of the shared dev corpora: each document draws 15 % of its words
   from its topic's 80 words, the rest from the whole vocabulary by a Zipf law, so BM25
   sees topical terms and common words, not noise. Children are about 360 characters
@@ -35,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "DIM",
+    "FILTER_KEYS",
     "GENERATOR",
     "Block",
     "Queries",
@@ -44,7 +49,7 @@ __all__ = [
 
 DIM = 384
 #: Changes whenever the generated rows change, so cached collections are rebuilt.
-GENERATOR = "scale-synthetic-v3"
+GENERATOR = "scale-synthetic-v4"
 SEED = 11
 TENANTS = 100
 _WORDS_PER_CHILD = 54
@@ -55,6 +60,23 @@ _DOC_NOISE = float(np.sqrt((1 / 0.85**2 - 1) / DIM))
 _CHILD_NOISE = float(np.sqrt((1 / 0.6**2 - 1) / DIM))
 _QUERY_NOISE = float(np.sqrt((1 / 0.7**2 - 1) / DIM))
 _DOCS_PER_BLOCK = 2000
+
+
+#: The filter keys every row carries besides ``tenant``, and how many values each has.
+FILTER_KEYS = {"rank": 1000, "kind": 20, "region": 5, "half": 2}
+
+
+def filter_keys(doc: int) -> dict[str, int | str]:
+    """The filter keys of document ``doc`` (:data:`FILTER_KEYS`): one 32-bit hash of its
+    index cut into independent digits, so each key's values are equally likely and no
+    key says anything of another, of ``tenant`` or of the document's topic."""
+    h = int.from_bytes(hashlib.blake2b(doc.to_bytes(8, "little"), digest_size=4).digest(), "little")
+    return {
+        "rank": h % 1000,
+        "kind": f"k{(h // 1000) % 20:02d}",
+        "region": f"r{(h // 20_000) % 5}",
+        "half": f"h{(h // 100_000) % 2}",
+    }
 
 
 def load_vocabulary(corpora: Path) -> np.ndarray:
@@ -174,6 +196,7 @@ class SyntheticCollection:
             # ids as parrot_parents.stores.records.ids makes them
             parent_id = f"{doc}#doc:0-{len(text)}"
             tenant = f"t{int(d) % TENANTS:02d}"
+            keys = filter_keys(int(d))
             source = f"synthetic/{doc}.txt"
             block.parent_ids.append(parent_id)
             block.parent_texts.append(text)
@@ -182,6 +205,7 @@ class SyntheticCollection:
                     "document_id": doc,
                     "source": source,
                     "tenant": tenant,
+                    **keys,
                     "chunk_index": 0,
                     "start_index": 0,
                     "end_index": len(text),
@@ -201,6 +225,7 @@ class SyntheticCollection:
                         "document_id": doc,
                         "source": source,
                         "tenant": tenant,
+                        **keys,
                         "is_chunk": True,
                         "parent_document_id": parent_id,
                         "chunk_index": j,

@@ -143,7 +143,6 @@ async def run_route(
     return result
 
 
-
 def table(rows: Sequence[RowResult]) -> list[str]:
     lines = [
         "| row | recall@1000c | recall@2000c | recall@4000c | empty contexts | p50 ms | query vector ms |",
@@ -169,5 +168,3 @@ def version_of(dist: str) -> str:
         return version(dist)
     except PackageNotFoundError:
         return "not installed"
-
-

@@ -347,7 +347,6 @@ def ai_parrot_route(
     return Route(name, setup, ask_bot, embed_query, None, bot_notes)
 
 
-
 def findings(late: AiParrotTable) -> list[str]:
     """Why ai-parrot's rows score as they do: what ai-parrot 1.2.4's code does, with this
     run's counts (the claims are read from its source; the counts are measured)."""
@@ -394,5 +393,3 @@ def findings(late: AiParrotTable) -> list[str]:
         "`SemanticTextSplitter` cuts ~2000-character chunks with no parent rows; a "
         "plain top 10 of them is ai-parrot's best row here.",
     ]
-
-

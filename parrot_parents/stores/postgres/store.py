@@ -24,6 +24,7 @@ from parrot_parents.stores.postgres.collections.documents import (
     DocumentsTable,
     DocumentState,
 )
+from parrot_parents.stores.postgres.collections.filter_keys import validate_filter_keys
 from parrot_parents.stores.postgres.collections.lifecycle import CollectionLifecycle
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
 from parrot_parents.stores.postgres.collections.partitions import validate_partition_key
@@ -140,6 +141,9 @@ class PgVectorStore(
             the collection; None (default) opens any collection with the key it has. A
             store that may create gives an existing collection without a key this one
             (building the indexes of the values it holds).
+        filter_keys: metadata keys filters read (``["year"]``), each given a B-tree index
+            and planner statistics at connect by a store that may create (kept after;
+            :mod:`~parrot_parents.stores.postgres.collections.filter_keys`).
 
     Nothing connects at construction; the first call (or :meth:`connect`, or ``async
     with store``) does. A store may be used from several event loops, in any order: each
@@ -173,6 +177,7 @@ class PgVectorStore(
         lexical_backend: LexicalChoice = "auto",
         bm25_guard: GuardChoice = "auto",
         partition_key: str | None = None,
+        filter_keys: Sequence[str] | None = None,
     ) -> None:
         if table is not None and collection is not None and table != collection:
             raise ConfigurationError(f"table={table!r} and collection={collection!r} differ")
@@ -218,6 +223,7 @@ class PgVectorStore(
         self.lifecycle = CollectionLifecycle(
             self, dimension, wanted_config, wanted_backend, wanted_key
         )
+        self.lifecycle.wanted_filter_keys = validate_filter_keys(filter_keys)
         self.searcher = Searcher(self, self.connections.statements, wanted_backend)
         self.writes = DocumentWrites(self, self.lifecycle)
         self.reads = CollectionReads(self.name, self.documents, self.lifecycle.ready)
@@ -241,15 +247,13 @@ class PgVectorStore(
 
     @property
     def engine(self) -> AsyncEngine:
-        """The SQLAlchemy engine of the running event loop (see the class docstring);
-        only after :meth:`connect`."""
+        """The running event loop's SQLAlchemy engine; only after :meth:`connect`."""
         return self.connections.pools().engine
 
     @property
     def read_pool(self) -> ReadPool:
-        """The pool of the store's hot reads
-        (:mod:`parrot_parents.stores.postgres.connections.read_pool`) of the running event
-        loop; only after :meth:`connect`."""
+        """The running event loop's pool of hot reads
+        (:mod:`~parrot_parents.stores.postgres.connections.read_pool`); after :meth:`connect`."""
         return self.connections.pools().reads
 
     @property
@@ -449,10 +453,9 @@ class PgVectorStore(
                 each hit on one becomes the row it stands for (``via`` names it), once,
                 at its best rank (:mod:`parrot_parents.stores.resolve`).
             filter: metadata filter in the langchain-postgres language, applied in SQL to
-                both search branches: plain values are JSON containment
-                (``{"document_id": "handbook"}``, served by the GIN index), operators ``$eq
-                $ne $lt $lte $gt $gte $in $nin $between $exists $like $ilike $and $or $not``
-                (see :mod:`parrot_parents.stores.filters`).
+                both search branches (``{"document_id": "handbook"}``, operators ``$eq $ne $lt
+                $lte $gt $gte $in $nin $between $exists $like $ilike $and $or $not``:
+                :mod:`parrot_parents.stores.filters`).
             search_mode: ``dense`` (default: cosine kNN), ``lexical`` (BM25 over the
                 children) or ``hybrid`` (both in one statement, fused by weighted RRF);
                 see :mod:`parrot_parents.stores.postgres.search.hybrid`.

@@ -68,9 +68,7 @@ def documents() -> list[ParrotDocument]:
     """What an ai-parrot loader hands over: whole documents with their metadata."""
     return [
         ParrotDocument(page_content=PAY, metadata={"source": "pay.md", "department": "hr"}),
-        ParrotDocument(
-            page_content=LEAVE, metadata={"source": "leave.md", "department": "people"}
-        ),
+        ParrotDocument(page_content=LEAVE, metadata={"source": "leave.md", "department": "people"}),
     ]
 
 

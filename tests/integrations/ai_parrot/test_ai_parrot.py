@@ -136,7 +136,10 @@ async def test_ai_parrots_reranker_reorders_the_children_before_expansion(
         model_name=str(model), device="cpu", precision="fp32", warmup=False
     )
     bot = HRBot(
-        name="hr", llm="openai", reranker=reranker, expand_to_parent=False,
+        name="hr",
+        llm="openai",
+        reranker=reranker,
+        expand_to_parent=False,
         parrot_parents_store=collection,
     )
     _, meta = await bot.get_vector_context(QUESTION, limit=2)

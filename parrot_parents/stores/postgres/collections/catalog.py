@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from parrot_parents.errors import CollectionNotFoundError
 from parrot_parents.stores.identifiers import CollectionName, collection_name, validate_identifier
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
+from parrot_parents.stores.postgres.collections.filter_keys import read_filter_keys
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
 from parrot_parents.stores.postgres.collections.partitions import read_partition_key
 from parrot_parents.stores.postgres.collections.setup import stored_dimension
@@ -87,6 +88,9 @@ class CollectionInfo:
         text_search_config: the lexical column's configuration (``english``...), or None.
         partition_key: the metadata key whose values each have an HNSW index
             (:mod:`~parrot_parents.stores.postgres.collections.partitions`), or None.
+        filter_keys: the metadata keys with a B-tree index of their value and planner
+            statistics (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`),
+            sorted.
     """
 
     name: str
@@ -103,6 +107,7 @@ class CollectionInfo:
     lexical_backend: str | None = None
     text_search_config: str | None = None
     partition_key: str | None = None
+    filter_keys: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the attributes."""
@@ -225,6 +230,7 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
         ),
         text_search_config=config,
         partition_key=await conn.run_sync(read_partition_key, name, schema),
+        filter_keys=sorted(await conn.run_sync(read_filter_keys, CollectionName(schema, name))),
     )
 
 

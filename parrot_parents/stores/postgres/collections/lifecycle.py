@@ -28,6 +28,7 @@ from parrot_parents.stores.postgres.collections.creation import (
     prepare_collection,
 )
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
+from parrot_parents.stores.postgres.collections.filter_keys import ensure_filter_keys
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract, fingerprint
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
@@ -108,6 +109,9 @@ class CollectionLifecycle:
         #: Whether this store recorded :attr:`wanted_partition_key` on its collection (new,
         #: or existing without a key): a change for good, which its caller may want to say.
         self.gave_partition_key = False
+        #: The filter keys a writer gives the collection (checked: the store's
+        #: ``filter_keys``); those it lacked are built by :meth:`_prepare`.
+        self.wanted_filter_keys: tuple[str, ...] = ()
         self._connections = store.connections
         self._dimension = dimension
         self.wanted_config = wanted_config
@@ -221,6 +225,8 @@ class CollectionLifecycle:
             await check_dimension(conn, name.schema, name.table, self.dimension)
             await store.model_contract.read(conn)
             store.partition_key = await conn.run_sync(self._partition_key, True)
+            if self.wanted_filter_keys:
+                await conn.run_sync(ensure_filter_keys, name, self.wanted_filter_keys)
         self.writable = True
 
     def _partition_key(self, conn: Any, writer: bool) -> str | None:

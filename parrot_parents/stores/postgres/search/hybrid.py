@@ -519,6 +519,7 @@ def search_statement(
     bm25_index: str | None = None,
     kept: Any | None = None,
     half: bool = False,
+    dense_where: list[ColumnElement[Any]] | None = None,
 ) -> Select[Any]:
     """The lexical or hybrid search statement (dense alone is :func:`dense_statement`); bind
     ``lexical_query`` (the question) and, ``with_vector``, ``query_vector``.
@@ -530,8 +531,10 @@ def search_statement(
     ``lexical_expansion``: the lexemes pseudo-relevance feedback added (``fusion.prf``),
     heaviest first, NULL without it; ``distance``: the cosine distance when
     ``with_vector``; ``fused_score``: the weighted RRF value (None in ``lexical`` mode).
-    ``where`` applies to both branches. ``bm25_index`` (the pg_textsearch index's qualified
-    name) makes the lexical branch its top-k, not with ``fusion.prf``. ``kept``
+    ``where`` applies to both branches, unless ``dense_where`` (the same predicates in
+    another form, with the same parameters) is given for the dense one. ``bm25_index``
+    (the pg_textsearch index's qualified name) makes the lexical branch its top-k, not
+    with ``fusion.prf``. ``kept``
     (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`) ranks those rows only,
     each compared and matched directly, never through the HNSW or GIN index. ``half``: the
     dense branch's HNSW index is over ``embedding::halfvec(d)`` (a partition value's,
@@ -559,7 +562,7 @@ def search_statement(
         order: tuple[Any, ...] = (lex.c.lexical_rank,)
     else:
         assert with_vector
-        dense = _dense(table, where, depth, kept, half)
+        dense = _dense(table, where if dense_where is None else dense_where, depth, kept, half)
         fid = func.coalesce(dense.c.id, lex.c.id)
         k = float(fusion.rrf_k)
         fused = fusion.dense_weight * func.coalesce(

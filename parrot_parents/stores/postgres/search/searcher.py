@@ -9,6 +9,7 @@ through :class:`SearchedStore`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -25,6 +26,7 @@ from parrot_parents.stores.filters import (
 )
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.partition_keys import PartitionValue, value_json
+from parrot_parents.stores.postgres.collections.filter_keys import FilterKeyLookup
 from parrot_parents.stores.postgres.collections.partitions import (
     FixedPartition,
     PartitionLookup,
@@ -56,6 +58,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     sampled_rows,
     scan_ceiling,
     threshold,
+    widened,
 )
 from parrot_parents.stores.postgres.search.hybrid import (
     EXACT_CANDIDATES,
@@ -86,7 +89,7 @@ from parrot_parents.stores.search_options import (
     check_search_mode,
 )
 
-__all__ = ["SearchedStore", "Searcher"]
+__all__ = ["SearchedStore", "Searcher", "search_settings"]
 
 
 class SearchedStore(Protocol):
@@ -120,6 +123,8 @@ def filter_where(
     targets: bool = False,
     few: bool = True,
     partition: tuple[str, PartitionValue] | None = None,
+    keyed: AbstractSet[str] = frozenset(),
+    scanned: bool = False,
 ) -> list[Any]:
     """The search's predicates: the child predicate, the predicate of a partition key's
     value (``partition``: the key and the value, written into the statement) and the
@@ -131,7 +136,12 @@ def filter_where(
     :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`).
     With ``partition``, the filter is checked on the rows the value's indexes yield,
     in a form no metadata index serves
-    (:func:`~parrot_parents.stores.postgres.collections.partitions.unindexed`)."""
+    (:func:`~parrot_parents.stores.postgres.collections.partitions.unindexed`). ``keyed``:
+    the collection's filter keys
+    (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`). ``scanned``: the
+    predicates of a dense branch ranked through the HNSW index, the filter checked on the
+    rows it yields: in the form no metadata index serves, so that no bitmap scan of the
+    rows the filter keeps can replace the ranked scan."""
     where: list[Any] = []
     if not request.include_parents:
         where.append(text(SEARCH_PREDICATE))
@@ -139,13 +149,73 @@ def filter_where(
         where.append(partition_clause(table.c.cmetadata, *partition))
     if request.filter:
         flt = dict(request.filter)
-        if partition is not None:
-            where.append(compile_filter(unindexed(table.c.cmetadata), flt))
+        if partition is not None or (scanned and not targets):
+            # Compiled with the same keys: its parameters are the plain filter's.
+            where.append(compile_filter(unindexed(table.c.cmetadata), flt, keyed))
         elif targets:
-            where.append(searched_filter(table, flt, few=few))
+            where.append(searched_filter(table, flt, few=few, keyed=keyed))
         else:
-            where.append(compile_filter(table.c.cmetadata, flt))
+            where.append(compile_filter(table.c.cmetadata, flt, keyed))
     return where
+
+
+def search_settings(
+    options: HNSWQueryOptions,
+    request: SearchRequest,
+    index_only: bool = False,
+    partition: bool = False,
+    bitmaps: bool = True,
+) -> Settings:
+    """The session settings a search's statement needs under ``options`` (the store's
+    search options), every one that any search statement changes: they stay on the read
+    pool's connection after it.
+
+    Without a filter, sequential scans are disabled: the planner would otherwise pick
+    a full scan and sort on a small table with a large ``ef_search``, several times
+    slower (docs/performance.md, "Does the planner use the HNSW index?"), or scan the
+    table for the lexical branch's capped candidates; and so are parallel workers: at
+    a million children the planner ran the lexical branch's bitmap heap scan under a
+    ``Gather``, and starting the workers cost more than the scan (lexical search p50
+    30.5 against 15.1 ms on two cores, docs/performance.md). With a filter the statement is
+    planned for the filter's values (a custom plan each time: a generic one would not
+    know how many children they keep), and the planner stays free,
+    unless ``index_only``: a ranking kept on its indexes
+    (:mod:`~parrot_parents.stores.postgres.search.filter_plan`), with no sequential
+    scan, and no bitmap scan unless ``bitmaps`` (a lexical branch ranked in SQL reads
+    the GIN index of the query's lexemes through one). The planner has no statistics
+    for a range or a pattern on a metadata key, and takes a conjunction of them to
+    keep a row or two: left free, it then ranks every child the filter keeps by a
+    sequential scan and a sort (at 100k children, a scope ANDed with a range keeping
+    20 %: 700 ms in hybrid mode, against 20 ms through the indexes). ``partition``: the
+    search walks a partition key value's own graph, with ``partition_ef_search``; its
+    statement holds the value and runs a generic plan, made at its first run on a
+    connection and kept with the prepared statement (the value's indexes are chosen
+    by the value, whatever the rest of the filter keeps).
+    """
+    hnsw: Settings = ()
+    if request.mode != "lexical":
+        ef = options.partition_ef_search if partition else options.ef_search
+        hnsw = (
+            ("hnsw.ef_search", str(max(ef, min(request.depth, 1000)))),
+            ("hnsw.iterative_scan", options.iterative_scan),
+            ("hnsw.max_scan_tuples", str(options.max_scan_tuples)),
+        )
+    if not request.filter:
+        return (
+            *hnsw,
+            ("enable_seqscan", "off"),
+            ("enable_bitmapscan", None),
+            ("plan_cache_mode", None),
+            ("max_parallel_workers_per_gather", "0"),
+        )
+    scans = "off" if index_only else None
+    return (
+        *hnsw,
+        ("enable_seqscan", scans),
+        ("enable_bitmapscan", None if bitmaps else scans),
+        ("plan_cache_mode", "force_generic_plan" if partition else "force_custom_plan"),
+        ("max_parallel_workers_per_gather", None),
+    )
 
 
 class Searcher:
@@ -165,6 +235,8 @@ class Searcher:
         self._wanted_backend = wanted_backend
         self._indexed_rows_seen = False
         self._partitions = PartitionLookup()
+        #: The collection's filter keys, read at most every ``LOOKUP_TTL_S`` seconds.
+        self.filter_keys = FilterKeyLookup()
 
     async def question(
         self,
@@ -237,52 +309,14 @@ class Searcher:
             fetch = replace(fetch, limit=min(MAX_LIMIT, fetch.limit * 4))
 
     def settings(
-        self, request: SearchRequest, index_only: bool = False, partition: bool = False
+        self,
+        request: SearchRequest,
+        index_only: bool = False,
+        partition: bool = False,
+        bitmaps: bool = True,
     ) -> Settings:
-        """The session settings a search's statement needs, every one that any search
-        statement changes: they stay on the read pool's connection after it.
-
-        Without a filter, sequential scans are disabled: the planner would otherwise pick
-        a full scan and sort on a small table with a large ``ef_search``, several times
-        slower (docs/performance.md, "Does the planner use the HNSW index?"), or scan the
-        table for the lexical branch's capped candidates; and so are parallel workers: at
-        a million children the planner ran the lexical branch's bitmap heap scan under a
-        ``Gather``, and starting the workers cost more than the scan (lexical search p50
-        30.5 against 15.1 ms on two cores, docs/performance.md). With a filter the statement is
-        planned for the filter's values (a custom plan each time: a generic one would not
-        know how many children they keep), and the planner stays free,
-        unless ``index_only``: a dense ranking kept on the HNSW index
-        (:mod:`~parrot_parents.stores.postgres.search.filter_plan`). ``partition``: the
-        search walks a partition key value's own graph, with ``partition_ef_search``; its
-        statement holds the value and runs a generic plan, made at its first run on a
-        connection and kept with the prepared statement (the value's indexes are chosen
-        by the value, whatever the rest of the filter keeps).
-        """
-        hnsw: Settings = ()
-        if request.mode != "lexical":
-            opts = self._store.search_options
-            ef = opts.partition_ef_search if partition else opts.ef_search
-            hnsw = (
-                ("hnsw.ef_search", str(max(ef, min(request.depth, 1000)))),
-                ("hnsw.iterative_scan", opts.iterative_scan),
-                ("hnsw.max_scan_tuples", str(opts.max_scan_tuples)),
-            )
-        if not request.filter:
-            return (
-                *hnsw,
-                ("enable_seqscan", "off"),
-                ("enable_bitmapscan", None),
-                ("plan_cache_mode", None),
-                ("max_parallel_workers_per_gather", "0"),
-            )
-        scans = "off" if index_only else None
-        return (
-            *hnsw,
-            ("enable_seqscan", scans),
-            ("enable_bitmapscan", scans),
-            ("plan_cache_mode", "force_generic_plan" if partition else "force_custom_plan"),
-            ("max_parallel_workers_per_gather", None),
-        )
+        """:func:`search_settings` of the store's search options."""
+        return search_settings(self._store.search_options, request, index_only, partition, bitmaps)
 
     async def _ranked(
         self, engine: AsyncEngine, table: Table, request: SearchRequest
@@ -326,11 +360,14 @@ class Searcher:
             targets = hierarchy and await self._has_indexed_rows(conn)
             found = None if targets else await self._partition_of(conn, request)
             part = found is not None
-            where = self.where(table, request, targets=targets)
+            keyed = await self.filter_keys.keys(conn, store.name)
+            where = self.where(table, request, targets=targets, keyed=keyed)
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
 
-            async def rank(exact: bool, index_only: bool = False, cap: int | None = None) -> Split:
+            async def rank(
+                exact: bool, index_only: bool = False, cap: int | None = None, widen: int = 1
+            ) -> Split:
                 capped = cap is not None
                 # A value's own indexes rank its index search; an exact ranking is the
                 # plain filter's (the kept rows read through the metadata index).
@@ -348,7 +385,7 @@ class Searcher:
                     and through
                     and found.rows <= store.lexical_candidates.exact_below
                 )
-                ranked_key = (*key, shape, exact, capped, through, scale, half, value, few)
+                ranked_key = (*key, shape, exact, capped, through, scale, half, value, few, widen)
                 prepared = statements.get(ranked_key)
                 if prepared is None:
                     kept = None
@@ -357,7 +394,9 @@ class Searcher:
                         ranked = self.statement(
                             table,
                             request,
-                            self.where(table, request, partition=(found.key, found.value)),
+                            self.where(
+                                table, request, partition=(found.key, found.value), keyed=keyed
+                            ),
                             candidates=(
                                 EXACT_CANDIDATES
                                 if few
@@ -367,8 +406,19 @@ class Searcher:
                             partition=True,
                         )
                     elif not exact:
-                        scanned = self.where(table, request, targets, few=False)
-                        ranked = self.statement(table, request, scanned)
+                        # The dense branch checks the filter on what the HNSW scan yields;
+                        # the lexical one reads it through the metadata indexes too.
+                        scanned = self.where(
+                            table, request, targets, few=False, keyed=keyed, scanned=True
+                        )
+                        indexed = self.where(table, request, targets, few=False, keyed=keyed)
+                        ranked = self.statement(
+                            table,
+                            request,
+                            indexed,
+                            dense_where=scanned,
+                            candidates=widened(store.lexical_candidates, widen),
+                        )
                     else:
                         # The lexical branch alone is better served by the GIN index, the
                         # filter checked on the children holding a query lexeme, than by
@@ -387,7 +437,13 @@ class Searcher:
                     )
                     prepared = statements.compiled(ranked_key, statement, engine.dialect)
                 run = params if cap is None else {**params, KEPT_LIMIT: cap + 1}
-                settings = self.settings(request, index_only, partition=through)
+                # Whether a lexical branch is ranked in SQL, through the GIN index's bitmaps.
+                bitmaps = not dense and (
+                    exact
+                    or through
+                    or self.lexical_ranking(request.filter, request.fusion, False)[0] == "sql"
+                )
+                settings = self.settings(request, index_only, partition=through, bitmaps=bitmaps)
                 rows: Sequence[Any] = await conn.fetch_with(
                     prepared.sql, prepared.args(run), settings
                 )
@@ -397,7 +453,7 @@ class Searcher:
                 plan = FilterPlan.for_partition(found.index)
             else:
                 plan = await self._filter_plan(
-                    conn, engine, table, request, where, shape, params, targets
+                    conn, engine, table, request, where, shape, params, targets, keyed
                 )
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
@@ -407,10 +463,9 @@ class Searcher:
                 if not split.over_cap:
                     return split, plan
                 plan = plan.then_index()
-            # The index plan is ours, not the planner's: a dense statement is kept off
-            # scans that would rank every child the filter keeps. (In hybrid mode the
-            # lexical branch needs the GIN bitmap scans, so the planner stays free.)
-            split = await rank(exact=False, index_only=dense)
+            # The index plan is ours, not the planner's: the statement is kept off scans
+            # that would rank every child the filter keeps (:meth:`settings`).
+            split = await rank(exact=False, index_only=True, widen=plan.lexical_scale)
             # Only a dense ranking can come back short of what the filter keeps: the
             # lexical branch's candidates are every child holding a query lexeme.
             if request.mode != "lexical" and len(split.hits) < request.limit:
@@ -430,6 +485,7 @@ class Searcher:
         shape: str,
         params: Mapping[str, Any],
         targets: bool,
+        keyed: AbstractSet[str] = frozenset(),
     ) -> FilterPlan:
         """How to rank a filtered search
         (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
@@ -437,7 +493,8 @@ class Searcher:
         sample's count instead, unless the filter's other ANDed conditions bound it.
         ``where``: the search's predicates (the compiled filter last, ``shape`` its SQL);
         ``params``: their values; ``targets``: the filter is judged on indexed rows'
-        targets (never sampled)."""
+        targets (never sampled); ``keyed``: the collection's filter keys, whose ranges the
+        planner estimates."""
         flt = dict(request.filter or {})
         dialect = engine.dialect
         statements = self._statements
@@ -449,7 +506,7 @@ class Searcher:
                 key,
                 estimate_statement(
                     table,
-                    targets_kept(table, flt, request.include_parents) if targets else kept,
+                    targets_kept(table, flt, request.include_parents, keyed) if targets else kept,
                     dialect,
                     with_vector=not targets,
                 ),
@@ -460,13 +517,13 @@ class Searcher:
         below = opts.filter_exact_below
         kept, children = await estimate(where, shape, params)
         most = threshold(below, children)
-        if targets or not has_unestimated(flt) or kept > most:
+        if targets or not has_unestimated(flt, keyed) or kept > most:
             return FilterPlan.for_estimate(kept, children, below)
         # The planner's share for a range or a pattern is a constant: count a sample,
         # unless the conditions it does estimate keep few enough on their own.
-        part = estimated_part(flt)
+        part = estimated_part(flt, keyed)
         if part:
-            bound = compile_filter(table.c.cmetadata, part)
+            bound = compile_filter(table.c.cmetadata, part, keyed)
             bound_shape = str(bound.compile(dialect=dialect))
             bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
             if bounded[0] <= most:
@@ -530,6 +587,7 @@ class Searcher:
         candidates: CandidateRule | None = None,
         half: bool = False,
         partition: bool = False,
+        dense_where: list[Any] | None = None,
     ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
@@ -547,7 +605,9 @@ class Searcher:
             where = self.where(table, request)
         if request.mode == "dense":
             assert kept is not None or not exact, "an exact dense ranking ranks the kept rows"
-            return dense_statement(table, request.limit, where, kept, half)
+            return dense_statement(
+                table, request.limit, where if dense_where is None else dense_where, kept, half
+            )
         store = self._store
         assert store.text_search_config is not None
         # The qualified name of the ``bm25`` index when it ranks the lexical branch.
@@ -576,6 +636,7 @@ class Searcher:
             bm25_index=bm25_index,
             kept=kept,
             half=half,
+            dense_where=dense_where,
         )
 
     def lexical_ranking(

@@ -17,6 +17,7 @@ index. Any other filter is the plain condition on the row. Costs: docs/performan
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from sqlalchemy import (
@@ -66,7 +67,11 @@ def reads_hierarchy(filter: Any) -> bool:
 
 
 def searched_filter(
-    table: Table, filter: Mapping[str, Any], *, few: bool = True
+    table: Table,
+    filter: Mapping[str, Any],
+    *,
+    few: bool = True,
+    keyed: AbstractSet[str] = frozenset(),
 ) -> ColumnElement[bool]:
     """``filter`` as the condition on the rows a search ranks (module docstring).
 
@@ -79,20 +84,21 @@ def searched_filter(
             the form for an index scan, checked row by row as the scan meets them (one
             primary-key lookup for an indexed row), where the list of ids could be most of
             the collection.
+        keyed: the collection's filter keys (:func:`~parrot_parents.stores.filters.compile_filter`).
 
     Raises:
         ConfigurationError: a bad filter (:func:`~parrot_parents.stores.filters.compile_filter`).
     """
     if not reads_hierarchy(filter):
-        return compile_filter(table.c.cmetadata, filter)
+        return compile_filter(table.c.cmetadata, filter, keyed)
     target = table.alias("target")
     # Compiled again over the target's column: the same parameter names and values.
-    on_target = compile_filter(target.c.cmetadata, filter)
+    on_target = compile_filter(target.c.cmetadata, filter, keyed)
     if few:
         row = table.alias("own")
         standing = table.alias("standing")
         plain = select(row.c.id).where(
-            not_(_indexed(row.c.cmetadata)), compile_filter(row.c.cmetadata, filter)
+            not_(_indexed(row.c.cmetadata)), compile_filter(row.c.cmetadata, filter, keyed)
         )
         # Containment, so that the GIN index finds the rows standing for each target.
         through = (
@@ -113,7 +119,7 @@ def searched_filter(
         false(),
     )
     indexed = _indexed(table.c.cmetadata)
-    own = compile_filter(table.c.cmetadata, filter)
+    own = compile_filter(table.c.cmetadata, filter, keyed)
     return or_(and_(not_(indexed), own), and_(indexed, reached))
 
 
@@ -125,7 +131,12 @@ def _indexed(cmetadata: Any) -> ColumnElement[bool]:
     return indexed
 
 
-def targets_kept(table: Table, filter: Mapping[str, Any], include_parents: bool) -> list[Any]:
+def targets_kept(
+    table: Table,
+    filter: Mapping[str, Any],
+    include_parents: bool,
+    keyed: AbstractSet[str] = frozenset(),
+) -> list[Any]:
     """The predicates of the rows that ``filter`` keeps among those indexed rows stand for
     (children, or every row but the indexed ones with ``include_parents``), for the
     planner's estimate of a filter through targets: it cannot estimate the join from the
@@ -133,4 +144,8 @@ def targets_kept(table: Table, filter: Mapping[str, Any], include_parents: bool)
     searched rows as a child is one. Count them without the vector condition: such a
     child is stored without one."""
     children = [] if include_parents else [text(CHILD_PREDICATE)]
-    return [*children, text(NOT_INDEXED_PREDICATE), compile_filter(table.c.cmetadata, filter)]
+    return [
+        *children,
+        text(NOT_INDEXED_PREDICATE),
+        compile_filter(table.c.cmetadata, filter, keyed),
+    ]

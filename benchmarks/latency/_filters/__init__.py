@@ -1,0 +1,1 @@
+"""Parts of the filter benchmark (``benchmarks/latency/filters.py``)."""

@@ -1,0 +1,174 @@
+"""The filters the filter benchmark asks with, and their exact answers.
+
+Every case keeps about a given share of the synthetic collection's children
+(:mod:`benchmarks.latency._scale.data`: ``rank`` 0..999, ``tenant`` of 100, ``kind`` of
+20, ``region`` of 5, ``half`` of 2, each drawn independently of the vectors), a different
+set of values for each query ``i``:
+
+* ``equality``: one value of the key with that many values (``rank`` for 0.1 %,
+  ``tenant`` 1 %, ``kind`` 5 %, ``region`` 20 %, ``half`` 50 %), a JSON containment;
+* ``in``: ``{"rank": {"$in": [...]}}`` with 1, 10, 50, 200 or 500 values;
+* ``range``: ``{"rank": {"$gte": a, "$lt": a + w}}``, ``w`` of 1, 10, 50, 200 or 500;
+* ``scope``: a bot scoped to ``{"half": "h0"}`` asked with a range on ``rank`` twice as
+  wide (the scope ANDed with the call's filter).
+
+:class:`Children` holds every child's vector and keys, read once, so that the exact
+filtered ranking of a query is a masked product in numpy, not a scan of the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KINDS", "SCOPE", "SELECTIVITIES", "Case", "Children", "case", "set_filter_keys"]
+
+#: Shares of the children a filter keeps, in per mille (0.1 %, 1 %, 5 %, 20 %, 50 %).
+SELECTIVITIES = (1, 10, 50, 200, 500)
+KINDS = ("equality", "in", "range", "scope")
+#: The scope of the scoped bot (half of the children).
+SCOPE = {"half": "h0"}
+_EQUALITY = {1: ("rank", 1000), 10: ("tenant", 100), 50: ("kind", 20), 200: ("region", 5)}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One query's filter: ``filter`` (the call's), ``scoped`` (asked of the scoped bot),
+    and ``keeps`` (which children it keeps, over :class:`Children`' columns)."""
+
+    filter: dict[str, Any]
+    scoped: bool
+    keeps: Callable[[Children], np.ndarray]
+
+    @property
+    def whole(self) -> dict[str, Any]:
+        """The filter a search of the store is given (the scope ANDed in)."""
+        return {"$and": [SCOPE, self.filter]} if self.scoped else self.filter
+
+
+def _value(key: str, values: int, i: int) -> int | str:
+    v = (i * 37 + 11) % values
+    return (
+        v
+        if key == "rank"
+        else {
+            "tenant": f"t{v:02d}",
+            "kind": f"k{v:02d}",
+            "region": f"r{v}",
+            "half": f"h{v}",
+        }[key]
+    )
+
+
+def case(kind: str, permille: int, i: int) -> Case:
+    """The filter of ``kind`` keeping about ``permille`` ‰ of the children, for query
+    ``i`` (its values move with ``i``)."""
+    if kind == "equality":
+        key, values = _EQUALITY.get(permille, ("half", 2))
+        value = _value(key, values, i)
+        return Case({key: value}, False, lambda c: c.keys[key] == value)
+    if kind == "in":
+        start = (i * 37) % 1000
+        ranks = sorted({(start + 2 * j) % 1000 for j in range(permille)})
+        chosen = np.zeros(1000, dtype=bool)
+        chosen[ranks] = True
+        return Case({"rank": {"$in": ranks}}, False, lambda c: chosen[c.keys["rank"]])
+    if kind == "range":
+        low = (i * 37) % (1001 - permille)
+        high = low + permille
+        return Case(
+            {"rank": {"$gte": low, "$lt": high}},
+            False,
+            lambda c: (c.keys["rank"] >= low) & (c.keys["rank"] < high),
+        )
+    if kind == "scope":
+        width = min(1000, 2 * permille)
+        low = (i * 37) % (1001 - width)
+        high = low + width
+        return Case(
+            {"rank": {"$gte": low, "$lt": high}},
+            True,
+            lambda c: (
+                (c.keys["half"] == SCOPE["half"])
+                & (c.keys["rank"] >= low)
+                & (c.keys["rank"] < high)
+            ),
+        )
+    raise ValueError(f"unknown filter kind {kind!r}")
+
+
+def _array(vector: Any) -> np.ndarray:
+    """A vector as pgvector's codec gives it (an array, or a ``Vector``), as float32."""
+    to_numpy = getattr(vector, "to_numpy", None)
+    return np.asarray(vector if to_numpy is None else to_numpy(), dtype=np.float32)
+
+
+class Children:
+    """Every child of a table: ids, unit vectors (n, d) and the filter keys as arrays."""
+
+    def __init__(self, ids: list[str], vectors: np.ndarray, keys: dict[str, np.ndarray]) -> None:
+        self.ids = np.array(ids, dtype=object)
+        self.vectors = vectors
+        self.keys = keys
+
+    @classmethod
+    async def read(cls, conn: Any, table: str) -> Children:
+        """Read the children of ``table`` on an asyncpg connection with pgvector's codec,
+        in slices (a million rows of vectors in one result would hold twice the memory)."""
+        ids: list[str] = []
+        parts: list[np.ndarray] = []
+        cols: dict[str, list[Any]] = {k: [] for k in ("rank", "tenant", "kind", "region", "half")}
+        last = ""
+        while True:
+            rows = await conn.fetch(
+                f"SELECT id, embedding, (cmetadata->>'rank')::int AS rank,"
+                " cmetadata->>'tenant' AS tenant, cmetadata->>'kind' AS kind,"
+                " cmetadata->>'region' AS region, cmetadata->>'half' AS half"
+                f" FROM {table} WHERE embedding IS NOT NULL AND id > $1 ORDER BY id LIMIT 100000",
+                last,
+            )
+            if not rows:
+                break
+            ids += [r["id"] for r in rows]
+            parts.append(np.stack([_array(r["embedding"]) for r in rows]))
+            for k, v in cols.items():
+                v += [r[k] for r in rows]
+            last = rows[-1]["id"]
+        keys = {k: np.array(v, dtype=np.int32 if k == "rank" else object) for k, v in cols.items()}
+        return cls(ids, np.concatenate(parts), keys)
+
+    def top(self, vector: np.ndarray, kept: np.ndarray, k: int = 10) -> set[str]:
+        """The ids of the ``k`` kept children nearest ``vector`` by cosine (exact)."""
+        where = np.flatnonzero(kept)
+        sims = self.vectors[where] @ vector
+        best = where[np.argsort(-sims, kind="stable")[:k]]
+        return set(self.ids[best].tolist())
+
+
+async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory: Any) -> list[str]:
+    """Give ``table`` exactly the filter ``keys``: the others' indexes and statistics
+    dropped (raw SQL on ``conn``), the missing ones added by a store opened with them (the
+    product's own path). Returns the keys it then has, sorted."""
+    import json
+
+    from parrot_parents.stores.postgres.collections.filter_keys import filter_key_index_name
+
+    rows = await conn.fetch(
+        "SELECT obj_description(i.indexrelid, 'pg_class') AS note FROM pg_index i"
+        " WHERE i.indrelid = to_regclass($1)",
+        table,
+    )
+    for r in rows:
+        note = json.loads(r["note"]) if r["note"] and r["note"].startswith("{") else {}
+        key = note.get("filter_key") if isinstance(note, dict) else None
+        if isinstance(key, str) and key not in keys:
+            index = filter_key_index_name(table, key)
+            await conn.execute(f'DROP INDEX "{index}"')
+            await conn.execute(f'DROP STATISTICS IF EXISTS "{index.replace("_fkey_", "_fkst_")}"')
+    store = store_factory(table, filter_keys=keys)
+    await store.connect()
+    await store.close()
+    return sorted(keys)

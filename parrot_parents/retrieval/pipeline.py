@@ -253,7 +253,12 @@ class Retriever:
         # against a protocol walks its members again, tens of microseconds a query.
         if not searcher.reads_from(store) or not issubclass(type(store), ContextSearch):
             return None
-        return cast(ContextSearch, store), plan_for(opts.mode)
+        plan = plan_for(opts.mode)
+        if self.scope is not None:
+            # A parent is handed over only when every child of it lies in the scope: its
+            # children read with the search, so that one check of the scope is left.
+            plan = dataclasses.replace(plan, children=True)
+        return cast(ContextSearch, store), plan
 
     async def _search(
         self, question: str, opts: ResolvedOptions, fusion: Fusion, meta: RetrievalMeta

@@ -338,6 +338,11 @@ async def test_a_scanned_hybrid_search_never_scans_every_row_the_filter_keeps(
         await conn.close()
     assert "embedding_hnsw" in plan, plan
     assert not re.search(rf"Seq Scan on {plain}(\s|$)", plan), plan
+    # The lexical branch (BM25 in SQL here) finds its candidates through the lexemes'
+    # GIN index, never by reading the table in key order.
+    assert f"{plain}_lexical_gin" in plan, plan
+    full = re.findall(rf"Index Scan using {plain}_pkey on {plain}\b[^\n]*\n(?!\s*Index Cond)", plan)
+    assert not full, plan
 
 
 @pytest.mark.parametrize("keyed", [True, False])

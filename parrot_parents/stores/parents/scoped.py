@@ -99,13 +99,21 @@ class ScopedParentSearcher(AbstractParentSearcher):
         return {pid: doc for pid, doc in found.items() if pid in kept}
 
     async def fetch(self, parent_ids: Sequence[str]) -> dict[str, Document]:
-        parents = await self.fetch_text(parent_ids)
-        holding, outside = await parents_holding_outside(
-            self.inner.fetch_children, self.check, self.scope, list(parents)
-        )
-        self.withheld.extend(i for i in outside if i not in self.withheld)
+        found = await self.inner.fetch_text(parent_ids)
+        if not found:
+            return {}
+        # The parents and their children judged in one read (the children usually come
+        # with the search: the pipeline joins them to it for a scoped bot).
+        children = await self.inner.fetch_children(list(found))
+        ids = [*found, *(r.id for p in found for r in children.get(p, ()))]
+        inside = await self.check.ids_matching(list(dict.fromkeys(ids)), self.scope)
+        parents = [p for p in found if p in inside]
+        self.withheld.extend(p for p in found if p not in inside and p not in self.withheld)
+        outside = [r.id for p in parents for r in children.get(p, ()) if r.id not in inside]
+        holding = [p for p in parents if any(r.id not in inside for r in children.get(p, ()))]
+        self.withheld.extend(i for i in dict.fromkeys(outside) if i not in self.withheld)
         self.partial.extend(p for p in holding if p not in self.partial)
-        return {pid: doc for pid, doc in parents.items() if pid not in holding}
+        return {pid: found[pid] for pid in parents if pid not in holding}
 
     async def fetch_children(self, parent_ids: Sequence[str]) -> dict[str, list[SearchResult]]:
         return await self._kept_lists(await self.inner.fetch_children(parent_ids))

@@ -551,7 +551,7 @@ class PgVectorStore(
         return await self.reads.document_rows(document_id)
 
     async def ids_matching(self, ids: Sequence[str], filter: Mapping[str, Any]) -> set[str]:
-        return await self.reads.ids_matching(ids, filter)
+        return await self.searcher.ids_matching(ids, filter)
 
     async def ingestion_records(self) -> dict[str, dict[str, Any]]:
         return await self.reads.ingestion_records()

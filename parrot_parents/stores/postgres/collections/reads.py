@@ -9,14 +9,13 @@ each one statement on the engine.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Integer, Table, and_, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.errors import ConfigurationError
-from parrot_parents.stores.filters import compile_filter
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.postgres.collections.documents import (
     DocumentRecord,
@@ -110,15 +109,6 @@ class CollectionReads:
                 if r.source is not None:
                     out[r.doc].add(r.source)
         return out
-
-    async def ids_matching(self, ids: Sequence[str], filter: Mapping[str, Any]) -> set[str]:
-        wanted = _unique(ids)
-        table = await self._table()
-        condition = compile_filter(table.c.cmetadata, filter)  # bad filter: before any read
-        if not wanted:
-            return set()
-        stmt = select(table.c.id).where(table.c.id.in_(wanted), condition)
-        return {str(r.id) for r in await self._rows(stmt)}
 
     async def document_rows(self, document_id: str) -> list[DocumentRow]:
         if not isinstance(document_id, str) or not document_id:

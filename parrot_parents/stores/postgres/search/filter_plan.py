@@ -175,7 +175,9 @@ class FilterPlan:
 
 
 def widened(rule: CandidateRule, scale: int) -> CandidateRule:
-    """``rule`` with its budgets of expected children times ``scale`` and no cap: for a
+    """``rule`` with its budgets of expected children times ``scale``, no cap, and its
+    candidates found by the lexemes' index alone (:attr:`~parrot_parents.stores.postgres.
+    search.hybrid.CandidateRule.fenced`): for a
     filter keeping one child in ``scale``, about as many of the kept children holding a
     query lexeme are scored as ``rule`` scores of an unfiltered collection (the rule
     counts children over the whole collection; without the widening a filter keeping 5 %
@@ -189,6 +191,7 @@ def widened(rule: CandidateRule, scale: int) -> CandidateRule:
         budget=min(rule.budget * scale, most),
         pair_budget=min(rule.pair_budget * scale, most),
         cap=None,
+        fenced=True,
     )
 
 

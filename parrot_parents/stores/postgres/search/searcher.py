@@ -13,7 +13,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Protocol
 
-from sqlalchemy import Table, text
+from sqlalchemy import Table, Text, any_, bindparam, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.errors import LexicalIndexMissingError
@@ -73,6 +74,7 @@ from parrot_parents.stores.postgres.search.request import (
     SearchRequest,
     check_limit_and_filter,
 )
+from parrot_parents.stores.postgres.search.settings import search_settings
 from parrot_parents.stores.postgres.search.target_filter import (
     reads_hierarchy,
     searched_filter,
@@ -89,7 +91,7 @@ from parrot_parents.stores.search_options import (
     check_search_mode,
 )
 
-__all__ = ["SearchedStore", "Searcher", "search_settings"]
+__all__ = ["SearchedStore", "Searcher"]
 
 
 class SearchedStore(Protocol):
@@ -157,65 +159,6 @@ def filter_where(
         else:
             where.append(compile_filter(table.c.cmetadata, flt, keyed))
     return where
-
-
-def search_settings(
-    options: HNSWQueryOptions,
-    request: SearchRequest,
-    index_only: bool = False,
-    partition: bool = False,
-    bitmaps: bool = True,
-) -> Settings:
-    """The session settings a search's statement needs under ``options`` (the store's
-    search options), every one that any search statement changes: they stay on the read
-    pool's connection after it.
-
-    Without a filter, sequential scans are disabled: the planner would otherwise pick
-    a full scan and sort on a small table with a large ``ef_search``, several times
-    slower (docs/performance.md, "Does the planner use the HNSW index?"), or scan the
-    table for the lexical branch's capped candidates; and so are parallel workers: at
-    a million children the planner ran the lexical branch's bitmap heap scan under a
-    ``Gather``, and starting the workers cost more than the scan (lexical search p50
-    30.5 against 15.1 ms on two cores, docs/performance.md). With a filter the statement is
-    planned for the filter's values (a custom plan each time: a generic one would not
-    know how many children they keep), and the planner stays free,
-    unless ``index_only``: a ranking kept on its indexes
-    (:mod:`~parrot_parents.stores.postgres.search.filter_plan`), with no sequential
-    scan, and no bitmap scan unless ``bitmaps`` (a lexical branch ranked in SQL reads
-    the GIN index of the query's lexemes through one). The planner has no statistics
-    for a range or a pattern on a metadata key, and takes a conjunction of them to
-    keep a row or two: left free, it then ranks every child the filter keeps by a
-    sequential scan and a sort (at 100k children, a scope ANDed with a range keeping
-    20 %: 700 ms in hybrid mode, against 20 ms through the indexes). ``partition``: the
-    search walks a partition key value's own graph, with ``partition_ef_search``; its
-    statement holds the value and runs a generic plan, made at its first run on a
-    connection and kept with the prepared statement (the value's indexes are chosen
-    by the value, whatever the rest of the filter keeps).
-    """
-    hnsw: Settings = ()
-    if request.mode != "lexical":
-        ef = options.partition_ef_search if partition else options.ef_search
-        hnsw = (
-            ("hnsw.ef_search", str(max(ef, min(request.depth, 1000)))),
-            ("hnsw.iterative_scan", options.iterative_scan),
-            ("hnsw.max_scan_tuples", str(options.max_scan_tuples)),
-        )
-    if not request.filter:
-        return (
-            *hnsw,
-            ("enable_seqscan", "off"),
-            ("enable_bitmapscan", None),
-            ("plan_cache_mode", None),
-            ("max_parallel_workers_per_gather", "0"),
-        )
-    scans = "off" if index_only else None
-    return (
-        *hnsw,
-        ("enable_seqscan", scans),
-        ("enable_bitmapscan", None if bitmaps else scans),
-        ("plan_cache_mode", "force_generic_plan" if partition else "force_custom_plan"),
-        ("max_parallel_workers_per_gather", None),
-    )
 
 
 class Searcher:
@@ -656,6 +599,31 @@ class Searcher:
         if backend == "pg_textsearch" and fusion is not None and fusion.prf is not None:
             return "sql", "prf reads the SQL statistics"
         return backend, None
+
+    async def ids_matching(self, ids: Sequence[str], filter: Mapping[str, Any]) -> set[str]:
+        """The ids among ``ids`` of rows ``filter`` keeps (a bot's scope check), on the read
+        pool: one statement per filter structure, prepared once per connection.
+
+        Raises:
+            ConfigurationError: a bad filter (before any read).
+        """
+        engine, table = await self._store.ready()
+        condition = compile_filter(table.c.cmetadata, filter)
+        wanted = list(dict.fromkeys(str(i) for i in ids))
+        if not wanted:
+            return set()
+        key = ("ids_matching", str(condition.compile(dialect=engine.dialect)))
+        statements = self._statements
+        prepared = statements.get(key) or statements.compiled(
+            key,
+            select(table.c.id).where(
+                table.c.id == any_(bindparam("seed_ids", type_=ARRAY(Text))), condition
+            ),
+            engine.dialect,
+        )
+        params = {"seed_ids": wanted, **filter_params(condition)}
+        action = f"read from {self._store.name.qualified}"
+        return {str(r[0]) for r in await self._store.read_pool.fetch(action, prepared, params)}
 
     async def fetch_context(
         self, rows: Sequence[tuple[str, dict[str, Any]]], plan: ContextPlan

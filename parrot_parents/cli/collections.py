@@ -70,6 +70,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("collection")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p = _command(
+        subparsers,
+        "filter-keys",
+        run_filter_keys,
+        help="list a collection's filter keys, or give it more (a B-tree index of the key's "
+        "value and planner statistics, for fast ranges, $in and equalities on it)",
+        description="Prints the collection's filter keys, one a line, after adding KEYs it "
+        "lacks (each index is built in one pass over the table; its writers wait meanwhile).",
+    )
+    p.add_argument("collection")
+    p.add_argument("keys", nargs="*", metavar="KEY", help="metadata keys to add")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(**{TRAILING: "keys"})
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -245,4 +258,30 @@ async def run_drop(args: argparse.Namespace) -> int:
         print("not dropped", file=sys.stderr)
         return 1
     print(f"dropped collection {collection!r}")
+    return 0
+
+
+async def run_filter_keys(args: argparse.Namespace) -> int:
+    from parrot_parents.stores.identifiers import collection_name
+    from parrot_parents.stores.postgres import PgVectorStore
+    from parrot_parents.stores.postgres.collections.filter_keys import (
+        read_filter_keys,
+        validate_filter_keys,
+    )
+
+    keys = validate_filter_keys(args.keys)  # before anything connects
+    name = collection_name(args.collection, args.schema)
+    # A store that may create completes an existing collection when it reads (never
+    # creating a missing one): the keys it lacks are built then.
+    store = PgVectorStore(dsn=args.dsn, table=name.table, schema=name.schema, filter_keys=keys)
+    try:
+        await store.ready()
+        async with store.engine.connect() as conn:
+            found = sorted(await conn.run_sync(read_filter_keys, name))
+    finally:
+        await store.close()
+    if args.json:
+        print_json({"collection": name.table, "filter_keys": found})
+    else:
+        print("\n".join(key_cell(k) for k in found) or f"{name.table!r} has no filter keys")
     return 0

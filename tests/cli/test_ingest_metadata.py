@@ -210,3 +210,37 @@ def test_ingest_gives_filter_keys_and_collections_lists_them(
 def test_filter_keys_are_refused_with_milvus_before_anything_connects() -> None:
     with pytest.raises(ConfigurationError, match="filter keys are for PostgreSQL"):
         open_store("milvus:./never.db", filter_keys=["year"])
+
+
+def test_filter_keys_lists_and_adds_keys_of_an_existing_collection(
+    pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``filter-keys NAME [KEY...]`` adds the keys a collection lacks and prints them all;
+    a missing collection is an error (never created), a bad key is refused before
+    anything connects."""
+    from parrot_parents.cli.main import main
+    from tests.conftest import unique_table
+
+    (tmp_path / "pay.txt").write_text("Salaries are paid on the last working day of each month.")
+    table = unique_table("fk")
+    try:
+        assert main(["ingest", str(tmp_path), "--dsn", pg_dsn, "--collection", table]) == 0
+        capsys.readouterr()
+        assert main(["filter-keys", table, "--dsn", pg_dsn]) == 0
+        assert "no filter keys" in capsys.readouterr().out
+        assert main(["filter-keys", table, "year", "dept", "--dsn", pg_dsn]) == 0
+        assert capsys.readouterr().out.split() == ["dept", "year"]
+        assert main(["filter-keys", table, "year", "--dsn", pg_dsn, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["filter_keys"] == ["dept", "year"]
+        missing = unique_table("none")
+        assert main(["filter-keys", missing, "year", "--dsn", pg_dsn]) != 0
+        assert missing in capsys.readouterr().err
+        assert main(["collections", "--dsn", pg_dsn, "--json"]) == 0
+        names = {c["name"] for c in json.loads(capsys.readouterr().out)}
+        assert missing not in names
+        assert (
+            main(["filter-keys", table, "$year", "--dsn", "postgresql://u@nowhere.invalid/x"]) != 0
+        )
+        assert "filter key" in capsys.readouterr().err
+    finally:
+        main(["drop", table, "--yes", "--dsn", pg_dsn])

@@ -13,9 +13,11 @@ children the filter keeps and how many the collection has, then ranks:
 * **index** above it; an index search that returns fewer rows than asked for is run again
   exactly (**index, then exact**).
 
-A range or pattern on a metadata key has no planner statistics: a table sample
-(:func:`sample_statement`) counts it instead, and it is ranked exactly only below
-:func:`scan_ceiling`. The plan rides on the results into ``meta["filter_plan"]``. The
+A range or pattern on a metadata key has no planner statistics, unless the key is a
+filter key (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`, for its
+ranges): a table sample (:func:`sample_statement`) counts it instead, and it is ranked
+exactly only below :func:`scan_ceiling`. Through the indexes, the lexical branch's
+candidate rule is widened by how few children the filter keeps (:func:`widened`). The plan rides on the results into ``meta["filter_plan"]``. The
 measurements behind the threshold and the ceiling: docs/performance.md, "Filtered search".
 """
 

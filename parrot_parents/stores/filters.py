@@ -266,7 +266,7 @@ class _Compiler:
             raise _unknown(op, key)
         if op in ("$eq", "$ne"):
             _check_value(key, arg, nested=False)
-            if op == "$eq" and key in self.keyed:
+            if op == "$eq" and key in self.keyed and _scalar(arg):
                 return self.value_is(key, arg)
             cond: ColumnElement[bool] = self.col.contains({key: arg})
             return cond if op == "$eq" else not_(cond)
@@ -314,7 +314,9 @@ class _Compiler:
 
 
 def _scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
+    """A value a filter key's equality compares (``null`` stays a containment: a bound
+    ``None`` reaches the driver as SQL NULL, which equals nothing)."""
+    return isinstance(value, str | int | float | bool)
 
 
 def _kind(key: str, value: Any) -> str:

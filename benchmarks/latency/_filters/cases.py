@@ -168,7 +168,8 @@ async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory:
             index = filter_key_index_name(table, key)
             await conn.execute(f'DROP INDEX "{index}"')
             await conn.execute(f'DROP STATISTICS IF EXISTS "{index.replace("_fkey_", "_fkst_")}"')
-    store = store_factory(table, filter_keys=keys)
-    await store.connect()
-    await store.close()
+    if keys:
+        store = store_factory(table, filter_keys=keys)
+        await store.connect()
+        await store.close()
     return sorted(keys)

@@ -142,8 +142,8 @@ class PgVectorStore(
             store that may create gives an existing collection without a key this one
             (building the indexes of the values it holds).
         filter_keys: metadata keys filters read (``["year"]``), each given a B-tree index
-            and planner statistics at connect by a store that may create (kept after;
-            :mod:`~parrot_parents.stores.postgres.collections.filter_keys`).
+            and statistics at connect by a store that may create, required by one that may
+            not (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`).
 
     Nothing connects at construction; the first call (or :meth:`connect`, or ``async
     with store``) does. A store may be used from several event loops, in any order: each

@@ -50,6 +50,7 @@ __all__ = [
     "FilterKeyLookup",
     "ensure_filter_keys",
     "filter_key_index_name",
+    "missing_filter_keys",
     "read_filter_keys",
     "validate_filter_keys",
 ]
@@ -63,12 +64,13 @@ _READ_SQL = (
 )
 
 
-def validate_filter_keys(keys: Iterable[str] | None) -> tuple[str, ...]:
-    """``keys`` checked, each once, in order: metadata keys of 1 to 256 characters, not
-    starting with ``$``, with no NUL and no lone surrogate.
+def validate_filter_keys(keys: object) -> tuple[str, ...]:
+    """``keys`` (a list, tuple or set; None for none) checked, each once, in order:
+    metadata keys of 1 to 256 characters, not starting with ``$``, with no NUL and no
+    lone surrogate.
 
     Raises:
-        ConfigurationError: a bad key, or a string where a list of keys belongs.
+        ConfigurationError: a bad key, or anything but a list of keys.
     """
     if keys is None:
         return ()
@@ -76,6 +78,10 @@ def validate_filter_keys(keys: Iterable[str] | None) -> tuple[str, ...]:
         raise ConfigurationError(
             f"filter_keys must be a list of metadata keys, got the string {keys!r}",
             hint=f"write filter_keys=[{keys!r}]",
+        )
+    if not isinstance(keys, list | tuple | set | frozenset):
+        raise ConfigurationError(
+            f"filter_keys must be a list of metadata keys, got {type(keys).__name__}"
         )
     out: dict[str, None] = {}
     for key in keys:
@@ -142,6 +148,23 @@ def _keys(comments: Iterable[str | None]) -> frozenset[str]:
         if isinstance(value, dict) and isinstance(value.get(_COMMENT_FIELD), str):
             found.add(value[_COMMENT_FIELD])
     return frozenset(found)
+
+
+def missing_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[str]) -> None:
+    """Refuse a reader asking for filter keys the collection lacks (it builds nothing).
+
+    Raises:
+        ConfigurationError: naming the keys, and how to give them.
+    """
+    have = read_filter_keys(conn, name)
+    lacking = [k for k in keys if k not in have]
+    if lacking:
+        listed = " ".join(json.dumps(k) for k in lacking)
+        raise ConfigurationError(
+            f"collection {name.table!r} has no filter keys {listed}",
+            hint=f"open it with create=True, or run `parrot-parents filter-keys {name.table} "
+            "KEY...`, to give them",
+        )
 
 
 def ensure_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[str]) -> list[str]:

@@ -28,7 +28,10 @@ from parrot_parents.stores.postgres.collections.creation import (
     prepare_collection,
 )
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable
-from parrot_parents.stores.postgres.collections.filter_keys import ensure_filter_keys
+from parrot_parents.stores.postgres.collections.filter_keys import (
+    ensure_filter_keys,
+    missing_filter_keys,
+)
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract, fingerprint
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
@@ -202,6 +205,8 @@ class CollectionLifecycle:
             await check_dimension(c, schema, table, dimension)
             await store.model_contract.read(c)
             store.partition_key = await c.run_sync(self._partition_key, False)
+            if self.wanted_filter_keys:
+                await c.run_sync(missing_filter_keys, name, self.wanted_filter_keys)
 
     async def _prepare(self, engine: AsyncEngine, *, must_exist: bool = False) -> None:
         """Create the collection (extension, schema, table, indexes, lexical index,

@@ -17,8 +17,9 @@ A range or pattern on a metadata key has no planner statistics, unless the key i
 filter key (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`, for its
 ranges): a table sample (:func:`sample_statement`) counts it instead, and it is ranked
 exactly only below :func:`scan_ceiling`. Through the indexes, the lexical branch's
-candidate rule is widened by how few children the filter keeps (:func:`widened`). The plan rides on the results into ``meta["filter_plan"]``. The
-measurements behind the threshold and the ceiling: docs/performance.md, "Filtered search".
+candidate rule is widened by how few children the filter keeps (:func:`widened`). The
+plan rides on the results into ``meta["filter_plan"]``. The measurements behind the
+threshold and the ceiling: docs/performance.md, "Filtered search".
 """
 
 from __future__ import annotations

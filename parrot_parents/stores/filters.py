@@ -129,9 +129,32 @@ def validate_filter(filter: Any) -> None:
     Raises:
         ConfigurationError: see :func:`compile_filter`.
     """
+    # A call checks its filter at each layer it crosses: a filter found valid is known by
+    # its JSON (only one that reads back equal: no tuple, no key that is not a string).
+    text = _canonical(filter)
+    if text is not None and text in _VALID:
+        return
     # Compiled as if every key were a filter key: the same checks, and an ``$in`` of
     # hundreds of values built as one condition rather than one per value.
     compile_filter(column("cmetadata", JSONB), filter, _EVERY_KEY)
+    if text is not None:
+        if len(_VALID) >= _VALID_KEPT:
+            _VALID.clear()
+        _VALID[text] = None
+
+
+#: Filters found valid, by :func:`_canonical` text (at most :data:`_VALID_KEPT`).
+_VALID: dict[str, None] = {}
+_VALID_KEPT = 512
+
+
+def _canonical(filter: Any) -> str | None:
+    """``filter`` as JSON with sorted keys, when that reads back equal to it; else None."""
+    try:
+        text = json.dumps(filter, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return text if json.loads(text) == filter else None
 
 
 class _EveryKey(frozenset[str]):

@@ -398,3 +398,17 @@ async def test_the_lexical_rule_widened_for_a_filter_stays_within_a_bigint(
         )
     assert found.filter_plan is not None and found.filter_plan.search.startswith("index")
     assert found and all(r.metadata["kind"] == "k2" for r in found)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{1: "a"}, {"a": float("nan")}, {"a": {"$nope": 1}}, {"a": "\ud800"}, {"a": 2**64}],
+)
+def test_a_filter_refused_once_is_refused_every_time(bad: dict[Any, Any]) -> None:
+    """A valid filter is remembered by its JSON (each call checks it at several layers);
+    a refused one never is, nor one whose JSON reads back different (an integer key)."""
+    validate_filter({"a": 1, "b": {"$in": [1, 2]}})
+    validate_filter({"a": 1, "b": {"$in": [1, 2]}})
+    for _ in range(2):
+        with pytest.raises(ConfigurationError):
+            validate_filter(bad)

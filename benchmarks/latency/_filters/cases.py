@@ -154,8 +154,6 @@ async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory:
     product's own path). Returns the keys it then has, sorted."""
     import json
 
-    from parrot_parents.stores.postgres.collections.filter_keys import filter_key_index_name
-
     rows = await conn.fetch(
         "SELECT obj_description(i.indexrelid, 'pg_class') AS note FROM pg_index i"
         " WHERE i.indrelid = to_regclass($1)",
@@ -165,6 +163,11 @@ async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory:
         note = json.loads(r["note"]) if r["note"] and r["note"].startswith("{") else {}
         key = note.get("filter_key") if isinstance(note, dict) else None
         if isinstance(key, str) and key not in keys:
+            # Imported here: a checkout from before filter keys has none to drop.
+            from parrot_parents.stores.postgres.collections.filter_keys import (
+                filter_key_index_name,
+            )
+
             index = filter_key_index_name(table, key)
             await conn.execute(f'DROP INDEX "{index}"')
             await conn.execute(f'DROP STATISTICS IF EXISTS "{index.replace("_fkey_", "_fkst_")}"')

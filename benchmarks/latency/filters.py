@@ -227,7 +227,7 @@ def table_of(result: dict[str, Any], args: argparse.Namespace) -> list[str]:
 def render(results: list[dict[str, Any]], args: argparse.Namespace, argv: list[str]) -> str:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     body = [
-        f"_{started}; {machine()}; commit {commit_of()}. Command: `{command(__name__, argv)}`._",
+        f"_{started}; {machine()}; {commit_of()}. Command: `{command(__name__, argv)}`._",
         "",
         f"{args.queries} queries per cell ({args.warmup} more to warm up), every variant of a "
         "query run in a shuffled order before the next query; recall over the first "

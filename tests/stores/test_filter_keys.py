@@ -382,11 +382,12 @@ async def test_the_lexical_rule_widened_for_a_filter_stays_within_a_bigint(
     """Ranked through the indexes, a filter widens the lexical branch's candidate rule by
     how few children it keeps; the exact rule (whose budgets are at a bigint's edge) stays
     valid SQL, and finds what it finds exactly."""
-    from parrot_parents.stores.postgres.search.filter_plan import widened
+    from parrot_parents.stores.postgres.search.filter_plan import MAX_WIDENING, widened
     from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, EXACT_CANDIDATES
 
     assert widened(EXACT_CANDIDATES, 1024).budget <= 2**62
-    assert widened(CANDIDATES, 16).budget == 16 * CANDIDATES.budget
+    assert widened(CANDIDATES, 4).budget == 4 * CANDIDATES.budget
+    assert widened(CANDIDATES, 1024).budget == MAX_WIDENING * CANDIDATES.budget
     _, plain, vectors = tables
     options = HNSWQueryOptions(filter_exact_below=0)
     async with PgVectorStore(

@@ -39,6 +39,7 @@ from parrot_parents.stores.postgres.search.hybrid import EXACT_CANDIDATES, Candi
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
 __all__ = [
+    "MAX_WIDENING",
     "SAMPLE_ROWS",
     "SCAN_MARGIN",
     "THRESHOLD_AT",
@@ -177,16 +178,26 @@ class FilterPlan:
         return out
 
 
+#: The most a filter widens the lexical branch's candidate rule (:func:`widened`).
+MAX_WIDENING = 8
+
+
 def widened(rule: CandidateRule, scale: int) -> CandidateRule:
-    """``rule`` with its budgets of expected children times ``scale``, no cap, and its
-    candidates found by the lexemes' index alone (:attr:`~parrot_parents.stores.postgres.
-    search.hybrid.CandidateRule.fenced`): for a
-    filter keeping one child in ``scale``, about as many of the kept children holding a
-    query lexeme are scored as ``rule`` scores of an unfiltered collection (the rule
-    counts children over the whole collection; without the widening a filter keeping 5 %
-    found 0.83 of exact BM25's top 10 over the kept children, docs/performance.md). A
-    partition key's value widens it the same way
-    (:meth:`~parrot_parents.stores.postgres.collections.partitions.FixedPartition.candidates`)."""
+    """``rule`` for a filter keeping one child in ``scale``, ranked through the indexes:
+    its budgets of expected children times ``scale`` (at most :data:`MAX_WIDENING`), no
+    cap, and its candidates found by the lexemes' GIN index alone
+    (``CandidateRule.fenced``).
+
+    The rule counts children over the whole collection, so a filter leaves it few of the
+    kept ones to score: without the widening, a filter keeping 5 % of 100k children found
+    0.83 of exact BM25's top 10 over the kept children. Every candidate is read to check
+    the filter, so the cost grows with the widening: at 5 %, widened 16 times it found
+    1.000 at 3.3 times the unfiltered search's p50, 8 times 0.997 at 2.0 times, 4 times
+    0.947 at 1.6 times (docs/performance.md, "Filters at every selectivity"). A partition
+    key's value widens it fully
+    (:meth:`~parrot_parents.stores.postgres.collections.partitions.FixedPartition.candidates`):
+    its own GIN index holds only its rows."""
+    scale = max(1, min(scale, MAX_WIDENING))
     # Budgets stay within a bigint (the exact rule's are already at its edge).
     most = EXACT_CANDIDATES.budget
     return replace(

@@ -172,7 +172,7 @@ async def run_collections(args: argparse.Namespace) -> int:
             "STRATEGY",
             "LEXICAL",
             "PARTITION",
-            "FILTER KEYS",
+            "FILTER_KEYS",
         ),
         lambda c: (
             c.name,

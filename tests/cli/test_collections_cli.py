@@ -86,6 +86,7 @@ def test_collections_lists_only_collections_with_counts(
         "STRATEGY",
         "LEXICAL",
         "PARTITION",
+        "FILTER_KEYS",
     ]
     assert row.split()[:6] == [
         "kb",
@@ -95,7 +96,7 @@ def test_collections_lists_only_collections_with_counts(
         "384",
         f"sentence-transformers/all-MiniLM-L6-v2@{found['model_fingerprint']}",
     ]
-    assert row.endswith("contextual:context=extractive  sql (english)  -")
+    assert row.endswith("contextual:context=extractive  sql (english)  -          -")
     assert found["partition_key"] is None
 
 

@@ -196,7 +196,7 @@ def test_ingest_gives_filter_keys_and_collections_lists_them(
         assert main(["collections", "--dsn", pg_dsn]) == 0
         listing = capsys.readouterr().out
         header, line = listing.splitlines()[0], next(x for x in listing.splitlines() if table in x)
-        assert "FILTER KEYS" in header
+        assert "FILTER_KEYS" in header
         assert line.rstrip().endswith('"dept,a",year')
         question = ["ask", "When are salaries paid?", *common, "--json"]
         assert main([*question, "--filter", '{"year": {"$gte": 2020}}']) == 0

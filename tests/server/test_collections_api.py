@@ -53,6 +53,7 @@ async def test_collections_and_documents_are_listed(make_client: MakeClient) -> 
                 "lexical_backend": "sql",
                 "text_search_config": "english",
                 "partition_key": None,
+                "filter_keys": [],
             }
         ]
     }

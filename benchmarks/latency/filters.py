@@ -59,20 +59,11 @@ from benchmarks.latency._filters.cases import (
 from benchmarks.latency._scale.data import DIM, SyntheticCollection, load_vocabulary
 from benchmarks.latency._scale.embed import LookupEmbedding
 from benchmarks.latency._scale.load import build_ours, connect_raw, size_label
-from benchmarks.latency._scale.query import Variant, interleave
+from benchmarks.latency._scale.query import Variant, interleave, unique_texts
 
 DOC = REPO_ROOT / "docs" / "performance.md"
 REPORT = REPORTS / "filters.md"
 MODES = {"dense": {"search_mode": "dense"}, "defaults": {}}
-
-
-def _unique(texts: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for t in texts:
-        seen[t] = seen.get(t, 0) + 1
-        out.append(t if seen[t] == 1 else f"{t} ({seen[t]})")
-    return out
 
 
 def _share(permille: int) -> str:
@@ -114,7 +105,7 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
 
     total = args.queries + args.warmup
     qs = coll.queries(total, salt=5)
-    texts = _unique(qs.texts)
+    texts = unique_texts(qs.texts)
     lookup = LookupEmbedding(dict(zip(texts, qs.vectors, strict=True)), DIM, as_numpy=True)
     store = store_factory(
         table, embedding=lookup, create=False, lexical_backend=args.lexical_backend

@@ -63,7 +63,7 @@ from benchmarks.latency._scale.load import (
     size_label,
     unnice_server,
 )
-from benchmarks.latency._scale.query import Variant, interleave
+from benchmarks.latency._scale.query import Variant, interleave, unique_texts
 from benchmarks.latency._scale.recall import (
     exact_ids,
     explain_asyncpg,
@@ -141,16 +141,6 @@ def _machine() -> str:
 def _questions(limit: int) -> list[str]:
     with (CHUNKING_EVAL / "questions.csv").open(newline="", encoding="utf-8") as f:
         return [row["question"] for row in csv.DictReader(f)][:limit]
-
-
-def _unique(texts: list[str]) -> list[str]:
-    """Query texts, made distinct (each keys its own vector)."""
-    seen: dict[str, int] = {}
-    out = []
-    for t in texts:
-        seen[t] = seen.get(t, 0) + 1
-        out.append(t if seen[t] == 1 else f"{t} ({seen[t]})")
-    return out
 
 
 class Statements:
@@ -242,7 +232,7 @@ async def measure_size(args: argparse.Namespace, ctx: dict[str, Any], n: int) ->
     result["ef_search"], result["iterative_scan"] = defaults.ef_search, defaults.iterative_scan
     total = args.queries + args.warmup
     qs = coll.queries(total, salt=1)
-    texts = _unique(qs.texts)
+    texts = unique_texts(qs.texts)
     vectors = dict(zip(texts, qs.vectors, strict=True))
     lookup = LookupEmbedding(vectors, DIM, as_numpy=ctx["model_returns_numpy"])
     result["layout_build"] = await _row_layout(dsn, table)

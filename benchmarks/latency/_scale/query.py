@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Stat", "Variant", "interleave", "percentile"]
+__all__ = ["Stat", "Variant", "interleave", "percentile", "unique_texts"]
 
 
 @dataclass
@@ -87,3 +87,13 @@ async def interleave(
             await v.run(i)
             stats[v.key].samples.append((time.perf_counter() - t) * 1000.0)
     return stats
+
+
+def unique_texts(texts: list[str]) -> list[str]:
+    """Query texts, made distinct (each keys its own vector): a repeat gets `` (n)``."""
+    seen: dict[str, int] = {}
+    out = []
+    for t in texts:
+        seen[t] = seen.get(t, 0) + 1
+        out.append(t if seen[t] == 1 else f"{t} ({seen[t]})")
+    return out

@@ -14,7 +14,9 @@ BasicBot)`` class, the two handbook documents as ai-parrot ``Document``s and the
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +24,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(tempfile.mkdtemp(prefix="ai-parrot-root-"))
+# Made at import, so removed at exit: a fixture's teardown would run before the last
+# test module that imported ai-parrot is done with it.
+atexit.register(shutil.rmtree, ROOT, ignore_errors=True)
 (ROOT / "env" / "dev").mkdir(parents=True)
 (ROOT / "etc").mkdir()
 (ROOT / "env" / "dev" / ".env").write_text(

@@ -33,13 +33,14 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, text
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import derived_name
 from parrot_parents.stores.partition_keys import validate_partition_key
+from parrot_parents.stores.postgres.collections.partitions import sql_literal
 
 if TYPE_CHECKING:
     from parrot_parents.stores.identifiers import CollectionName
@@ -124,12 +125,6 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
-def _literal(value: str) -> str:
-    # Quotes and backslashes doubled inside E'...' read the same whatever
-    # standard_conforming_strings is.
-    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 def read_filter_keys(conn: Connection, name: CollectionName) -> frozenset[str]:
     """The collection's filter keys (those with an index), on a SQLAlchemy connection."""
     rows = conn.execute(text(_READ_SQL.format(table=":table")), {"table": name.quoted()})
@@ -174,7 +169,7 @@ def ensure_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[st
     have = read_filter_keys(conn, name)
     added = [k for k in keys if k not in have]
     for key in added:
-        value = f"(cmetadata[{_literal(key)}])"
+        value = f"(cmetadata[{sql_literal(key)}])"
         index = filter_key_index_name(name.table, key)
         # DDL takes no parameters: the key is written in as a quoted literal, and the
         # statements go to the driver as they are (a ``:`` in a key is no bind name).
@@ -182,7 +177,7 @@ def ensure_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[st
             f'CREATE INDEX IF NOT EXISTS "{index}" ON {name.quoted()} USING btree ({value})'
         )
         comment = json.dumps({_COMMENT_FIELD: key})
-        conn.exec_driver_sql(f"COMMENT ON INDEX {name.quoted(index)} IS {_literal(comment)}")
+        conn.exec_driver_sql(f"COMMENT ON INDEX {name.quoted(index)} IS {sql_literal(comment)}")
         conn.exec_driver_sql(
             f"CREATE STATISTICS IF NOT EXISTS {name.quoted(_statistics_name(name.table, key))}"
             f" ON (jsonb_typeof{value}) FROM {name.quoted()}"
@@ -212,8 +207,3 @@ class FilterKeyLookup:
         keys = _keys(r[0] for r in rows)
         self._read = (now, keys)
         return keys
-
-
-def describe(keys: Iterable[str]) -> list[dict[str, Any]]:
-    """The filter keys as the collection listings show them: ``[{"key": k}]``, sorted."""
-    return [{"key": k} for k in sorted(keys)]

@@ -81,6 +81,7 @@ __all__ = [
     "partitioned_collections",
     "read_partition_key",
     "record_partition_key",
+    "sql_literal",
     "unindexed",
     "validate_partition_key",
     "value_predicate",
@@ -115,7 +116,7 @@ def partition_values(metadatas: Iterable[Mapping[str, Any]], key: str) -> list[P
 
 
 def _extracted(cmetadata: str, key: str) -> str:
-    return f"({cmetadata} -> {_literal(key)})"
+    return f"({cmetadata} -> {sql_literal(key)})"
 
 
 def value_predicate(cmetadata: str, key: str, value: PartitionValue) -> str:
@@ -123,7 +124,7 @@ def value_predicate(cmetadata: str, key: str, value: PartitionValue) -> str:
     in: the predicate of the value's partial indexes, and the clause that lets a search
     use them (PostgreSQL proves an index's predicate from the statement's own constants).
     ``value`` is a string, integer or boolean (JSON-escaped, then quoted as SQL)."""
-    return f"{_extracted(cmetadata, key)} = {_literal(value_json(value))}::jsonb"
+    return f"{_extracted(cmetadata, key)} = {sql_literal(value_json(value))}::jsonb"
 
 
 def partition_clause(cmetadata: Any, key: str, value: PartitionValue) -> ColumnElement[bool]:
@@ -136,8 +137,8 @@ def partition_clause(cmetadata: Any, key: str, value: PartitionValue) -> ColumnE
     graph was in the buffers ran 1.3-1.5 times the unfiltered search with the plan
     reused, 1.8-1.9 times planned at each run (docs/performance.md, "Partitioned
     collections")."""
-    extracted = cmetadata.op("->")(literal_column(_literal(key)))
-    literal: ColumnElement[Any] = literal_column(f"{_literal(value_json(value))}::jsonb")
+    extracted = cmetadata.op("->")(literal_column(sql_literal(key)))
+    literal: ColumnElement[Any] = literal_column(f"{sql_literal(value_json(value))}::jsonb")
     clause: ColumnElement[bool] = type_coerce(extracted, JSONB) == literal
     return clause
 
@@ -284,7 +285,7 @@ def record_partition_key(conn: Connection, table: str, schema: str, key: str) ->
     # A COMMENT takes no bound parameter; sent as it is, since SQLAlchemy's text() would
     # read a ":name" inside the key as one of its own.
     conn.exec_driver_sql(
-        f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS {_literal(value)}"
+        f"COMMENT ON COLUMN {_qualified(schema, table)}.cmetadata IS {sql_literal(value)}"
     )
 
 
@@ -298,9 +299,10 @@ def existing_values(conn: Connection, table: str, schema: str, key: str) -> list
     return partition_values(({key: json.loads(v)} for v in found if v is not None), key)
 
 
-def _literal(value: str) -> str:
-    # Quotes and backslashes doubled inside E'...' read the same whatever
-    # standard_conforming_strings is.
+def sql_literal(value: str) -> str:
+    """``value`` as an SQL string literal, for statements that take no parameters (DDL,
+    an index's predicate): quotes and backslashes doubled inside ``E'...'``, which reads
+    the same whatever ``standard_conforming_strings`` is."""
     return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 

@@ -40,10 +40,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import VECTOR
@@ -60,6 +59,7 @@ from parrot_parents.stores.partition_keys import (
     validate_partition_key,
     value_json,
 )
+from parrot_parents.stores.postgres.search.hybrid import scaled_rule, subset_scale
 
 if TYPE_CHECKING:
     from parrot_parents.stores.identifiers import CollectionName
@@ -171,24 +171,16 @@ class FixedPartition:
 
     @property
     def scale(self) -> int:
-        """The collection's children over the value's, rounded to a power of two (1 to
-        1024; 1 when either is unknown): few distinct lexical statements."""
-        if self.rows <= 0 or self.children <= 0:
-            return 1
-        ratio = max(1.0, self.children / self.rows)
-        return int(min(1024, 2 ** round(math.log2(ratio))))
+        """The collection's children over the value's, as
+        :func:`~parrot_parents.stores.postgres.search.hybrid.subset_scale` rounds them."""
+        return subset_scale(self.children, self.rows)
 
     def candidates(self, rule: CandidateRule) -> CandidateRule:
         """``rule`` with its budgets of expected children times :attr:`scale` and no
         cap: about as many of the value's children scored as ``rule`` scores of the
         whole collection. (A searcher ranks a value of at most ``rule.exact_below``
         children exactly instead.)"""
-        return replace(
-            rule,
-            budget=rule.budget * self.scale,
-            pair_budget=rule.pair_budget * self.scale,
-            cap=None,
-        )
+        return scaled_rule(rule, self.scale)
 
 
 #: How long a lookup of a value's indexes is reused, in seconds: the row counts follow

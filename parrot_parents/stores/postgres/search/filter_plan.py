@@ -25,7 +25,6 @@ threshold and the ceiling: docs/performance.md, "Filtered search".
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
@@ -35,7 +34,11 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.util import ClauseAdapter
 
 from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT, Prepared
-from parrot_parents.stores.postgres.search.hybrid import EXACT_CANDIDATES, CandidateRule
+from parrot_parents.stores.postgres.search.hybrid import (
+    CandidateRule,
+    scaled_rule,
+    subset_scale,
+)
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
 __all__ = [
@@ -149,10 +152,7 @@ class FilterPlan:
         """The children over the estimate of those the filter keeps, rounded to a power of
         two (1 to 1024): how much wider the lexical branch's candidate rule is made when
         it ranks through the indexes (:func:`widened`)."""
-        if self.estimate <= 0 or self.children <= 0:
-            return 1
-        ratio = max(1.0, self.children / self.estimate)
-        return int(min(1024, 2 ** round(math.log2(ratio))))
+        return subset_scale(self.children, self.estimate)
 
     def then_index(self) -> FilterPlan:
         """This plan after its exact attempt read more than the threshold's rows."""
@@ -197,16 +197,7 @@ def widened(rule: CandidateRule, scale: int) -> CandidateRule:
     key's value widens it fully
     (:meth:`~parrot_parents.stores.postgres.collections.partitions.FixedPartition.candidates`):
     its own GIN index holds only its rows."""
-    scale = max(1, min(scale, MAX_WIDENING))
-    # Budgets stay within a bigint (the exact rule's are already at its edge).
-    most = EXACT_CANDIDATES.budget
-    return replace(
-        rule,
-        budget=min(rule.budget * scale, most),
-        pair_budget=min(rule.pair_budget * scale, most),
-        cap=None,
-        fenced=True,
-    )
+    return replace(scaled_rule(rule, max(1, min(scale, MAX_WIDENING))), fenced=True)
 
 
 def threshold(exact_below: int, children: int) -> int:

@@ -27,7 +27,8 @@ it keeps are in docs/benchmarks.md ("Bounded lexical search").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pgvector.sqlalchemy import HALFVEC, VECTOR
@@ -75,7 +76,9 @@ __all__ = [
     "CandidateRule",
     "dense_statement",
     "query_vector",
+    "scaled_rule",
     "search_statement",
+    "subset_scale",
     "unranked",
 ]
 
@@ -112,6 +115,29 @@ class CandidateRule:
 CANDIDATES = CandidateRule()
 #: Every child holding a query lexeme is scored: the exact BM25 top-k.
 EXACT_CANDIDATES = CandidateRule(budget=2**62, pairs=0, pair_budget=0, exact_below=2**62, cap=None)
+
+
+def subset_scale(children: float, kept: float) -> int:
+    """``children`` over ``kept`` (a subset of them: a partition key's value, a filter's
+    estimate), rounded to a power of two, 1 to 1024 (1 when either is unknown): the
+    factor :func:`scaled_rule` is given, in few distinct values (each a statement)."""
+    if kept <= 0 or children <= 0:
+        return 1
+    return int(min(1024, 2 ** round(math.log2(max(1.0, children / kept)))))
+
+
+def scaled_rule(rule: CandidateRule, scale: int) -> CandidateRule:
+    """``rule`` for a subset holding one child in ``scale`` of the collection: its
+    budgets of expected children times ``scale`` (kept within a bigint: the exact rule's
+    are at its edge) and no cap, so that about as many of the subset's children are
+    scored as ``rule`` scores of the whole collection (whose statistics it reads)."""
+    most = EXACT_CANDIDATES.budget
+    return replace(
+        rule,
+        budget=min(rule.budget * scale, most),
+        pair_budget=min(rule.pair_budget * scale, most),
+        cap=None,
+    )
 
 
 #: The types of the ranking columns of ``hits``.

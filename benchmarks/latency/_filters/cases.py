@@ -166,11 +166,13 @@ async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory:
             # Imported here: a checkout from before filter keys has none to drop.
             from parrot_parents.stores.postgres.collections.filter_keys import (
                 filter_key_index_name,
+                filter_key_statistics_name,
             )
 
             index = filter_key_index_name(table, key)
             await conn.execute(f'DROP INDEX "{index}"')
-            await conn.execute(f'DROP STATISTICS IF EXISTS "{index.replace("_fkey_", "_fkst_")}"')
+            stats = filter_key_statistics_name(table, key)
+            await conn.execute(f'DROP STATISTICS IF EXISTS "{stats}"')
     if keys:
         store = store_factory(table, filter_keys=keys)
         await store.connect()

@@ -51,6 +51,7 @@ __all__ = [
     "FilterKeyLookup",
     "ensure_filter_keys",
     "filter_key_index_name",
+    "filter_key_statistics_name",
     "missing_filter_keys",
     "read_filter_keys",
     "validate_filter_keys",
@@ -117,7 +118,8 @@ def filter_key_index_name(table: str, key: str) -> str:
     return derived_name(table, f"fkey_{_digest(key)}")
 
 
-def _statistics_name(table: str, key: str) -> str:
+def filter_key_statistics_name(table: str, key: str) -> str:
+    """The name of ``key``'s statistics object (:func:`filter_key_index_name`)."""
     return derived_name(table, f"fkst_{_digest(key)}")
 
 
@@ -178,9 +180,9 @@ def ensure_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[st
         )
         comment = json.dumps({_COMMENT_FIELD: key})
         conn.exec_driver_sql(f"COMMENT ON INDEX {name.quoted(index)} IS {sql_literal(comment)}")
+        stats = name.quoted(filter_key_statistics_name(name.table, key))
         conn.exec_driver_sql(
-            f"CREATE STATISTICS IF NOT EXISTS {name.quoted(_statistics_name(name.table, key))}"
-            f" ON (jsonb_typeof{value}) FROM {name.quoted()}"
+            f"CREATE STATISTICS IF NOT EXISTS {stats} ON (jsonb_typeof{value}) FROM {name.quoted()}"
         )
     if added:
         conn.exec_driver_sql(f"ANALYZE {name.quoted()}")

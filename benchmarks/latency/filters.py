@@ -20,12 +20,20 @@ so a run measures the collection as a user who declared them, or not, would have
 package defaults rank BM25 in SQL (``--lexical-backend``), as on a server without
 pg_textsearch or with its release 1.0.0, which ``auto`` passes over.
 
-Writes benchmarks/reports/filters.md and a section per size and keys in
+``--text real`` asks the same kinds of filter of real text instead: the distractor
+benchmark's collection (the dev corpora among pages of Debian's manuals, 384-dimensional
+vectors of the default model, the default ingestion), with the dev questions embedded by
+that model, and the filters of :mod:`benchmarks.latency._filters.real` (on the pages'
+package, their position, and lists of documents).
+
+Writes benchmarks/reports/filters.md and a section per size, text and keys in
 docs/performance.md::
 
     python -m benchmarks run filters --filter-keys none   # 100k (built once, ~2 min)
     python -m benchmarks run filters --filter-keys rank,tenant,kind,region,half
     python -m benchmarks run filters --children 1000000 --queries 40 ...  # after the 1M build
+    python -m benchmarks run distractors --build-only     # real text (one to two hours)
+    python -m benchmarks run filters --text real --children 100000 --filter-keys none
 """
 
 from __future__ import annotations
@@ -33,10 +41,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from benchmarks.common import (
     CHUNKING_EVAL,
@@ -49,13 +60,14 @@ from benchmarks.common import (
 )
 from benchmarks.latency._filters.cases import (
     KINDS,
-    SCOPE,
     SELECTIVITIES,
+    SYNTHETIC_COLUMNS,
     Case,
     Children,
     case,
     set_filter_keys,
 )
+from benchmarks.latency._filters.real import REAL_COLUMNS, RealCases
 from benchmarks.latency._scale.data import DIM, SyntheticCollection, load_vocabulary
 from benchmarks.latency._scale.embed import LookupEmbedding
 from benchmarks.latency._scale.load import build_ours, connect_raw, size_label
@@ -81,20 +93,94 @@ async def _backend(dsn: str) -> str | None:
     return "pg_textsearch" if found else None
 
 
-async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
-    from parrot_parents import Chatbot, InTableParentSearcher, PgVectorStore
-    from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, EXACT_CANDIDATES
-
+async def _synthetic(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
+    """The synthetic collection of ``n`` children (built or reused), its query vectors
+    and cases."""
     label = size_label(n)
     table = f"bench_scale_{label}"
     coll = SyntheticCollection(n, load_vocabulary(CHUNKING_EVAL / "corpora"))
 
     def store_factory(name: str, **kw: Any) -> Any:
+        from parrot_parents import PgVectorStore
+
         return PgVectorStore(dsn=dsn, table=name, dimension=DIM, **kw)
 
     build = await build_ours(dsn, store_factory, coll, table, args.rebuild, await _backend(dsn))
     print(f"[{label}] {build}", flush=True)
-    out: dict[str, Any] = {"n": n, "label": label, "table": table, "build": build}
+    qs = coll.queries(args.queries + args.warmup, salt=5)
+    texts = unique_texts(qs.texts)
+    return {
+        "label": label,
+        "table": table,
+        "build": build,
+        "factory": store_factory,
+        "texts": texts,
+        "vectors": qs.vectors,
+        "columns": SYNTHETIC_COLUMNS,
+        "embedding": LookupEmbedding(dict(zip(texts, qs.vectors, strict=True)), DIM, as_numpy=True),
+        "case": case,
+    }
+
+
+async def _real(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
+    """The distractor benchmark's collection of ``n`` children (it must be built), the
+    dev questions embedded by its model, and the cases of :mod:`._filters.real`."""
+    from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
+    from parrot_parents.eval.questions import load_questions
+    from parrot_parents.stores.postgres.collections.model_contract import PROBE_TEXT
+
+    table = f"bench_distractors_{n}"
+    raw = await connect_raw(dsn)
+    try:
+        if not await raw.fetchval("SELECT to_regclass($1) IS NOT NULL", table):
+            raise SystemExit(
+                f"no table {table}: build it with `python -m benchmarks run distractors"
+                f" --children {n} --build-only` on this server first"
+            )
+        children = await Children.read(raw, table, REAL_COLUMNS)
+    finally:
+        await raw.close()
+    cases = RealCases(children)
+    questions = [q.question for q in load_questions(CHUNKING_EVAL / "questions.csv")]
+    order = np.random.default_rng(7).permutation(len(questions))
+    texts = unique_texts(
+        [questions[j % len(questions)] for j in order[: args.queries + args.warmup]]
+    )
+    model = SentenceTransformerEmbeddings()
+    # Each as the store asks the model for a query's vector.
+    vectors = np.stack([np.asarray(model.embed_query(t), dtype=np.float32) for t in texts])
+    probe = np.asarray(model.embed_query(PROBE_TEXT), dtype=np.float32)
+    lookup = LookupEmbedding(
+        dict(zip(texts, vectors, strict=True)), DIM, as_numpy=True, probe=probe
+    )
+
+    def store_factory(name: str, **kw: Any) -> Any:
+        from parrot_parents import PgVectorStore
+
+        return PgVectorStore(dsn=dsn, table=name, dimension=DIM, **kw)
+
+    return {
+        "label": size_label(n),
+        "table": table,
+        "build": {"children": len(children.ids), "documents": len(cases.counts)},
+        "factory": store_factory,
+        "texts": texts,
+        "vectors": vectors,
+        "columns": REAL_COLUMNS,
+        "embedding": lookup,
+        "case": cases.case,
+        "children": children,
+    }
+
+
+async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
+    from parrot_parents import Chatbot, InTableParentSearcher
+    from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, EXACT_CANDIDATES
+
+    work = await (_real if args.text == "real" else _synthetic)(args, dsn, n)
+    label, table, store_factory = work["label"], work["table"], work["factory"]
+    texts, vectors, case_of = work["texts"], work["vectors"], work["case"]
+    out: dict[str, Any] = {"n": n, "label": label, "table": table, "build": work["build"]}
     if args.build_only:
         return out
     raw = await connect_raw(dsn)
@@ -103,23 +189,31 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
     print(f"[{label}] filter keys {out['filter_keys']} ({time.perf_counter() - t:.1f} s)")
     await raw.close()
 
-    total = args.queries + args.warmup
-    qs = coll.queries(total, salt=5)
-    texts = unique_texts(qs.texts)
-    lookup = LookupEmbedding(dict(zip(texts, qs.vectors, strict=True)), DIM, as_numpy=True)
+    lookup = work["embedding"]
     store = store_factory(
         table, embedding=lookup, create=False, lexical_backend=args.lexical_backend
     )
     await store.connect()
     searcher = InTableParentSearcher(store=store)
     bot = Chatbot(parent_searcher=searcher, expand_to_parent=True)
-    scoped = Chatbot(parent_searcher=searcher, expand_to_parent=True, scope=SCOPE)
+    scoped_bots: dict[str, Any] = {}
+
+    def bot_for(c: Case | None) -> Any:
+        if c is None or c.scope is None:
+            return bot
+        key = json.dumps(c.scope, sort_keys=True)
+        if key not in scoped_bots:
+            scoped_bots[key] = Chatbot(
+                parent_searcher=searcher, expand_to_parent=True, scope=c.scope
+            )
+        return scoped_bots[key]
+
     plans: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 
     def call(key: str, mode: str, cell: tuple[str, int] | None) -> Any:
         async def run(i: int) -> None:
-            c: Case | None = case(*cell, i) if cell else None
-            who = scoped if c is not None and c.scoped else bot
+            c: Case | None = case_of(*cell, i) if cell else None
+            who = bot_for(c)
             kw: dict[str, Any] = dict(MODES[mode])
             if c is not None:
                 kw["filter"] = c.filter
@@ -131,7 +225,13 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
         return run
 
     variants = [Variant(f"none/{m}", f"unfiltered, {m}", call(f"none/{m}", m, None)) for m in MODES]
-    cells = [(k, s) for k in args.kinds for s in args.selectivities]
+    # A cell whose filter the data cannot make (real text: an equality keeping 50 %) is left out.
+    cells = [
+        (k, s)
+        for k in args.kinds
+        for s in args.selectivities
+        if all(case_of(k, s, i) is not None for i in range(args.queries + args.warmup))
+    ]
     for k, s in cells:
         for m in MODES:
             key = f"{k}/{s}/{m}"
@@ -142,9 +242,11 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
     print(f"[{label}] timed in {time.perf_counter() - t:.0f} s", flush=True)
 
     print(f"[{label}] recall", flush=True)
-    raw = await connect_raw(dsn)
-    children = await Children.read(raw, table)
-    await raw.close()
+    children = work.get("children")
+    if children is None:
+        raw = await connect_raw(dsn)
+        children = await Children.read(raw, table, work["columns"])
+        await raw.close()
     ref = store_factory(table, embedding=lookup, create=False, lexical_backend="sql")
     await ref.connect()
     ref.lexical_candidates = EXACT_CANDIDATES
@@ -152,11 +254,11 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
     for k, s in cells:
         dense, lexical, kept = [], [], []
         for i in range(args.recall_queries):
-            c = case(k, s, i)
+            c = case_of(k, s, i)
             mask = c.keeps(children)
             kept.append(float(mask.sum()))
-            want = children.top(qs.vectors[i], mask)
-            got = await store.similarity_search_by_vector(qs.vectors[i], 10, filter=c.whole)
+            want = children.top(vectors[i], mask)
+            got = await store.similarity_search_by_vector(vectors[i], 10, filter=c.whole)
             dense.append(len(want & {r.id for r in got}) / max(1, len(want)))
             exact = await ref.similarity_search_by_vector(
                 None, 10, filter=c.whole, search_mode="lexical", query=texts[i]
@@ -188,7 +290,7 @@ def table_of(result: dict[str, Any], args: argparse.Namespace) -> list[str]:
     base = {m: stats[f"none/{m}"].p50 for m in MODES}
     keys = ", ".join(f"`{k}`" for k in result["filter_keys"]) or "none"
     lines = [
-        f"#### {result['label']} children (`{result['table']}`), filter keys: {keys}",
+        f"#### {result['label']} children (`{result['table']}`{', real text' if args.text == 'real' else ''}), filter keys: {keys}",
         "",
         f"Unfiltered: dense p50 {base['dense']:.2f} ms (p95 {stats['none/dense'].p95:.2f}), "
         f"package defaults p50 {base['defaults']:.2f} ms (p95 {stats['none/defaults'].p95:.2f}); "
@@ -249,6 +351,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the filter keys the table is given first, comma-separated ('none': none)",
     )
     p.add_argument("--lexical-backend", default="sql", choices=["sql", "pg_textsearch"])
+    p.add_argument(
+        "--text",
+        default="synthetic",
+        choices=["synthetic", "real"],
+        help="real: the distractor benchmark's collection of --children (built by it)",
+    )
     p.add_argument("--build-only", action="store_true")
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--dsn", default=None, help="default: $PARROT_PARENTS_DSN, else embedded")
@@ -267,9 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     body = render(results, args, argv)
     print(body)
     sizes = "-".join(r["label"] for r in results)
-    name = f"filters-{sizes}-{'keyed' if args.filter_keys else 'plain'}"
+    real = "-real" if args.text == "real" else ""
+    name = f"filters-{sizes}{real}-{'keyed' if args.filter_keys else 'plain'}"
     if args.report != "none":
-        replace_section(Path(args.report), name, body, heading=f"## {sizes}")
+        heading = f"## {sizes}, real text" if real else f"## {sizes}"
+        replace_section(Path(args.report), name, body, heading=heading)
     if args.doc != "none":
         replace_section(Path(args.doc), name, body, heading="## Filters at every selectivity")
     return 0

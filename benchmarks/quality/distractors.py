@@ -96,6 +96,14 @@ async def corpus(
         total += counts[str(page.metadata["document_id"])]
     if total < target:
         raise SystemExit(f"the packages give {total:,} children, fewer than {target:,}")
+    # Two keys for the filter benchmark's real-text cases (benchmarks/latency/filters.py):
+    # the package a page comes from, and its place in this order (a range over it keeps
+    # neighbouring pages, as a date range keeps a period). Neither is part of the text
+    # that the default strategy indexes.
+    for position, doc in enumerate(dev + chosen):
+        doc_id = str(doc.metadata["document_id"])
+        doc.metadata["package"] = doc_id.split("/", 1)[0] if "/" in doc_id else "chunking_eval"
+        doc.metadata["position"] = position
     per: dict[str, dict[str, int]] = {}
     for page in chosen:
         package = str(page.metadata["document_id"]).split("/", 1)[0]

@@ -24,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KINDS", "SCOPE", "SELECTIVITIES", "Case", "Children", "case", "set_filter_keys"]
+__all__ = [
+    "KINDS",
+    "SCOPE",
+    "SELECTIVITIES",
+    "SYNTHETIC_COLUMNS",
+    "Case",
+    "Children",
+    "case",
+    "set_filter_keys",
+]
 
 #: Shares of the children a filter keeps, in per mille (0.1 %, 1 %, 5 %, 20 %, 50 %).
 SELECTIVITIES = (1, 10, 50, 200, 500)
@@ -32,21 +41,35 @@ KINDS = ("equality", "in", "range", "scope")
 #: The scope of the scoped bot (half of the children).
 SCOPE = {"half": "h0"}
 _EQUALITY = {1: ("rank", 1000), 10: ("tenant", 100), 50: ("kind", 20), 200: ("region", 5)}
+#: The synthetic collection's keys, as :meth:`Children.read` reads them (``int`` or ``text``).
+SYNTHETIC_COLUMNS = {
+    "rank": "int",
+    "tenant": "text",
+    "kind": "text",
+    "region": "text",
+    "half": "text",
+}
 
 
 @dataclass(frozen=True)
 class Case:
-    """One query's filter: ``filter`` (the call's), ``scoped`` (asked of the scoped bot),
-    and ``keeps`` (which children it keeps, over :class:`Children`' columns)."""
+    """One query's filter: ``filter`` (the call's), ``scope`` (the scoped bot's, when it
+    is asked of one) and ``keeps`` (which children it keeps, over :class:`Children`'
+    columns)."""
 
     filter: dict[str, Any]
-    scoped: bool
+    scope: dict[str, Any] | None
     keeps: Callable[[Children], np.ndarray]
+
+    @property
+    def scoped(self) -> bool:
+        """Whether the scoped bot asks it."""
+        return self.scope is not None
 
     @property
     def whole(self) -> dict[str, Any]:
         """The filter a search of the store is given (the scope ANDed in)."""
-        return {"$and": [SCOPE, self.filter]} if self.scoped else self.filter
+        return {"$and": [self.scope, self.filter]} if self.scope is not None else self.filter
 
 
 def _value(key: str, values: int, i: int) -> int | str:
@@ -69,19 +92,19 @@ def case(kind: str, permille: int, i: int) -> Case:
     if kind == "equality":
         key, values = _EQUALITY.get(permille, ("half", 2))
         value = _value(key, values, i)
-        return Case({key: value}, False, lambda c: c.keys[key] == value)
+        return Case({key: value}, None, lambda c: c.keys[key] == value)
     if kind == "in":
         start = (i * 37) % 1000
         ranks = sorted({(start + 2 * j) % 1000 for j in range(permille)})
         chosen = np.zeros(1000, dtype=bool)
         chosen[ranks] = True
-        return Case({"rank": {"$in": ranks}}, False, lambda c: chosen[c.keys["rank"]])
+        return Case({"rank": {"$in": ranks}}, None, lambda c: chosen[c.keys["rank"]])
     if kind == "range":
         low = (i * 37) % (1001 - permille)
         high = low + permille
         return Case(
             {"rank": {"$gte": low, "$lt": high}},
-            False,
+            None,
             lambda c: (c.keys["rank"] >= low) & (c.keys["rank"] < high),
         )
     if kind == "scope":
@@ -90,7 +113,7 @@ def case(kind: str, permille: int, i: int) -> Case:
         high = low + width
         return Case(
             {"rank": {"$gte": low, "$lt": high}},
-            True,
+            SCOPE,
             lambda c: (
                 (c.keys["half"] == SCOPE["half"])
                 & (c.keys["rank"] >= low)
@@ -115,37 +138,56 @@ class Children:
         self.keys = keys
 
     @classmethod
-    async def read(cls, conn: Any, table: str) -> Children:
+    async def read(cls, conn: Any, table: str, columns: dict[str, str]) -> Children:
         """Read the children of ``table`` on an asyncpg connection with pgvector's codec,
-        in slices (a million rows of vectors in one result would hold twice the memory)."""
+        in slices (a million rows of vectors in one result would hold twice the memory),
+        with the metadata keys of ``columns`` (``{key: "int" | "text"}``; the names are
+        the benchmark's own, not input). Vectors are scaled to unit length."""
         ids: list[str] = []
         parts: list[np.ndarray] = []
-        cols: dict[str, list[Any]] = {k: [] for k in ("rank", "tenant", "kind", "region", "half")}
+        cols: dict[str, list[Any]] = {k: [] for k in columns}
+        keys_sql = ", ".join(
+            f"(cmetadata->>'{k}')::int AS \"{k}\""
+            if t == "int"
+            else f"cmetadata->>'{k}' AS \"{k}\""
+            for k, t in columns.items()
+        )
         last = ""
         while True:
+            # A row indexing a child (``indexes``: the default strategy writes one per
+            # child) stands for that child, as the store's results do.
             rows = await conn.fetch(
-                f"SELECT id, embedding, (cmetadata->>'rank')::int AS rank,"
-                " cmetadata->>'tenant' AS tenant, cmetadata->>'kind' AS kind,"
-                " cmetadata->>'region' AS region, cmetadata->>'half' AS half"
-                f" FROM {table} WHERE embedding IS NOT NULL AND id > $1 ORDER BY id LIMIT 100000",
+                f"SELECT id, coalesce(cmetadata->>'indexes', id) AS child, embedding, {keys_sql}"
+                f" FROM {table}"
+                " WHERE embedding IS NOT NULL AND id > $1 ORDER BY id LIMIT 100000",
                 last,
             )
             if not rows:
                 break
-            ids += [r["id"] for r in rows]
+            ids += [r["child"] for r in rows]
             parts.append(np.stack([_array(r["embedding"]) for r in rows]))
             for k, v in cols.items():
                 v += [r[k] for r in rows]
             last = rows[-1]["id"]
-        keys = {k: np.array(v, dtype=np.int32 if k == "rank" else object) for k, v in cols.items()}
-        return cls(ids, np.concatenate(parts), keys)
+        keys = {
+            k: np.array(v, dtype=np.int32 if columns[k] == "int" else object)
+            for k, v in cols.items()
+        }
+        vectors = np.concatenate(parts)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return cls(ids, vectors, keys)
 
     def top(self, vector: np.ndarray, kept: np.ndarray, k: int = 10) -> set[str]:
-        """The ids of the ``k`` kept children nearest ``vector`` by cosine (exact)."""
+        """The ids of the ``k`` kept children nearest ``vector`` by cosine (exact; a child
+        with several rows ranks by its nearest)."""
         where = np.flatnonzero(kept)
-        sims = self.vectors[where] @ vector
-        best = where[np.argsort(-sims, kind="stable")[:k]]
-        return set(self.ids[best].tolist())
+        sims = self.vectors[where] @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
+        found: dict[str, None] = {}
+        for row in where[np.argsort(-sims, kind="stable")]:
+            found.setdefault(str(self.ids[row]), None)
+            if len(found) == k:
+                break
+        return set(found)
 
 
 async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory: Any) -> list[str]:

@@ -35,12 +35,21 @@ class LookupEmbedding:
         dimension: the vectors' length.
         as_numpy: return float32 arrays (what a numpy-returning model gives) instead of
             lists of floats (what the baseline's model gives).
+        probe: the vector of the model fingerprint's probe text, for a collection that
+            records its model (the real model's probe); default a fixed random one.
     """
 
     model_name = "lookup"
 
-    def __init__(self, vectors: Mapping[str, np.ndarray], dimension: int, as_numpy: bool) -> None:
+    def __init__(
+        self,
+        vectors: Mapping[str, np.ndarray],
+        dimension: int,
+        as_numpy: bool,
+        probe: np.ndarray | None = None,
+    ) -> None:
         self._vectors = {k: np.asarray(v, dtype=np.float32) for k, v in vectors.items()}
+        self._probe = None if probe is None else np.asarray(probe, dtype=np.float32)
         self.dimension = dimension
         self.as_numpy = as_numpy
         self.batch_size = 64
@@ -52,7 +61,9 @@ class LookupEmbedding:
         if text == PROBE_TEXT:
             # The store's model check asks for the fingerprint probe: a fixed vector (the
             # benchmark's collections record no model, so reads accept any with a warning).
-            v = np.random.default_rng(0).standard_normal(self.dimension).astype(np.float32)
+            v = self._probe
+            if v is None:
+                v = np.random.default_rng(0).standard_normal(self.dimension).astype(np.float32)
             return v if self.as_numpy else v.tolist()
         try:
             v = self._vectors[text]

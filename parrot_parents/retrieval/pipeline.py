@@ -24,7 +24,7 @@ from parrot_parents.retrieval.options import ResolvedOptions, RetrievalOptions
 from parrot_parents.retrieval.packing import pack
 from parrot_parents.retrieval.passages import ContextStyle, Hit, Passage, format_context
 from parrot_parents.retrieval.scope import scoped_filter, validate_scope
-from parrot_parents.stores.context import Context, ContextPlan
+from parrot_parents.stores.context import Context, ContextPlan, scope_key
 from parrot_parents.stores.parents.abstract import AbstractParentSearcher, ChildReads
 from parrot_parents.stores.parents.prefetched import PrefetchedParentSearcher
 from parrot_parents.stores.parents.scoped import ScopedParentSearcher, parents_holding_outside
@@ -256,8 +256,8 @@ class Retriever:
         plan = plan_for(opts.mode)
         if self.scope is not None:
             # A parent is handed over only when every child of it lies in the scope: its
-            # children read with the search, so that one check of the scope is left.
-            plan = dataclasses.replace(plan, children=True)
+            # children read with the search, each row judged against the scope there.
+            plan = dataclasses.replace(plan, children=True, scope=scope_key(self.scope))
         return cast(ContextSearch, store), plan
 
     async def _search(
@@ -379,14 +379,20 @@ class Retriever:
         kept = [h for h in hits if h.id not in set(partial)]
         return [dataclasses.replace(h, rank=rank) for rank, h in enumerate(kept)]
 
-    def _scoped(self, searcher: AbstractParentSearcher) -> AbstractParentSearcher | None:
-        """``searcher`` confined to the scope (itself without one); None when the store
-        cannot judge rows against the scope."""
+    def _scoped(
+        self, searcher: AbstractParentSearcher, context: Context | None
+    ) -> AbstractParentSearcher | None:
+        """``searcher`` confined to the scope (itself without one), with the rows
+        ``context`` judged against it; None when the store cannot judge rows against
+        the scope."""
         if self.scope is None:
             return searcher
         if not issubclass(type(self.store), ScopeCheck):
             return None
-        return ScopedParentSearcher(searcher, cast(ScopeCheck, self.store), self.scope)
+        judged = None
+        if context is not None and context.plan.scope == scope_key(self.scope):
+            judged = context.judged
+        return ScopedParentSearcher(searcher, cast(ScopeCheck, self.store), self.scope, judged)
 
     async def _expand(
         self,
@@ -411,7 +417,7 @@ class Retriever:
                 context = await store.fetch_context([(h.id, h.metadata) for h in hits], plan)
             if context is not None:
                 searcher = PrefetchedParentSearcher(context, searcher)
-            scoped = self._scoped(searcher)
+            scoped = self._scoped(searcher, context)
             if scoped is None:
                 # Rows expansion would read cannot be judged against the scope: nothing
                 # is read that might lie outside it.

@@ -9,13 +9,16 @@ the expander from it. Plain data, no SQL: the retrieval layer uses these types.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.documents import Document
 
 from parrot_parents.stores.results import SearchResult
 
-__all__ = ["Context", "ContextPlan"]
+__all__ = ["Context", "ContextPlan", "scope_key"]
 
 
 @dataclass(frozen=True)
@@ -27,11 +30,16 @@ class ContextPlan:
         window: read the children within ``window`` positions (``chunk_index``) of each
             hit, in its document; None for none.
         children: every child of those parents (``auto_merge`` counts them).
+        scope: a bot's scope (a metadata filter, :mod:`parrot_parents.stores.filters`)
+            as canonical JSON (:func:`scope_key`): every row read is judged against it
+            in the same read (:attr:`Context.judged`), so a scoped bot needs no second
+            read to keep its expansion inside the scope. None (default): not judged.
     """
 
     parents: bool = True
     window: int | None = None
     children: bool = False
+    scope: str | None = None
 
 
 @dataclass
@@ -46,6 +54,9 @@ class Context:
         windows: per document id, the ``(lo, hi)`` ``chunk_index`` ranges read.
         neighbours: per document id, the children read in those ranges, by ``chunk_index``.
         children: per parent id, its children ordered by ``start_index`` (``plan.children``).
+        judged: with ``plan.scope``, every row read (hits, what indexed hits stand for,
+            parents, neighbours, children), by id: whether the scope keeps it; empty
+            without a scope.
     """
 
     plan: ContextPlan
@@ -54,3 +65,10 @@ class Context:
     windows: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
     neighbours: dict[str, list[SearchResult]] = field(default_factory=dict)
     children: dict[str, list[SearchResult]] = field(default_factory=dict)
+    judged: dict[str, bool] = field(default_factory=dict)
+
+
+def scope_key(scope: Mapping[str, Any]) -> str:
+    """``scope`` as :attr:`ContextPlan.scope` holds it: JSON with sorted keys, so one
+    scope is one plan (and one prepared statement)."""
+    return json.dumps(scope, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -53,6 +53,7 @@ __all__ = [
     "COMPARISON_OPERATORS",
     "FILTER_PARAM_PREFIX",
     "LOGICAL_OPERATORS",
+    "SCOPE_PARAM_PREFIX",
     "UNESTIMATED_OPERATORS",
     "compile_filter",
     "estimated_part",
@@ -63,6 +64,10 @@ __all__ = [
 
 #: The names of a compiled filter's parameters: this prefix and their position.
 FILTER_PARAM_PREFIX = "filter_"
+#: The prefix of a bot's scope compiled beside a search's own filter (every row a search
+#: reads for expansion judged against it in the same statement), so the two never share
+#: a parameter name.
+SCOPE_PARAM_PREFIX = "scope_"
 
 COMPARISON_OPERATORS = frozenset(
     {"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$in", "$nin", "$between", "$exists"}
@@ -168,7 +173,10 @@ _EVERY_KEY = _EveryKey()
 
 
 def compile_filter(
-    cmetadata: Any, filter: Any, keyed: AbstractSet[str] = frozenset()
+    cmetadata: Any,
+    filter: Any,
+    keyed: AbstractSet[str] = frozenset(),
+    prefix: str = FILTER_PARAM_PREFIX,
 ) -> ColumnElement[bool]:
     """The SQL condition of ``filter`` over the jsonb column ``cmetadata``.
 
@@ -184,9 +192,12 @@ def compile_filter(
             ``$in`` of 500 values took 13 ms). The rows kept are the same: containment of
             a scalar under a key is equality of the key's value.
 
+        prefix: the parameters' name prefix (default :data:`FILTER_PARAM_PREFIX`;
+            :data:`SCOPE_PARAM_PREFIX` for a scope judged beside a filter).
+
     Returns:
         A boolean SQLAlchemy expression with every value bound as a parameter named
-        ``filter_<i>`` (see the module docstring; :func:`filter_params` reads them back).
+        ``<prefix><i>`` (see the module docstring; :func:`filter_params` reads them back).
 
     Raises:
         ConfigurationError: not a dict, an unknown operator (named), a value of the wrong
@@ -200,7 +211,7 @@ def compile_filter(
     def named(element: Any, **_: Any) -> Any:
         if not isinstance(element, BindParameter):
             return None
-        name = f"{FILTER_PARAM_PREFIX}{next(position)}"
+        name = f"{prefix}{next(position)}"
         return bindparam(name, element.value, type_=element.type)
 
     renamed: ColumnElement[bool] = visitors.replacement_traverse(where, {}, named)

@@ -2,7 +2,8 @@
 key given a B-tree index of its value and planner statistics. The rows a filter keeps are
 the same with and without them, the planner estimates a range on one (no sample), and a
 filtered search ranked through the HNSW index is never replaced by a scan of every row
-the filter keeps."""
+the filter keeps. On the same rows, a bot's scope judged inside a search keeps what the
+scope check keeps."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from langchain_core.documents import Document
 
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.backends import open_store
+from parrot_parents.stores.context import ContextPlan, scope_key
 from parrot_parents.stores.filters import compile_filter, validate_filter
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.catalog import list_collections
@@ -179,6 +181,36 @@ def test_a_filter_keeps_the_same_rows_compiled_for_filter_keys(
     want = asyncio.run(_kept(pg_dsn, keyed_table, compile_filter(col, flt)))
     got = asyncio.run(_kept(pg_dsn, keyed_table, compile_filter(col, flt, frozenset(KEYS))))
     assert got == want, flt
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(scope=_filters)
+@example(scope={"rank": None})
+@example(scope={"missing": {"$nin": [0]}})
+def test_a_scope_judged_in_a_search_keeps_what_its_own_check_keeps(
+    tables: tuple[str, str, np.ndarray], pg_dsn: str, embeddings: Any, scope: dict[str, Any]
+) -> None:
+    """A bot's scope judged on each row a search reads (``ContextPlan.scope``, one
+    statement) keeps exactly the rows the scope check (``ids_matching``) keeps."""
+    _, plain, vectors = tables
+
+    async def run() -> tuple[dict[str, bool], set[str], list[str]]:
+        async with PgVectorStore(
+            dsn=pg_dsn, table=plain, embedding=embeddings, create=False
+        ) as store:
+            plan = ContextPlan(parents=False, scope=scope_key(scope))
+            hits, context = await store.search_with_context("row", plan, limit=N, vector=vectors[5])
+            ids = [h.id for h in hits]
+            return context.judged, await store.ids_matching(ids, scope), ids
+
+    judged, inside, ids = asyncio.run(run())
+    assert ids and set(judged) == set(ids)
+    assert {i for i, kept in judged.items() if kept} == inside, scope
 
 
 @pytest.mark.parametrize(

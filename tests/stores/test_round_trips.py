@@ -168,6 +168,30 @@ async def test_a_filtered_search_is_its_estimate_and_its_ranking(
     assert queries == ["S", "S"], queries
 
 
+@pytest.mark.parametrize("mode", ["parent", "window:1", "auto_merge:0.1"])
+async def test_a_scoped_bot_judges_its_expansion_in_its_search(
+    counted: tuple[PgVectorStore, RoundTripProxy], embeddings, mode: str
+) -> None:
+    # The scope's check of the parents and children expansion hands over is read with the
+    # search: a scoped retrieval is the filtered search's estimate and ranking alone.
+    store, proxy = counted
+    vector = await embeddings.aembed_query("How long do I have to claim phone costs?")
+
+    _give(store, vector)
+    bot = Chatbot(
+        store=store,
+        parent_searcher=InTableParentSearcher(store=store),
+        scope={"document_id": "policy"},
+    )
+    options = {"expand_to_parent": True, "mode": mode, "limit": 4}
+    retrieval, queries = await _count(
+        proxy, lambda: bot.retrieve("How long do I have to claim phone costs?", **options)
+    )
+    assert retrieval.meta["expanded"] is True and not retrieval.meta["fallbacks"]
+    assert retrieval.meta["scope"]["withheld"] == []
+    assert queries == ["S", "S"], queries
+
+
 async def test_after_a_reranker_the_parents_are_one_more_statement(
     counted: tuple[PgVectorStore, RoundTripProxy], embeddings
 ) -> None:

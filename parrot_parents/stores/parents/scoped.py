@@ -53,13 +53,16 @@ async def parents_holding_outside(
 
 class ScopedParentSearcher(AbstractParentSearcher):
     """``inner``'s reads, less the rows outside ``scope`` and the parents holding a child
-    outside it (one more read of the store per call that returns rows; a parent fetch
-    reads its parents' children too).
+    outside it (one more read of the store per call that returns rows, unless ``judged``
+    answers for all of them; a parent fetch reads its parents' children too).
 
     Args:
         inner: the bot's parent searcher (or the rows read with the search).
         check: the store that judges the scope (the bot's store).
         scope: a metadata filter, already validated.
+        judged: rows already judged against this very scope by the store, by id
+            (:attr:`~parrot_parents.stores.context.Context.judged`, read with the
+            search); only the ids it lacks are sent to ``check``.
 
     Attributes:
         withheld: ids of the rows read and held back as outside the scope, in the order
@@ -69,20 +72,35 @@ class ScopedParentSearcher(AbstractParentSearcher):
     """
 
     def __init__(
-        self, inner: AbstractParentSearcher, check: ScopeCheck, scope: Mapping[str, Any]
+        self,
+        inner: AbstractParentSearcher,
+        check: ScopeCheck,
+        scope: Mapping[str, Any],
+        judged: Mapping[str, bool] | None = None,
     ) -> None:
         self.inner = inner
         self.check = check
         self.scope = dict(scope)
+        self.judged = dict(judged or {})
         self.store = inner.store
         self.withheld: list[str] = []
         self.partial: list[str] = []
+
+    async def _inside(self, ids: Sequence[str]) -> set[str]:
+        """The ids among ``ids`` the scope keeps: from :attr:`judged`, and one read of
+        the store for those it lacks (none when it has them all)."""
+        judged = self.judged
+        inside = {i for i in ids if judged.get(i)}
+        unjudged = [i for i in ids if i not in judged]
+        if unjudged:
+            inside |= await self.check.ids_matching(unjudged, self.scope)
+        return inside
 
     async def _kept(self, ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return set()
-        kept = await self.check.ids_matching(wanted, self.scope)
+        kept = await self._inside(wanted)
         self.withheld.extend(i for i in wanted if i not in kept and i not in self.withheld)
         return kept
 
@@ -106,7 +124,7 @@ class ScopedParentSearcher(AbstractParentSearcher):
         # with the search: the pipeline joins them to it for a scoped bot).
         children = await self.inner.fetch_children(list(found))
         ids = [*found, *(r.id for p in found for r in children.get(p, ()))]
-        inside = await self.check.ids_matching(list(dict.fromkeys(ids)), self.scope)
+        inside = await self._inside(list(dict.fromkeys(ids)))
         parents = [p for p in found if p in inside]
         self.withheld.extend(p for p in found if p not in inside and p not in self.withheld)
         outside = [r.id for p in parents for r in children.get(p, ()) if r.id not in inside]

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
-from parrot_parents.stores.filters import FILTER_PARAM_PREFIX
+from parrot_parents.stores.filters import FILTER_PARAM_PREFIX, SCOPE_PARAM_PREFIX
 
 __all__ = [
     "KEPT_LIMIT",
@@ -58,8 +58,8 @@ RUNTIME_PARAMS = frozenset(
 
 def is_runtime(name: str) -> bool:
     """Whether the parameter ``name`` is bound at each execution: one of
-    :data:`RUNTIME_PARAMS`, or a metadata filter's value."""
-    return name in RUNTIME_PARAMS or name.startswith(FILTER_PARAM_PREFIX)
+    :data:`RUNTIME_PARAMS`, or a metadata filter's or a scope's value."""
+    return name in RUNTIME_PARAMS or name.startswith((FILTER_PARAM_PREFIX, SCOPE_PARAM_PREFIX))
 
 
 #: Types an inline constant is cast to, as its bind was (others: JSON keys, say, need none).

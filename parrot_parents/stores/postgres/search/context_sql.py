@@ -4,11 +4,15 @@ The ranked hits become the CTE ``hits``; the same statement reads ``targets`` (w
 hits stand for), ``res`` (each hit as returned), ``w``/``nb`` (a window's neighbours),
 ``parents`` and ``kids`` (auto_merge), by primary key and the expression indexes. The rows
 come back as one result tagged by ``kind``, sorted out by :func:`split_rows`; a read for
-hits already in hand starts from their ids (:func:`seeded_statement`).
+hits already in hand starts from their ids (:func:`seeded_statement`). A plan with a bot's
+scope (:attr:`~parrot_parents.stores.context.ContextPlan.scope`) has each row judged
+against it in the same statement (column ``in_scope``), by the SQL a scope check
+(``ids_matching``) runs: the scoped bot's expansion needs no read of its own.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,8 +36,10 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.sql.elements import ColumnElement
 
 from parrot_parents.stores.context import Context, ContextPlan
+from parrot_parents.stores.filters import SCOPE_PARAM_PREFIX, compile_filter, filter_params
 from parrot_parents.stores.postgres.collections.schema import meta_field
 from parrot_parents.stores.postgres.search.hybrid import RANK_TYPES, unranked
 from parrot_parents.stores.postgres.search.kept import over_cap
@@ -50,6 +56,7 @@ from parrot_parents.stores.results import SearchResult
 __all__ = [
     "HIT_COLUMNS",
     "Split",
+    "scope_params",
     "search_with_context",
     "seeded_statement",
     "split_rows",
@@ -135,6 +142,32 @@ def _context(table: Table, res: Any, plan: ContextPlan | None) -> list[Select[An
     return parts
 
 
+def _scope_condition(cmetadata: Any, plan: ContextPlan | None) -> ColumnElement[bool] | None:
+    """``plan``'s scope over ``cmetadata`` (parameters ``scope_<i>``); None without one."""
+    if plan is None or plan.scope is None:
+        return None
+    return compile_filter(cmetadata, json.loads(plan.scope), prefix=SCOPE_PARAM_PREFIX)
+
+
+def scope_params(table: Table, plan: ContextPlan | None) -> dict[str, Any]:
+    """The values a statement of ``plan`` binds for its scope, by name (none without)."""
+    condition = _scope_condition(table.c.cmetadata, plan)
+    return {} if condition is None else filter_params(condition)
+
+
+def _judged(rows: Any, plan: ContextPlan | None) -> Any:
+    """``rows`` (a union of :func:`_rows`' shape) with ``in_scope`` beside each row,
+    when ``plan`` has a scope; else ``rows`` as they are."""
+    if plan is None or plan.scope is None:
+        return rows
+    union_rows = rows.subquery("read")
+    condition = _scope_condition(union_rows.c.cmetadata, plan)
+    assert condition is not None
+    # NULL (a row without metadata, a comparison with a missing key) is outside, as a
+    # WHERE clause would have it.
+    return select(*union_rows.c, func.coalesce(condition, False).label("in_scope"))
+
+
 def search_with_context(
     table: Table, ranked: Select[Any], plan: ContextPlan | None, capped: Any | None = None
 ) -> Any:
@@ -179,7 +212,7 @@ def search_with_context(
             .cte("res")
         )
         parts += _context(table, res, plan)
-    return union_all(*parts)
+    return _judged(union_all(*parts), plan)
 
 
 def seeded_statement(table: Table, plan: ContextPlan) -> Any:
@@ -190,7 +223,7 @@ def seeded_statement(table: Table, plan: ContextPlan) -> Any:
         .cte("res")
     )
     parts = _context(table, res, plan)
-    return union_all(*parts) if len(parts) > 1 else parts[0]
+    return _judged(union_all(*parts) if len(parts) > 1 else parts[0], plan)
 
 
 @dataclass
@@ -259,6 +292,8 @@ def split_rows(
             target = out.targets.get(str(hit.metadata.get(INDEXES)), hit)
             seeds.append(target.metadata if is_indexed(hit.metadata) else hit.metadata)
     ctx = Context(plan=plan)
+    if plan.scope is not None:
+        ctx.judged = {str(r["id"]): bool(r["in_scope"]) for r in rows if r["id"] is not None}
     neighbours: dict[str, dict[str, SearchResult]] = {}
     for r in rows:
         kind = r["kind"]

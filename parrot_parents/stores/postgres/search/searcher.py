@@ -46,6 +46,7 @@ from parrot_parents.stores.postgres.search.bm25_index import (
 )
 from parrot_parents.stores.postgres.search.context_sql import (
     Split,
+    scope_params,
     search_with_context,
     seeded_statement,
     split_rows,
@@ -282,6 +283,7 @@ class Searcher:
             params["lexical_query"] = request.text
         if request.plan is not None and request.plan.window is not None:
             params["window_n"] = request.plan.window
+        params.update(scope_params(table, request.plan))
         action = f"search in {store.name.qualified}"
         dense = request.mode == "dense"
         statements = self._statements
@@ -638,7 +640,7 @@ class Searcher:
         prepared = statements.get(key) or statements.compiled(
             key, seeded_statement(table, plan), engine.dialect
         )
-        params: dict[str, Any] = {"seed_ids": wanted}
+        params: dict[str, Any] = {"seed_ids": wanted, **scope_params(table, plan)}
         if plan.window is not None:
             params["window_n"] = plan.window
         action = f"read from {self._store.name.qualified}"

@@ -386,12 +386,13 @@ async def test_a_filtered_search_leaves_the_session_as_an_unfiltered_one_needs_i
     buckets=st.sets(st.integers(0, BUCKETS - 1), max_size=6) | st.integers(0, BUCKETS),
     limit=st.integers(1, 40),
     below=st.sampled_from([0, 50, 4000]),
-    scan=st.sampled_from(["strict_order", "off"]),
+    scan=st.sampled_from(["relaxed_order", "strict_order", "off"]),
     seed=st.integers(0, 2**16),
 )
 # The index first, a scan that stops after ef_search candidates: the exact ranking after it.
 @example(buckets={3}, limit=10, below=0, scan="off", seed=1)
 @example(buckets={3, 50}, limit=40, below=0, scan="strict_order", seed=2)
+@example(buckets={3, 50}, limit=40, below=0, scan="relaxed_order", seed=2)
 @example(buckets=set(), limit=5, below=4000, scan="strict_order", seed=3)
 # A range the planner cannot estimate, keeping every child: the exact attempt's cap.
 @example(buckets=0, limit=10, below=50, scan="strict_order", seed=4)
@@ -405,7 +406,8 @@ async def test_a_filtered_search_loses_nothing_whatever_its_plan(
     seed: int,
 ) -> None:
     # Every plan returns min(limit, children the filter keeps) children, all kept by the
-    # filter; an exact ranking returns the exact top ``limit``. ``buckets``: a set of
+    # filter, nearest first (a relaxed scan's rows too); an exact ranking returns the
+    # exact top ``limit``. ``buckets``: a set of
     # buckets (``$in``, which the planner estimates), or the lowest bucket kept (``$gte``,
     # which it guesses).
     store = await open_store(filter_exact_below=below, iterative_scan=scan)
@@ -419,6 +421,8 @@ async def test_a_filtered_search_loses_nothing_whatever_its_plan(
     keep = [i for i in range(N) if i % BUCKETS in kept]
     assert len(got) == min(limit, len(keep))
     assert all(r.metadata["bucket"] in kept for r in got)
+    distances = [r.distance for r in got]
+    assert distances == sorted(distances)
     if got and got[0].filter_plan is not None and got[0].filter_plan.exact:
         order = sorted(keep, key=lambda i: (-float(tenants[1][i] @ q), i))
         assert [r.id for r in got] == [_id(i) for i in order[:limit]]

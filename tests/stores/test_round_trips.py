@@ -192,6 +192,30 @@ async def test_a_scoped_bot_judges_its_expansion_in_its_search(
     assert queries == ["S", "S"], queries
 
 
+async def test_bots_scoped_to_different_values_share_their_statements(
+    counted: tuple[PgVectorStore, RoundTripProxy], embeddings
+) -> None:
+    # A scope's values are parameters of the statement that judges it, as a filter's are:
+    # a bot per tenant adds no statement of its own, and each keeps to its own value.
+    store, _ = counted
+    question = "How long do I have to claim phone costs?"
+    _give(store, await embeddings.aembed_query(question))
+
+    def bot(document_id: str) -> Chatbot:
+        return Chatbot(
+            store=store,
+            parent_searcher=InTableParentSearcher(store=store),
+            scope={"document_id": document_id},
+        )
+
+    found = await bot("policy").retrieve(question, expand_to_parent=True, limit=4)
+    assert found.passages and found.meta["expanded"] is True
+    statements = dict(store.searcher._statements)
+    other = await bot("another").retrieve(question, expand_to_parent=True, limit=4)
+    assert other.passages == []
+    assert dict(store.searcher._statements).keys() == statements.keys()
+
+
 async def test_after_a_reranker_the_parents_are_one_more_statement(
     counted: tuple[PgVectorStore, RoundTripProxy], embeddings
 ) -> None:

@@ -12,6 +12,8 @@ against it in the same statement (column ``in_scope``), by the SQL a scope check
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from sqlalchemy import (
     any_,
     bindparam,
     cast,
+    column,
     func,
     literal_column,
     null,
@@ -36,7 +39,8 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.filters import SCOPE_PARAM_PREFIX, compile_filter, filter_params
@@ -56,6 +60,7 @@ from parrot_parents.stores.results import SearchResult
 __all__ = [
     "HIT_COLUMNS",
     "Split",
+    "plan_key",
     "scope_params",
     "search_with_context",
     "seeded_statement",
@@ -149,10 +154,33 @@ def _scope_condition(cmetadata: Any, plan: ContextPlan | None) -> ColumnElement[
     return compile_filter(cmetadata, json.loads(plan.scope), prefix=SCOPE_PARAM_PREFIX)
 
 
-def scope_params(table: Table, plan: ContextPlan | None) -> dict[str, Any]:
+@functools.lru_cache(maxsize=512)
+def _scope_compiled(scope: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """A scope's SQL (its structure: the values are parameters) and its values, by name;
+    remembered per scope, as a bot asks with the same one every time."""
+    condition = compile_filter(
+        column("cmetadata", JSONB), json.loads(scope), prefix=SCOPE_PARAM_PREFIX
+    )
+    # The SQL and the type of each parameter (which decides its cast on PostgreSQL).
+    types = ",".join(
+        f"{e.key}:{e.type!r}" for e in visitors.iterate(condition) if isinstance(e, BindParameter)
+    )
+    return f"{condition} [{types}]", tuple(filter_params(condition).items())
+
+
+def scope_params(plan: ContextPlan | None) -> dict[str, Any]:
     """The values a statement of ``plan`` binds for its scope, by name (none without)."""
-    condition = _scope_condition(table.c.cmetadata, plan)
-    return {} if condition is None else filter_params(condition)
+    if plan is None or plan.scope is None:
+        return {}
+    return dict(_scope_compiled(plan.scope)[1])
+
+
+def plan_key(plan: ContextPlan | None) -> ContextPlan | None:
+    """``plan`` as a statement's key holds it: a scope by its SQL, not its values, so
+    bots scoped to different values of one key (a tenant each) share one statement."""
+    if plan is None or plan.scope is None:
+        return plan
+    return dataclasses.replace(plan, scope=_scope_compiled(plan.scope)[0])
 
 
 def _judged(rows: Any, plan: ContextPlan | None) -> Any:

@@ -108,16 +108,18 @@ class SearchRequest:
             include_parents=bool(include_parents),
         )
 
-    def shape(self, *extra: Any) -> tuple[Any, ...]:
+    def shape(self, *extra: Any, plan: Any = None) -> tuple[Any, ...]:
         """The key of this search's statement, with the store's ``extra`` parts that are
-        written into it; a filter's structure is not in it (its statements add it)."""
+        written into it; a filter's structure is not in it (its statements add it).
+        ``plan``: the plan's part of the key, where it is not :attr:`plan` itself (a
+        scope's SQL in place of its values)."""
         return (
             self.mode,
             self.limit,
             self.include_parents,
             self.vector is not None,
             self.fusion,
-            self.plan,
+            self.plan if plan is None else plan,
             *extra,
         )
 

@@ -46,6 +46,7 @@ from parrot_parents.stores.postgres.search.bm25_index import (
 )
 from parrot_parents.stores.postgres.search.context_sql import (
     Split,
+    plan_key,
     scope_params,
     search_with_context,
     seeded_statement,
@@ -274,7 +275,10 @@ class Searcher:
         # The text-search configuration and candidate rule are written into a lexical
         # statement, so they are part of its shape.
         key = request.shape(
-            store.lexical_candidates, store.text_search_config, store.lexical_backend
+            store.lexical_candidates,
+            store.text_search_config,
+            store.lexical_backend,
+            plan=plan_key(request.plan),
         )
         params: dict[str, Any] = {}
         if request.vector is not None:
@@ -283,7 +287,7 @@ class Searcher:
             params["lexical_query"] = request.text
         if request.plan is not None and request.plan.window is not None:
             params["window_n"] = request.plan.window
-        params.update(scope_params(table, request.plan))
+        params.update(scope_params(request.plan))
         action = f"search in {store.name.qualified}"
         dense = request.mode == "dense"
         statements = self._statements
@@ -635,12 +639,12 @@ class Searcher:
         engine, table = await self._store.ready()
         if not wanted:
             return Context(plan=plan)
-        key = ("seeded", plan)
+        key = ("seeded", plan_key(plan))
         statements = self._statements
         prepared = statements.get(key) or statements.compiled(
             key, seeded_statement(table, plan), engine.dialect
         )
-        params: dict[str, Any] = {"seed_ids": wanted, **scope_params(table, plan)}
+        params: dict[str, Any] = {"seed_ids": wanted, **scope_params(plan)}
         if plan.window is not None:
             params["window_n"] = plan.window
         action = f"read from {self._store.name.qualified}"

@@ -93,6 +93,17 @@ async def _backend(dsn: str) -> str | None:
     return "pg_textsearch" if found else None
 
 
+def _store_factory(dsn: str) -> Any:
+    """``(table, **options) -> PgVectorStore`` on ``dsn``, 384-dimensional."""
+
+    def store_factory(name: str, **kw: Any) -> Any:
+        from parrot_parents import PgVectorStore
+
+        return PgVectorStore(dsn=dsn, table=name, dimension=DIM, **kw)
+
+    return store_factory
+
+
 async def _synthetic(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
     """The synthetic collection of ``n`` children (built or reused), its query vectors
     and cases."""
@@ -100,11 +111,7 @@ async def _synthetic(args: argparse.Namespace, dsn: str, n: int) -> dict[str, An
     table = f"bench_scale_{label}"
     coll = SyntheticCollection(n, load_vocabulary(CHUNKING_EVAL / "corpora"))
 
-    def store_factory(name: str, **kw: Any) -> Any:
-        from parrot_parents import PgVectorStore
-
-        return PgVectorStore(dsn=dsn, table=name, dimension=DIM, **kw)
-
+    store_factory = _store_factory(dsn)
     build = await build_ours(dsn, store_factory, coll, table, args.rebuild, await _backend(dsn))
     print(f"[{label}] {build}", flush=True)
     qs = coll.queries(args.queries + args.warmup, salt=5)
@@ -154,11 +161,7 @@ async def _real(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
         dict(zip(texts, vectors, strict=True)), DIM, as_numpy=True, probe=probe
     )
 
-    def store_factory(name: str, **kw: Any) -> Any:
-        from parrot_parents import PgVectorStore
-
-        return PgVectorStore(dsn=dsn, table=name, dimension=DIM, **kw)
-
+    store_factory = _store_factory(dsn)
     return {
         "label": size_label(n),
         "table": table,

@@ -188,7 +188,9 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
         return out
     raw = await connect_raw(dsn)
     t = time.perf_counter()
-    out["filter_keys"] = await set_filter_keys(raw, table, args.filter_keys, store_factory)
+    graphs = args.value_graphs == "on"
+    out["filter_keys"] = await set_filter_keys(raw, table, args.filter_keys, store_factory, graphs)
+    out["value_graphs"] = graphs
     print(f"[{label}] filter keys {out['filter_keys']} ({time.perf_counter() - t:.1f} s)")
     await raw.close()
 
@@ -292,6 +294,8 @@ def table_of(result: dict[str, Any], args: argparse.Namespace) -> list[str]:
     stats, plans, recall = result["stats"], result["plans"], result["recall"]
     base = {m: stats[f"none/{m}"].p50 for m in MODES}
     keys = ", ".join(f"`{k}`" for k in result["filter_keys"]) or "none"
+    if result["filter_keys"] and not result["value_graphs"]:
+        keys += " (no value graphs)"
     lines = [
         f"#### {result['label']} children (`{result['table']}`{', real text' if args.text == 'real' else ''}), filter keys: {keys}",
         "",
@@ -353,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
         default="none",
         help="the filter keys the table is given first, comma-separated ('none': none)",
     )
+    p.add_argument(
+        "--value-graphs",
+        default="on",
+        choices=["on", "off"],
+        help="off: the filter keys' value graphs dropped, none built (on: the default)",
+    )
     p.add_argument("--lexical-backend", default="sql", choices=["sql", "pg_textsearch"])
     p.add_argument(
         "--text",
@@ -379,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     sizes = "-".join(r["label"] for r in results)
     real = "-real" if args.text == "real" else ""
-    name = f"filters-{sizes}{real}-{'keyed' if args.filter_keys else 'plain'}"
+    keyed = "plain"
+    if args.filter_keys:
+        keyed = "keyed" if args.value_graphs == "on" else "keyed-nographs"
+    name = f"filters-{sizes}{real}-{keyed}"
     if args.report != "none":
         heading = f"## {sizes}, real text" if real else f"## {sizes}"
         replace_section(Path(args.report), name, body, heading=heading)

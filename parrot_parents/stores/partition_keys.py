@@ -23,8 +23,10 @@ __all__ = [
     "PartitionValue",
     "canonical",
     "fixed_value",
+    "fixed_values",
     "is_partition_value",
     "keep_value",
+    "only_key",
     "same_value",
     "validate_partition_key",
     "value_json",
@@ -108,6 +110,56 @@ def fixed_value(filter: Mapping[str, Any] | None, key: str) -> PartitionValue | 
         # Two different fixed values match nothing; the plain filter says so.
         return None
     return values[0]
+
+
+def fixed_values(filter: Mapping[str, Any] | None, key: str) -> list[PartitionValue] | None:
+    """The values of ``key`` one of which every row matching ``filter`` has, when the
+    filter says so at its top level (what :func:`fixed_value` reads, or ``{"$in":
+    [...]}``, or any of them inside a top-level ``$and``: their common values), each
+    once, in the order given; else None (also when a value listed is not a
+    :data:`PartitionValue`, or none is common: the plain filter then says so)."""
+    if not filter:
+        return None
+    sets: list[list[Any]] = []
+    if key in filter:
+        value = filter[key]
+        if isinstance(value, Mapping):
+            if set(value) == {"$eq"}:
+                sets.append([value["$eq"]])
+            elif set(value) == {"$in"} and isinstance(value["$in"], list):
+                sets.append(list(value["$in"]))
+        else:
+            sets.append([value])
+    items = filter.get("$and")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, Mapping):
+                inner = fixed_values(item, key)
+                if inner is not None:
+                    sets.append(list(inner))
+    if not sets or any(not is_partition_value(v) for vs in sets for v in vs):
+        return None
+    common: dict[str, PartitionValue] = {canonical(key, v): v for v in sets[0]}
+    for other in sets[1:]:
+        names = {canonical(key, v) for v in other}
+        common = {c: v for c, v in common.items() if c in names}
+    return list(common.values()) or None
+
+
+def only_key(filter: Mapping[str, Any] | None, key: str) -> bool:
+    """Whether ``filter`` reads ``key`` and nothing else at its top level (or inside a
+    top-level ``$and`` of such filters)."""
+    if not filter:
+        return False
+    if set(filter) == {key}:
+        return True
+    items = filter.get("$and")
+    return (
+        set(filter) == {"$and"}
+        and isinstance(items, list)
+        and bool(items)
+        and all(isinstance(i, Mapping) and only_key(i, key) for i in items)
+    )
 
 
 def keep_value(

@@ -389,7 +389,7 @@ async def test_hybrid_search_and_a_bot_scope_keep_to_the_value(
     )
 
 
-async def test_a_search_without_the_key_or_with_two_values_is_a_plain_filtered_search(
+async def test_two_values_scan_their_own_indexes_and_a_search_without_the_key_is_plain(
     partitioned: tuple[PgVectorStore, list[Document], np.ndarray],
 ) -> None:
     store, docs, vectors = partitioned
@@ -397,8 +397,21 @@ async def test_a_search_without_the_key_or_with_two_values_is_a_plain_filtered_s
     found = await store.similarity_search_by_vector(
         q.tolist(), limit=5, filter={"tenant": {"$in": ["a", "b"]}}
     )
-    assert found.filter_plan is not None and found.filter_plan.search != "partition"
+    assert found.filter_plan is not None and found.filter_plan.search == "partition"
+    assert str(found.filter_plan.partition_index).split(", ") == [
+        partition_index_name(store.table, "tenant", t) for t in ("a", "b")
+    ]
     assert [d.id for d in found] == _exact(docs, vectors, q, lambda m: m["tenant"] in ("a", "b"), 5)
+    # With another condition beside the list, the collection's indexes.
+    other = await store.similarity_search_by_vector(
+        q.tolist(), limit=5, filter={"tenant": {"$in": ["a", "b"]}, "year": 2021}
+    )
+    assert other.filter_plan is not None and other.filter_plan.search != "partition"
+    assert [d.id for d in other] == _exact(
+        docs, vectors, q, lambda m: m["tenant"] in ("a", "b") and m["year"] == 2021, 5
+    )
+    plain = await store.similarity_search_by_vector(q.tolist(), limit=5, filter={"year": 2022})
+    assert plain.filter_plan is not None and plain.filter_plan.search != "partition"
     none = await store.similarity_search_by_vector(
         q.tolist(), limit=5, filter={"$and": [{"tenant": "a"}, {"tenant": "b"}]}
     )

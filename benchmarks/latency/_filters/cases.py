@@ -190,10 +190,14 @@ class Children:
         return set(found)
 
 
-async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory: Any) -> list[str]:
-    """Give ``table`` exactly the filter ``keys``: the others' indexes and statistics
-    dropped (raw SQL on ``conn``), the missing ones added by a store opened with them (the
-    product's own path). Returns the keys it then has, sorted."""
+async def set_filter_keys(
+    conn: Any, table: str, keys: list[str], store_factory: Any, graphs: bool = True
+) -> list[str]:
+    """Give ``table`` exactly the filter ``keys``: the others' indexes, statistics and
+    value graphs dropped (raw SQL on ``conn``), the missing ones added by a store opened
+    with them (the product's own path, which builds the value graphs too). ``graphs``
+    False: every value graph dropped and none built. Returns the keys it then has,
+    sorted."""
     import json
 
     rows = await conn.fetch(
@@ -201,9 +205,12 @@ async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory:
         " WHERE i.indrelid = to_regclass($1)",
         table,
     )
+    had = []
     for r in rows:
         note = json.loads(r["note"]) if r["note"] and r["note"].startswith("{") else {}
         key = note.get("filter_key") if isinstance(note, dict) else None
+        if isinstance(key, str):
+            had.append(key)
         if isinstance(key, str) and key not in keys:
             # Imported here: a checkout from before filter keys has none to drop.
             from parrot_parents.stores.postgres.collections.filter_keys import (
@@ -215,8 +222,29 @@ async def set_filter_keys(conn: Any, table: str, keys: list[str], store_factory:
             await conn.execute(f'DROP INDEX "{index}"')
             stats = filter_key_statistics_name(table, key)
             await conn.execute(f'DROP STATISTICS IF EXISTS "{stats}"')
+    for key in had:
+        if graphs and key in keys:
+            continue
+        from parrot_parents.stores.postgres.collections.partitions import (
+            partition_index_name,
+            partition_values,
+        )
+
+        stored = await conn.fetch(
+            f"SELECT DISTINCT (cmetadata -> $1)::text AS v FROM {table} WHERE cmetadata ? $1", key
+        )
+        values = partition_values(({key: json.loads(r["v"])} for r in stored), key)
+        for value in values:
+            for kind in ("part", "partl"):
+                name = partition_index_name(table, key, value, kind)
+                await conn.execute(f'DROP INDEX IF EXISTS "{name}"')
     if keys:
-        store = store_factory(table, filter_keys=keys)
+        options: dict[str, Any] = {"filter_keys": keys}
+        if not graphs:
+            from parrot_parents.stores.postgres.collections.schema import HNSWIndex
+
+            options["hnsw"] = HNSWIndex(value_graph_floor=None)
+        store = store_factory(table, **options)
         await store.connect()
         await store.close()
     return sorted(keys)

@@ -360,7 +360,7 @@ class PgVectorStore(
 
     def bulk_load(self, *, parallel_workers: int | None = None) -> VectorIndexDeferral:
         return VectorIndexDeferral(
-            self.engine, self.sa_table, self.dimension, self.hnsw.m, parallel_workers
+            self.engine, self.sa_table, self.dimension, self.hnsw, parallel_workers
         )
 
     async def vector_index_exists(self) -> bool:

@@ -46,6 +46,7 @@ from parrot_parents.stores.postgres.collections.setup import (
     dimension_mismatch,
     stored_dimension,
 )
+from parrot_parents.stores.postgres.collections.value_graphs import ensure_value_graphs
 from parrot_parents.stores.postgres.connections.engine import store_errors
 from parrot_parents.stores.postgres.connections.pools import Connections
 from parrot_parents.stores.postgres.connections.reads import write
@@ -232,6 +233,8 @@ class CollectionLifecycle:
             store.partition_key = await conn.run_sync(self._partition_key, True)
             if self.wanted_filter_keys:
                 await conn.run_sync(ensure_filter_keys, name, self.wanted_filter_keys)
+                floor = store.hnsw.value_graph_floor
+                await conn.run_sync(ensure_value_graphs, table, floor)
         self.writable = True
 
     def _partition_key(self, conn: Any, writer: bool) -> str | None:

@@ -38,6 +38,7 @@ from parrot_parents.stores.postgres.search.lexical import (
     DEFAULT_TEXT_SEARCH_CONFIG,
     lexical_expression,
 )
+from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
 __all__ = ["HNSWIndex", "collection_table", "meta_field"]
 
@@ -62,7 +63,10 @@ def meta_field(table: Table, key: str) -> ColumnElement[str]:
 @dataclass(frozen=True)
 class HNSWIndex:
     """HNSW build parameters: ``m`` (default 16, pgvector's) and ``ef_construction``
-    (default 200; pgvector's is 64).
+    (default 200; pgvector's is 64), and ``value_graph_floor``: a filter key's value
+    keeping more children than this gets a graph of its own (default 4,000, where an
+    exact ranking of its children stops being cheap; None builds none;
+    :mod:`~parrot_parents.stores.postgres.collections.value_graphs`).
 
     ``ef_construction=200`` took the build of 101k real children from 16 s to 35 s (same
     size, 198 MB) and raised recall@10 of held-out children at ``ef_search`` 100 from
@@ -71,14 +75,24 @@ class HNSWIndex:
     chosen for this build.
 
     Raises:
-        ConfigurationError: ``m`` outside 2..100, or ``ef_construction`` outside
-            4..1000 or below ``2 * m``.
+        ConfigurationError: ``m`` outside 2..100, ``ef_construction`` outside
+            4..1000 or below ``2 * m``, or ``value_graph_floor`` neither None nor an
+            int of at least 0.
     """
 
     m: int = 16
     ef_construction: int = 200
+    value_graph_floor: int | None = FILTER_EXACT_BELOW
 
     def __post_init__(self) -> None:
+        floor = self.value_graph_floor
+        if floor is not None and (
+            isinstance(floor, bool) or not isinstance(floor, int) or floor < 0
+        ):
+            raise ConfigurationError(
+                f"HNSWIndex.value_graph_floor must be a count of children (an int >= 0) "
+                f"or None, got {floor!r}"
+            )
         if not 2 <= self.m <= 100:
             raise ConfigurationError(f"HNSWIndex.m must be in [2, 100], got {self.m!r}")
         if not 4 <= self.ef_construction <= 1000 or self.ef_construction < 2 * self.m:

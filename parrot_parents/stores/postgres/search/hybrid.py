@@ -28,6 +28,7 @@ it keeps are in docs/benchmarks.md ("Bounded lexical search").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -174,7 +175,12 @@ HALF_PRECISION_MARGIN = 10
 
 
 def _nearest(
-    table: Table, where: list[Any], limit: int, *columns: Any, half: bool = False
+    table: Table,
+    where: list[Any],
+    limit: int,
+    *columns: Any,
+    half: bool = False,
+    parts: Sequence[Any] = (),
 ) -> Select[Any]:
     """``columns`` and ``distance`` of the ``limit`` rows ``where`` keeps nearest
     ``query_vector``, nearest first (the kNN order of the HNSW index).
@@ -182,7 +188,15 @@ def _nearest(
     ``half``: the rows are found through an index over ``embedding::halfvec(d)`` (a
     partition value's graph, :mod:`~parrot_parents.stores.postgres.collections.partitions`):
     its ``limit`` + :data:`HALF_PRECISION_MARGIN` nearest at half precision, ranked by
-    their full-precision distance (the ``distance`` returned either way)."""
+    their full-precision distance (the ``distance`` returned either way).
+
+    ``parts``: predicates of values with graphs of their own (an ``$in`` of them): each
+    value's nearest found through its graph, the nearest of them all kept."""
+    if parts:
+        scans = [_nearest(table, [*where, p], limit, *columns, half=half) for p in parts]
+        every = union_all(*scans).subquery("graphs")
+        named = [every.c[c.name] for c in columns]
+        return select(*named, every.c.distance).order_by(every.c.distance).limit(limit)
     vector = query_vector(table)
     distance = table.c.embedding.cosine_distance(vector).label("distance")
     kept = (table.c.embedding.is_not(None), *where)
@@ -202,18 +216,23 @@ def _nearest(
 
 
 def dense_statement(
-    table: Table, limit: int, where: list[Any], kept: Any | None, half: bool = False
+    table: Table,
+    limit: int,
+    where: list[Any],
+    kept: Any | None,
+    half: bool = False,
+    parts: Sequence[Any] = (),
 ) -> Any:
     """The dense search statement (the columns of :func:`search_statement`): the kNN of
     ``query_vector`` on the HNSW index, or over ``kept`` (the exact ranking of a selective
     filter, :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`). ``half``: the
-    index is over ``embedding::halfvec(d)`` (:func:`_nearest`)."""
+    index is over ``embedding::halfvec(d)``; ``parts``: the values whose graphs are
+    scanned (:func:`_nearest`)."""
     # The kNN in a subquery, numbered outside it: a window function beside the
     # ORDER BY ... LIMIT would read every row before the limit.
     if kept is None:
-        knn = _nearest(
-            table, where, limit, table.c.id, table.c.document, table.c.cmetadata, half=half
-        ).subquery("knn")
+        columns = (table.c.id, table.c.document, table.c.cmetadata)
+        knn = _nearest(table, where, limit, *columns, half=half, parts=parts).subquery("knn")
     else:
         top = (
             select(kept.c.id, kept.c.distance)
@@ -243,12 +262,14 @@ def dense_statement(
     )
 
 
-def _dense(table: Table, where: list[Any], depth: int, kept: Any | None, half: bool) -> Any:
+def _dense(
+    table: Table, where: list[Any], depth: int, kept: Any | None, half: bool, parts: Sequence[Any]
+) -> Any:
     """The dense branch as a CTE ``(id, dense_rank)``: the kNN on the HNSW index (over
     half precision: ``half``, :func:`_nearest`), or the exact ranking of the
     :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`."""
     if kept is None:
-        top = _nearest(table, where, depth, table.c.id, half=half)
+        top = _nearest(table, where, depth, table.c.id, half=half, parts=parts)
     else:
         top = (
             select(kept.c.id, kept.c.distance)
@@ -575,6 +596,7 @@ def search_statement(
     kept: Any | None = None,
     half: bool = False,
     dense_where: list[ColumnElement[Any]] | None = None,
+    parts: Sequence[Any] = (),
 ) -> Select[Any]:
     """The lexical or hybrid search statement (dense alone is :func:`dense_statement`); bind
     ``lexical_query`` (the question) and, ``with_vector``, ``query_vector``.
@@ -593,7 +615,7 @@ def search_statement(
     (:func:`~parrot_parents.stores.postgres.search.kept.kept_rows`) ranks those rows only,
     each compared and matched directly, never through the HNSW or GIN index. ``half``: the
     dense branch's HNSW index is over ``embedding::halfvec(d)`` (a partition value's,
-    :func:`_nearest`).
+    :func:`_nearest`); ``parts``: the dense branch scans these values' graphs.
     """
     fusion = fusion or Fusion()
     depth = branch_depth(mode, limit, fusion)
@@ -617,7 +639,8 @@ def search_statement(
         order: tuple[Any, ...] = (lex.c.lexical_rank,)
     else:
         assert with_vector
-        dense = _dense(table, where if dense_where is None else dense_where, depth, kept, half)
+        dense_on = where if dense_where is None else dense_where
+        dense = _dense(table, dense_on, depth, kept, half, parts)
         fid = func.coalesce(dense.c.id, lex.c.id)
         k = float(fusion.rrf_k)
         fused = fusion.dense_weight * func.coalesce(

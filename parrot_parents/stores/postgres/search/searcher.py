@@ -21,9 +21,7 @@ from parrot_parents.errors import LexicalIndexMissingError
 from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.filters import (
     compile_filter,
-    estimated_part,
     filter_params,
-    has_unestimated,
 )
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.partition_keys import PartitionValue, value_json
@@ -31,12 +29,11 @@ from parrot_parents.stores.postgres.collections.filter_keys import FilterKeyLook
 from parrot_parents.stores.postgres.collections.partitions import (
     FixedPartition,
     PartitionLookup,
-    fixed_value,
+    graphs_scale,
     partition_clause,
     unindexed,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
-from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
 from parrot_parents.stores.postgres.connections.reads import Settings
 from parrot_parents.stores.postgres.search.bm25_index import (
@@ -54,13 +51,6 @@ from parrot_parents.stores.postgres.search.context_sql import (
 )
 from parrot_parents.stores.postgres.search.filter_plan import (
     FilterPlan,
-    estimate_statement,
-    estimated_rows,
-    sample_percent,
-    sample_statement,
-    sampled_rows,
-    scan_ceiling,
-    threshold,
     widened,
 )
 from parrot_parents.stores.postgres.search.hybrid import (
@@ -71,6 +61,7 @@ from parrot_parents.stores.postgres.search.hybrid import (
 )
 from parrot_parents.stores.postgres.search.kept import KEPT_LIMIT, kept_rows
 from parrot_parents.stores.postgres.search.lexical import LexicalTables
+from parrot_parents.stores.postgres.search.planning import plan_filter
 from parrot_parents.stores.postgres.search.request import (
     MAX_LIMIT,
     SearchRequest,
@@ -80,7 +71,6 @@ from parrot_parents.stores.postgres.search.settings import search_settings
 from parrot_parents.stores.postgres.search.target_filter import (
     reads_hierarchy,
     searched_filter,
-    targets_kept,
 )
 from parrot_parents.stores.questions import check_question
 from parrot_parents.stores.records.markers import INDEXED_CONTAINMENT, SEARCH_PREDICATE
@@ -307,9 +297,10 @@ class Searcher:
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             targets = hierarchy and await self._has_indexed_rows(conn)
-            found = None if targets else await self._partition_of(conn, request)
-            part = found is not None
             keyed = await self.filter_keys.keys(conn, store.name)
+            graphs = () if targets else await self._graphs_of(conn, request, keyed)
+            found = graphs[0] if len(graphs) == 1 else None
+            part = found is not None
             where = self.where(table, request, targets=targets, keyed=keyed)
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
@@ -334,7 +325,23 @@ class Searcher:
                     and through
                     and found.rows <= store.lexical_candidates.exact_below
                 )
-                ranked_key = (*key, shape, exact, capped, through, scale, half, value, few, widen)
+                # An ``$in`` of values with graphs: the dense branch a scan of each.
+                union = graphs if len(graphs) > 1 and not exact else ()
+                half = half or (bool(union) and all(g.half for g in union))
+                names = tuple(g.index for g in union)
+                ranked_key = (
+                    *key,
+                    shape,
+                    exact,
+                    capped,
+                    through,
+                    scale,
+                    half,
+                    value,
+                    few,
+                    widen,
+                    names,
+                )
                 prepared = statements.get(ranked_key)
                 if prepared is None:
                     kept = None
@@ -367,6 +374,10 @@ class Searcher:
                             indexed,
                             dense_where=scanned,
                             candidates=widened(store.lexical_candidates, widen),
+                            half=half,
+                            parts=[
+                                partition_clause(table.c.cmetadata, g.key, g.value) for g in union
+                            ],
                         )
                     else:
                         # The lexical branch alone is better served by the GIN index, the
@@ -392,17 +403,27 @@ class Searcher:
                     or through
                     or self.lexical_ranking(request.filter, request.fusion, False)[0] == "sql"
                 )
-                settings = self.settings(request, index_only, partition=through, bitmaps=bitmaps)
+                settings = self.settings(
+                    request, index_only, partition=through or bool(union), bitmaps=bitmaps
+                )
                 rows: Sequence[Any] = await conn.fetch_with(
                     prepared.sql, prepared.args(run), settings
                 )
                 return split_rows(rows, request.plan, dense=dense)
 
-            if found is not None:
-                plan = FilterPlan.for_partition(found.index)
+            if graphs:
+                plan = FilterPlan.for_partition(", ".join(g.index for g in graphs))
             else:
-                plan = await self._filter_plan(
-                    conn, engine, table, request, where, shape, params, targets, keyed
+                plan = await plan_filter(
+                    conn,
+                    statements,
+                    store.search_options,
+                    engine.dialect,
+                    table,
+                    request,
+                    (where, shape, params),
+                    targets,
+                    keyed,
                 )
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
@@ -414,7 +435,8 @@ class Searcher:
                 plan = plan.then_index()
             # The index plan is ours, not the planner's: the statement is kept off scans
             # that would rank every child the filter keeps (:meth:`settings`).
-            split = await rank(exact=False, index_only=True, widen=plan.lexical_scale)
+            widen = graphs_scale(graphs) if graphs else plan.lexical_scale
+            split = await rank(exact=False, index_only=True, widen=widen)
             # Only a dense ranking can come back short of what the filter keeps: the
             # lexical branch's candidates are every child holding a query lexeme.
             if request.mode != "lexical" and len(split.hits) < request.limit:
@@ -424,92 +446,17 @@ class Searcher:
 
         return await store.read_pool.run(work, action=action)
 
-    async def _filter_plan(
-        self,
-        conn: ReadConnection,
-        engine: AsyncEngine,
-        table: Table,
-        request: SearchRequest,
-        where: list[Any],
-        shape: str,
-        params: Mapping[str, Any],
-        targets: bool,
-        keyed: AbstractSet[str] = frozenset(),
-    ) -> FilterPlan:
-        """How to rank a filtered search
-        (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
-        of the children the filter keeps; for a range or a pattern it would rank exactly, a
-        sample's count instead, unless the filter's other ANDed conditions bound it.
-        ``where``: the search's predicates (the compiled filter last, ``shape`` its SQL);
-        ``params``: their values; ``targets``: the filter is judged on indexed rows'
-        targets (never sampled); ``keyed``: the collection's filter keys, whose ranges the
-        planner estimates."""
-        flt = dict(request.filter or {})
-        dialect = engine.dialect
-        statements = self._statements
-
-        async def estimate(kept: list[Any], shape: str, args: Mapping[str, Any]) -> tuple[int, int]:
-            # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``).
-            key = ("estimate", request.include_parents, shape)
-            statement = statements.get(key) or statements.remember(
-                key,
-                estimate_statement(
-                    table,
-                    targets_kept(table, flt, request.include_parents, keyed) if targets else kept,
-                    dialect,
-                    with_vector=not targets,
-                ),
-            )
-            return estimated_rows(await conn.fetch_with(statement.sql, statement.args(args), ()))
-
-        opts = self._store.search_options
-        below = opts.filter_exact_below
-        kept, children = await estimate(where, shape, params)
-        most = threshold(below, children)
-        if targets or not has_unestimated(flt, keyed) or kept > most:
-            return FilterPlan.for_estimate(kept, children, below)
-        # The planner's share for a range or a pattern is a constant: count a sample,
-        # unless the conditions it does estimate keep few enough on their own.
-        part = estimated_part(flt, keyed)
-        if part:
-            bound = compile_filter(table.c.cmetadata, part, keyed)
-            bound_shape = str(bound.compile(dialect=dialect))
-            bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
-            if bounded[0] <= most:
-                return FilterPlan.for_estimate(kept, children, below)
-        key = ("sample", request.include_parents, shape)
-        sample = statements.get(key) or statements.remember(
-            key, sample_statement(table, where, dialect)
-        )
-        run = {**params, SAMPLE_PERCENT: sample_percent(children)}
-        sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
-        if sampled is None:
-            return FilterPlan.for_estimate(kept, children, below)
-        # Nothing bounds the filter, so a dense or hybrid exact ranking would read the
-        # whole table: in a table larger than the threshold, that pays only where the
-        # HNSW scan would come back short. (Lexical search alone reads the children
-        # holding a query lexeme, never the table: it keeps the threshold.)
-        scanned = children > most and request.mode != "lexical"
-        # The scan's bound: the tuples an iterative scan may visit, else the candidate list.
-        visits = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search
-        ceiling = scan_ceiling(children, request.limit, visits) if scanned else None
-        return FilterPlan.for_estimate(sampled, children, below, sampled=True, ceiling=ceiling)
-
     where = staticmethod(filter_where)
 
-    async def _partition_of(
-        self, conn: ReadConnection, request: SearchRequest
-    ) -> FixedPartition | None:
-        """The partition key's value the request's filter fixes, when the collection has a
-        key and that value's indexes exist
-        (:mod:`~parrot_parents.stores.postgres.collections.partitions`); else None."""
-        key = self._store.partition_key
-        if key is None:
-            return None
-        value = fixed_value(request.filter, key)
-        if value is None:
-            return None
-        return await self._partitions.find(conn, self._store.name, key, value)
+    async def _graphs_of(
+        self, conn: ReadConnection, request: SearchRequest, keyed: AbstractSet[str]
+    ) -> tuple[FixedPartition, ...]:
+        """The values whose own graphs the search ranks through
+        (:meth:`~parrot_parents.stores.postgres.collections.partitions.PartitionLookup.fixed`)."""
+        store = self._store
+        return await self._partitions.fixed(
+            conn, store.name, request.filter, store.partition_key, keyed
+        )
 
     async def _has_indexed_rows(self, conn: ReadConnection) -> bool:
         """Whether the collection holds indexed rows (an ingestion strategy's): asked
@@ -537,6 +484,7 @@ class Searcher:
         half: bool = False,
         partition: bool = False,
         dense_where: list[Any] | None = None,
+        parts: Sequence[Any] = (),
     ) -> Any:
         """The ranked search statement (columns :data:`HIT_COLUMNS`); binds
         ``query_vector`` and ``lexical_query``. ``where``: the search's predicates
@@ -549,13 +497,21 @@ class Searcher:
         ``partition``: ``where`` fixes a partition key's value, whose GIN index serves the
         lexical branch: ranked in SQL with the collection's statistics, as an exact
         ranking is, never by the collection's ``bm25`` index (which ranks every value's
-        children first, with statistics of its own)."""
+        children first, with statistics of its own). ``parts``: predicates of values
+        with graphs of their own; the dense branch then scans each one's and keeps the
+        nearest of them all
+        (:func:`~parrot_parents.stores.postgres.search.hybrid.dense_statement`)."""
         if where is None:
             where = self.where(table, request)
         if request.mode == "dense":
             assert kept is not None or not exact, "an exact dense ranking ranks the kept rows"
             return dense_statement(
-                table, request.limit, where if dense_where is None else dense_where, kept, half
+                table,
+                request.limit,
+                where if dense_where is None else dense_where,
+                kept,
+                half,
+                parts,
             )
         store = self._store
         assert store.text_search_config is not None
@@ -586,6 +542,7 @@ class Searcher:
             kept=kept,
             half=half,
             dense_where=dense_where,
+            parts=parts,
         )
 
     def lexical_ranking(

@@ -27,6 +27,7 @@ from parrot_parents.stores.postgres.collections.partitions import (
     partition_values,
 )
 from parrot_parents.stores.postgres.collections.schema import HNSWIndex, meta_field
+from parrot_parents.stores.postgres.collections.value_graphs import ensure_written_value_graphs
 from parrot_parents.stores.postgres.connections.engine import store_errors
 from parrot_parents.stores.postgres.connections.pools import through_catalog_change
 from parrot_parents.stores.postgres.connections.reads import write
@@ -137,6 +138,11 @@ class DocumentWrites:
                 values = partition_values((r["cmetadata"] for w in writes for r in w.rows), key)
                 m, ef = store.hnsw.m, store.hnsw.ef_construction
                 await conn.run_sync(ensure_partition_indexes, table, key, values, m, ef)
+            # A filter key's values that grow past the floor get graphs of their own,
+            # built first for the same reason.
+            rows = [r for w in writes for r in w.rows]
+            floor = store.hnsw.value_graph_floor
+            await conn.run_sync(ensure_written_value_graphs, table, rows, floor)
             await lock_documents(conn, store.name, document_ids)
             if key is not None:
                 await keep_partition_values(conn, store.documents, writes, key)

@@ -29,6 +29,8 @@ from sqlalchemy.schema import CreateIndex
 
 from parrot_parents.errors import StoreError
 from parrot_parents.stores.postgres.collections.documents import DocumentRecord, DocumentsTable
+from parrot_parents.stores.postgres.collections.schema import HNSWIndex
+from parrot_parents.stores.postgres.collections.value_graphs import ensure_value_graphs
 from parrot_parents.stores.postgres.connections.engine import sqlstate_of, store_error
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.postgres.connections.vector_codec import ensure_codec
@@ -246,8 +248,14 @@ class VectorIndexDeferral:
     ``SET LOCAL maintenance_work_mem`` sized by :func:`build_memory_kb`. Searches
     during the load still work, by a sequential scan.
 
+    Then the graphs of the filter keys' large values, which writes leave to it
+    (:mod:`~parrot_parents.stores.postgres.collections.value_graphs`), in the same
+    transaction.
+
     Attributes:
         build_seconds: wall time of the ``CREATE INDEX`` (None until built).
+        graph_seconds: wall time of the value graphs' builds (None until built).
+        graphs: the value graphs' indexes built (HNSW and GIN).
         rows: vectors indexed by the build.
         dropped: whether an index was dropped on entry.
     """
@@ -255,9 +263,11 @@ class VectorIndexDeferral:
     engine: AsyncEngine
     table: Table
     dimension: int
-    m: int
+    hnsw: HNSWIndex
     parallel_workers: int | None = None
     build_seconds: float | None = field(default=None, init=False)
+    graph_seconds: float | None = field(default=None, init=False)
+    graphs: list[str] = field(default_factory=list, init=False)
     rows: int = field(default=0, init=False)
     dropped: bool = field(default=False, init=False)
 
@@ -323,7 +333,7 @@ class VectorIndexDeferral:
             memory = build_memory_kb(
                 self.rows,
                 self.dimension,
-                self.m,
+                self.hnsw.m,
                 server_kb=int(server_kb),
                 shared_buffers_kb=int(shared_kb),
             )
@@ -340,6 +350,11 @@ class VectorIndexDeferral:
             start = time.perf_counter()
             await conn.execute(CreateIndex(self.index, if_not_exists=True))
             self.build_seconds = time.perf_counter() - start
+            # The filter keys' value graphs, which the writes of the load left to it.
+            start = time.perf_counter()
+            floor = self.hnsw.value_graph_floor
+            self.graphs = await conn.run_sync(ensure_value_graphs, self.table, floor)
+            self.graph_seconds = time.perf_counter() - start
         logger.info(
             "built %s over %d vectors in %.1f s (maintenance_work_mem %d kB)",
             self.index.name,

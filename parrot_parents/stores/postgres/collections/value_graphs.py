@@ -1,0 +1,198 @@
+"""Value graphs: an HNSW graph of its own for each large value of a filter key.
+
+An HNSW scan under a filter walks the collection's graph from the question outwards and
+drops the rows the filter leaves out. Where the rows a value keeps lie far from the
+question (a department's manuals, asked about something else), the walk meets them late:
+on real text, a ``package`` keeping 20 % of 100k children found 0.65 of its true top 10
+through the collection's graph (docs/performance.md, "Filters at every selectivity"). A
+graph holding nothing but the value's rows finds them as an unfiltered search finds its
+own.
+
+Each value of a filter key (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`)
+that keeps more than :data:`VALUE_GRAPH_FLOOR` children gets the indexes a partition key's
+value has (:func:`~parrot_parents.stores.postgres.collections.partitions.ensure_partition_indexes`:
+a partial HNSW index at half precision and a partial GIN index of the lexemes, named from
+the key and the value), and a search whose filter fixes that value ranks through them as
+it does for a partition key's value. A value keeping fewer is ranked exactly, which costs
+about 2.5 µs a child: the floor is where that stops being cheap (4,000 children, about
+10 ms), whatever the collection's size. Each row holds one value of a key, so a key's
+graphs hold at most the collection's children once more, and there are at most
+``children / VALUE_GRAPH_FLOOR`` of them (a ``document_id`` whose documents are all
+small gets none).
+
+When they are built, each in the caller's transaction (every build reads the whole table
+once, and the collection's writes wait for it):
+
+* when a collection is given a filter key, or opened by a writer that asks for filter
+  keys (:func:`ensure_value_graphs`, over every value of every filter key);
+* at the end of a bulk load, after the collection's own graph;
+* after a write, for the values its rows hold that have grown past the floor
+  (:func:`ensure_written_value_graphs`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Connection, Table, text
+
+from parrot_parents.stores.identifiers import CollectionName, collection_name
+from parrot_parents.stores.partition_keys import PartitionValue, value_json
+from parrot_parents.stores.postgres.collections.filter_keys import read_filter_keys
+from parrot_parents.stores.postgres.collections.partitions import (
+    ensure_partition_indexes,
+    partition_index_name,
+    partition_values,
+)
+from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
+
+__all__ = [
+    "VALUE_GRAPH_FLOOR",
+    "ensure_value_graphs",
+    "ensure_written_value_graphs",
+    "grown_values",
+]
+
+#: A filter key's value gets a graph when it keeps more children than this.
+VALUE_GRAPH_FLOOR = FILTER_EXACT_BELOW
+
+
+def _name(table: Table) -> CollectionName:
+    return collection_name(table.name, table.schema or "public", reserved=True)
+
+
+def grown_values(
+    conn: Connection,
+    table: Table,
+    key: str,
+    adding: Mapping[str, int] | None = None,
+    floor: int = VALUE_GRAPH_FLOOR,
+) -> list[PartitionValue]:
+    """The values of ``key`` that more than ``floor`` children hold, and that get indexes
+    (strings, integers, booleans). ``adding``: count only these values (keyed by
+    :func:`~parrot_parents.stores.partition_keys.value_json`), each with the children a
+    write is about to add to it."""
+    qualified = _name(table).quoted()
+    sql = (
+        f"SELECT (cmetadata -> :key)::text, count(*) FROM {qualified}"
+        " WHERE embedding IS NOT NULL AND cmetadata ? :key"
+    )
+    params: dict[str, Any] = {"key": key}
+    if adding is not None:
+        if not adding:
+            return []
+        # Read through the key's B-tree index: a few values, not the whole table.
+        sql += f" AND cmetadata[{_literal(key)}] = ANY(CAST(:values AS jsonb[]))"
+        params["values"] = list(adding)
+    sql += " GROUP BY 1"
+    # Keyed by the value's canonical JSON: the server writes its own (a non-ASCII
+    # character as itself, say), and ``true`` must not count as ``1``.
+    counts: dict[str, int] = {}
+    for stored, n in conn.execute(text(sql), params):
+        if stored is not None:
+            value = json.loads(stored)
+            if partition_values([{key: value}], key):
+                counts[value_json(value)] = int(n)
+    if adding is not None:
+        counts = {v: counts.get(v, 0) + n for v, n in adding.items()}
+    grown = sorted(v for v, n in counts.items() if n > floor)
+    return partition_values(({key: json.loads(v)} for v in grown), key)
+
+
+def _literal(key: str) -> str:
+    # Inside a statement sent through text(): the key must match the filter key's index
+    # expression, so it is written in; quotes doubled, colons escaped for text().
+    return "'" + key.replace("'", "''").replace(":", r"\:") + "'"
+
+
+def _hnsw_options(table: Table) -> tuple[str | None, int, int]:
+    """The name, ``m`` and ``ef_construction`` of the collection's own HNSW index."""
+    for index in table.indexes:
+        options = index.dialect_options["postgresql"]
+        if options["using"] == "hnsw":
+            built = options["with"] or {}
+            m, ef = int(built.get("m", 16)), int(built.get("ef_construction", 64))
+            return index.name if isinstance(index.name, str) else None, m, ef
+    return None, 16, 64
+
+
+def ensure_value_graphs(
+    conn: Connection,
+    table: Table,
+    floor: int | None = VALUE_GRAPH_FLOOR,
+    keys: Iterable[str] | None = None,
+) -> list[str]:
+    """Build the missing value graphs of every value of ``keys`` (the collection's filter
+    keys when None) keeping more than ``floor`` children (None: build none), in the
+    caller's transaction, with the collection's HNSW parameters. Returns the indexes
+    created (HNSW and GIN)."""
+    if floor is None:
+        return []
+    chosen = read_filter_keys(conn, _name(table)) if keys is None else keys
+    _, m, ef = _hnsw_options(table)
+    created: list[str] = []
+    for key in sorted(chosen):
+        values = grown_values(conn, table, key, floor=floor)
+        created += ensure_partition_indexes(conn, table, key, values, m, ef)
+    return created
+
+
+def ensure_written_value_graphs(
+    conn: Connection,
+    table: Table,
+    rows: Iterable[Mapping[str, Any]],
+    floor: int | None = VALUE_GRAPH_FLOOR,
+) -> list[str]:
+    """Before a write of ``rows`` (dicts with ``cmetadata`` and ``embedding``): build the
+    graphs of the values of the collection's filter keys that the rows with a vector
+    hold, that have none yet, and that will keep more than ``floor`` children (those
+    stored, counted through the key's index, and the written ones; a replaced
+    document's rows are counted twice). Built first in the write's transaction, before
+    its rows lock the table, as a partition key's are (two writers then queue on the
+    builds' lock instead of deadlocking). Nothing while the collection's own HNSW index
+    is missing (a bulk load builds them at its end), or ``floor`` is None. Returns the
+    indexes created."""
+    if floor is None:
+        return []
+    name = _name(table)
+    keys = read_filter_keys(conn, name)
+    if not keys:
+        return []
+    own, m, ef = _hnsw_options(table)
+    if (
+        own is None
+        or not conn.execute(
+            text("SELECT to_regclass(:index) IS NOT NULL"), {"index": name.quoted(own)}
+        ).scalar_one()
+    ):
+        return []
+    held = [r["cmetadata"] for r in rows if r.get("embedding") is not None]
+    created: list[str] = []
+    for key in sorted(keys):
+        adding: dict[str, int] = {}
+        names: dict[str, str] = {}
+        for meta in held:
+            value = meta.get(key)
+            if value is None or not partition_values([meta], key):
+                continue
+            as_json = value_json(value)
+            adding[as_json] = adding.get(as_json, 0) + 1
+            names.setdefault(partition_index_name(table.name, key, value), as_json)
+        if not names:
+            continue
+        present = set(
+            conn.execute(
+                text(
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n"
+                    " ON n.oid = c.relnamespace WHERE n.nspname = :schema"
+                    " AND c.relname = ANY(:names)"
+                ),
+                {"schema": name.schema, "names": list(names)},
+            ).scalars()
+        )
+        lacking = {names[n]: adding[names[n]] for n in names if n not in present}
+        grown = grown_values(conn, table, key, lacking, floor)
+        created += ensure_partition_indexes(conn, table, key, grown, m, ef)
+    return created

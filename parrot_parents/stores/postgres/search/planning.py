@@ -1,0 +1,106 @@
+"""A filtered search's plan (:mod:`~parrot_parents.stores.postgres.search.filter_plan`),
+read from the planner's estimate or a sample of the table, on the search's connection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Dialect
+
+from parrot_parents.stores.filters import (
+    compile_filter,
+    estimated_part,
+    filter_params,
+    has_unestimated,
+)
+from parrot_parents.stores.postgres.connections.pools import Statements
+from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
+from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
+from parrot_parents.stores.postgres.search.filter_plan import (
+    FilterPlan,
+    estimate_statement,
+    estimated_rows,
+    sample_percent,
+    sample_statement,
+    sampled_rows,
+    scan_ceiling,
+    threshold,
+)
+from parrot_parents.stores.postgres.search.request import SearchRequest
+from parrot_parents.stores.postgres.search.target_filter import targets_kept
+from parrot_parents.stores.search_options import HNSWQueryOptions
+
+__all__ = ["plan_filter"]
+
+
+async def plan_filter(
+    conn: ReadConnection,
+    statements: Statements,
+    opts: HNSWQueryOptions,
+    dialect: Dialect,
+    table: Table,
+    request: SearchRequest,
+    compiled: tuple[list[Any], str, Mapping[str, Any]],
+    targets: bool,
+    keyed: AbstractSet[str] = frozenset(),
+) -> FilterPlan:
+    """How to rank a filtered search
+    (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
+    of the children the filter keeps; for a range or a pattern it would rank exactly, a
+    sample's count instead, unless the filter's other ANDed conditions bound it.
+    ``compiled``: the search's predicates (the compiled filter last), the filter's SQL
+    and the parameters' values; ``statements``: where the estimate's and the sample's
+    statements are kept; ``opts``: the store's search options; ``targets``: the filter
+    is judged on indexed rows' targets (never sampled); ``keyed``: the collection's
+    filter keys, whose ranges the planner estimates."""
+    where, shape, params = compiled
+    flt = dict(request.filter or {})
+
+    async def estimate(kept: list[Any], shape: str, args: Mapping[str, Any]) -> tuple[int, int]:
+        # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``).
+        key = ("estimate", request.include_parents, shape)
+        statement = statements.get(key) or statements.remember(
+            key,
+            estimate_statement(
+                table,
+                targets_kept(table, flt, request.include_parents, keyed) if targets else kept,
+                dialect,
+                with_vector=not targets,
+            ),
+        )
+        return estimated_rows(await conn.fetch_with(statement.sql, statement.args(args), ()))
+
+    below = opts.filter_exact_below
+    kept, children = await estimate(where, shape, params)
+    most = threshold(below, children)
+    if targets or not has_unestimated(flt, keyed) or kept > most:
+        return FilterPlan.for_estimate(kept, children, below)
+    # The planner's share for a range or a pattern is a constant: count a sample,
+    # unless the conditions it does estimate keep few enough on their own.
+    part = estimated_part(flt, keyed)
+    if part:
+        bound = compile_filter(table.c.cmetadata, part, keyed)
+        bound_shape = str(bound.compile(dialect=dialect))
+        bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
+        if bounded[0] <= most:
+            return FilterPlan.for_estimate(kept, children, below)
+    key = ("sample", request.include_parents, shape)
+    sample = statements.get(key) or statements.remember(
+        key, sample_statement(table, where, dialect)
+    )
+    run = {**params, SAMPLE_PERCENT: sample_percent(children)}
+    sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
+    if sampled is None:
+        return FilterPlan.for_estimate(kept, children, below)
+    # Nothing bounds the filter, so a dense or hybrid exact ranking would read the
+    # whole table: in a table larger than the threshold, that pays only where the
+    # HNSW scan would come back short. (Lexical search alone reads the children
+    # holding a query lexeme, never the table: it keeps the threshold.)
+    scanned = children > most and request.mode != "lexical"
+    # The scan's bound: the tuples an iterative scan may visit, else the candidate list.
+    visits = opts.max_scan_tuples if opts.iterative_scan != "off" else opts.ef_search
+    ceiling = scan_ceiling(children, request.limit, visits) if scanned else None
+    return FilterPlan.for_estimate(sampled, children, below, sampled=True, ceiling=ceiling)

@@ -77,7 +77,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list a collection's filter keys, or give it more (a B-tree index of the key's "
         "value and planner statistics, for fast ranges, $in and equalities on it)",
         description="Prints the collection's filter keys, one a line, after adding KEYs it "
-        "lacks (each index is built in one pass over the table; its writers wait meanwhile).",
+        "lacks (each index is built in one pass over the table; its writers wait meanwhile), "
+        "and the graphs of their values that keep more than HNSWIndex.value_graph_floor "
+        "children (4,000) and have none yet; --json also counts each key's value graphs.",
     )
     p.add_argument("collection")
     p.add_argument("keys", nargs="*", metavar="KEY", help="metadata keys to add")
@@ -268,6 +270,7 @@ async def run_filter_keys(args: argparse.Namespace) -> int:
         read_filter_keys,
         validate_filter_keys,
     )
+    from parrot_parents.stores.postgres.collections.value_graphs import read_value_graphs
 
     keys = validate_filter_keys(args.keys)  # before anything connects
     name = collection_name(args.collection, args.schema)
@@ -278,10 +281,11 @@ async def run_filter_keys(args: argparse.Namespace) -> int:
         await store.ready()
         async with store.engine.connect() as conn:
             found = sorted(await conn.run_sync(read_filter_keys, name))
+            graphs = await conn.run_sync(read_value_graphs, name)
     finally:
         await store.close()
     if args.json:
-        print_json({"collection": name.table, "filter_keys": found})
+        print_json({"collection": name.table, "filter_keys": found, "value_graphs": graphs})
     else:
         print("\n".join(key_cell(k) for k in found) or f"{name.table!r} has no filter keys")
     return 0

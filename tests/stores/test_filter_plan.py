@@ -538,3 +538,61 @@ async def test_an_exact_hybrid_search_reads_the_kept_children_once_and_fuses_exa
     assert [(r.dense_rank, r.lexical_rank) for r in got] == [
         (dense.get(rid), lexical.get(rid)) for rid in want
     ]
+
+
+async def test_a_conjunction_of_correlated_keys_is_counted_on_a_sample(
+    pg_dsn: str, embeddings: Any
+) -> None:
+    """Two filter keys that the planner takes for independent, where the rows one keeps
+    are mostly outside the other's: a department, and a range of positions straddling
+    its edge. The estimate's product sends the search through the indexes; a sample
+    counts what the conjunction keeps, and it is ranked exactly."""
+    rng = np.random.default_rng(9)
+    n = 600
+    vectors = rng.standard_normal((n, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    docs = [
+        Document(
+            id=_id(i),
+            page_content=f"row {i}",
+            metadata={
+                "document_id": f"d{i}",
+                "is_chunk": True,
+                "start_index": 0,
+                "end_index": 10,
+                "dept": "x" if i < n // 2 else "y",
+                "pos": i,
+            },
+        )
+        for i in range(n)
+    ]
+    table = unique_table("fc")
+    options = HNSWQueryOptions(filter_exact_below=20)
+    # 20 rows of "x" in the range; independent shares would make it 0.5 * 80 = 40.
+    flt = {"dept": "x", "pos": {"$gte": 280, "$lt": 360}}
+    async with PgVectorStore(
+        dsn=pg_dsn,
+        table=table,
+        embedding=embeddings,
+        filter_keys=["dept", "pos"],
+        search_options=options,
+    ) as store:
+        try:
+            await store.add_documents(docs, embeddings=list(vectors))
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
+            q = vectors[290]
+            found = await store.similarity_search_by_vector(q.tolist(), limit=5, filter=flt)
+            plan = found.filter_plan
+            assert plan is not None and plan.search == "exact" and plan.sampled, plan
+            assert plan.estimate == 20
+            kept = [i for i in range(280, 300)]
+            best = sorted(kept, key=lambda i: (-float(vectors[i] @ q), _id(i)))[:5]
+            assert [d.id for d in found] == [_id(i) for i in best]
+            # One key alone is estimated as before: no sample.
+            one = await store.similarity_search_by_vector(
+                q.tolist(), limit=5, filter={"pos": {"$gte": 0, "$lt": 300}}
+            )
+            assert one.filter_plan is not None and not one.filter_plan.sampled
+        finally:
+            await store.drop()

@@ -22,6 +22,7 @@ from parrot_parents.stores.partition_keys import fixed_values, only_key
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.partitions import partition_index_name
 from parrot_parents.stores.postgres.collections.schema import HNSWIndex
+from parrot_parents.stores.postgres.collections.value_graphs import read_value_graphs
 from tests.conftest import unique_table
 
 #: Children per ``dept``: two past the floor, one under it.
@@ -103,8 +104,11 @@ async def test_a_write_gives_the_values_past_the_floor_graphs_and_the_others_non
 ) -> None:
     async with _open(pg_dsn, graphed[0], embeddings) as store:
         names = await _indexes(store)
+        async with store.engine.connect() as conn:
+            counted = await conn.run_sync(read_value_graphs, store.name)
     assert {_graph(store, "big"), _graph(store, "bigger")} <= names
     assert _graph(store, "small") not in names
+    assert counted == {"dept": 2}
 
 
 async def test_a_search_fixing_a_value_ranks_through_its_graph_as_exact_search_ranks(

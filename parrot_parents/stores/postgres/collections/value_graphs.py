@@ -45,6 +45,7 @@ from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
     partition_index_name,
     partition_values,
+    sql_literal,
 )
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
@@ -53,10 +54,12 @@ __all__ = [
     "ensure_value_graphs",
     "ensure_written_value_graphs",
     "grown_values",
+    "read_value_graphs",
 ]
 
 #: A filter key's value gets a graph when it keeps more children than this.
 VALUE_GRAPH_FLOOR = FILTER_EXACT_BELOW
+_COMMENT_FIELD = "value_graph"
 
 
 def _name(table: Table) -> CollectionName:
@@ -101,6 +104,45 @@ def grown_values(
     return partition_values(({key: json.loads(v)} for v in grown), key)
 
 
+def _build(
+    conn: Connection, table: Table, key: str, values: list[PartitionValue], m: int, ef: int
+) -> list[str]:
+    """The values' indexes built, each graph marked with its key in its comment (JSON,
+    ``{"value_graph": key}``: how :func:`read_value_graphs` counts them)."""
+    created = ensure_partition_indexes(conn, table, key, values, m, ef)
+    graphs = {partition_index_name(table.name, key, v) for v in values}
+    note = sql_literal(json.dumps({_COMMENT_FIELD: key}))
+    name = _name(table)
+    for index in created:
+        if index in graphs:
+            conn.exec_driver_sql(f"COMMENT ON INDEX {name.quoted(index)} IS {note}")
+    return created
+
+
+def read_value_graphs(conn: Connection, name: CollectionName) -> dict[str, int]:
+    """How many value graphs each filter key of the collection has (keys with none left
+    out), on a SQLAlchemy connection."""
+    rows = conn.execute(
+        text(
+            "SELECT obj_description(i.indexrelid, 'pg_class') FROM pg_index i"
+            " WHERE i.indrelid = to_regclass(:table)"
+        ),
+        {"table": name.quoted()},
+    )
+    counts: dict[str, int] = {}
+    for (comment,) in rows:
+        if not comment or not comment.startswith("{"):
+            continue
+        try:
+            value = json.loads(comment)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get(_COMMENT_FIELD), str):
+            key = value[_COMMENT_FIELD]
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def _literal(key: str) -> str:
     # Inside a statement sent through text(): the key must match the filter key's index
     # expression, so it is written in; quotes doubled, colons escaped for text().
@@ -135,7 +177,7 @@ def ensure_value_graphs(
     created: list[str] = []
     for key in sorted(chosen):
         values = grown_values(conn, table, key, floor=floor)
-        created += ensure_partition_indexes(conn, table, key, values, m, ef)
+        created += _build(conn, table, key, values, m, ef)
     return created
 
 
@@ -194,5 +236,5 @@ def ensure_written_value_graphs(
         )
         lacking = {names[n]: adding[names[n]] for n in names if n not in present}
         grown = grown_values(conn, table, key, lacking, floor)
-        created += ensure_partition_indexes(conn, table, key, grown, m, ef)
+        created += _build(conn, table, key, grown, m, ef)
     return created

@@ -33,7 +33,21 @@ from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.postgres.search.target_filter import targets_kept
 from parrot_parents.stores.search_options import HNSWQueryOptions
 
-__all__ = ["plan_filter"]
+__all__ = ["conjoined_keys", "plan_filter"]
+
+
+def conjoined_keys(filter: Mapping[str, Any]) -> set[str]:
+    """The metadata keys that ``filter`` ANDs conditions on at its top level (its own
+    keys, and those of the filters in a top-level ``$and``, at any depth of ``$and``)."""
+    keys: set[str] = set()
+    for key, value in filter.items():
+        if key == "$and" and isinstance(value, list):
+            for item in value:
+                if isinstance(item, Mapping):
+                    keys |= conjoined_keys(item)
+        elif not key.startswith("$"):
+            keys.add(key)
+    return keys
 
 
 async def plan_filter(
@@ -50,7 +64,10 @@ async def plan_filter(
     """How to rank a filtered search
     (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
     of the children the filter keeps; for a range or a pattern it would rank exactly, a
-    sample's count instead, unless the filter's other ANDed conditions bound it.
+    sample's count instead, unless the filter's other ANDed conditions bound it; for
+    conditions on several keys that the estimate sends through the indexes, a sample's
+    count too, which ranks them exactly when it is under the threshold
+    (:func:`conjoined_keys`).
     ``compiled``: the search's predicates (the compiled filter last), the filter's SQL
     and the parameters' values; ``statements``: where the estimate's and the sample's
     statements are kept; ``opts``: the store's search options; ``targets``: the filter
@@ -73,9 +90,29 @@ async def plan_filter(
         )
         return estimated_rows(await conn.fetch_with(statement.sql, statement.args(args), ()))
 
+    async def sample() -> int | None:
+        # A count of the rows the filter keeps in a sample of the table, scaled.
+        key = ("sample", request.include_parents, shape)
+        statement = statements.get(key) or statements.remember(
+            key, sample_statement(table, where, dialect)
+        )
+        run = {**params, SAMPLE_PERCENT: sample_percent(children)}
+        counted = await conn.fetch_with(statement.sql, statement.args(run), ())
+        return sampled_rows(counted, children)
+
     below = opts.filter_exact_below
     kept, children = await estimate(where, shape, params)
     most = threshold(below, children)
+    if not targets and kept > most and len(conjoined_keys(flt)) > 1:
+        # The planner multiplies the shares of conditions on different keys as if they
+        # were independent. Where they are not (a scope, and a range of documents inside
+        # it), the conjunction keeps far fewer: a sample counts it. On real text, a scope
+        # ANDed with a range keeping 107 children was estimated at 4,400 to 6,800, and
+        # ranked through the HNSW index (recall@10 0.87, 14 times the unfiltered search).
+        sampled = await sample()
+        if sampled is not None and sampled <= most:
+            return FilterPlan.for_estimate(sampled, children, below, sampled=True)
+        return FilterPlan.for_estimate(kept, children, below)
     if targets or not has_unestimated(flt, keyed) or kept > most:
         return FilterPlan.for_estimate(kept, children, below)
     # The planner's share for a range or a pattern is a constant: count a sample,
@@ -87,12 +124,7 @@ async def plan_filter(
         bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
         if bounded[0] <= most:
             return FilterPlan.for_estimate(kept, children, below)
-    key = ("sample", request.include_parents, shape)
-    sample = statements.get(key) or statements.remember(
-        key, sample_statement(table, where, dialect)
-    )
-    run = {**params, SAMPLE_PERCENT: sample_percent(children)}
-    sampled = sampled_rows(await conn.fetch_with(sample.sql, sample.args(run), ()), children)
+    sampled = await sample()
     if sampled is None:
         return FilterPlan.for_estimate(kept, children, below)
     # Nothing bounds the filter, so a dense or hybrid exact ranking would read the

@@ -20,10 +20,10 @@ from parrot_parents.stores.postgres.connections.pools import Statements
 from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.postgres.search.filter_plan import (
-    SAMPLE_ROWS,
     FilterPlan,
     estimate_statement,
     estimated_rows,
+    sample_percent,
     sample_statement,
     sampled_rows,
     scan_ceiling,
@@ -98,13 +98,19 @@ async def plan_filter(
         )
         return estimated_rows(await conn.fetch_with(statement.sql, statement.args(args), ()))
 
-    async def sample(rows: int = SAMPLE_ROWS) -> int | None:
-        # A count of the rows the filter keeps in a sample of about ``rows``, scaled.
+    async def sample(rows: int | None = None) -> int | None:
+        # A count of the rows the filter keeps in a sample of about ``rows`` (default
+        # ``SAMPLE_ROWS``), scaled.
         key = ("sample", request.include_parents, shape)
         statement = statements.get(key) or statements.remember(
             key, sample_statement(table, where, dialect)
         )
-        run = {**params, SAMPLE_PERCENT: min(100.0, 100.0 * rows / max(children, 1))}
+        percent = (
+            sample_percent(children)
+            if rows is None
+            else min(100.0, 100.0 * rows / max(children, 1))
+        )
+        run = {**params, SAMPLE_PERCENT: percent}
         counted = await conn.fetch_with(statement.sql, statement.args(run), ())
         return sampled_rows(counted, children)
 

@@ -569,9 +569,9 @@ async def test_a_conjunction_of_correlated_keys_is_counted_on_a_sample(
         for i in range(n)
     ]
     table = unique_table("fc")
-    options = HNSWQueryOptions(filter_exact_below=25)
-    # 20 rows of "x" in the range; independent shares make it about 0.5 * 80 = 40.
-    flt = {"dept": "x", "pos": {"$gte": 280, "$lt": 360}}
+    options = HNSWQueryOptions(filter_exact_below=20)
+    # 8 rows of "x" in the range; independent shares make it about 0.5 * 48 = 24.
+    flt = {"dept": "x", "pos": {"$gte": 292, "$lt": 340}}
     async with PgVectorStore(
         dsn=pg_dsn,
         table=table,
@@ -587,11 +587,11 @@ async def test_a_conjunction_of_correlated_keys_is_counted_on_a_sample(
             found = await store.similarity_search_by_vector(q.tolist(), limit=5, filter=flt)
             plan = found.filter_plan
             assert plan is not None and plan.search == "exact" and plan.sampled, plan
-            assert plan.estimate <= 25  # counted on a sample of the table's blocks
-            kept = [i for i in range(280, 300)]
+            assert plan.estimate <= 10  # counted on a sample of the table's blocks
+            kept = list(range(292, 300))
             best = sorted(kept, key=lambda i: (-float(vectors[i] @ q), _id(i)))[:5]
             assert [d.id for d in found] == [_id(i) for i in best]
-            far = HNSWQueryOptions(filter_exact_below=40 // (DOUBT + 1))
+            far = HNSWQueryOptions(filter_exact_below=24 // (DOUBT + 1))
             store.search_options = far
             trusted = await store.similarity_search_by_vector(q.tolist(), limit=5, filter=flt)
             assert trusted.filter_plan is not None and not trusted.filter_plan.sampled

@@ -22,7 +22,8 @@ from parrot_parents.stores.partition_keys import fixed_values, only_key
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.partitions import partition_index_name
 from parrot_parents.stores.postgres.collections.schema import HNSWIndex
-from parrot_parents.stores.postgres.collections.value_graphs import read_value_graphs
+from parrot_parents.stores.postgres.collections.value_graphs import floor_for, read_value_graphs
+from parrot_parents.stores.postgres.search.filter_plan import threshold
 from tests.conftest import unique_table
 
 #: Children per ``dept``: two past the floor, one under it.
@@ -350,3 +351,10 @@ def test_a_fixed_list_holds_every_value_a_matching_row_may_have(values: list[Any
             seen.append(v)
     assert found == seen
     assert len(found) <= len(values)
+
+
+def test_the_floor_grows_with_the_collection_as_the_exact_threshold_does() -> None:
+    assert floor_for(4000, 0) == floor_for(4000, 100_000) == 4000
+    # A million children: the values a search would rank exactly get no graph.
+    assert floor_for(4000, 1_000_000) == threshold(4000, 1_000_000) > 15_000
+    assert floor_for(30, 2_000_000) > floor_for(30, 200_000) > 30

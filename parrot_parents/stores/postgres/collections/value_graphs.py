@@ -9,16 +9,20 @@ graph holding nothing but the value's rows finds them as an unfiltered search fi
 own.
 
 Each value of a filter key (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`)
-that keeps more than :data:`VALUE_GRAPH_FLOOR` children gets the indexes a partition key's
+that keeps more children than a filtered search would rank exactly (:func:`floor_for`:
+:data:`VALUE_GRAPH_FLOOR` up to 100k children, growing with the collection as the
+search's threshold does) gets the indexes a partition key's
 value has (:func:`~parrot_parents.stores.postgres.collections.partitions.ensure_partition_indexes`:
 a partial HNSW index at half precision and a partial GIN index of the lexemes, named from
 the key and the value), and a search whose filter fixes that value ranks through them as
-it does for a partition key's value. A value keeping fewer is ranked exactly, which costs
-about 2.5 µs a child: the floor is where that stops being cheap (4,000 children, about
-10 ms), whatever the collection's size. Each row holds one value of a key, so a key's
-graphs hold at most the collection's children once more, and there are at most
-``children / VALUE_GRAPH_FLOOR`` of them (a ``document_id`` whose documents are all
-small gets none).
+it does for a partition key's value. A value keeping fewer is ranked exactly anyway
+(about 2.5 µs a child). Each row holds one value of a key, so a key's graphs hold at most
+the collection's children once more, and there are at most ``children / floor`` of them
+(a ``document_id`` whose documents are all small gets none). The floor grows with the
+collection because the graphs compete for the server's buffers: at a million children,
+the 100 graphs of a key whose values keep 1 % each (1 GB beside the collection's 2 GB
+graph, with 3 GB of ``shared_buffers``) were read from the operating system's cache at
+most searches, and a value's search took 36 ms, where its exact ranking takes 25 to 31.
 
 When they are built, each in the caller's transaction (every build reads the whole table
 once, and the collection's writes wait for it):
@@ -47,12 +51,14 @@ from parrot_parents.stores.postgres.collections.partitions import (
     partition_values,
     sql_literal,
 )
+from parrot_parents.stores.postgres.search.filter_plan import threshold
 from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
 __all__ = [
     "VALUE_GRAPH_FLOOR",
     "ensure_value_graphs",
     "ensure_written_value_graphs",
+    "floor_for",
     "grown_values",
     "read_value_graphs",
 ]
@@ -60,6 +66,27 @@ __all__ = [
 #: A filter key's value gets a graph when it keeps more children than this.
 VALUE_GRAPH_FLOOR = FILTER_EXACT_BELOW
 _COMMENT_FIELD = "value_graph"
+
+
+def floor_for(floor: int, children: int) -> int:
+    """The floor of a collection of ``children``: ``floor`` grown as a filtered search's
+    threshold for exact ranking grows
+    (:func:`~parrot_parents.stores.postgres.search.filter_plan.threshold`: ``floor`` up to
+    100k children, 15,900 at a million for the default 4,000)."""
+    return threshold(floor, children)
+
+
+def _children(conn: Connection, table: Table) -> int:
+    """The rows of the collection's own HNSW index (those with a vector, as the catalog
+    counts them; 0 without the index)."""
+    own, _, _ = _hnsw_options(table)
+    if own is None:
+        return 0
+    found = conn.execute(
+        text("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass(:i)"),
+        {"i": _name(table).quoted(own)},
+    ).scalar_one_or_none()
+    return int(found or 0)
 
 
 def _name(table: Table) -> CollectionName:
@@ -167,11 +194,13 @@ def ensure_value_graphs(
     keys: Iterable[str] | None = None,
 ) -> list[str]:
     """Build the missing value graphs of every value of ``keys`` (the collection's filter
-    keys when None) keeping more than ``floor`` children (None: build none), in the
+    keys when None) keeping more than ``floor`` children (grown with the collection:
+    :func:`floor_for`; None: build none), in the
     caller's transaction, with the collection's HNSW parameters. Returns the indexes
     created (HNSW and GIN)."""
     if floor is None:
         return []
+    floor = floor_for(floor, _children(conn, table))
     chosen = read_filter_keys(conn, _name(table)) if keys is None else keys
     _, m, ef = _hnsw_options(table)
     created: list[str] = []
@@ -189,7 +218,8 @@ def ensure_written_value_graphs(
 ) -> list[str]:
     """Before a write of ``rows`` (dicts with ``cmetadata`` and ``embedding``): build the
     graphs of the values of the collection's filter keys that the rows with a vector
-    hold, that have none yet, and that will keep more than ``floor`` children (those
+    hold, that have none yet, and that will keep more than ``floor`` children
+    (:func:`floor_for`; those
     stored, counted through the key's index, and the written ones; a replaced
     document's rows are counted twice). Built first in the write's transaction, before
     its rows lock the table, as a partition key's are (two writers then queue on the
@@ -211,6 +241,7 @@ def ensure_written_value_graphs(
     ):
         return []
     held = [r["cmetadata"] for r in rows if r.get("embedding") is not None]
+    floor = floor_for(floor, _children(conn, table))
     created: list[str] = []
     for key in sorted(keys):
         adding: dict[str, int] = {}

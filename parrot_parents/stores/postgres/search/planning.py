@@ -73,7 +73,7 @@ async def plan_filter(
     (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
     of the children the filter keeps; for a range or a pattern it would rank exactly, a
     sample's count instead, unless the filter's other ANDed conditions bound it; for
-    conditions on several keys (:func:`conjoined_keys`) that the estimate puts above the
+    estimated conditions on several keys (:func:`conjoined_keys`) that it puts above the
     threshold by at most :data:`DOUBT` times, a sample's count too, which ranks them
     exactly when it is under half the threshold.
     ``compiled``: the search's predicates (the compiled filter last), the filter's SQL
@@ -117,7 +117,9 @@ async def plan_filter(
     below = opts.filter_exact_below
     kept, children = await estimate(where, shape, params)
     most = threshold(below, children)
-    if not targets and most < kept <= DOUBT * most and len(conjoined_keys(flt)) > 1:
+    unestimated = has_unestimated(flt, keyed)
+    several = not targets and not unestimated and len(conjoined_keys(flt)) > 1
+    if several and most < kept <= DOUBT * most:
         # The planner multiplies the shares of conditions on different keys as if they
         # were independent. Where they are not (a scope, and a range of documents inside
         # it), the conjunction keeps far fewer: a sample counts it. On real text, a scope
@@ -133,7 +135,7 @@ async def plan_filter(
         if sampled is not None and sampled <= most // 2:
             return FilterPlan.for_estimate(sampled, children, below, sampled=True)
         return FilterPlan.for_estimate(kept, children, below)
-    if targets or not has_unestimated(flt, keyed) or kept > most:
+    if targets or not unestimated or kept > most:
         return FilterPlan.for_estimate(kept, children, below)
     # The planner's share for a range or a pattern is a constant: count a sample,
     # unless the conditions it does estimate keep few enough on their own.

@@ -78,8 +78,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "value and planner statistics, for fast ranges, $in and equalities on it)",
         description="Prints the collection's filter keys, one a line, after adding KEYs it "
         "lacks (each index is built in one pass over the table; its writers wait meanwhile), "
-        "and the graphs of their values that keep more than HNSWIndex.value_graph_floor "
-        "children (4,000) and have none yet; --json also counts each key's value graphs.",
+        "and the graphs of their values that keep more children than a filtered search "
+        "ranks exactly (4,000 up to 100k children) and have none yet; --json also counts "
+        "each key's value graphs.",
     )
     p.add_argument("collection")
     p.add_argument("keys", nargs="*", metavar="KEY", help="metadata keys to add")

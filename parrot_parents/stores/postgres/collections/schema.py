@@ -64,8 +64,9 @@ def meta_field(table: Table, key: str) -> ColumnElement[str]:
 class HNSWIndex:
     """HNSW build parameters: ``m`` (default 16, pgvector's) and ``ef_construction``
     (default 200; pgvector's is 64), and ``value_graph_floor``: a filter key's value
-    keeping more children than this gets a graph of its own (default 4,000, where an
-    exact ranking of its children stops being cheap; None builds none;
+    keeping more children than this gets a graph of its own, in a collection of up to
+    100k children; the floor grows with a larger one as a filtered search's threshold for
+    exact ranking does (default 4,000: that threshold's; None builds none;
     :mod:`~parrot_parents.stores.postgres.collections.value_graphs`).
 
     ``ef_construction=200`` took the build of 101k real children from 16 s to 35 s (same

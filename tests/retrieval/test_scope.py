@@ -17,8 +17,8 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.loaders import TextLoader
 from parrot_parents.retrieval.scope import scoped_filter, validate_scope
 from parrot_parents.stores.parents import InTableParentSearcher
+from parrot_parents.stores.partition_keys import fixed_value, fixed_values, only_key
 from parrot_parents.stores.postgres import PgVectorStore
-from parrot_parents.stores.postgres.collections.partitions import fixed_value
 from parrot_parents.stores.records.markers import INDEXES
 from tests.conftest import unique_table
 
@@ -206,14 +206,44 @@ async def test_nothing_returned_lies_outside_the_scope(
         "topic": "phone",
     }
 )
+@example(
+    case={
+        "scope": {"tenant": {"$in": ["a", "b"]}},
+        "flt": None,
+        "expand": False,
+        "mode": "parent",
+        "budget": None,
+        "search_mode": "lexical",
+        "limit": 5,
+        "topic": "phone",
+    }
+)
+@example(
+    case={
+        "scope": {"tenant": {"$in": ["a", "b"]}},
+        "flt": None,
+        "expand": True,
+        "mode": "window:1",
+        "budget": 700,
+        "search_mode": "hybrid",
+        "limit": 8,
+        "topic": "phone",
+    }
+)
 async def test_nothing_returned_lies_outside_the_scope_of_a_partitioned_collection(
     keyed_store: PgVectorStore, case: dict[str, Any]
 ) -> None:
     r = await check_scope(keyed_store, **case)
-    # A scope or filter that fixes the tenant ranks through that tenant's own indexes.
-    fixed = fixed_value(scoped_filter(case["scope"], case["flt"]), "tenant")
+    # A scope or filter that fixes the tenant ranks through that tenant's own indexes, and
+    # one that reads the tenant alone through those of the tenants it lists (a dense
+    # branch's: lexical search alone has none to scan).
+    both = scoped_filter(case["scope"], case["flt"])
+    listed = case["search_mode"] != "lexical" and only_key(both, "tenant")
+    through = fixed_value(both, "tenant") is not None or (
+        listed and fixed_values(both, "tenant") is not None
+    )
     plan = r.meta.to_dict().get("filter_plan") or {}
-    assert plan.get("search", "").startswith("partition") == (fixed is not None)
+    assert plan.get("search", "").startswith("partition") == through, plan
 
 
 def scoped_bot(store: PgVectorStore, *, expand: bool, scope: dict[str, Any] | None) -> Chatbot:

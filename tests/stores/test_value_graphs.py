@@ -7,7 +7,7 @@ or an ``$in`` of several) and finds what the exact ranking finds."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,17 @@ def _graph(store: PgVectorStore, dept: str) -> str:
     return partition_index_name(store.table, "dept", dept)
 
 
+def _keyed(pg_dsn: str, table: str, embeddings: Any, floor: int | None = FLOOR) -> PgVectorStore:
+    """A store of ``table`` with the filter key ``dept`` and the value graph ``floor``."""
+    return PgVectorStore(
+        dsn=pg_dsn,
+        table=table,
+        embedding=embeddings,
+        filter_keys=["dept"],
+        hnsw=HNSWIndex(value_graph_floor=floor),
+    )
+
+
 @pytest.fixture(scope="module")
 def graphed(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, list[Document], np.ndarray]]:
     """``(table, docs, vectors)``: a collection with the filter key ``dept`` and a floor
@@ -78,13 +89,7 @@ def graphed(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, list[Document],
     docs, vectors = _rows(SIZES, 1)
 
     async def build() -> None:
-        async with PgVectorStore(
-            dsn=pg_dsn,
-            table=table,
-            embedding=embeddings,
-            filter_keys=["dept"],
-            hnsw=HNSWIndex(value_graph_floor=FLOOR),
-        ) as store:
+        async with _keyed(pg_dsn, table, embeddings) as store:
             await store.add_documents(docs, embeddings=vectors.tolist())
 
     async def drop() -> None:
@@ -216,59 +221,48 @@ def test_a_search_through_graphs_finds_what_the_exact_ranking_finds(
     assert asyncio.run(run()) == _exact(docs, vectors, q, lambda m: m["dept"] in depts, k)
 
 
-async def test_a_value_growing_past_the_floor_gets_its_graph_from_the_write(
-    pg_dsn: str, embeddings: Any
-) -> None:
-    store = PgVectorStore(
-        dsn=pg_dsn,
-        table=unique_table("vgw"),
-        embedding=embeddings,
-        filter_keys=["dept"],
-        hnsw=HNSWIndex(value_graph_floor=FLOOR),
-    )
+@pytest.fixture
+async def fresh(pg_dsn: str, embeddings: Any) -> AsyncIterator[PgVectorStore]:
+    """An empty collection of :func:`_keyed`, dropped after the test."""
+    store = _keyed(pg_dsn, unique_table("vgf"), embeddings)
     try:
-        first, v1 = _rows({"grows": 20}, 3)
-        await store.add_documents(first, embeddings=v1.tolist())
-        assert _graph(store, "grows") not in await _indexes(store)
-        more, v2 = _rows({"grows": 15}, 4)
-        await store.add_documents(more, embeddings=v2.tolist())
-        assert _graph(store, "grows") in await _indexes(store)
-        docs, vectors = first + more, np.concatenate([v1, v2])
-        q = vectors[0]
-        found = await store.similarity_search_by_vector(
-            q.tolist(), limit=5, filter={"dept": "grows"}
-        )
-        assert [d.id for d in found] == _exact(docs, vectors, q, lambda m: True, 5)
+        yield store
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_a_value_growing_past_the_floor_gets_its_graph_from_the_write(
+    fresh: PgVectorStore,
+) -> None:
+    store = fresh
+    first, v1 = _rows({"grows": 20}, 3)
+    await store.add_documents(first, embeddings=v1.tolist())
+    assert _graph(store, "grows") not in await _indexes(store)
+    more, v2 = _rows({"grows": 15}, 4)
+    await store.add_documents(more, embeddings=v2.tolist())
+    assert _graph(store, "grows") in await _indexes(store)
+    docs, vectors = first + more, np.concatenate([v1, v2])
+    q = vectors[0]
+    found = await store.similarity_search_by_vector(q.tolist(), limit=5, filter={"dept": "grows"})
+    assert [d.id for d in found] == _exact(docs, vectors, q, lambda m: True, 5)
 
 
 async def test_a_bulk_load_builds_the_graphs_after_the_collection_s_own(
-    pg_dsn: str, embeddings: Any
+    fresh: PgVectorStore,
 ) -> None:
-    store = PgVectorStore(
-        dsn=pg_dsn,
-        table=unique_table("vgb"),
-        embedding=embeddings,
-        filter_keys=["dept"],
-        hnsw=HNSWIndex(value_graph_floor=FLOOR),
-    )
-    try:
-        docs, vectors = _rows(SIZES, 5)
-        await store.connect()
-        async with store.bulk_load() as load:
-            for start in range(0, len(docs), 25):
-                part = slice(start, start + 25)
-                await store.add_documents(docs[part], embeddings=vectors[part].tolist())
-            # The writes of a load leave the graphs to its end.
-            assert _graph(store, "big") not in await _indexes(store)
-        assert _graph(store, "big") in load.graphs and _graph(store, "bigger") in load.graphs
-        assert _graph(store, "small") not in await _indexes(store)
-        assert load.graph_seconds is not None
-    finally:
-        await store.drop()
-        await store.close()
+    store = fresh
+    docs, vectors = _rows(SIZES, 5)
+    await store.connect()
+    async with store.bulk_load() as load:
+        for start in range(0, len(docs), 25):
+            part = slice(start, start + 25)
+            await store.add_documents(docs[part], embeddings=vectors[part].tolist())
+        # The writes of a load leave the graphs to its end.
+        assert _graph(store, "big") not in await _indexes(store)
+    assert _graph(store, "big") in load.graphs and _graph(store, "bigger") in load.graphs
+    assert _graph(store, "small") not in await _indexes(store)
+    assert load.graph_seconds is not None
 
 
 async def test_a_key_given_to_a_filled_collection_builds_its_graphs_and_none_without_a_floor(
@@ -279,22 +273,10 @@ async def test_a_key_given_to_a_filled_collection_builds_its_graphs_and_none_wit
     try:
         docs, vectors = _rows(SIZES, 6)
         await plain.add_documents(docs, embeddings=vectors.tolist())
-        async with PgVectorStore(
-            dsn=pg_dsn,
-            table=table,
-            embedding=embeddings,
-            filter_keys=["dept"],
-            hnsw=HNSWIndex(value_graph_floor=None),
-        ) as off:
+        async with _keyed(pg_dsn, table, embeddings, None) as off:
             await off.connect()
             assert _graph(off, "big") not in await _indexes(off)
-        async with PgVectorStore(
-            dsn=pg_dsn,
-            table=table,
-            embedding=embeddings,
-            filter_keys=["dept"],
-            hnsw=HNSWIndex(value_graph_floor=FLOOR),
-        ) as keyed:
+        async with _keyed(pg_dsn, table, embeddings) as keyed:
             await keyed.connect()
             names = await _indexes(keyed)
             assert {_graph(keyed, "big"), _graph(keyed, "bigger")} <= names

@@ -53,6 +53,7 @@ __all__ = [
     "filter_key_index_name",
     "filter_key_statistics_name",
     "missing_filter_keys",
+    "noted",
     "read_filter_keys",
     "validate_filter_keys",
 ]
@@ -134,7 +135,13 @@ def read_filter_keys(conn: Connection, name: CollectionName) -> frozenset[str]:
 
 
 def _keys(comments: Iterable[str | None]) -> frozenset[str]:
-    found = set()
+    return frozenset(noted(comments, _COMMENT_FIELD))
+
+
+def noted(comments: Iterable[str | None], field: str) -> list[str]:
+    """The strings that ``comments`` (of indexes: JSON objects, or anything else) hold
+    under ``field``, one per comment that holds one, in order."""
+    found = []
     for comment in comments:
         if not comment or not comment.startswith("{"):
             continue
@@ -142,9 +149,9 @@ def _keys(comments: Iterable[str | None]) -> frozenset[str]:
             value = json.loads(comment)
         except ValueError:
             continue
-        if isinstance(value, dict) and isinstance(value.get(_COMMENT_FIELD), str):
-            found.add(value[_COMMENT_FIELD])
-    return frozenset(found)
+        if isinstance(value, dict) and isinstance(value.get(field), str):
+            found.append(value[field])
+    return found
 
 
 def missing_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[str]) -> None:

@@ -44,7 +44,7 @@ from sqlalchemy import Connection, Table, text
 
 from parrot_parents.stores.identifiers import CollectionName, collection_name
 from parrot_parents.stores.partition_keys import PartitionValue, value_json
-from parrot_parents.stores.postgres.collections.filter_keys import read_filter_keys
+from parrot_parents.stores.postgres.collections.filter_keys import noted, read_filter_keys
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
     partition_index_name,
@@ -157,16 +157,8 @@ def read_value_graphs(conn: Connection, name: CollectionName) -> dict[str, int]:
         {"table": name.quoted()},
     )
     counts: dict[str, int] = {}
-    for (comment,) in rows:
-        if not comment or not comment.startswith("{"):
-            continue
-        try:
-            value = json.loads(comment)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and isinstance(value.get(_COMMENT_FIELD), str):
-            key = value[_COMMENT_FIELD]
-            counts[key] = counts.get(key, 0) + 1
+    for key in noted((r[0] for r in rows), _COMMENT_FIELD):
+        counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items()))
 
 

@@ -295,10 +295,15 @@ class Searcher:
         # statements are prepared once per structure: the filter's SQL is in their key.
         hierarchy = reads_hierarchy(request.filter)
 
+        dense_free = request.mode == "lexical"
+
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             targets = hierarchy and await self._has_indexed_rows(conn)
             keyed = await self.filter_keys.keys(conn, store.name)
             graphs = () if targets else await self._graphs_of(conn, request, keyed)
+            if len(graphs) > 1 and dense_free:
+                # Several values' graphs serve the dense branch; lexical search has none.
+                graphs = ()
             found = graphs[0] if len(graphs) == 1 else None
             part = found is not None
             where = self.where(table, request, targets=targets, keyed=keyed)

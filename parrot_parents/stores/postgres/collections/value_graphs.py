@@ -94,41 +94,31 @@ def _name(table: Table) -> CollectionName:
 
 
 def grown_values(
-    conn: Connection,
-    table: Table,
-    key: str,
-    adding: Mapping[str, int] | None = None,
-    floor: int = VALUE_GRAPH_FLOOR,
+    conn: Connection, table: Table, key: str, floor: int = VALUE_GRAPH_FLOOR
 ) -> list[PartitionValue]:
     """The values of ``key`` that more than ``floor`` children hold, and that get indexes
-    (strings, integers, booleans). ``adding``: count only these values (keyed by
-    :func:`~parrot_parents.stores.partition_keys.value_json`), each with the children a
-    write is about to add to it."""
+    (strings, integers, booleans), in the order of their JSON text."""
     qualified = _name(table).quoted()
     sql = (
         f"SELECT (cmetadata -> :key)::text, count(*) FROM {qualified}"
-        " WHERE embedding IS NOT NULL AND cmetadata ? :key"
+        " WHERE embedding IS NOT NULL AND cmetadata ? :key GROUP BY 1"
     )
-    params: dict[str, Any] = {"key": key}
-    if adding is not None:
-        if not adding:
-            return []
-        # Read through the key's B-tree index: a few values, not the whole table.
-        sql += f" AND cmetadata[{_literal(key)}] = ANY(CAST(:values AS jsonb[]))"
-        params["values"] = list(adding)
-    sql += " GROUP BY 1"
-    # Keyed by the value's canonical JSON: the server writes its own (a non-ASCII
-    # character as itself, say), and ``true`` must not count as ``1``.
     counts: dict[str, int] = {}
-    for stored, n in conn.execute(text(sql), params):
+    for stored, n in conn.execute(text(sql), {"key": key}):
         if stored is not None:
-            value = json.loads(stored)
-            if partition_values([{key: value}], key):
-                counts[value_json(value)] = int(n)
-    if adding is not None:
-        counts = {v: counts.get(v, 0) + n for v, n in adding.items()}
+            _count(counts, key, stored, int(n))
     grown = sorted(v for v, n in counts.items() if n > floor)
     return partition_values(({key: json.loads(v)} for v in grown), key)
+
+
+def _count(counts: dict[str, int], key: str, stored: str, n: int) -> None:
+    """Add ``n`` to the count of the value the server wrote as ``stored``, keyed by its
+    canonical JSON: the server writes its own (a non-ASCII character as itself, say),
+    and ``true`` must not count as ``1``. Values that get no indexes are left out."""
+    value = json.loads(stored)
+    if partition_values([{key: value}], key):
+        as_json = value_json(value)
+        counts[as_json] = counts.get(as_json, 0) + n
 
 
 def _build(
@@ -207,57 +197,88 @@ def ensure_written_value_graphs(
     table: Table,
     rows: Iterable[Mapping[str, Any]],
     floor: int | None = VALUE_GRAPH_FLOOR,
+    keys: Iterable[str] | None = None,
 ) -> list[str]:
     """Before a write of ``rows`` (dicts with ``cmetadata`` and ``embedding``): build the
-    graphs of the values of the collection's filter keys that the rows with a vector
-    hold, that have none yet, and that will keep more than ``floor`` children
-    (:func:`floor_for`; those
-    stored, counted through the key's index, and the written ones; a replaced
-    document's rows are counted twice). Built first in the write's transaction, before
-    its rows lock the table, as a partition key's are (two writers then queue on the
-    builds' lock instead of deadlocking). Nothing while the collection's own HNSW index
-    is missing (a bulk load builds them at its end), or ``floor`` is None. Returns the
-    indexes created."""
-    if floor is None:
-        return []
+    graphs of the values of the collection's filter keys (``keys``, read when None) that
+    the rows with a vector hold, that have none yet, and that will keep more than
+    ``floor`` children (:func:`floor_for`; those stored, counted through each key's
+    index, and the written ones; a replaced document's rows are counted twice). Built
+    first in the write's transaction, before its rows lock the table, as a partition
+    key's are (two writers then queue on the builds' lock instead of deadlocking).
+    Nothing while the collection's own HNSW index is missing (a bulk load builds them at
+    its end), or ``floor`` is None. Two statements when no value grows past the floor
+    (the catalog's, and one count over every key). Returns the indexes created."""
     name = _name(table)
-    keys = read_filter_keys(conn, name)
-    if not keys:
-        return []
-    own, m, ef = _hnsw_options(table)
-    if (
-        own is None
-        or not conn.execute(
-            text("SELECT to_regclass(:index) IS NOT NULL"), {"index": name.quoted(own)}
-        ).scalar_one()
-    ):
+    chosen = sorted(read_filter_keys(conn, name) if keys is None else keys)
+    if floor is None or not chosen:
         return []
     held = [r["cmetadata"] for r in rows if r.get("embedding") is not None]
-    floor = floor_for(floor, _children(conn, table))
-    created: list[str] = []
-    for key in sorted(keys):
-        adding: dict[str, int] = {}
-        names: dict[str, str] = {}
+    adding: dict[str, dict[str, int]] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for key in chosen:
         for meta in held:
             value = meta.get(key)
             if value is None or not partition_values([meta], key):
                 continue
             as_json = value_json(value)
-            adding[as_json] = adding.get(as_json, 0) + 1
-            names.setdefault(partition_index_name(table.name, key, value), as_json)
-        if not names:
-            continue
-        present = set(
-            conn.execute(
-                text(
-                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n"
-                    " ON n.oid = c.relnamespace WHERE n.nspname = :schema"
-                    " AND c.relname = ANY(:names)"
-                ),
-                {"schema": name.schema, "names": list(names)},
-            ).scalars()
-        )
-        lacking = {names[n]: adding[names[n]] for n in names if n not in present}
-        grown = grown_values(conn, table, key, lacking, floor)
-        created += _build(conn, table, key, grown, m, ef)
+            counted = adding.setdefault(key, {})
+            counted[as_json] = counted.get(as_json, 0) + 1
+            names.setdefault(partition_index_name(table.name, key, value), (key, as_json))
+    own, m, ef = _hnsw_options(table)
+    if not names or own is None:
+        return []
+    found, children, present = conn.execute(
+        text(
+            "SELECT to_regclass(:own) IS NOT NULL,"
+            " coalesce((SELECT greatest(reltuples, 0)::bigint FROM pg_class"
+            " WHERE oid = to_regclass(:own)), 0),"
+            " ARRAY(SELECT c.relname FROM pg_class c JOIN pg_namespace n"
+            " ON n.oid = c.relnamespace WHERE n.nspname = :schema"
+            " AND c.relname = ANY(:names))"
+        ),
+        {"own": name.quoted(own), "schema": name.schema, "names": list(names)},
+    ).one()
+    if not found:
+        return []
+    lacking: dict[str, dict[str, int]] = {}
+    built = set(present)
+    for index, (key, as_json) in names.items():
+        if index not in built:
+            lacking.setdefault(key, {})[as_json] = adding[key][as_json]
+    grown = _grown_among(conn, table, lacking, floor_for(floor, int(children)))
+    created: list[str] = []
+    for key, values in grown.items():
+        created += _build(conn, table, key, values, m, ef)
     return created
+
+
+def _grown_among(
+    conn: Connection, table: Table, lacking: Mapping[str, Mapping[str, int]], floor: int
+) -> dict[str, list[PartitionValue]]:
+    """Of ``lacking`` (``{key: {value as JSON: children a write adds}}``), the values that
+    will keep more than ``floor`` children: stored ones counted in one statement, each
+    key through its own index."""
+    if not lacking:
+        return {}
+    qualified = _name(table).quoted()
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+    for i, (key, values) in enumerate(sorted(lacking.items())):
+        parts.append(
+            f"SELECT CAST(:k{i} AS text), (cmetadata -> :k{i})::text, count(*) FROM {qualified}"
+            f" WHERE embedding IS NOT NULL"
+            f" AND cmetadata[{_literal(key)}] = ANY(CAST(:v{i} AS jsonb[])) GROUP BY 2"
+        )
+        params[f"k{i}"] = key
+        params[f"v{i}"] = list(values)
+    counts = {key: dict(values) for key, values in lacking.items()}
+    for key, stored, n in conn.execute(text(" UNION ALL ".join(parts)), params):
+        if stored is not None:
+            _count(counts[key], key, stored, int(n))
+    return {
+        key: partition_values(
+            ({key: json.loads(v)} for v, n in sorted(values.items()) if n > floor), key
+        )
+        for key, values in counts.items()
+    }

@@ -8,6 +8,7 @@ through :class:`WrittenStore`.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.partition_keys import keep_value, same_value
 from parrot_parents.stores.postgres.collections.documents import DocumentsTable, DocumentState
+from parrot_parents.stores.postgres.collections.filter_keys import LOOKUP_TTL_S, read_filter_keys
 from parrot_parents.stores.postgres.collections.partitions import (
     ensure_partition_indexes,
     partition_values,
@@ -78,6 +80,16 @@ class DocumentWrites:
     def __init__(self, store: WrittenStore, opener: Opener) -> None:
         self._store = store
         self._opener = opener
+        # The collection's filter keys as last read, and when (another process may add
+        # one: read again after ``LOOKUP_TTL_S``).
+        self._keys: tuple[float, frozenset[str]] | None = None
+
+    async def _filter_keys(self, conn: Any) -> frozenset[str]:
+        """The collection's filter keys, read on the write's connection when stale."""
+        now = time.monotonic()
+        if self._keys is None or now - self._keys[0] >= LOOKUP_TTL_S:
+            self._keys = (now, await conn.run_sync(read_filter_keys, self._store.name))
+        return self._keys[1]
 
     async def _embed(self, rows: list[dict[str, Any]]) -> None:
         """Embed the children of ``rows`` without a vector, once the model passes the
@@ -140,9 +152,11 @@ class DocumentWrites:
                 await conn.run_sync(ensure_partition_indexes, table, key, values, m, ef)
             # A filter key's values that grow past the floor get graphs of their own,
             # built first for the same reason.
-            rows = [r for w in writes for r in w.rows]
-            floor = store.hnsw.value_graph_floor
-            await conn.run_sync(ensure_written_value_graphs, table, rows, floor)
+            keys = await self._filter_keys(conn)
+            if keys:
+                rows = [r for w in writes for r in w.rows]
+                floor = store.hnsw.value_graph_floor
+                await conn.run_sync(ensure_written_value_graphs, table, rows, floor, keys)
             await lock_documents(conn, store.name, document_ids)
             if key is not None:
                 await keep_partition_values(conn, store.documents, writes, key)

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,18 @@ def embeddings() -> SentenceTransformerEmbeddings:
 
 def unique_table(prefix: str = "t") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+async def write_at_once(store: PgVectorStore, docs: Sequence[Any], vectors: Sequence[Any]) -> None:
+    """Write ``docs`` (children with a ``document_id``) with their ``vectors`` in one
+    transaction, each document's rows together: a fixture's many documents, where
+    ``add_documents`` takes a transaction each."""
+    grouped: dict[str, tuple[list[Any], list[Any]]] = {}
+    for doc, vector in zip(docs, vectors, strict=True):
+        rows, given = grouped.setdefault(str(doc.metadata["document_id"]), ([], []))
+        rows.append(doc)
+        given.append(vector)
+    await store.replace_documents([(d, rows, given, None) for d, (rows, given) in grouped.items()])
 
 
 @contextlib.asynccontextmanager

@@ -192,7 +192,7 @@ async def test_nothing_returned_lies_outside_the_scope(
     await check_scope(store, **case)
 
 
-@settings(max_examples=10, **SLOW)
+@settings(max_examples=8, **SLOW)
 @given(case=st.fixed_dictionaries(CASES))
 @example(
     case={

@@ -28,7 +28,7 @@ from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.collections.catalog import list_collections
 from parrot_parents.stores.postgres.collections.filter_keys import filter_key_statistics_name
 from parrot_parents.stores.search_options import HNSWQueryOptions
-from tests.conftest import unique_table
+from tests.conftest import unique_table, write_at_once
 
 N = 600
 KEYS = ["rank", "kind", "flag", "score"]
@@ -79,7 +79,7 @@ def tables(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, str, np.ndarray]
             async with PgVectorStore(
                 dsn=pg_dsn, table=table, embedding=embeddings, filter_keys=keys
             ) as store:
-                await store.add_documents(docs, embeddings=list(vectors))
+                await write_at_once(store, docs, list(vectors))
                 async with store.engine.begin() as conn:
                     await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
 

@@ -28,7 +28,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
 from parrot_parents.stores.postgres.search.planning import DOUBT
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import HNSWQueryOptions
-from tests.conftest import unique_table
+from tests.conftest import unique_table, write_at_once
 
 N = 1200
 RARE, COMMON = "rare", "common"
@@ -69,7 +69,7 @@ def tenants(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
 
     async def build() -> None:
         async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await store.add_documents(docs, embeddings=list(vectors))
+            await write_at_once(store, docs, list(vectors))
             async with store.engine.begin() as conn:
                 await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
 
@@ -580,7 +580,7 @@ async def test_a_conjunction_of_correlated_keys_is_counted_on_a_sample(
         search_options=options,
     ) as store:
         try:
-            await store.add_documents(docs, embeddings=list(vectors))
+            await write_at_once(store, docs, list(vectors))
             async with store.engine.begin() as conn:
                 await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
             q = vectors[290]

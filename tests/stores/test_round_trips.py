@@ -32,7 +32,7 @@ from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.postgres.search.bm25_index import bm25_index_name
 from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.search_options import HNSWQueryOptions
-from tests.conftest import unique_table
+from tests.conftest import unique_table, write_at_once
 from tests.stores.wire import RoundTripProxy
 
 DOC = "\n\n".join(
@@ -267,7 +267,7 @@ def random_table(pg_dsn: str) -> Iterator[str]:
 
     async def build() -> None:
         async with _plan_store(pg_dsn, table) as store:
-            await store.add_documents(docs, embeddings=list(vectors))
+            await write_at_once(store, docs, list(vectors))
             engine, _ = await store.ready()
             async with engine.begin() as conn:
                 await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")

@@ -192,44 +192,38 @@ async def test_nothing_returned_lies_outside_the_scope(
     await check_scope(store, **case)
 
 
+def _case(**given: Any) -> dict[str, Any]:
+    """An explicit case: a hybrid, expanded retrieval of 8 about phones, but for ``given``."""
+    case = {
+        "expand": True,
+        "mode": "window:1",
+        "budget": 700,
+        "search_mode": "hybrid",
+        "limit": 8,
+        "topic": "phone",
+    }
+    return {**case, **given}
+
+
+#: A scope listing two tenants, whose indexes a dense branch scans each.
+TWO_TENANTS = {"tenant": {"$in": ["a", "b"]}}
+
+
 @settings(max_examples=8, **SLOW)
 @given(case=st.fixed_dictionaries(CASES))
+@example(case=_case(scope={"tenant": "a"}, flt={"tier": 3}))
 @example(
-    case={
-        "scope": {"tenant": "a"},
-        "flt": {"tier": 3},
-        "expand": True,
-        "mode": "window:1",
-        "budget": 700,
-        "search_mode": "hybrid",
-        "limit": 8,
-        "topic": "phone",
-    }
+    case=_case(
+        scope=TWO_TENANTS,
+        flt=None,
+        expand=False,
+        mode="parent",
+        budget=None,
+        search_mode="lexical",
+        limit=5,
+    )
 )
-@example(
-    case={
-        "scope": {"tenant": {"$in": ["a", "b"]}},
-        "flt": None,
-        "expand": False,
-        "mode": "parent",
-        "budget": None,
-        "search_mode": "lexical",
-        "limit": 5,
-        "topic": "phone",
-    }
-)
-@example(
-    case={
-        "scope": {"tenant": {"$in": ["a", "b"]}},
-        "flt": None,
-        "expand": True,
-        "mode": "window:1",
-        "budget": 700,
-        "search_mode": "hybrid",
-        "limit": 8,
-        "topic": "phone",
-    }
-)
+@example(case=_case(scope=TWO_TENANTS, flt=None))
 async def test_nothing_returned_lies_outside_the_scope_of_a_partitioned_collection(
     keyed_store: PgVectorStore, case: dict[str, Any]
 ) -> None:

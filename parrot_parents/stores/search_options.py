@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -9,7 +10,9 @@ from parrot_parents.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_EF_SEARCH",
+    "DEFAULT_EF_SEARCH_CEILING",
     "DEFAULT_PARTITION_EF_SEARCH",
+    "EF_SEARCH_GROWS_ABOVE",
     "FILTER_EXACT_BELOW",
     "MIN_FUSION_DEPTH",
     "PRF",
@@ -24,6 +27,14 @@ __all__ = [
 
 #: The default ``ef_search`` of :class:`HNSWQueryOptions` (how it was chosen: there).
 DEFAULT_EF_SEARCH = 100
+#: The default ``ef_search_ceiling`` of :class:`HNSWQueryOptions` (how it was chosen: there).
+DEFAULT_EF_SEARCH_CEILING = 400
+#: A graph of at most this many vectors is walked with ``ef_search`` as set; a larger one's
+#: walk grows with it (:meth:`HNSWQueryOptions.ef_at`).
+EF_SEARCH_GROWS_ABOVE = 10_000
+#: The power of the graph's size (in :data:`EF_SEARCH_GROWS_ABOVE`) by which the walk grows.
+EF_SEARCH_GROWTH = 0.6
+
 #: The default ``partition_ef_search`` of :class:`HNSWQueryOptions` (there too).
 DEFAULT_PARTITION_EF_SEARCH = 200
 
@@ -143,7 +154,23 @@ class HNSWQueryOptions:
             ``ef_construction=200``); pgvector's own default, 40, gave 0.78 at 1.24 ms on
             pgvector's build (``python -m benchmarks run hnsw_recall``,
             ``docs/performance.md``). An index built with ``ef_construction=64`` (before
-            that default) needs far more (0.84 at 100, 0.94 at 400): rebuild it.
+            that default) needs far more (0.84 at 100, 0.94 at 400): rebuild it. This is
+            the walk of a graph of up to 10,000 vectors; a larger one's grows
+            (:meth:`ef_at`), up to ``ef_search_ceiling``.
+        ef_search_ceiling: the widest walk the growth reaches, 1..1000 (default
+            :data:`DEFAULT_EF_SEARCH_CEILING`, 400), or None to walk every graph with
+            ``ef_search``; a ceiling below ``ef_search`` keeps ``ef_search``. A question
+            is not a passage, and in a large graph a walk of 100 misses most of a
+            question's nearest children: at 101k children of real text, recall@10 of the
+            dev questions against exact search was 0.56 at 100 and 0.79 at 400 (held-out
+            passages: 0.95 and 0.99; ``hnsw_recall``). Among 100k children of
+            distractors, the default retrieval's recall of the dev set at 1000/2000/4000
+            characters was 0.754/0.876/0.947 at 100, 0.766/0.890/0.957 at 200,
+            0.775/0.898/0.964 at 300, 0.780/0.902/0.965 at 400 and 0.784/0.905/0.968 at
+            1000 (the dev corpora alone: 0.806/0.922/0.975), so the growth reaches 400
+            at 100k children, where the gain flattens (``python -m benchmarks run
+            distractors``, ``benchmarks/reports/distractors.md``). A walk of 400 costs
+            about 4 ms more at 100k children (1.45 against 5.22 ms p50, ``hnsw_recall``).
         iterative_scan: pgvector >= 0.8 iterative index scans: the index is scanned on
             until ``limit`` rows pass the WHERE clause, so a selective metadata filter
             still yields ``limit`` rows. ``"relaxed_order"`` (default) may yield them
@@ -176,6 +203,7 @@ class HNSWQueryOptions:
     """
 
     ef_search: int = DEFAULT_EF_SEARCH
+    ef_search_ceiling: int | None = DEFAULT_EF_SEARCH_CEILING
     iterative_scan: IterativeScan = "relaxed_order"
     max_scan_tuples: int = 20000
     filter_exact_below: int = FILTER_EXACT_BELOW
@@ -184,6 +212,8 @@ class HNSWQueryOptions:
     def __post_init__(self) -> None:
         _check_range("ef_search", self.ef_search, 1, 1000, integer=True)
         _check_range("partition_ef_search", self.partition_ef_search, 1, 1000, integer=True)
+        if self.ef_search_ceiling is not None:
+            _check_range("ef_search_ceiling", self.ef_search_ceiling, 1, 1000, integer=True)
         if self.iterative_scan not in ("off", "strict_order", "relaxed_order"):
             raise ConfigurationError(
                 "iterative_scan must be 'off', 'strict_order' or 'relaxed_order', "
@@ -194,6 +224,18 @@ class HNSWQueryOptions:
         below = self.filter_exact_below
         if isinstance(below, bool) or not isinstance(below, int) or below < 0:
             raise ConfigurationError(f"filter_exact_below must be an int >= 0, got {below!r}")
+
+    def ef_at(self, children: float | None) -> int:
+        """The ``ef_search`` of a walk of the collection's graph of ``children`` vectors
+        (None: not known): ``ef_search`` up to :data:`EF_SEARCH_GROWS_ABOVE` (10,000)
+        vectors, then ``ef_search * (children / 10,000) ** 0.6``, at most
+        ``ef_search_ceiling`` (never below ``ef_search``); with no ceiling, ``ef_search``
+        at every size."""
+        ceiling = self.ef_search_ceiling
+        if children is None or ceiling is None or children <= EF_SEARCH_GROWS_ABOVE:
+            return self.ef_search
+        grown = round(self.ef_search * math.pow(children / EF_SEARCH_GROWS_ABOVE, EF_SEARCH_GROWTH))
+        return max(self.ef_search, min(ceiling, grown))
 
 
 def branch_depth(mode: SearchMode, limit: int, fusion: Fusion | None) -> int:

@@ -67,7 +67,7 @@ from parrot_parents.stores.postgres.search.request import (
     SearchRequest,
     check_limit_and_filter,
 )
-from parrot_parents.stores.postgres.search.settings import search_settings
+from parrot_parents.stores.postgres.search.settings import GraphSize, search_settings
 from parrot_parents.stores.postgres.search.target_filter import (
     reads_hierarchy,
     searched_filter,
@@ -170,6 +170,7 @@ class Searcher:
         self._wanted_backend = wanted_backend
         self._indexed_rows_seen = False
         self._partitions = PartitionLookup()
+        self._graph = GraphSize()
         #: The collection's filter keys, read at most every ``LOOKUP_TTL_S`` seconds.
         self.filter_keys = FilterKeyLookup()
 
@@ -249,9 +250,20 @@ class Searcher:
         index_only: bool = False,
         partition: bool = False,
         bitmaps: bool = True,
+        children: float | None = None,
     ) -> Settings:
-        """:func:`search_settings` of the store's search options."""
-        return search_settings(self._store.search_options, request, index_only, partition, bitmaps)
+        """:func:`search_settings` of the store's search options, for a collection graph
+        of ``children`` vectors."""
+        return search_settings(
+            self._store.search_options, request, index_only, partition, bitmaps, children
+        )
+
+    async def _children(self, conn: ReadConnection, request: SearchRequest) -> float | None:
+        """The vectors of the collection's graph, which a dense walk's ``ef_search``
+        grows with; None for a lexical search, which walks none."""
+        if request.mode == "lexical":
+            return None
+        return await self._graph.children(conn, self._store.name)
 
     async def _ranked(
         self, engine: AsyncEngine, table: Table, request: SearchRequest
@@ -289,7 +301,14 @@ class Searcher:
                 search_with_context(table, self.statement(table, request), request.plan),
                 engine.dialect,
             )
-            rows = await store.read_pool.fetch(action, prepared, params, self.settings(request))
+            args = prepared.args(params)
+
+            async def ranked(conn: ReadConnection) -> Sequence[Any]:
+                children = await self._children(conn, request)
+                settings = self.settings(request, children=children)
+                return await conn.fetch_with(prepared.sql, args, settings)
+
+            rows = await store.read_pool.run(ranked, action=action)
             return split_rows(rows, request.plan, dense=dense), None
         # A filter's values are parameters under names its structure fixes, so its
         # statements are prepared once per structure: the filter's SQL is in their key.
@@ -299,6 +318,7 @@ class Searcher:
 
         async def work(conn: ReadConnection) -> tuple[Split, FilterPlan]:
             targets = hierarchy and await self._has_indexed_rows(conn)
+            children = await self._children(conn, request)
             keyed = await self.filter_keys.keys(conn, store.name)
             graphs = () if targets else await self._graphs_of(conn, request, keyed)
             if len(graphs) > 1 and dense_free:
@@ -409,7 +429,11 @@ class Searcher:
                     or self.lexical_ranking(request.filter, request.fusion, False)[0] == "sql"
                 )
                 settings = self.settings(
-                    request, index_only, partition=through or bool(union), bitmaps=bitmaps
+                    request,
+                    index_only,
+                    partition=through or bool(union),
+                    bitmaps=bitmaps,
+                    children=children,
                 )
                 rows: Sequence[Any] = await conn.fetch_with(
                     prepared.sql, prepared.args(run), settings

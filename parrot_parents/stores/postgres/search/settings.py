@@ -1,13 +1,47 @@
 """The session settings of a search's statement: the HNSW scan's, and which scans the
-planner may use (:func:`search_settings`)."""
+planner may use (:func:`search_settings`); and the size of the graph the scan walks
+(:class:`GraphSize`), which its ``ef_search`` grows with."""
 
 from __future__ import annotations
 
+import time
+
+from parrot_parents.stores.identifiers import CollectionName, derived_name
+from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.postgres.connections.reads import Settings
 from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.search_options import HNSWQueryOptions
 
-__all__ = ["search_settings"]
+__all__ = ["SIZE_TTL_S", "GraphSize", "search_settings"]
+
+#: Seconds a searcher trusts the size it read of its collection's graph: the catalog's
+#: estimate, which changes only with VACUUM, ANALYZE and index builds.
+SIZE_TTL_S = 30.0
+
+
+class GraphSize:
+    """A searcher's view of how many vectors its collection's HNSW graph holds (the
+    catalog's ``reltuples`` of the index), read again after :data:`SIZE_TTL_S`."""
+
+    def __init__(self) -> None:
+        self._read: tuple[float, float | None] | None = None
+
+    async def children(self, conn: ReadConnection, name: CollectionName) -> float | None:
+        """The vectors in the graph, read on the search's connection when the last read
+        is old; None without the index (dropped, or deferred during a bulk load) or
+        before the server has counted it."""
+        now = time.monotonic()
+        if self._read is not None and now - self._read[0] < SIZE_TTL_S:
+            return self._read[1]
+        rows = await conn.fetch_with(
+            "SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)",
+            (name.quoted(derived_name(name.table, "embedding_hnsw")),),
+            (),
+        )
+        size = float(rows[0][0]) if rows and rows[0][0] is not None else None
+        found = size if size is not None and size >= 0 else None
+        self._read = (now, found)
+        return found
 
 
 def search_settings(
@@ -16,6 +50,7 @@ def search_settings(
     index_only: bool = False,
     partition: bool = False,
     bitmaps: bool = True,
+    children: float | None = None,
 ) -> Settings:
     """The session settings a search's statement needs under ``options`` (the store's
     search options), every one that any search statement changes: they stay on the read
@@ -41,11 +76,13 @@ def search_settings(
     search walks a partition key value's own graph, with ``partition_ef_search``; its
     statement holds the value and runs a generic plan, made at its first run on a
     connection and kept with the prepared statement (the value's indexes are chosen
-    by the value, whatever the rest of the filter keeps).
+    by the value, whatever the rest of the filter keeps). Otherwise ``ef_search``
+    grows with ``children``, the vectors of the collection's graph
+    (:meth:`~parrot_parents.stores.search_options.HNSWQueryOptions.ef_at`).
     """
     hnsw: Settings = ()
     if request.mode != "lexical":
-        ef = options.partition_ef_search if partition else options.ef_search
+        ef = options.partition_ef_search if partition else options.ef_at(children)
         hnsw = (
             ("hnsw.ef_search", str(max(ef, min(request.depth, 1000)))),
             ("hnsw.iterative_scan", options.iterative_scan),

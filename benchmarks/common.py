@@ -88,6 +88,10 @@ OTHER_CHECKOUT = "<older checkout>"
 #: The options whose value is another checkout's path.
 _CHECKOUT_OPTIONS = ("--src", "--baseline")
 
+#: What a report writes for any other absolute path given to it (a report or cache file,
+#: a data directory): the machine's own, which a reader's is not.
+LOCAL_FILE = "<path>"
+
 
 def command(module: str, argv: Sequence[str] = ()) -> str:
     """The command line that runs the benchmark ``module`` (its ``__name__``) with ``argv``.
@@ -95,18 +99,24 @@ def command(module: str, argv: Sequence[str] = ()) -> str:
     Reports print it, so a reader can run the same thing again from the repository root:
     ``command("benchmarks.latency.scale", ["--rebuild"])`` is
     ``"python -m benchmarks run scale --rebuild"``. The path given to ``--src`` or
-    ``--baseline`` is written :data:`OTHER_CHECKOUT`.
+    ``--baseline`` is written :data:`OTHER_CHECKOUT`, and any other absolute path
+    :data:`LOCAL_FILE`.
     """
     shown: list[str] = []
     for arg in argv:
-        option, eq, _ = arg.partition("=")
+        option, eq, value = arg.partition("=")
         if shown and shown[-1] in _CHECKOUT_OPTIONS:
             arg = OTHER_CHECKOUT
         elif eq and option in _CHECKOUT_OPTIONS:
             arg = f"{option}={OTHER_CHECKOUT}"
+        elif arg.startswith("/"):
+            arg = LOCAL_FILE
+        elif eq and value.startswith("/"):
+            arg = f"{option}={LOCAL_FILE}"
         shown.append(arg)
+    kept = (OTHER_CHECKOUT, LOCAL_FILE)
     return " ".join(
-        a if a == OTHER_CHECKOUT or a.endswith("=" + OTHER_CHECKOUT) else shlex.quote(a)
+        a if a in kept or a.endswith(tuple("=" + k for k in kept)) else shlex.quote(a)
         for a in [*_RUN, module.rsplit(".", 1)[-1], *shown]
     )
 

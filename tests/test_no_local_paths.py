@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.common import OTHER_CHECKOUT, command
+from benchmarks.common import LOCAL_FILE, OTHER_CHECKOUT, command
 from tests.conftest import REPO_ROOT
 
 #: What the docs, benchmarks, README and package may not name: a path under a machine's
@@ -78,3 +78,12 @@ def test_a_report_command_shows_no_checkout_path() -> None:
     shown = command("benchmarks.latency.scale", ["--src", "/some/old/checkout", "--rebuild"])
     assert shown == f"python -m benchmarks run scale --src {OTHER_CHECKOUT} --rebuild"
     assert "/some/old" not in command("benchmarks.latency.round_trips", ["--src=/some/old"])
+
+
+def test_a_report_command_shows_no_other_local_path() -> None:
+    shown = command("benchmarks.latency.checkouts", ["--report", "/tmp/x.md", "--queries", "9"])
+    assert shown == f"python -m benchmarks run checkouts --report {LOCAL_FILE} --queries 9"
+    assert command("benchmarks.latency.checkouts", ["--report=/tmp/x.md"]).endswith(
+        f"--report={LOCAL_FILE}"
+    )
+    assert not LOCAL_PATH.search(shown)

@@ -70,13 +70,7 @@ async def test_a_large_graph_is_walked_wider(pg_dsn: str) -> None:
     a million vectors is no test fixture), read by a searcher at its first search."""
     table = unique_table("efgrows")
     writer = PgVectorStore(table=table, dsn=pg_dsn, dimension=DIM)
-    rng = np.random.default_rng(1)
-    vectors = rng.standard_normal((20, DIM)).astype(np.float32)
-    docs = [
-        Document(page_content=f"row {i}", metadata={"document_id": f"d{i}", "group": i % 2})
-        for i in range(20)
-    ]
-    await writer.add_documents(docs, embeddings=list(vectors))
+    vectors = await _filled(writer, 20, groups=2)
     reader = PgVectorStore(table=table, dsn=pg_dsn, dimension=DIM, create=False)
     try:
         async with writer.engine.begin() as conn:
@@ -90,19 +84,7 @@ async def test_a_large_graph_is_walked_wider(pg_dsn: str) -> None:
                 text("UPDATE pg_class SET reltuples = 1e6 WHERE oid = to_regclass(:i)"),
                 {"i": derived_name(table, "embedding_hnsw")},
             )
-        seen: list[str] = []
-
-        async def setting(conn: ReadConnection) -> None:
-            seen.append(await conn.fetchval("SELECT current_setting('hnsw.ef_search')"))
-
-        assert len(await reader.similarity_search_by_vector(vectors[0], limit=5)) == 5
-        await reader.read_pool.run(setting)
-        found = await reader.similarity_search_by_vector(
-            vectors[0], limit=5, filter={"group": {"$eq": 1}}
-        )
-        assert found and all(r.metadata["group"] == 1 for r in found)
-        await reader.read_pool.run(setting)
-        assert seen == [str(CEILING)] * 2
+        assert await _walks(reader, vectors[0].tolist()) == [str(CEILING)] * 2
     finally:
         await reader.close()
         await writer.drop()
@@ -111,13 +93,7 @@ async def test_a_large_graph_is_walked_wider(pg_dsn: str) -> None:
 
 async def test_a_default_search_runs_at_the_default_ef_search(pg_dsn: str) -> None:
     store = PgVectorStore(table=unique_table("efdefault"), dsn=pg_dsn, dimension=DIM)
-    rng = np.random.default_rng(0)
-    vectors = rng.standard_normal((30, DIM)).astype(np.float32)
-    docs = [
-        Document(page_content=f"row {i}", metadata={"document_id": f"d{i}", "group": i % 3})
-        for i in range(30)
-    ]
-    await store.add_documents(docs, embeddings=list(vectors))
+    vectors = await _filled(store, 30, groups=3)
     async with store.engine.connect() as conn:
         definition = (
             await conn.execute(
@@ -130,21 +106,35 @@ async def test_a_default_search_runs_at_the_default_ef_search(pg_dsn: str) -> No
         ).scalar_one()
     assert f"ef_construction='{MEASURED_BUILD}'" in definition, definition
     try:
-        seen: list[str] = []
-
-        async def setting(conn: ReadConnection) -> None:
-            seen.append(await conn.fetchval("SELECT current_setting('hnsw.ef_search')"))
-
-        # The read pool's session holds the setting after a search, filtered or not: a
-        # search sets what it needs on the session when it differs.
-        assert len(await store.similarity_search_by_vector(vectors[0], limit=5)) == 5
-        await store.read_pool.run(setting)
-        found = await store.similarity_search_by_vector(
-            vectors[0], limit=5, filter={"group": {"$eq": 1}}
-        )
-        assert found and all(r.metadata["group"] == 1 for r in found)
-        await store.read_pool.run(setting)
-        assert seen == [str(MEASURED)] * 2
+        assert await _walks(store, vectors[0].tolist()) == [str(MEASURED)] * 2
     finally:
         await store.drop()
         await store.close()
+
+
+async def _walks(store: PgVectorStore, vector: list[float]) -> list[str]:
+    """``hnsw.ef_search`` on the read pool's session after an unfiltered search and after
+    a filtered one (on ``group`` 1): the session holds what the last search set, as a
+    search sets what it needs on the session when it differs."""
+    seen: list[str] = []
+
+    async def setting(conn: ReadConnection) -> None:
+        seen.append(await conn.fetchval("SELECT current_setting('hnsw.ef_search')"))
+
+    assert len(await store.similarity_search_by_vector(vector, limit=5)) == 5
+    await store.read_pool.run(setting)
+    found = await store.similarity_search_by_vector(vector, limit=5, filter={"group": {"$eq": 1}})
+    assert found and all(r.metadata["group"] == 1 for r in found)
+    await store.read_pool.run(setting)
+    return seen
+
+
+async def _filled(store: PgVectorStore, rows: int, groups: int) -> np.ndarray:
+    """``rows`` random vectors written to ``store``, row ``i`` in ``group`` ``i % groups``."""
+    vectors = np.random.default_rng(rows).standard_normal((rows, DIM)).astype(np.float32)
+    docs = [
+        Document(page_content=f"row {i}", metadata={"document_id": f"d{i}", "group": i % groups})
+        for i in range(rows)
+    ]
+    await store.add_documents(docs, embeddings=list(vectors))
+    return vectors

@@ -414,7 +414,7 @@ def report(
             + " | ".join(f"{d:+.3f}" for d in diff)
             + " | | | |"
         )
-    lines += losses(results, peers, names)
+    lines += losses(results, peers, names, questions)
     return "\n".join(lines) + "\n"
 
 
@@ -436,6 +436,7 @@ def losses(
     results: dict[str, dict[str, dict[str, Any]]],
     peers: dict[str, Any] | None,
     names: dict[str, str],
+    questions: int,
 ) -> list[str]:
     """The peers' recall on both collections and every retriever's loss (see the module
     docstring); the peers' rows only when they ran."""
@@ -475,11 +476,14 @@ def losses(
         lc = peers["peers"]["langchain-hybrid"]
         lines += [
             "",
-            f"Chunk vectors: {peers['vectors s']:.0f} s (0 when read from the cache). "
+            f"Chunk vectors: {peers['vectors s']:.0f} s (a few when read from the cache). "
             "LangChain's full-text branch matched no chunk for "
-            + " and ".join(f"{lc[n]['no full-text match']} questions {names[n]}" for n in names)
-            + " (`plainto_tsquery` ANDs every word of the question); there the hybrid "
-            "ranks by the dense branch alone.",
+            + " and ".join(
+                f"{lc[n]['no full-text match']} of {questions} questions ({names[n]})"
+                for n in names
+            )
+            + ": `plainto_tsquery` ANDs every word of the question, and where nothing "
+            "matches the hybrid ranks by its dense branch alone.",
         ]
     lines += [
         "",

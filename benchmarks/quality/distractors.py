@@ -425,11 +425,13 @@ def _loss(dev: dict[str, list[float]], distractors: dict[str, list[float]]) -> l
 
     keys = [f"recall@{b}c" for b in BUDGETS]
     diff = paired_differences({k: dev[k] for k in keys}, {k: distractors[k] for k in keys})
-    # diff is distractors - dev: the loss is its opposite, and so is its interval.
-    return [
-        f"{-diff[k].diff * 100:+.1f} [{-diff[k].high * 100:+.1f}, {-diff[k].low * 100:+.1f}]"
-        for k in keys
-    ]
+
+    # diff is distractors - dev: the loss is its opposite, and so is its interval
+    # (0.0 - x: no "-0.0" for a loss of nothing).
+    def points(x: float) -> str:
+        return f"{0.0 - x * 100:+.1f}"
+
+    return [f"{points(diff[k].diff)} [{points(diff[k].high)}, {points(diff[k].low)}]" for k in keys]
 
 
 def losses(

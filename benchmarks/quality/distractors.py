@@ -1,5 +1,5 @@
 # ruff: noqa: E501 - the Markdown tables are written as they appear
-"""The dev questions among 100,000 children of distractors: exact BM25 against the default rule.
+"""The dev questions among 100,000 children of distractors: exact BM25, the default rule, peers.
 
 Builds one collection of the three dev corpora (``../shared/benchmarks/chunking_eval``) and
 enough pages of Debian's documentation packages (:mod:`benchmarks.quality._debian_docs`)
@@ -19,17 +19,33 @@ candidates) and with its default rule (``CANDIDATES``). Scored by ``recall@Bc``
 page covers no reference and spends its characters. Beside it, the lexical branch alone
 (``similarity_search(q, 10, search_mode="lexical")``) under the default rule against the
 exact one: the mean share of the exact top 10 it returns, and each rule's p50/p95 ms.
+
+Two peers are asked the same questions on the same documents (the dev corpora and the
+same pages), cut into plain 300-character chunks
+(:mod:`benchmarks.quality._distractor_peers`): BM25 + dense fused by RRF
+(``benchmarks.common.bm25_dense_rrf``), and LangChain's ``PGVectorStore`` hybrid
+(langchain-postgres: tsvector full text and dense, its reciprocal rank fusion) in tables
+of its own (``bench_peer_lc_hybrid_dev`` and ``bench_peer_lc_hybrid_<children>``, kept),
+each on the dev corpora alone and among the distractors; the scorer cuts their ranked
+passages at each budget. The chunk vectors are computed once and kept under ``--cache``.
+For every retriever, ours included, the report gives the loss from dev alone to
+distractors in points, with a paired 95 % bootstrap interval over the questions
+(``parrot_parents.eval.intervals.paired_differences``): how much of our loss among
+distractors any retriever of the same documents suffers too.
+
 Writes ``benchmarks/reports/distractors.md``::
 
     python -m benchmarks run distractors [--children 100000] [--cache DIR]
-        [--data-dir DIR | --dsn DSN] [--build-only]
+        [--data-dir DIR | --dsn DSN] [--build-only] [--no-peers] [--questions N]
 
 The first run downloads ~65 MB of packages (``apt-get download`` needs no root, only the
 machine's Debian package lists) and embeds ~27 million characters (one to two hours on 2
-shared CPU cores); later runs only query (~10 min). ``--cache`` (default
-``~/.cache/parrot-parents-bench/distractors``) keeps the packages and their unpacked
-files; ``--data-dir`` sets ``PARROT_PARENTS_DATA_DIR`` (the embedded server's data
-directory, where the collections stay); ``--dsn`` uses another server instead.
+shared CPU cores), and the peers' ~124k chunk vectors about an hour more; later runs only
+query (~15 min). ``--cache`` (default ``~/.cache/parrot-parents-bench/distractors``) keeps
+the packages, their unpacked files and the peers' chunk vectors; ``--data-dir`` sets
+``PARROT_PARENTS_DATA_DIR`` (the embedded server's data directory, where the collections
+stay); ``--dsn`` uses another server instead. ``--no-peers`` asks only the defaults;
+``--questions N`` asks the first N questions, for smoke runs only.
 """
 
 from __future__ import annotations
@@ -48,9 +64,12 @@ from langchain_core.documents import Document
 
 from benchmarks.common import CHUNKING_EVAL, REPORTS, command, commit_of, machine
 from benchmarks.quality._debian_docs import PACKAGES, fetch, html_files
+from benchmarks.quality._distractor_peers import CHUNK_SIZE, DEPTH, PEERS, TOP, ask_peers
 
 BUDGETS = (1000, 2000, 4000)
 DEFAULT_CACHE = Path.home() / ".cache" / "parrot-parents-bench" / "distractors"
+#: LangChain's tables (the peer's own), ``_dev`` and ``_<children>``.
+PEER_TABLE = "bench_peer_lc_hybrid"
 
 
 def dev_documents(corpora: dict[str, str]) -> list[Document]:
@@ -169,7 +188,7 @@ async def ask(store: Any, questions: Sequence[Any]) -> dict[str, dict[str, Any]]
     ``default``.
     """
     from parrot_parents.bots.chatbot import Chatbot
-    from parrot_parents.eval.scorer import score_run
+    from parrot_parents.eval.scorer import mean_of, score_per_question
     from parrot_parents.stores.backends import parent_searcher_for
     from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, EXACT_CANDIDATES
 
@@ -178,6 +197,7 @@ async def ask(store: Any, questions: Sequence[Any]) -> dict[str, dict[str, Any]]
     for rule, candidates in (("exact", EXACT_CANDIDATES), ("default", CANDIDATES)):
         store.lexical_candidates = candidates
         row: dict[str, Any] = {}
+        started_rule = time.perf_counter()
         await bot.retrieve(questions[0].question, budget=BUDGETS[0])  # warm-up, untimed
         for budget in BUDGETS:
             run, ms = {}, []
@@ -186,9 +206,10 @@ async def ask(store: Any, questions: Sequence[Any]) -> dict[str, dict[str, Any]]
                 got = await bot.retrieve(q.question, budget=budget)
                 ms.append((time.perf_counter() - started) * 1000)
                 run[q.qid] = [_span(p) for p in got.passages]
-            row[f"recall@{budget}c"] = float(
-                score_run(questions, run, ks=(5,), budgets=(budget,))[f"recall@{budget}c"]
-            )
+            key = f"recall@{budget}c"
+            per_question = score_per_question(questions, run, ks=(), budgets=(budget,))[key]
+            row[key] = mean_of(per_question)
+            row.setdefault("per question", {})[key] = per_question
             if budget == 2000:
                 row["retrieve ms"] = _ms(ms)
         top10, ms = {}, []
@@ -198,8 +219,10 @@ async def ask(store: Any, questions: Sequence[Any]) -> dict[str, dict[str, Any]]
             ms.append((time.perf_counter() - started) * 1000)
             top10[q.qid] = [h.id for h in hits]
         row["lexical ms"], row["top10"] = _ms(ms), top10
+        row["seconds"] = round(time.perf_counter() - started_rule, 1)
         out[rule] = row
-        print(rule, {k: v for k, v in row.items() if k != "top10"}, flush=True)
+        shown = {k: v for k, v in row.items() if k not in ("top10", "per question")}
+        print(rule, shown, flush=True)
     return out
 
 
@@ -224,8 +247,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--dsn", default=None, help="a PostgreSQL DSN instead of the embedded server")
     ap.add_argument("--build-only", action="store_true", help="build the collections, ask nothing")
+    ap.add_argument(
+        "--peers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ask the peers too (default; --no-peers skips them)",
+    )
+    ap.add_argument(
+        "--questions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="for smoke runs only: the first N questions",
+    )
     ap.add_argument("--out", type=Path, default=REPORTS / "distractors.md")
     args = ap.parse_args(argv)
+    if args.questions is not None and args.questions < 2:
+        ap.error(f"--questions must be >= 2, got {args.questions}")
     if args.data_dir is not None:
         os.environ["PARROT_PARENTS_DATA_DIR"] = str(args.data_dir.resolve())
     return asyncio.run(_main(args, argv))
@@ -239,6 +277,7 @@ async def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
     questions = load_questions(CHUNKING_EVAL / "questions.csv")
     corpora = load_corpora(CHUNKING_EVAL / "corpora")
     check_references(questions, corpora)
+    questions = questions[: args.questions]
     args.cache.mkdir(parents=True, exist_ok=True)
     docs, summary = await corpus(args.cache, corpora, args.children)
     print(f"corpus: {len(docs):,} documents, {summary['children']:,} children", flush=True)
@@ -271,7 +310,25 @@ async def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
     finally:
         for store in stores.values():
             await store.close()
-    text = report(args, argv, summary, builds, results, len(questions))
+    peers = None
+    if args.peers:
+        from parrot_parents.embedded.server import resolve_dsn
+
+        tables = {
+            "dev": f"{PEER_TABLE}_dev",
+            "distractors": f"{PEER_TABLE}_{args.children}",
+        }
+        peers = await ask_peers(
+            resolve_dsn(args.dsn),
+            args.cache,
+            tables,
+            questions,
+            corpora,
+            docs[len(corpora) :],
+            BUDGETS,
+            log=lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True),
+        )
+    text = report(args, argv, summary, builds, results, len(questions), peers)
     args.out.write_text(text, encoding="utf-8")
     print(text)
     return 0
@@ -284,6 +341,7 @@ def report(
     builds: dict[str, Any],
     results: dict[str, dict[str, dict[str, Any]]],
     questions: int,
+    peers: dict[str, Any] | None = None,
 ) -> str:
     """The Markdown report (see the module docstring)."""
     shown = [a for a in (argv or []) if a not in ("--build-only",)]
@@ -294,7 +352,7 @@ def report(
             del shown[i : i + 2]
     dev, per = summary["dev"], summary["packages"]
     lines = [
-        "# The dev set among distractors: exact BM25 against the default candidate rule",
+        "# The dev set among distractors: exact BM25 against the default candidate rule, and two peers",
         "",
         f"Generated by `{command(__name__, shown)}` (see its docstring) on {commit_of()}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. {machine()}; other work "
@@ -356,4 +414,110 @@ def report(
             + " | ".join(f"{d:+.3f}" for d in diff)
             + " | | | |"
         )
+    lines += losses(results, peers, names, questions)
     return "\n".join(lines) + "\n"
+
+
+def _loss(dev: dict[str, list[float]], distractors: dict[str, list[float]]) -> list[str]:
+    """``"loss (points) [low, high]"`` per budget: dev alone minus with distractors, in
+    percentage points, with the paired 95 % bootstrap interval over questions."""
+    from parrot_parents.eval.intervals import paired_differences
+
+    keys = [f"recall@{b}c" for b in BUDGETS]
+    diff = paired_differences({k: dev[k] for k in keys}, {k: distractors[k] for k in keys})
+
+    # diff is distractors - dev: the loss is its opposite, and so is its interval
+    # (0.0 - x: no "-0.0" for a loss of nothing).
+    def points(x: float) -> str:
+        return f"{0.0 - x * 100:+.1f}"
+
+    return [f"{points(diff[k].diff)} [{points(diff[k].high)}, {points(diff[k].low)}]" for k in keys]
+
+
+def losses(
+    results: dict[str, dict[str, dict[str, Any]]],
+    peers: dict[str, Any] | None,
+    names: dict[str, str],
+    questions: int,
+) -> list[str]:
+    """The peers' recall on both collections and every retriever's loss (see the module
+    docstring); the peers' rows only when they ran."""
+    from parrot_parents.eval.scorer import mean_of
+
+    lines: list[str] = []
+    if peers is not None:
+        chunks = peers["chunks"]
+        lines += [
+            "",
+            "## Peers on the same documents",
+            "",
+            f"The same documents cut into plain {CHUNK_SIZE}-character chunks "
+            f"({chunks['dev']:,} of the dev corpora, {chunks['distractors']:,} in all; "
+            "LangChain's `RecursiveCharacterTextSplitter`, no overlap), all-MiniLM-L6-v2 "
+            "(the vectors computed once and shared), each peer's ranked passages cut by the "
+            "scorer at each budget, as the budget curve cuts its peers' runs. Both fuse "
+            f"their branches' top {DEPTH} by reciprocal rank fusion (k=60) and hand over "
+            f"the top {TOP}; both rank dense exactly (no vector index). BM25 + dense is "
+            "`benchmarks.common.bm25_dense_rrf` (`bm25s`, numpy cosine); LangChain's "
+            "`PGVectorStore` (langchain-postgres, v2) hybrid ranks full text by "
+            "`ts_rank_cd` over `plainto_tsquery` on its GIN-indexed tsvector column, in "
+            "its own table of the same PostgreSQL.",
+            "",
+            "| retriever | collection | recall@1000c | recall@2000c | recall@4000c | wall s |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for key, label in PEERS.items():
+            for name in names:
+                got = peers["peers"][key][name]
+                cells = [f"{mean_of(got['per question'][f'recall@{b}c']):.3f}" for b in BUDGETS]
+                lines.append(
+                    f"| {label} | {names[name]} | "
+                    + " | ".join(cells)
+                    + f" | {got['seconds']:.0f} |"
+                )
+        lc = peers["peers"]["langchain-hybrid"]
+        lines += [
+            "",
+            f"Chunk vectors: {peers['vectors s']:.0f} s (a few when read from the cache). "
+            "LangChain's full-text branch matched no chunk for "
+            + " and ".join(
+                f"{lc[n]['no full-text match']} of {questions} questions ({names[n]})"
+                for n in names
+            )
+            + ": `plainto_tsquery` ANDs every word of the question, and where nothing "
+            "matches the hybrid ranks by its dense branch alone.",
+        ]
+    lines += [
+        "",
+        "## Loss among distractors",
+        "",
+        "Recall with the dev corpora alone minus recall with the distractors, in "
+        "percentage points (positive: lost), and its paired 95 % bootstrap interval over "
+        "the questions (`parrot_parents.eval.intervals.paired_differences`, 2000 "
+        "resamples).",
+        "",
+        "| retriever | loss @1000c | loss @2000c | loss @4000c |",
+        "|---|---:|---:|---:|",
+    ]
+    for rule, label in (
+        ("default", "ours, defaults (`CANDIDATES`)"),
+        ("exact", "ours, defaults with `EXACT_CANDIDATES`"),
+    ):
+        cells = _loss(
+            results["dev"][rule]["per question"], results["distractors"][rule]["per question"]
+        )
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if peers is not None:
+        for key, label in PEERS.items():
+            got = peers["peers"][key]
+            cells = _loss(got["dev"]["per question"], got["distractors"]["per question"])
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    ours = "; ".join(
+        f"{names[name]}: " + ", ".join(f"{rule} {row['seconds']:.0f} s" for rule, row in by.items())
+        for name, by in results.items()
+    )
+    lines += [
+        "",
+        f"Wall time of asking the defaults (three budgets and the lexical top 10): {ours}.",
+    ]
+    return lines

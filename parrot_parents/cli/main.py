@@ -9,13 +9,11 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Coroutine
-from typing import Any
 
 from parrot_parents import __version__
 from parrot_parents.cli.common import TRAILING
 
-__all__ = ["build_parser", "finished", "main", "parse"]
+__all__ = ["build_parser", "main", "parse"]
 
 # Each module registers one command (or group) with a ``register(subparsers)`` function.
 COMMAND_MODULES = [
@@ -126,18 +124,6 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     return args
 
 
-async def finished(command: Coroutine[Any, Any, int]) -> int:
-    """``command``'s exit code, unless its task was cancelled meanwhile (Ctrl-C: the event
-    loop cancels the command's task) and something it awaited swallowed the cancellation
-    and let it run on to the end: then the cancellation is raised here, so that Ctrl-C
-    always ends the command as interrupted (exit 130)."""
-    code = await command
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-    return code
-
-
 def _main(argv: list[str] | None) -> int:
     _quiet()
     parser = build_parser()
@@ -148,7 +134,7 @@ def _main(argv: list[str] | None) -> int:
     args.debug = debug
     _exit_on_termination()
     try:
-        code = asyncio.run(finished(args.func(args)))
+        code = asyncio.run(args.func(args))
     except KeyboardInterrupt:
         # A command that already said what its interruption left (ingest) is not
         # followed by a second, bare line.

@@ -4,15 +4,12 @@ command again completes the collection."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 from parrot_parents.loaders.hierarchy import LateChunkingProcessor
 from parrot_parents.stores.postgres import PgVectorStore
@@ -120,28 +117,3 @@ async def test_ctrl_c_during_ingest_says_interrupted_once(
     finally:
         await store.drop()
         await store.close()
-
-
-def test_a_cancellation_the_command_swallowed_still_ends_it() -> None:
-    """Ctrl-C cancels the command's task; a library awaited at that moment may swallow the
-    cancellation and let the command finish. The command then still ends cancelled (which
-    ``asyncio.run`` turns into KeyboardInterrupt, and the CLI into exit 130)."""
-    from parrot_parents.cli.main import finished
-
-    async def swallowing() -> int:
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().call_soon(task.cancel)
-        # Lost, as a library's cleanup could lose it.
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.sleep(5)
-        return 0
-
-    async def plain() -> int:
-        return 3
-
-    assert asyncio.run(finished(plain())) == 3
-    started = time.monotonic()
-    with pytest.raises(asyncio.CancelledError):
-        asyncio.run(finished(swallowing()))
-    assert time.monotonic() - started < 5

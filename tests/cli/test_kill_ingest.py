@@ -53,7 +53,15 @@ def _ingest(folder: Path, table: str, dsn: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a suite started in the background by a script (``cmd &``
+        # without job control) ignores SIGINT, and a child would inherit that and never
+        # see the Ctrl-C sent to it.
+        preexec_fn=_interruptible,
     )
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _write_files(folder: Path) -> None:

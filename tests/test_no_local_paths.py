@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -80,10 +81,11 @@ def test_a_report_command_shows_no_checkout_path() -> None:
     assert "/some/old" not in command("benchmarks.latency.round_trips", ["--src=/some/old"])
 
 
-def test_a_report_command_shows_no_other_local_path() -> None:
-    shown = command("benchmarks.latency.checkouts", ["--report", "/tmp/x.md", "--queries", "9"])
+def test_a_report_command_shows_no_other_local_path(tmp_path: Path) -> None:
+    report = str(tmp_path / "x.md")
+    shown = command("benchmarks.latency.checkouts", ["--report", report, "--queries", "9"])
     assert shown == f"python -m benchmarks run checkouts --report {LOCAL_FILE} --queries 9"
-    assert command("benchmarks.latency.checkouts", ["--report=/tmp/x.md"]).endswith(
+    assert command("benchmarks.latency.checkouts", [f"--report={report}"]).endswith(
         f"--report={LOCAL_FILE}"
     )
     assert not LOCAL_PATH.search(shown)

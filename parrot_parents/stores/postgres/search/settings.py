@@ -7,21 +7,20 @@ from __future__ import annotations
 import time
 
 from parrot_parents.stores.identifiers import CollectionName, derived_name
+from parrot_parents.stores.postgres.collections.partitions import LOOKUP_TTL_S
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.postgres.connections.reads import Settings
 from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.search_options import HNSWQueryOptions
 
-__all__ = ["SIZE_TTL_S", "GraphSize", "search_settings"]
-
-#: Seconds a searcher trusts the size it read of its collection's graph: the catalog's
-#: estimate, which changes only with VACUUM, ANALYZE and index builds.
-SIZE_TTL_S = 30.0
+__all__ = ["GraphSize", "search_settings"]
 
 
 class GraphSize:
     """A searcher's view of how many vectors its collection's HNSW graph holds (the
-    catalog's ``reltuples`` of the index), read again after :data:`SIZE_TTL_S`."""
+    catalog's ``reltuples`` of the index), read again after
+    :data:`~parrot_parents.stores.postgres.collections.partitions.LOOKUP_TTL_S`, as a
+    partition's indexes are: both are the catalog's estimates."""
 
     def __init__(self) -> None:
         self._read: tuple[float, float | None] | None = None
@@ -31,7 +30,7 @@ class GraphSize:
         is old; None without the index (dropped, or deferred during a bulk load) or
         before the server has counted it."""
         now = time.monotonic()
-        if self._read is not None and now - self._read[0] < SIZE_TTL_S:
+        if self._read is not None and now - self._read[0] < LOOKUP_TTL_S:
             return self._read[1]
         rows = await conn.fetch_with(
             "SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)",

@@ -229,7 +229,9 @@ async def measure(args: argparse.Namespace, dsn: str, n: int) -> dict[str, Any]:
             _, meta = await who.get_vector_context(texts[i], **kw)
             plan = meta.get("filter_plan")
             if plan:
-                plans[key][plan["search"]] += 1
+                checked = plan.get("checked")
+                search = plan["search"] + (f" ({', '.join(checked)} checked)" if checked else "")
+                plans[key][search] += 1
 
         return run
 

@@ -31,13 +31,13 @@ from typing import Any
 from sqlalchemy import (
     TEXT,
     ColumnElement,
+    String,
     and_,
     any_,
     bindparam,
     cast,
     false,
     func,
-    literal,
     not_,
     or_,
     true,
@@ -177,6 +177,9 @@ def compile_filter(
     filter: Any,
     keyed: AbstractSet[str] = frozenset(),
     prefix: str = FILTER_PARAM_PREFIX,
+    *,
+    checked: AbstractSet[str] = frozenset(),
+    checked_column: Any = None,
 ) -> ColumnElement[bool]:
     """The SQL condition of ``filter`` over the jsonb column ``cmetadata``.
 
@@ -194,28 +197,30 @@ def compile_filter(
 
         prefix: the parameters' name prefix (default :data:`FILTER_PARAM_PREFIX`;
             :data:`SCOPE_PARAM_PREFIX` for a scope judged beside a filter).
+        checked: keys whose conditions are compiled over ``checked_column`` instead (the
+            same object, as an expression no index serves), so that they are checked on
+            the rows the other conditions' indexes yield; the rows kept and the
+            parameters (names and values) are those of the plain compilation. A
+            containment of several plain values goes over it only when all its keys are
+            ``checked``.
+        checked_column: that expression; required with ``checked``.
 
     Returns:
         A boolean SQLAlchemy expression with every value bound as a parameter named
-        ``<prefix><i>`` (see the module docstring; :func:`filter_params` reads them back).
+        ``<prefix><i>``, ``i`` counting the values in the order the filter's structure
+        binds them (see the module docstring; :func:`filter_params` reads them back).
 
     Raises:
         ConfigurationError: not a dict, an unknown operator (named), a value of the wrong
             type or out of the limits (the key is named).
+        ValueError: ``checked`` without ``checked_column``.
     """
     if not isinstance(filter, Mapping):
         raise ConfigurationError(f"filter must be a dict, got {type(filter).__name__}")
-    where = _Compiler(cmetadata, keyed).where(filter, 0)
-    position = itertools.count()
-
-    def named(element: Any, **_: Any) -> Any:
-        if not isinstance(element, BindParameter):
-            return None
-        name = f"{prefix}{next(position)}"
-        return bindparam(name, element.value, type_=element.type)
-
-    renamed: ColumnElement[bool] = visitors.replacement_traverse(where, {}, named)
-    return renamed
+    if checked and checked_column is None:
+        raise ValueError("compile_filter: checked keys need a checked_column")
+    compiler = _Compiler(cmetadata, keyed, prefix, checked, checked_column)
+    return compiler.where(filter, 0)
 
 
 def filter_params(where: ColumnElement[bool]) -> dict[str, Any]:
@@ -228,19 +233,48 @@ def filter_params(where: ColumnElement[bool]) -> dict[str, Any]:
 
 
 class _Compiler:
-    def __init__(self, col: Any, keyed: AbstractSet[str]) -> None:
-        self.col = col
+    def __init__(
+        self,
+        col: Any,
+        keyed: AbstractSet[str],
+        prefix: str,
+        checked: AbstractSet[str] = frozenset(),
+        checked_col: Any = None,
+    ) -> None:
+        self.base = col
         self.keyed = keyed
+        self.prefix = prefix
+        self.position = itertools.count()
+        self.checked = checked
+        self.checked_col = checked_col
+
+    def bind(self, value: Any, type_: Any) -> BindParameter[Any]:
+        """``value`` as the next parameter, named by its position (``<prefix><i>``): the
+        filter's structure fixes the order in which its values are bound."""
+        return bindparam(f"{self.prefix}{next(self.position)}", value, type_=type_)
+
+    def column(self, *keys: str) -> Any:
+        """The column that conditions on ``keys`` read: the checked one when each is
+        checked."""
+        return self.checked_col if keys and all(k in self.checked for k in keys) else self.base
 
     def value_is(self, key: str, value: Any) -> ColumnElement[bool]:
         """``cmetadata[key] = value``: a filter key's scalar equality."""
-        cond: ColumnElement[bool] = self.col[literal(key)] == literal(value, type_=JSONB)
+        cond: ColumnElement[bool] = self.column(key)[self.bind(key, String())] == self.bind(
+            value, JSONB
+        )
         return cond
 
     def value_in(self, key: str, values: list[Any]) -> ColumnElement[bool]:
         """``cmetadata[key] = ANY(values)``: a filter key's ``$in`` of scalars."""
-        array = literal([json.dumps(v) for v in values], type_=ARRAY(TEXT))
-        cond: ColumnElement[bool] = self.col[literal(key)] == any_(cast(array, ARRAY(JSONB)))
+        element = self.column(key)[self.bind(key, String())]
+        array = self.bind([json.dumps(v) for v in values], ARRAY(TEXT))
+        cond: ColumnElement[bool] = element == any_(cast(array, ARRAY(JSONB)))
+        return cond
+
+    def contains(self, values: dict[str, Any]) -> ColumnElement[bool]:
+        """``cmetadata @> values``."""
+        cond: ColumnElement[bool] = self.column(*values).contains(self.bind(values, JSONB))
         return cond
 
     def where(self, f: Mapping[str, Any], depth: int) -> ColumnElement[bool]:
@@ -262,7 +296,7 @@ class _Compiler:
                 else:
                     plain[key] = value
         if plain:
-            conds.insert(0, self.col.contains(plain))
+            conds.insert(0, self.contains(plain))
         if not conds:
             return true()
         return conds[0] if len(conds) == 1 else and_(*conds)
@@ -302,7 +336,7 @@ class _Compiler:
             _check_value(key, arg, nested=False)
             if op == "$eq" and key in self.keyed and _scalar(arg):
                 return self.value_is(key, arg)
-            cond: ColumnElement[bool] = self.col.contains({key: arg})
+            cond: ColumnElement[bool] = self.contains({key: arg})
             return cond if op == "$eq" else not_(cond)
         if op in ("$in", "$nin"):
             if not isinstance(arg, list) or len(arg) > _MAX_LIST:
@@ -315,20 +349,21 @@ class _Compiler:
                 # A row without the key is NULL here, and matches $nin (module docstring).
                 found = self.value_in(key, arg)
                 return found if op == "$in" else found.is_not(true())
-            cond = or_(*[self.col.contains({key: v}) for v in arg])
+            cond = or_(*[self.contains({key: v}) for v in arg])
             return cond if op == "$in" else not_(cond)
         if op == "$exists":
             if not isinstance(arg, bool):
                 raise ConfigurationError(f"{where} $exists needs true or false")
-            has: ColumnElement[bool] = self.col.has_key(literal(key))
+            has: ColumnElement[bool] = self.column(key).has_key(self.bind(key, String()))
             return has if arg else not_(has)
         if op in ("$like", "$ilike"):
             if not isinstance(arg, str):
                 raise ConfigurationError(f"{where} {op} needs a string pattern")
             _check_value(key, arg, nested=False)
             _check_pattern(where, op, arg)
-            text: ColumnElement[str] = self.col[literal(key)].astext
-            return text.like(arg) if op == "$like" else text.ilike(arg)
+            text: ColumnElement[str] = self.column(key)[self.bind(key, String())].astext
+            pattern = self.bind(arg, text.type)
+            return text.like(pattern) if op == "$like" else text.ilike(pattern)
         if op == "$between":
             if not isinstance(arg, list) or len(arg) != 2:
                 raise ConfigurationError(f"{where} $between needs [low, high]")
@@ -340,11 +375,11 @@ class _Compiler:
 
     def order(self, key: str, sql_op: str, value: Any) -> ColumnElement[bool]:
         kind = _kind(key, value)
-        element = self.col[literal(key)]
-        typed = func.jsonb_typeof(element) == kind
+        element = self.column(key)[self.bind(key, String())]
+        typed = func.jsonb_typeof(element) == self.bind(kind, String())
         # jsonb compares numbers numerically and strings by collation; the type guard keeps
         # jsonb's cross-type ordering (string < number < boolean) out of the answer.
-        return and_(typed, element.op(sql_op)(literal(value, type_=JSONB)))
+        return and_(typed, element.op(sql_op)(self.bind(value, JSONB)))
 
 
 def _scalar(value: Any) -> bool:

@@ -189,6 +189,44 @@ def test_a_filter_keeps_the_same_rows_compiled_for_filter_keys(
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+@given(flt=_filters, checked=st.sets(_key, min_size=1))
+@example(flt={"rank": 1, "kind": "k1"}, checked={"kind"})
+@example(flt={"kind": "k1", "missing": None}, checked={"missing"})
+def test_a_filter_keeps_the_same_rows_and_parameters_with_keys_checked(
+    tables: tuple[str, str, np.ndarray], pg_dsn: str, flt: dict[str, Any], checked: set[str]
+) -> None:
+    """Conditions on checked keys, compiled over an expression no index serves (an exact
+    ranking's wide conditions, ``FilterPlan.checked``), keep the same rows, under the
+    same parameter names and values, for filter keys and for containment alike."""
+    from sqlalchemy import column
+    from sqlalchemy.dialects.postgresql import JSONB
+
+    from parrot_parents.stores.filters import filter_params
+    from parrot_parents.stores.postgres.collections.partitions import unindexed
+
+    col = column("cmetadata", JSONB)
+    for table, keyed in ((tables[0], frozenset(KEYS)), (tables[1], frozenset())):
+        plain = compile_filter(col, flt, keyed)
+        odd = compile_filter(col, flt, keyed, checked=checked, checked_column=unindexed(col))
+        assert filter_params(odd) == filter_params(plain), flt
+        want = asyncio.run(_kept(pg_dsn, table, plain))
+        assert asyncio.run(_kept(pg_dsn, table, odd)) == want, (flt, checked)
+
+
+def test_checked_keys_need_their_column() -> None:
+    from sqlalchemy import column
+    from sqlalchemy.dialects.postgresql import JSONB
+
+    with pytest.raises(ValueError, match="checked_column"):
+        compile_filter(column("cmetadata", JSONB), {"rank": 1}, checked={"rank"})
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(scope=_filters)
 @example(scope={"rank": None})
 @example(scope={"missing": {"$nin": [0]}})

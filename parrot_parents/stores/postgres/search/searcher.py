@@ -119,6 +119,7 @@ def filter_where(
     partition: tuple[str, PartitionValue] | None = None,
     keyed: AbstractSet[str] = frozenset(),
     scanned: bool = False,
+    checked: AbstractSet[str] = frozenset(),
 ) -> list[Any]:
     """The search's predicates: the child predicate, the predicate of a partition key's
     value (``partition``: the key and the value, written into the statement) and the
@@ -135,7 +136,9 @@ def filter_where(
     (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`). ``scanned``: the
     predicates of a dense branch ranked through the HNSW index, the filter checked on the
     rows it yields: in the form no metadata index serves, so that no bitmap scan of the
-    rows the filter keeps can replace the ranked scan."""
+    rows the filter keeps can replace the ranked scan. ``checked``: keys whose conditions
+    are in that form alone (``FilterPlan.checked``: an exact ranking reads the rows the
+    other keys' indexes yield, and checks them)."""
     where: list[Any] = []
     if not request.include_parents:
         where.append(text(SEARCH_PREDICATE))
@@ -149,7 +152,15 @@ def filter_where(
         elif targets:
             where.append(searched_filter(table, flt, few=few, keyed=keyed))
         else:
-            where.append(compile_filter(table.c.cmetadata, flt, keyed))
+            where.append(
+                compile_filter(
+                    table.c.cmetadata,
+                    flt,
+                    keyed,
+                    checked=checked,
+                    checked_column=unindexed(table.c.cmetadata) if checked else None,
+                )
+            )
     return where
 
 
@@ -454,6 +465,9 @@ class Searcher:
                     targets,
                     keyed,
                 )
+            if plan.checked:
+                where = self.where(table, request, keyed=keyed, checked=set(plan.checked))
+                shape = str(where[-1].compile(dialect=engine.dialect))
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
                 # lexical branch alone reads the children holding a query lexeme.)

@@ -59,6 +59,7 @@ __all__ = [
     "estimated_part",
     "filter_params",
     "has_unestimated",
+    "long_lists",
     "validate_filter",
 ]
 
@@ -172,6 +173,21 @@ class _EveryKey(frozenset[str]):
 _EVERY_KEY = _EveryKey()
 
 
+def long_lists(filter: Mapping[str, Any], keyed: AbstractSet[str], longer: int = 16) -> bool:
+    """Whether ``filter`` ANDs at its top level (its own keys, and a top-level ``$and``'s)
+    an ``$in`` of more than ``longer`` values on one of the ``keyed`` keys (what
+    :func:`compile_filter` puts in its ``lists``)."""
+    for key, value in filter.items():
+        if key == "$and" and isinstance(value, list):
+            if any(isinstance(i, Mapping) and long_lists(i, keyed, longer) for i in value):
+                return True
+        elif key in keyed and isinstance(value, Mapping):
+            listed = value.get("$in")
+            if isinstance(listed, list) and len(listed) > longer:
+                return True
+    return False
+
+
 def compile_filter(
     cmetadata: Any,
     filter: Any,
@@ -180,6 +196,7 @@ def compile_filter(
     *,
     checked: AbstractSet[str] = frozenset(),
     checked_column: Any = None,
+    lists: dict[str, int] | None = None,
 ) -> ColumnElement[bool]:
     """The SQL condition of ``filter`` over the jsonb column ``cmetadata``.
 
@@ -204,6 +221,9 @@ def compile_filter(
             containment of several plain values goes over it only when all its keys are
             ``checked``.
         checked_column: that expression; required with ``checked``.
+        lists: filled, when given, with the parameter name and length of each ``$in`` on
+            a ``keyed`` key that the filter ANDs at its top level (its own keys, and those
+            of a top-level ``$and``): a row is kept only if its value is in one of them.
 
     Returns:
         A boolean SQLAlchemy expression with every value bound as a parameter named
@@ -220,7 +240,10 @@ def compile_filter(
     if checked and checked_column is None:
         raise ValueError("compile_filter: checked keys need a checked_column")
     compiler = _Compiler(cmetadata, keyed, prefix, checked, checked_column)
-    return compiler.where(filter, 0)
+    where = compiler.where(filter, 0, conjoined=True)
+    if lists is not None:
+        lists.update(compiler.lists)
+    return where
 
 
 def filter_params(where: ColumnElement[bool]) -> dict[str, Any]:
@@ -247,6 +270,8 @@ class _Compiler:
         self.position = itertools.count()
         self.checked = checked
         self.checked_col = checked_col
+        #: ``lists`` of :func:`compile_filter`.
+        self.lists: dict[str, int] = {}
 
     def bind(self, value: Any, type_: Any) -> BindParameter[Any]:
         """``value`` as the next parameter, named by its position (``<prefix><i>``): the
@@ -265,10 +290,13 @@ class _Compiler:
         )
         return cond
 
-    def value_in(self, key: str, values: list[Any]) -> ColumnElement[bool]:
-        """``cmetadata[key] = ANY(values)``: a filter key's ``$in`` of scalars."""
+    def value_in(self, key: str, values: list[Any], listed: bool = False) -> ColumnElement[bool]:
+        """``cmetadata[key] = ANY(values)``: a filter key's ``$in`` of scalars; ``listed``:
+        recorded in :attr:`lists`."""
         element = self.column(key)[self.bind(key, String())]
         array = self.bind([json.dumps(v) for v in values], ARRAY(TEXT))
+        if listed:
+            self.lists[array.key] = len(values)
         cond: ColumnElement[bool] = element == any_(cast(array, ARRAY(JSONB)))
         return cond
 
@@ -277,7 +305,9 @@ class _Compiler:
         cond: ColumnElement[bool] = self.column(*values).contains(self.bind(values, JSONB))
         return cond
 
-    def where(self, f: Mapping[str, Any], depth: int) -> ColumnElement[bool]:
+    def where(
+        self, f: Mapping[str, Any], depth: int, conjoined: bool = False
+    ) -> ColumnElement[bool]:
         if depth > _MAX_DEPTH:
             raise ConfigurationError(f"filter is nested more than {_MAX_DEPTH} levels deep")
         plain: dict[str, Any] = {}
@@ -285,10 +315,10 @@ class _Compiler:
         for key, value in f.items():
             _check_key(key)
             if key.startswith("$"):
-                conds.append(self.logical(key, value, depth))
+                conds.append(self.logical(key, value, depth, conjoined))
             elif isinstance(value, Mapping):
                 _check_operators(key, value)
-                conds.extend(self.field(key, op, arg) for op, arg in value.items())
+                conds.extend(self.field(key, op, arg, conjoined) for op, arg in value.items())
             else:
                 _check_value(key, value, nested=True)
                 if key in self.keyed and _scalar(value):
@@ -301,7 +331,7 @@ class _Compiler:
             return true()
         return conds[0] if len(conds) == 1 else and_(*conds)
 
-    def logical(self, op: str, value: Any, depth: int) -> ColumnElement[bool]:
+    def logical(self, op: str, value: Any, depth: int, conjoined: bool) -> ColumnElement[bool]:
         if op not in LOGICAL_OPERATORS:
             raise _unknown(op, "")
         if op == "$not":
@@ -318,7 +348,7 @@ class _Compiler:
                 raise ConfigurationError(
                     f"filter {op} needs filter dicts, got {type(item).__name__}"
                 )
-            parts.append(self.where(item, depth + 1))
+            parts.append(self.where(item, depth + 1, conjoined and op == "$and"))
         if op == "$or":
             return or_(*parts)
         joined = and_(*parts) if len(parts) > 1 else parts[0]
@@ -328,7 +358,7 @@ class _Compiler:
         # is NULL: ``IS NOT TRUE`` lets such a row match the negation, as it matches $ne.
         return joined.is_not(true())
 
-    def field(self, key: str, op: Any, arg: Any) -> ColumnElement[bool]:
+    def field(self, key: str, op: Any, arg: Any, conjoined: bool) -> ColumnElement[bool]:
         where = f"filter[{key!r}]"
         if not isinstance(op, str) or op not in COMPARISON_OPERATORS:
             raise _unknown(op, key)
@@ -347,7 +377,7 @@ class _Compiler:
                 return false() if op == "$in" else true()
             if key in self.keyed:
                 # A row without the key is NULL here, and matches $nin (module docstring).
-                found = self.value_in(key, arg)
+                found = self.value_in(key, arg, listed=conjoined and op == "$in")
                 return found if op == "$in" else found.is_not(true())
             cond = or_(*[self.contains({key: v}) for v in arg])
             return cond if op == "$in" else not_(cond)

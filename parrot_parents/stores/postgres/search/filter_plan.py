@@ -46,6 +46,7 @@ __all__ = [
     "MAX_WIDENING",
     "SAMPLE_ROWS",
     "SCAN_MARGIN",
+    "THIN_LISTS",
     "THRESHOLD_AT",
     "THRESHOLD_GROWTH",
     "FilterPlan",
@@ -58,6 +59,7 @@ __all__ = [
     "sample_statement",
     "sampled_rows",
     "scan_ceiling",
+    "thinned",
     "threshold",
     "widened",
 ]
@@ -340,6 +342,31 @@ def part_rows(explained: Sequence[Any], parts: int) -> list[int] | None:
     if len(branches) != 3 + parts:
         return None
     return [int(b["Plan Rows"]) for b in branches[3:]]
+
+
+#: The most values of a list the planner is asked to estimate (:func:`thinned`).
+THIN_LISTS = 16
+
+
+def thinned(args: Mapping[str, Any], lists: Mapping[str, int]) -> tuple[dict[str, Any], float]:
+    """``args`` (a compiled filter's parameters) with each of its ``lists`` (parameter
+    name: number of values; ``compile_filter``'s) longer than :data:`THIN_LISTS` cut to
+    every n-th value, at most :data:`THIN_LISTS` of them, and how many times more rows
+    the full lists keep than the cut ones, in the planner's model.
+
+    The planner estimates an ``$in`` on a filter key value by value against the key's
+    most common values: for 500 values of a key of 1,000, planning the estimate took
+    6.6 ms, against 0.45 ms for 10. It adds the values' shares, and multiplies the
+    filter's other ANDed conditions in, so a list ANDed at the filter's top level keeps
+    in proportion to its length."""
+    run = dict(args)
+    scale = 1.0
+    for name, n in lists.items():
+        if n > THIN_LISTS and name in run:
+            step = -(-n // THIN_LISTS)
+            run[name] = list(run[name])[::step]
+            scale *= n / len(run[name])
+    return run, scale
 
 
 def sample_percent(children: int) -> float:

@@ -17,11 +17,13 @@ from parrot_parents.stores.filters import (
     estimated_part,
     filter_params,
     has_unestimated,
+    long_lists,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements
 from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.postgres.search.filter_plan import (
+    THIN_LISTS,
     FilterPlan,
     checked_keys,
     estimate_statement,
@@ -31,6 +33,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     sample_statement,
     sampled_rows,
     scan_ceiling,
+    thinned,
     threshold,
 )
 from parrot_parents.stores.postgres.search.request import SearchRequest
@@ -113,17 +116,23 @@ async def plan_filter(
     unestimated = has_unestimated(flt, keyed)
     several = not targets and not unestimated and len(conjoined_keys(flt)) > 1
     keys = sorted(conjoined_keys(flt) & keyed) if several else []
-    # Each filter key's conditions alone, under parameter names of their own.
-    parts = (
-        [
-            compile_filter(
-                table.c.cmetadata, key_conditions(flt, k), keyed, f"{FILTER_PARAM_PREFIX}part{i}_"
-            )
-            for i, k in enumerate(keys)
-        ]
-        if len(keys) > 1
-        else []
-    )
+    # Each filter key's conditions alone, under parameter names of their own, and the
+    # long lists of values each holds.
+    part_lists: list[dict[str, int]] = [{} for _ in keys] if len(keys) > 1 else []
+    parts = [
+        compile_filter(
+            table.c.cmetadata,
+            key_conditions(flt, k),
+            keyed,
+            f"{FILTER_PARAM_PREFIX}part{i}_",
+            lists=part_lists[i],
+        )
+        for i, k in enumerate(keys[: len(part_lists)])
+    ]
+    # The filter's own long lists, under the names of the searcher's compilation.
+    lists: dict[str, int] = {}
+    if not targets and long_lists(flt, keyed, THIN_LISTS):
+        compile_filter(table.c.cmetadata, flt, keyed, lists=lists)
     checked: tuple[str, ...] = ()
 
     def _checking(plan: FilterPlan) -> FilterPlan:
@@ -131,10 +140,15 @@ async def plan_filter(
         return replace(plan, checked=checked) if plan.exact else plan
 
     async def estimate(
-        kept: list[Any], shape: str, args: Mapping[str, Any], alone: Sequence[Any] = ()
+        kept: list[Any],
+        shape: str,
+        args: Mapping[str, Any],
+        alone: Sequence[Any] = (),
+        listed: Mapping[str, int] | None = None,
     ) -> tuple[int, int]:
-        # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``),
-        # and ``checked`` from the estimates of the conditions ``alone``.
+        # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``,
+        # its long lists ``listed``), and ``checked`` from the estimates of the
+        # conditions ``alone``.
         nonlocal checked
         key = ("estimate", request.include_parents, shape, len(alone))
         statement = statements.get(key) or statements.remember(
@@ -147,14 +161,20 @@ async def plan_filter(
                 parts=alone,
             ),
         )
-        run = dict(args)
-        for part in alone:
-            run.update(filter_params(part))
+        # A long list of values is estimated from a few of them (:func:`thinned`).
+        run, scale = thinned(args, listed or {})
+        scales = []
+        for part, listed in zip(alone, part_lists, strict=True):
+            values, times = thinned(filter_params(part), listed)
+            run.update(values)
+            scales.append(times)
         explained = await conn.fetch_with(statement.sql, statement.args(run), ())
         rows = part_rows(explained, len(alone)) if alone else None
         if rows is not None:
-            checked = checked_keys(dict(zip(keys, rows, strict=True)))
-        return estimated_rows(explained, len(alone))
+            scaled = [round(r * t) for r, t in zip(rows, scales, strict=True)]
+            checked = checked_keys(dict(zip(keys, scaled, strict=True)))
+        found, children = estimated_rows(explained, len(alone))
+        return min(round(found * scale), children), children
 
     async def sample(rows: int | None = None) -> int | None:
         # A count of the rows the filter keeps in a sample of about ``rows`` (default
@@ -173,7 +193,7 @@ async def plan_filter(
         return sampled_rows(counted, children)
 
     below = opts.filter_exact_below
-    kept, children = await estimate(where, shape, params, parts)
+    kept, children = await estimate(where, shape, params, parts, lists)
     most = threshold(below, children)
     if several and most < kept <= DOUBT * most:
         # The planner multiplies the shares of conditions on different keys as if they

@@ -9,6 +9,7 @@ only read the example corpus share one ingest of it (:func:`example_corpus`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,6 +32,7 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from parrot_parents.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 from parrot_parents.stores.postgres import PgVectorStore
+from parrot_parents.stores.search_options import HNSWQueryOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_BENCH = REPO_ROOT.parent / "shared" / "benchmarks"
@@ -93,6 +96,68 @@ async def write_at_once(store: PgVectorStore, docs: Sequence[Any], vectors: Sequ
         rows.append(doc)
         given.append(vector)
     await store.replace_documents([(d, rows, given, None) for d, (rows, given) in grouped.items()])
+
+
+def unit_vectors(n: int, seed: int, dim: int = 384) -> np.ndarray:
+    """``n`` random unit vectors of ``dim`` floats (float32), reproducible by ``seed``."""
+    vectors = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    normed: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return normed
+
+
+def child_metadata(i: int, **extra: Any) -> dict[str, Any]:
+    """The metadata of child ``i`` of a fixture (document ``d<i>``, characters 0 to 10),
+    with ``extra`` keys."""
+    return {
+        "document_id": f"d{i}",
+        "is_chunk": True,
+        "start_index": 0,
+        "end_index": 10,
+        **extra,
+    }
+
+
+def reopened(pg_dsn: str, embeddings: Any, table: str, **search_options: Any) -> PgVectorStore:
+    """A store over the existing collection ``table`` (never created), searching with
+    these ``HNSWQueryOptions``."""
+    return PgVectorStore(
+        dsn=pg_dsn,
+        table=table,
+        embedding=embeddings,
+        create=False,
+        search_options=HNSWQueryOptions(**search_options),
+    )
+
+
+@contextlib.contextmanager
+def analysed_collection(
+    pg_dsn: str,
+    embeddings: Any,
+    prefix: str,
+    docs: Sequence[Any],
+    vectors: Sequence[Any],
+    **options: Any,
+) -> Iterator[str]:
+    """A module fixture's collection: ``docs`` written with their ``vectors`` through a
+    store opened with ``options`` (``filter_keys``...), analysed; yields its table name
+    and drops it after. Built and dropped on event loops of its own."""
+    table = unique_table(prefix)
+
+    async def build() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings, **options) as store:
+            await write_at_once(store, docs, vectors)
+            async with store.engine.begin() as conn:
+                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
+
+    async def drop() -> None:
+        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
+            await store.drop()
+
+    asyncio.run(build())
+    try:
+        yield table
+    finally:
+        asyncio.run(drop())
 
 
 @contextlib.asynccontextmanager

@@ -6,7 +6,6 @@ into the read."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.search.filter_plan import (
     CHECKED_ABOVE,
     FilterPlan,
@@ -25,8 +23,8 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     part_rows,
 )
 from parrot_parents.stores.postgres.search.planning import key_conditions
-from parrot_parents.stores.search_options import HNSWQueryOptions
-from tests.conftest import unique_table, write_at_once
+from parrot_parents.stores.results import SearchResults
+from tests.conftest import analysed_collection, child_metadata, reopened, unit_vectors
 
 N = 1200
 BUCKETS = 100  # 12 children each
@@ -37,42 +35,18 @@ def _id(i: int) -> str:
 
 
 def _meta(i: int) -> dict[str, Any]:
-    return {
-        "document_id": f"d{i}",
-        "is_chunk": True,
-        "start_index": 0,
-        "end_index": 10,
-        "half": f"h{i % 2}",
-        "bucket": i % BUCKETS,
-        "tenant": f"t{i % 3}",
-    }
+    return child_metadata(i, half=f"h{i % 2}", bucket=i % BUCKETS, tenant=f"t{i % 3}")
 
 
 @pytest.fixture(scope="module")
 def halves(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
     """Random unit vectors with ``half`` (two values), ``bucket`` (100) and ``tenant``
     (three), ``half`` and ``bucket`` declared filter keys, analysed: ``(table, vectors)``."""
-    rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((N, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    table = unique_table("ck")
+    vectors = unit_vectors(N, 11)
     docs = [Document(id=_id(i), page_content=f"row {i}", metadata=_meta(i)) for i in range(N)]
-
-    async def build() -> None:
-        async with PgVectorStore(
-            dsn=pg_dsn, table=table, embedding=embeddings, filter_keys=["half", "bucket"]
-        ) as store:
-            await write_at_once(store, docs, list(vectors))
-            async with store.engine.begin() as conn:
-                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
-
-    async def drop() -> None:
-        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await store.drop()
-
-    asyncio.run(build())
-    yield table, vectors
-    asyncio.run(drop())
+    keys = {"filter_keys": ["half", "bucket"]}
+    with analysed_collection(pg_dsn, embeddings, "ck", docs, list(vectors), **keys) as table:
+        yield table, vectors
 
 
 def _exact(vectors: np.ndarray, q: np.ndarray, keep: list[int], k: int) -> list[str]:
@@ -87,20 +61,15 @@ async def test_a_wide_scope_with_a_narrow_range_is_checked_not_read_through_its_
     flt = {"$and": [{"half": "h0"}, {"bucket": {"$gte": 10, "$lt": 12}}]}
     keep = [i for i in range(N) if i % 2 == 0 and 10 <= i % BUCKETS < 12]
     q = vectors[10]
-    async with PgVectorStore(
-        dsn=pg_dsn,
-        table=table,
-        embedding=embeddings,
-        create=False,
-        search_options=HNSWQueryOptions(filter_exact_below=200),
-    ) as store:
-        got = await store.similarity_search_by_vector(
-            None if mode == "lexical" else q.tolist(),
-            limit=5,
-            filter=flt,
-            search_mode=mode,
-            query="row",
-        )
+    async with reopened(pg_dsn, embeddings, table, filter_exact_below=200) as store:
+
+        async def search(flt: dict[str, Any]) -> SearchResults:
+            vector = None if mode == "lexical" else q.tolist()
+            return await store.similarity_search_by_vector(
+                vector, limit=5, filter=flt, search_mode=mode, query="row"
+            )
+
+        got = await search(flt)
         plan = got.filter_plan
         assert plan is not None and plan.search == "exact" and plan.checked == ("half",), plan
         assert plan.to_dict()["checked"] == ["half"]
@@ -115,13 +84,7 @@ async def test_a_wide_scope_with_a_narrow_range_is_checked_not_read_through_its_
             {"bucket": {"$gte": 10, "$lt": 12}},
             {"bucket": {"$gte": 10, "$lt": 40}, "tenant": "t1"},
         ):
-            other = await store.similarity_search_by_vector(
-                None if mode == "lexical" else q.tolist(),
-                limit=5,
-                filter=narrow,
-                search_mode=mode,
-                query="row",
-            )
+            other = await search(narrow)
             assert other.filter_plan is not None and other.filter_plan.search == "exact"
             assert other.filter_plan.checked == () and "checked" not in other.filter_plan.to_dict()
 
@@ -131,13 +94,7 @@ async def test_a_plan_through_the_index_checks_nothing(
 ) -> None:
     table, vectors = halves
     flt = {"half": "h0", "bucket": {"$gte": 0, "$lt": 60}}
-    async with PgVectorStore(
-        dsn=pg_dsn,
-        table=table,
-        embedding=embeddings,
-        create=False,
-        search_options=HNSWQueryOptions(filter_exact_below=20),
-    ) as store:
+    async with reopened(pg_dsn, embeddings, table, filter_exact_below=20) as store:
         got = await store.similarity_search_by_vector(vectors[3].tolist(), limit=5, filter=flt)
         assert got.filter_plan is not None and got.filter_plan.search.startswith("index")
         assert got.filter_plan.checked == ()

@@ -5,7 +5,6 @@ an index scan that came back short; the plan in ``meta``."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -28,7 +27,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
 from parrot_parents.stores.postgres.search.planning import DOUBT
 from parrot_parents.stores.results import SearchResults
 from parrot_parents.stores.search_options import HNSWQueryOptions
-from tests.conftest import unique_table, write_at_once
+from tests.conftest import analysed_collection, unique_table, write_at_once
 
 N = 1200
 RARE, COMMON = "rare", "common"
@@ -50,7 +49,6 @@ def tenants(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((N, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    table = unique_table("fp")
     docs = [
         Document(
             id=_id(i),
@@ -67,19 +65,8 @@ def tenants(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
         for i in range(N)
     ]
 
-    async def build() -> None:
-        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await write_at_once(store, docs, list(vectors))
-            async with store.engine.begin() as conn:
-                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
-
-    async def drop() -> None:
-        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await store.drop()
-
-    asyncio.run(build())
-    yield table, vectors
-    asyncio.run(drop())
+    with analysed_collection(pg_dsn, embeddings, "fp", docs, list(vectors)) as table:
+        yield table, vectors
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ each value of the list against the key's most common values."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,10 +16,8 @@ from sqlalchemy import column
 from sqlalchemy.dialects.postgresql import JSONB
 
 from parrot_parents.stores.filters import compile_filter, filter_params, long_lists
-from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.search.filter_plan import THIN_LISTS, thinned
-from parrot_parents.stores.search_options import HNSWQueryOptions
-from tests.conftest import unique_table, write_at_once
+from tests.conftest import analysed_collection, child_metadata, reopened, unit_vectors
 
 N = 2000
 RANKS = 200  # 10 children each
@@ -78,41 +75,19 @@ def test_a_thinned_list_keeps_at_most_the_bound_and_scales_by_what_it_dropped(
 
 @pytest.fixture(scope="module")
 def ranked(pg_dsn: str, embeddings: Any) -> Iterator[tuple[str, np.ndarray]]:
-    rng = np.random.default_rng(5)
-    vectors = rng.standard_normal((N, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    table = unique_table("ll")
+    vectors = unit_vectors(N, 5)
     docs = [
         Document(
             id=f"d{i}#c:0-10",
             page_content=f"row {i}",
-            metadata={
-                "document_id": f"d{i}",
-                "is_chunk": True,
-                "start_index": 0,
-                "end_index": 10,
-                "rank": i % RANKS,
-                "kind": f"k{i % 2}",
-            },
+            metadata=child_metadata(i, rank=i % RANKS, kind=f"k{i % 2}"),
         )
         for i in range(N)
     ]
 
-    async def build() -> None:
-        async with PgVectorStore(
-            dsn=pg_dsn, table=table, embedding=embeddings, filter_keys=["rank", "kind"]
-        ) as store:
-            await write_at_once(store, docs, list(vectors))
-            async with store.engine.begin() as conn:
-                await conn.exec_driver_sql(f"ANALYZE {store.qualified_name}")
-
-    async def drop() -> None:
-        async with PgVectorStore(dsn=pg_dsn, table=table, embedding=embeddings) as store:
-            await store.drop()
-
-    asyncio.run(build())
-    yield table, vectors
-    asyncio.run(drop())
+    keys = {"filter_keys": ["rank", "kind"]}
+    with analysed_collection(pg_dsn, embeddings, "ll", docs, list(vectors), **keys) as table:
+        yield table, vectors
 
 
 @pytest.mark.parametrize(
@@ -136,13 +111,7 @@ async def test_a_long_list_is_estimated_near_what_it_keeps_and_ranked_right(
     keep = [i for i in range(N) if i % RANKS in ranks and (kind is None or f"k{i % 2}" == kind)]
     assert len(keep) == kept
     q = vectors[7]
-    async with PgVectorStore(
-        dsn=pg_dsn,
-        table=table,
-        embedding=embeddings,
-        create=False,
-        search_options=HNSWQueryOptions(filter_exact_below=N),
-    ) as store:
+    async with reopened(pg_dsn, embeddings, table, filter_exact_below=N) as store:
         got = await store.similarity_search_by_vector(q.tolist(), limit=10, filter=flt)
         plan = got.filter_plan
         assert plan is not None and plan.search == "exact"

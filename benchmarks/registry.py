@@ -154,6 +154,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "round trips to PostgreSQL of one query, counted on the wire",
     ),
     Benchmark(
+        "statement_cache",
+        "latency",
+        "searches cycling through many partition values against the statements kept per connection",
+    ),
+    Benchmark(
         "ask_latency",
         "latency",
         "median get_vector_context time over the 20 example questions, expansion off and on",

@@ -9,12 +9,16 @@ import contextlib
 from typing import Any
 
 import numpy as np
+import pytest
 from langchain_core.documents import Document
 from sqlalchemy import event, text
 
 from parrot_parents.stores.postgres import PgVectorStore
 from parrot_parents.stores.postgres.connections.engine import make_engine
-from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
+from parrot_parents.stores.postgres.connections.read_pool import (
+    READ_STATEMENT_CACHE,
+    ReadConnection,
+)
 from parrot_parents.stores.search_options import HNSWQueryOptions
 from tests.conftest import unique_table
 
@@ -96,6 +100,41 @@ async def test_a_search_cancelled_half_way_leaves_a_true_record(pg_dsn: str) -> 
             found = await store.similarity_search_by_vector(vectors[i], limit=limit)
             assert len(found) == limit
             await _session_matches(store)
+    finally:
+        await store.drop()
+        await store.close()
+
+
+async def _kept_prepared(store: PgVectorStore, statements: int) -> int:
+    """Statements prepared on one read connection after it ran ``statements`` different
+    ones (each as a search's statement runs: through the connection's cache)."""
+
+    async def cycle(conn: Any) -> int:
+        for i in range(statements):
+            await conn.fetch_with(f"SELECT $1::int + {i}", (i,), ())
+        found = await conn.fetch_with("SELECT count(*) FROM pg_prepared_statements", (), ())
+        return int(found[0][0])
+
+    kept: int = await store.read_pool.run(cycle)
+    return kept
+
+
+@pytest.mark.parametrize(
+    ("connect_args", "most"), [(None, READ_STATEMENT_CACHE), ({"statement_cache_size": 20}, 20)]
+)
+async def test_a_read_connection_keeps_its_statements_prepared(
+    pg_dsn: str, connect_args: dict[str, int] | None, most: int
+) -> None:
+    # A value with graphs of its own is searched by a statement of its own: more values
+    # than asyncpg's 100 in use would each be prepared and planned again at every search.
+    kwargs: dict[str, Any] = {"connect_args": connect_args} if connect_args else {}
+    store = PgVectorStore(
+        table=unique_table("cache"), dsn=pg_dsn, dimension=DIM, engine_kwargs=kwargs
+    )
+    await store.connect()
+    try:
+        kept = await _kept_prepared(store, 200)
+        assert min(200, most) <= kept <= min(200, most) + 2, kept
     finally:
         await store.drop()
         await store.close()

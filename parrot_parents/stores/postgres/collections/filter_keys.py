@@ -40,7 +40,7 @@ from sqlalchemy import Connection, text
 from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.identifiers import derived_name
 from parrot_parents.stores.partition_keys import validate_partition_key
-from parrot_parents.stores.postgres.collections.partitions import sql_literal
+from parrot_parents.stores.postgres.collections.partitions import LOOKUP_TTL_S, sql_literal
 
 if TYPE_CHECKING:
     from parrot_parents.stores.identifiers import CollectionName
@@ -58,8 +58,6 @@ __all__ = [
     "validate_filter_keys",
 ]
 
-#: How long a searcher trusts the filter keys it read (another process may add one).
-LOOKUP_TTL_S = 30.0
 _COMMENT_FIELD = "filter_key"
 _READ_SQL = (
     "SELECT obj_description(i.indexrelid, 'pg_class') FROM pg_index i"
@@ -198,7 +196,8 @@ def ensure_filter_keys(conn: Connection, name: CollectionName, keys: Iterable[st
 
 class FilterKeyLookup:
     """A searcher's view of its collection's filter keys, read again after
-    :data:`LOOKUP_TTL_S` seconds (another process may have added one)."""
+    :data:`~parrot_parents.stores.postgres.collections.partitions.LOOKUP_TTL_S` seconds
+    (another process may have added one), as the values' indexes are."""
 
     def __init__(self) -> None:
         self._read: tuple[float, frozenset[str]] | None = None

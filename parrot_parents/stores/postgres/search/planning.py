@@ -116,9 +116,11 @@ async def plan_filter(
     unestimated = has_unestimated(flt, keyed)
     several = not targets and not unestimated and len(conjoined_keys(flt)) > 1
     keys = sorted(conjoined_keys(flt) & keyed) if several else []
+    if len(keys) < 2:
+        keys = []
     # Each filter key's conditions alone, under parameter names of their own, and the
     # long lists of values each holds.
-    part_lists: list[dict[str, int]] = [{} for _ in keys] if len(keys) > 1 else []
+    part_lists: list[dict[str, int]] = [{} for _ in keys]
     parts = [
         compile_filter(
             table.c.cmetadata,
@@ -127,17 +129,12 @@ async def plan_filter(
             f"{FILTER_PARAM_PREFIX}part{i}_",
             lists=part_lists[i],
         )
-        for i, k in enumerate(keys[: len(part_lists)])
+        for i, k in enumerate(keys)
     ]
     # The filter's own long lists, under the names of the searcher's compilation.
     lists: dict[str, int] = {}
     if not targets and long_lists(flt, keyed, THIN_LISTS):
         compile_filter(table.c.cmetadata, flt, keyed, lists=lists)
-    checked: tuple[str, ...] = ()
-
-    def _checking(plan: FilterPlan) -> FilterPlan:
-        # Only an exact ranking reads the rows through the metadata indexes.
-        return replace(plan, checked=checked) if plan.exact else plan
 
     async def estimate(
         kept: list[Any],
@@ -145,11 +142,10 @@ async def plan_filter(
         args: Mapping[str, Any],
         alone: Sequence[Any] = (),
         listed: Mapping[str, int] | None = None,
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, list[int] | None]:
         # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``,
-        # its long lists ``listed``), and ``checked`` from the estimates of the
-        # conditions ``alone``.
-        nonlocal checked
+        # its long lists ``listed``), and its estimates of the conditions ``alone`` (None
+        # without them).
         key = ("estimate", request.include_parents, shape, len(alone))
         statement = statements.get(key) or statements.remember(
             key,
@@ -164,17 +160,17 @@ async def plan_filter(
         # A long list of values is estimated from a few of them (:func:`thinned`).
         run, scale = thinned(args, listed or {})
         scales = []
-        for part, listed in zip(alone, part_lists, strict=True):
-            values, times = thinned(filter_params(part), listed)
+        for part, part_listed in zip(alone, part_lists, strict=True):
+            values, times = thinned(filter_params(part), part_listed)
             run.update(values)
             scales.append(times)
         explained = await conn.fetch_with(statement.sql, statement.args(run), ())
         rows = part_rows(explained, len(alone)) if alone else None
-        if rows is not None:
-            scaled = [round(r * t) for r, t in zip(rows, scales, strict=True)]
-            checked = checked_keys(dict(zip(keys, scaled, strict=True)))
         found, children = estimated_rows(explained, len(alone))
-        return min(round(found * scale), children), children
+        alone_rows = (
+            None if rows is None else [round(r * t) for r, t in zip(rows, scales, strict=True)]
+        )
+        return min(round(found * scale), children), children, alone_rows
 
     async def sample(rows: int | None = None) -> int | None:
         # A count of the rows the filter keeps in a sample of about ``rows`` (default
@@ -193,8 +189,14 @@ async def plan_filter(
         return sampled_rows(counted, children)
 
     below = opts.filter_exact_below
-    kept, children = await estimate(where, shape, params, parts, lists)
+    kept, children, key_rows = await estimate(where, shape, params, parts, lists)
     most = threshold(below, children)
+    checked = () if key_rows is None else checked_keys(dict(zip(keys, key_rows, strict=True)))
+
+    def _checking(plan: FilterPlan) -> FilterPlan:
+        # Only an exact ranking reads the rows through the metadata indexes.
+        return replace(plan, checked=checked) if plan.exact else plan
+
     if several and most < kept <= DOUBT * most:
         # The planner multiplies the shares of conditions on different keys as if they
         # were independent. Where they are not (a scope, and a range of documents inside
@@ -220,8 +222,8 @@ async def plan_filter(
     if part:
         bound = compile_filter(table.c.cmetadata, part, keyed)
         bound_shape = str(bound.compile(dialect=dialect))
-        bounded = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
-        if bounded[0] <= most:
+        bounded, _, _ = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
+        if bounded <= most:
             return FilterPlan.for_estimate(kept, children, below)
     sampled = await sample()
     if sampled is None:

@@ -59,7 +59,6 @@ __all__ = [
     "estimated_part",
     "filter_params",
     "has_unestimated",
-    "long_lists",
     "validate_filter",
 ]
 
@@ -171,21 +170,6 @@ class _EveryKey(frozenset[str]):
 
 
 _EVERY_KEY = _EveryKey()
-
-
-def long_lists(filter: Mapping[str, Any], keyed: AbstractSet[str], longer: int = 16) -> bool:
-    """Whether ``filter`` ANDs at its top level (its own keys, and a top-level ``$and``'s)
-    an ``$in`` of more than ``longer`` values on one of the ``keyed`` keys (what
-    :func:`compile_filter` puts in its ``lists``)."""
-    for key, value in filter.items():
-        if key == "$and" and isinstance(value, list):
-            if any(isinstance(i, Mapping) and long_lists(i, keyed, longer) for i in value):
-                return True
-        elif key in keyed and isinstance(value, Mapping):
-            listed = value.get("$in")
-            if isinstance(listed, list) and len(listed) > longer:
-                return True
-    return False
 
 
 def compile_filter(

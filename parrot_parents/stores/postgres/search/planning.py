@@ -17,13 +17,11 @@ from parrot_parents.stores.filters import (
     estimated_part,
     filter_params,
     has_unestimated,
-    long_lists,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements
 from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection
 from parrot_parents.stores.postgres.search.filter_plan import (
-    THIN_LISTS,
     FilterPlan,
     checked_keys,
     estimate_statement,
@@ -93,6 +91,7 @@ async def plan_filter(
     compiled: tuple[list[Any], str, Mapping[str, Any]],
     targets: bool,
     keyed: AbstractSet[str] = frozenset(),
+    lists: Mapping[str, int] | None = None,
 ) -> FilterPlan:
     """How to rank a filtered search
     (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
@@ -105,12 +104,14 @@ async def plan_filter(
     and the parameters' values; ``statements``: where the estimate's and the sample's
     statements are kept; ``opts``: the store's search options; ``targets``: the filter
     is judged on indexed rows' targets (never sampled); ``keyed``: the collection's
-    filter keys, whose ranges the planner estimates. For estimated conditions on several
-    filter keys, the planner also estimates each key's conditions alone, in the same
-    statement, and the plan names the keys an exact ranking checks instead of reading
-    their index (``FilterPlan.checked``). (A containment on another key is estimated
-    from no statistics of its own: at 1,200 children, a value a third of them hold was
-    estimated at one row.)"""
+    filter keys, whose ranges the planner estimates; ``lists``: the long lists of the
+    compiled filter (``compile_filter``'s), estimated from a few of their values
+    (:func:`~parrot_parents.stores.postgres.search.filter_plan.thinned`). For estimated
+    conditions on several filter keys, the planner also estimates each key's conditions
+    alone, in the same statement, and the plan names the keys an exact ranking checks
+    instead of reading their index (``FilterPlan.checked``). (A containment on another
+    key is estimated from no statistics of its own: at 1,200 children, a value a third
+    of them hold was estimated at one row.)"""
     where, shape, params = compiled
     flt = dict(request.filter or {})
     unestimated = has_unestimated(flt, keyed)
@@ -131,10 +132,6 @@ async def plan_filter(
         )
         for i, k in enumerate(keys)
     ]
-    # The filter's own long lists, under the names of the searcher's compilation.
-    lists: dict[str, int] = {}
-    if not targets and long_lists(flt, keyed, THIN_LISTS):
-        compile_filter(table.c.cmetadata, flt, keyed, lists=lists)
 
     async def estimate(
         kept: list[Any],

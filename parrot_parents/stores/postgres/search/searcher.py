@@ -120,6 +120,7 @@ def filter_where(
     keyed: AbstractSet[str] = frozenset(),
     scanned: bool = False,
     checked: AbstractSet[str] = frozenset(),
+    lists: dict[str, int] | None = None,
 ) -> list[Any]:
     """The search's predicates: the child predicate, the predicate of a partition key's
     value (``partition``: the key and the value, written into the statement) and the
@@ -138,7 +139,8 @@ def filter_where(
     rows it yields: in the form no metadata index serves, so that no bitmap scan of the
     rows the filter keeps can replace the ranked scan. ``checked``: keys whose conditions
     are in that form alone (``FilterPlan.checked``: an exact ranking reads the rows the
-    other keys' indexes yield, and checks them)."""
+    other keys' indexes yield, and checks them). ``lists``: filled with the compiled
+    filter's long lists (``compile_filter``'s), when it is compiled plainly."""
     where: list[Any] = []
     if not request.include_parents:
         where.append(text(SEARCH_PREDICATE))
@@ -159,6 +161,7 @@ def filter_where(
                     keyed,
                     checked=checked,
                     checked_column=unindexed(table.c.cmetadata) if checked else None,
+                    lists=lists,
                 )
             )
     return where
@@ -337,7 +340,9 @@ class Searcher:
                 graphs = ()
             found = graphs[0] if len(graphs) == 1 else None
             part = found is not None
-            where = self.where(table, request, targets=targets, keyed=keyed)
+            # The filter's long lists of values, which its estimate reads a few of.
+            lists: dict[str, int] = {}
+            where = self.where(table, request, targets=targets, keyed=keyed, lists=lists)
             shape = str(where[-1].compile(dialect=engine.dialect))
             params.update(filter_params(where[-1]))
 
@@ -464,6 +469,7 @@ class Searcher:
                     (where, shape, params),
                     targets,
                     keyed,
+                    lists,
                 )
             if plan.checked:
                 where = self.where(table, request, keyed=keyed, checked=set(plan.checked))

@@ -163,7 +163,8 @@ _CONTEXT_RESPONSE = _object(
         "collection's own) when a lexical branch ran; filter_plan (estimate, search: exact, "
         "index, 'index, then exact', 'exact, then index' or 'exact, then index, then exact', "
         "exact_below, children, sampled; partition_index when a value's own indexes ranked, "
-        "checked: the keys an exact ranking checked on the rows it read) when a metadata "
+        "checked: the keys an exact ranking checked on the rows it read; anded: the keys "
+        "an index plan's lexical branch read through their indexes) when a metadata "
         "filter was planned; scope (filter, "
         "withheld: ids expansion held back as outside it; partial_parents: parents inside it "
         "held back for a child outside it) when the bot has a scope",

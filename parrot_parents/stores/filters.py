@@ -59,6 +59,7 @@ __all__ = [
     "estimated_part",
     "filter_params",
     "has_unestimated",
+    "named_keys",
     "validate_filter",
 ]
 
@@ -109,6 +110,20 @@ def has_unestimated(filter: Mapping[str, Any], keyed: AbstractSet[str] = frozens
             if unestimated:
                 return True
     return False
+
+
+def named_keys(filter: Mapping[str, Any]) -> set[str]:
+    """The metadata keys a valid ``filter`` puts a condition on, at any depth of
+    ``$and``/``$or``/``$not``."""
+    keys: set[str] = set()
+    for key, value in filter.items():
+        if key in LOGICAL_OPERATORS:
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, Mapping):
+                    keys |= named_keys(item)
+        else:
+            keys.add(key)
+    return keys
 
 
 def estimated_part(

@@ -43,6 +43,7 @@ from parrot_parents.stores.search_options import FILTER_EXACT_BELOW
 
 __all__ = [
     "CHECKED_ABOVE",
+    "LISTED_VALUE_ROWS",
     "MAX_WIDENING",
     "SAMPLE_ROWS",
     "SCAN_MARGIN",
@@ -54,6 +55,7 @@ __all__ = [
     "checked_keys",
     "estimate_statement",
     "estimated_rows",
+    "lexical_anded",
     "part_rows",
     "sample_percent",
     "sample_statement",
@@ -113,6 +115,11 @@ class FilterPlan:
             on the rows it reads, instead of reading their index: each keeps more than
             :data:`CHECKED_ABOVE` times what the narrowest key's conditions keep
             (:func:`checked_keys`); empty when every index is read.
+        anded: filter keys whose conditions an index plan's lexical branch reads through
+            their index, ANDed with the query lexemes' (:func:`lexical_anded`); the
+            filter's other conditions are checked on the children that yields. Empty: the
+            whole filter is checked on the children holding a query lexeme (and always
+            for a dense search, which has no lexical branch).
     """
 
     estimate: int
@@ -122,6 +129,7 @@ class FilterPlan:
     sampled: bool = False
     partition_index: str | None = None
     checked: tuple[str, ...] = ()
+    anded: tuple[str, ...] = ()
 
     @classmethod
     def for_partition(cls, index: str) -> FilterPlan:
@@ -182,14 +190,15 @@ class FilterPlan:
     def to_dict(self) -> dict[str, Any]:
         """``{"estimate", "search", "exact_below", "children", "sampled"}`` for
         ``meta``, ``"partition_index"`` when the search ranked through one, and
-        ``"checked"`` (a list of keys) when it is not empty."""
+        ``"checked"`` and ``"anded"`` (lists of keys) when they are not empty."""
         out = asdict(self)
         if self.partition_index is None:
             del out["partition_index"]
-        if self.checked:
-            out["checked"] = list(self.checked)
-        else:
-            del out["checked"]
+        for name in ("checked", "anded"):
+            if out[name]:
+                out[name] = list(out[name])
+            else:
+                del out[name]
         return out
 
 
@@ -218,6 +227,48 @@ def checked_keys(rows: Mapping[str, int]) -> tuple[str, ...]:
     return tuple(sorted(k for k, n in rows.items() if n > CHECKED_ABOVE * narrowest))
 
 
+#: What one value of a key's ``$in`` list costs the bitmap of the key's B-tree, in rows
+#: of it (:func:`lexical_anded`): the list's values are looked up one by one, 9 to 13 µs
+#: each at 100k children and 17 to 28 µs at a million, where a range's bitmap took about
+#: 0.075 µs a row (``EXPLAIN ANALYZE`` of lists of 10 to 500 values of ``rank`` against
+#: ranges keeping as many rows).
+LISTED_VALUE_ROWS = 128
+
+
+def lexical_anded(
+    rows: Mapping[str, int], budget: int, listed: Mapping[str, int] | None = None
+) -> tuple[str, ...]:
+    """The filter keys whose conditions an index plan's lexical branch reads through
+    their B-tree, ANDed with the lexemes' GIN bitmap, instead of checking them on every
+    child holding a query lexeme; sorted. ``rows``: the planner's estimate of each key's
+    conditions alone; ``budget``: the widened candidate rule's budget of expected
+    children (:func:`widened`); ``listed``: how many values each key's ``$in`` lists
+    hold.
+
+    A key is ANDed when its bitmap costs at most :data:`CHECKED_ABOVE` times ``budget``
+    rows of it (its rows, and :data:`LISTED_VALUE_ROWS` a listed value), and it is not
+    many times wider than the narrowest key (:func:`checked_keys`). Checking the filter
+    on the candidates reads each of them from the table; the AND reads only those the
+    filter keeps, for the price of the bitmap. By the cost ratio :func:`checked_keys`
+    rests on, that pays while the bitmap holds fewer rows than about 25 times the
+    candidates. Measured side by side with the filter checked on every candidate
+    (benchmarks/reports/filters.md, "The lexical branch ANDs narrow keys"): with the
+    package defaults, ranges and lists keeping 5 % of 100k or of 1M children, and a
+    range keeping 20 % of 100k, ranked faster ANDed; a list of 200 values keeping 20 %
+    of 100k slower, and keys keeping 20 % or 50 % of 1M (bitmaps past ``work_mem``,
+    lossy) two to three times slower."""
+    wide = set(checked_keys(rows))
+    most = CHECKED_ABOVE * budget
+    values = listed or {}
+    return tuple(
+        sorted(
+            k
+            for k, n in rows.items()
+            if n + LISTED_VALUE_ROWS * values.get(k, 0) <= most and k not in wide
+        )
+    )
+
+
 #: The most a filter widens the lexical branch's candidate rule (:func:`widened`).
 MAX_WIDENING = 8
 
@@ -225,15 +276,17 @@ MAX_WIDENING = 8
 def widened(rule: CandidateRule, scale: int) -> CandidateRule:
     """``rule`` for a filter keeping one child in ``scale``, ranked through the indexes:
     its budgets of expected children times ``scale`` (at most :data:`MAX_WIDENING`), no
-    cap, and its candidates found by the lexemes' GIN index alone
-    (``CandidateRule.fenced``).
+    cap, and its candidates found apart from their scoring (``CandidateRule.fenced``),
+    through the lexemes' GIN index and the indexes of the keys the plan ANDs
+    (:func:`lexical_anded`).
 
     The rule counts children over the whole collection, so a filter leaves it few of the
     kept ones to score: without the widening, a filter keeping 5 % of 100k children found
-    0.83 of exact BM25's top 10 over the kept children. Every candidate is read to check
-    the filter, so the cost grows with the widening: at 5 %, widened 16 times it found
-    1.000 at 3.3 times the unfiltered search's p50, 8 times 0.997 at 2.0 times, 4 times
-    0.947 at 1.6 times (docs/performance.md, "Filters at every selectivity"). A partition
+    0.83 of exact BM25's top 10 over the kept children. Without a key ANDed, every
+    candidate is read to check the filter, so the cost grows with the widening: at 5 %,
+    widened 16 times it found 1.000 at 3.3 times the unfiltered search's p50, 8 times
+    0.997 at 2.0 times, 4 times 0.947 at 1.6 times (docs/performance.md, "Filters at
+    every selectivity"). A partition
     key's value widens it fully
     (:meth:`~parrot_parents.stores.postgres.collections.partitions.FixedPartition.candidates`):
     its own GIN index holds only its rows."""

@@ -56,7 +56,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, aggregate_order_by
 from sqlalchemy.sql.elements import ColumnClause, ColumnElement
-from sqlalchemy.sql.util import ClauseAdapter
 
 from parrot_parents.stores.postgres.connections.vector_codec import QueryVector
 from parrot_parents.stores.postgres.search.bm25_index import BM25_COLUMN
@@ -104,11 +103,13 @@ class CandidateRule:
     pair_budget: int = 500
     exact_below: int = 5_000
     cap: int | None = 4_000
-    #: Find the candidates through the GIN index of the lexemes alone, and check the
-    #: search's other predicates on them after (a filter ranked through the indexes,
+    #: Find the candidates in a materialised CTE, planned apart from their scoring (a
+    #: filter ranked through the indexes,
     #: :func:`~parrot_parents.stores.postgres.search.filter_plan.widened`): left to
     #: combine the two, the planner read the whole table in key order for a filter it
-    #: took to keep a fifth of it (110 ms against 13 at 100k children).
+    #: took to keep a fifth of it (110 ms against 13 at 100k children). Which of the
+    #: search's predicates an index serves there is the form the caller writes them in:
+    #: the searcher's reads only the keys its plan ANDs (``FilterPlan.anded``).
     fenced: bool = False
 
 
@@ -368,20 +369,18 @@ def _bm25(
     :func:`~parrot_parents.stores.postgres.search.kept.kept_rows`
     (columns ``id`` and ``lexical``). ``weights`` has a row ``(lexeme, idf)`` per scoring
     lexeme; its ``idf`` is the lexeme's idf, times its query weight under feedback.
-    The candidates: the children matching any of ``tsqueries``, at most ``cap``; with
-    ``fenced`` (:attr:`CandidateRule.fenced`), found by the lexemes' index alone, and
-    ``where`` checked on them in a materialised CTE."""
+    The candidates: the children matching any of ``tsqueries`` and ``where``, at most
+    ``cap``; with ``fenced`` (:attr:`CandidateRule.fenced`), found in a materialised
+    CTE."""
     matched = or_(*(table.c.lexical.op("@@")(q) for q in tsqueries))
     if fenced:
         hits = (
-            select(table.c.id, table.c.lexical, table.c.cmetadata)
-            .where(matched)
+            select(table.c.id, table.c.lexical)
+            .where(matched, *where)
             .cte(f"{name}_hits")
             .prefix_with("MATERIALIZED")
         )
-        adapt = ClauseAdapter(hits)
-        # The predicates read the row's ``cmetadata`` (some as SQL text): the CTE's.
-        found = select(hits.c.id, hits.c.lexical).where(*(adapt.traverse(w) for w in where))
+        found = select(hits.c.id, hits.c.lexical)
     else:
         found = select(table.c.id, table.c.lexical).where(matched, *where)
     cand = (found if cap is None else found.limit(cap)).subquery(f"{name}_cand")

@@ -17,6 +17,7 @@ from parrot_parents.stores.filters import (
     estimated_part,
     filter_params,
     has_unestimated,
+    named_keys,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements
 from parrot_parents.stores.postgres.connections.prepared import SAMPLE_PERCENT
@@ -26,6 +27,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     checked_keys,
     estimate_statement,
     estimated_rows,
+    lexical_anded,
     part_rows,
     sample_percent,
     sample_statement,
@@ -33,7 +35,9 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     scan_ceiling,
     thinned,
     threshold,
+    widened,
 )
+from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, CandidateRule
 from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.postgres.search.target_filter import targets_kept
 from parrot_parents.stores.search_options import HNSWQueryOptions
@@ -92,6 +96,7 @@ async def plan_filter(
     targets: bool,
     keyed: AbstractSet[str] = frozenset(),
     lists: Mapping[str, int] | None = None,
+    candidates: CandidateRule = CANDIDATES,
 ) -> FilterPlan:
     """How to rank a filtered search
     (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
@@ -111,7 +116,12 @@ async def plan_filter(
     alone, in the same statement, and the plan names the keys an exact ranking checks
     instead of reading their index (``FilterPlan.checked``). (A containment on another
     key is estimated from no statistics of its own: at 1,200 children, a value a third
-    of them hold was estimated at one row.)"""
+    of them hold was estimated at one row.) An index plan of a hybrid or lexical search
+    names the filter keys its lexical branch reads through their index
+    (``FilterPlan.anded``: :func:`~parrot_parents.stores.postgres.search.filter_plan.lexical_anded`
+    of ``candidates``, the store's candidate rule, widened as the search widens it), from
+    each key's estimate: the estimates of several keys' conditions alone, or the
+    filter's own when it names one filter key and ANDs nothing else."""
     where, shape, params = compiled
     flt = dict(request.filter or {})
     unestimated = has_unestimated(flt, keyed)
@@ -188,11 +198,23 @@ async def plan_filter(
     below = opts.filter_exact_below
     kept, children, key_rows = await estimate(where, shape, params, parts, lists)
     most = threshold(below, children)
-    checked = () if key_rows is None else checked_keys(dict(zip(keys, key_rows, strict=True)))
+    rows = {} if key_rows is None else dict(zip(keys, key_rows, strict=True))
+    listed = {k: sum(part_lists[i].values()) for i, k in enumerate(keys)}
+    checked = checked_keys(rows)
+    named = named_keys(flt)
+    if not targets and not unestimated and len(named) == 1 and named <= keyed & conjoined_keys(flt):
+        rows = {k: kept for k in named}
+        listed = {k: sum((lists or {}).values()) for k in named}
 
     def _checking(plan: FilterPlan) -> FilterPlan:
-        # Only an exact ranking reads the rows through the metadata indexes.
-        return replace(plan, checked=checked) if plan.exact else plan
+        # An exact ranking reads the rows through the metadata indexes; an index plan's
+        # lexical branch reads through those of the keys it ANDs.
+        if plan.exact:
+            return replace(plan, checked=checked)
+        if request.mode == "dense" or not rows:
+            return plan
+        budget = widened(candidates, plan.lexical_scale).budget
+        return replace(plan, anded=lexical_anded(rows, budget, listed))
 
     if several and most < kept <= DOUBT * most:
         # The planner multiplies the shares of conditions on different keys as if they
@@ -212,7 +234,7 @@ async def plan_filter(
     if several:
         return _checking(FilterPlan.for_estimate(kept, children, below))
     if targets or not unestimated or kept > most:
-        return FilterPlan.for_estimate(kept, children, below)
+        return _checking(FilterPlan.for_estimate(kept, children, below))
     # The planner's share for a range or a pattern is a constant: count a sample,
     # unless the conditions it does estimate keep few enough on their own.
     part = estimated_part(flt, keyed)

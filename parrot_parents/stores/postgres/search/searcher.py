@@ -22,6 +22,7 @@ from parrot_parents.stores.context import Context, ContextPlan
 from parrot_parents.stores.filters import (
     compile_filter,
     filter_params,
+    named_keys,
 )
 from parrot_parents.stores.identifiers import CollectionName
 from parrot_parents.stores.partition_keys import PartitionValue, value_json
@@ -165,6 +166,24 @@ def filter_where(
                 )
             )
     return where
+
+
+def lexical_where(
+    table: Table,
+    request: SearchRequest,
+    scanned: list[Any],
+    keyed: AbstractSet[str],
+    anded: AbstractSet[str] | tuple[str, ...],
+) -> list[Any]:
+    """The predicates of an index plan's lexical branch, checked on the children its
+    lexemes' GIN index yields: ``scanned`` (the dense branch's, in the form no metadata
+    index serves) without ``anded`` keys, else the filter with every key but those in
+    that form, so that the planner ANDs the ``anded`` keys' bitmaps with the lexemes'
+    (``FilterPlan.anded``)."""
+    if not anded:
+        return scanned
+    checked = named_keys(request.filter or {}) - set(anded)
+    return filter_where(table, request, keyed=keyed, checked=checked)
 
 
 class Searcher:
@@ -347,7 +366,11 @@ class Searcher:
             params.update(filter_params(where[-1]))
 
             async def rank(
-                exact: bool, index_only: bool = False, cap: int | None = None, widen: int = 1
+                exact: bool,
+                index_only: bool = False,
+                cap: int | None = None,
+                widen: int = 1,
+                anded: tuple[str, ...] = (),
             ) -> Split:
                 capped = cap is not None
                 # A value's own indexes rank its index search; an exact ranking is the
@@ -382,6 +405,7 @@ class Searcher:
                     few,
                     widen,
                     names,
+                    anded,
                 )
                 prepared = statements.get(ranked_key)
                 if prepared is None:
@@ -404,15 +428,15 @@ class Searcher:
                         )
                     elif not exact:
                         # The dense branch checks the filter on what the HNSW scan yields;
-                        # the lexical one reads it through the metadata indexes too.
+                        # the lexical one on what the lexemes' index yields, ANDed with
+                        # the indexes of the keys the plan names.
                         scanned = self.where(
                             table, request, targets, few=False, keyed=keyed, scanned=True
                         )
-                        indexed = self.where(table, request, targets, few=False, keyed=keyed)
                         ranked = self.statement(
                             table,
                             request,
-                            indexed,
+                            lexical_where(table, request, scanned, keyed, anded),
                             dense_where=scanned,
                             candidates=widened(store.lexical_candidates, widen),
                             half=half,
@@ -470,6 +494,7 @@ class Searcher:
                     targets,
                     keyed,
                     lists,
+                    store.lexical_candidates,
                 )
             if plan.checked:
                 where = self.where(table, request, keyed=keyed, checked=set(plan.checked))
@@ -485,7 +510,7 @@ class Searcher:
             # The index plan is ours, not the planner's: the statement is kept off scans
             # that would rank every child the filter keeps (:meth:`settings`).
             widen = graphs_scale(graphs) if graphs else plan.lexical_scale
-            split = await rank(exact=False, index_only=True, widen=widen)
+            split = await rank(exact=False, index_only=True, widen=widen, anded=plan.anded)
             # Only a dense ranking can come back short of what the filter keeps: the
             # lexical branch's candidates are every child holding a query lexeme.
             if request.mode != "lexical" and len(split.hits) < request.limit:

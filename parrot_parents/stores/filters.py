@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -47,6 +47,7 @@ from sqlalchemy.sql import column, visitors
 from sqlalchemy.sql.elements import BindParameter
 
 from parrot_parents.errors import ConfigurationError
+from parrot_parents.stores.filter_skeleton import leaves_valid, skeleton
 from parrot_parents.stores.records.values import check_string
 
 __all__ = [
@@ -149,32 +150,24 @@ def validate_filter(filter: Any) -> None:
     Raises:
         ConfigurationError: see :func:`compile_filter`.
     """
-    # A call checks its filter at each layer it crosses: a filter found valid is known by
-    # its JSON (only one that reads back equal: no tuple, no key that is not a string).
-    text = _canonical(filter)
-    if text is not None and text in _VALID:
+    # A call checks its filter at each layer it crosses, with new values each time: a
+    # skeleton found valid once (:mod:`~parrot_parents.stores.filter_skeleton`) is valid
+    # with any leaves that pass the value checks, which are all that depend on them.
+    found = skeleton(filter)
+    if found is not None and found[0] in _VALID and leaves_valid(found[1]):
         return
     # Compiled as if every key were a filter key: the same checks, and an ``$in`` of
     # hundreds of values built as one condition rather than one per value.
     compile_filter(column("cmetadata", JSONB), filter, _EVERY_KEY)
-    if text is not None:
+    if found is not None:
         if len(_VALID) >= _VALID_KEPT:
             _VALID.clear()
-        _VALID[text] = None
+        _VALID[found[0]] = None
 
 
-#: Filters found valid, by :func:`_canonical` text (at most :data:`_VALID_KEPT`).
-_VALID: dict[str, None] = {}
+#: Skeletons of filters found valid (at most :data:`_VALID_KEPT`).
+_VALID: dict[Hashable, None] = {}
 _VALID_KEPT = 512
-
-
-def _canonical(filter: Any) -> str | None:
-    """``filter`` as JSON with sorted keys, when that reads back equal to it; else None."""
-    try:
-        text = json.dumps(filter, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
-        return None
-    return text if json.loads(text) == filter else None
 
 
 class _EveryKey(frozenset[str]):

@@ -27,7 +27,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     lexical_anded,
 )
 from parrot_parents.stores.postgres.search.request import SearchRequest
-from parrot_parents.stores.postgres.search.searcher import filter_where, lexical_where
+from parrot_parents.stores.postgres.search.where import filter_where, lexical_where
 from parrot_parents.stores.results import SearchResults
 from tests.conftest import analysed_collection, child_metadata, reopened, unit_vectors
 

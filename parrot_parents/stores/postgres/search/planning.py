@@ -13,9 +13,7 @@ from sqlalchemy.engine import Dialect
 
 from parrot_parents.stores.filters import (
     FILTER_PARAM_PREFIX,
-    compile_filter,
     estimated_part,
-    filter_params,
     has_unestimated,
     named_keys,
 )
@@ -37,6 +35,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     threshold,
     widened,
 )
+from parrot_parents.stores.postgres.search.filter_shapes import CompiledFilter, FilterShapes
 from parrot_parents.stores.postgres.search.hybrid import CANDIDATES, CandidateRule
 from parrot_parents.stores.postgres.search.request import SearchRequest
 from parrot_parents.stores.postgres.search.target_filter import targets_kept
@@ -97,6 +96,7 @@ async def plan_filter(
     keyed: AbstractSet[str] = frozenset(),
     lists: Mapping[str, int] | None = None,
     candidates: CandidateRule = CANDIDATES,
+    shapes: FilterShapes | None = None,
 ) -> FilterPlan:
     """How to rank a filtered search
     (:mod:`~parrot_parents.stores.postgres.search.filter_plan`): the planner's estimate
@@ -121,7 +121,8 @@ async def plan_filter(
     (``FilterPlan.anded``: :func:`~parrot_parents.stores.postgres.search.filter_plan.lexical_anded`
     of ``candidates``, the store's candidate rule, widened as the search widens it), from
     each key's estimate: the estimates of several keys' conditions alone, or the
-    filter's own when it names one filter key and ANDs nothing else."""
+    filter's own when it names one filter key and ANDs nothing else. ``shapes``: where
+    those conditions' compilations are kept (the searcher's; default: a new one)."""
     where, shape, params = compiled
     flt = dict(request.filter or {})
     unestimated = has_unestimated(flt, keyed)
@@ -129,16 +130,12 @@ async def plan_filter(
     keys = sorted(conjoined_keys(flt) & keyed) if several else []
     if len(keys) < 2:
         keys = []
-    # Each filter key's conditions alone, under parameter names of their own, and the
+    shapes = shapes or FilterShapes()
+    # Each filter key's conditions alone, under parameter names of their own, with the
     # long lists of values each holds.
-    part_lists: list[dict[str, int]] = [{} for _ in keys]
     parts = [
-        compile_filter(
-            table.c.cmetadata,
-            key_conditions(flt, k),
-            keyed,
-            f"{FILTER_PARAM_PREFIX}part{i}_",
-            lists=part_lists[i],
+        shapes.compile(
+            table, key_conditions(flt, k), dialect, keyed, f"{FILTER_PARAM_PREFIX}part{i}_"
         )
         for i, k in enumerate(keys)
     ]
@@ -147,7 +144,7 @@ async def plan_filter(
         kept: list[Any],
         shape: str,
         args: Mapping[str, Any],
-        alone: Sequence[Any] = (),
+        alone: Sequence[CompiledFilter] = (),
         listed: Mapping[str, int] | None = None,
     ) -> tuple[int, int, list[int] | None]:
         # The planner's ``(kept, children)`` for ``kept`` (the last one's SQL ``shape``,
@@ -161,14 +158,14 @@ async def plan_filter(
                 targets_kept(table, flt, request.include_parents, keyed) if targets else kept,
                 dialect,
                 with_vector=not targets,
-                parts=alone,
+                parts=[part.where for part in alone],
             ),
         )
         # A long list of values is estimated from a few of them (:func:`thinned`).
         run, scale = thinned(args, listed or {})
         scales = []
-        for part, part_listed in zip(alone, part_lists, strict=True):
-            values, times = thinned(filter_params(part), part_listed)
+        for part in alone:
+            values, times = thinned(part.params, part.lists)
             run.update(values)
             scales.append(times)
         explained = await conn.fetch_with(statement.sql, statement.args(run), ())
@@ -199,7 +196,7 @@ async def plan_filter(
     kept, children, key_rows = await estimate(where, shape, params, parts, lists)
     most = threshold(below, children)
     rows = {} if key_rows is None else dict(zip(keys, key_rows, strict=True))
-    listed = {k: sum(part_lists[i].values()) for i, k in enumerate(keys)}
+    listed = {k: sum(parts[i].lists.values()) for i, k in enumerate(keys)}
     checked = checked_keys(rows)
     named = named_keys(flt)
     if not targets and not unestimated and len(named) == 1 and named <= keyed & conjoined_keys(flt):
@@ -239,9 +236,8 @@ async def plan_filter(
     # unless the conditions it does estimate keep few enough on their own.
     part = estimated_part(flt, keyed)
     if part:
-        bound = compile_filter(table.c.cmetadata, part, keyed)
-        bound_shape = str(bound.compile(dialect=dialect))
-        bounded, _, _ = await estimate([*where[:-1], bound], bound_shape, filter_params(bound))
+        bound = shapes.compile(table, part, dialect, keyed)
+        bounded, _, _ = await estimate([*where[:-1], bound.where], bound.sql, bound.params)
         if bounded <= most:
             return FilterPlan.for_estimate(kept, children, below)
     sampled = await sample()

@@ -9,30 +9,23 @@ through :class:`SearchedStore`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Protocol
 
-from sqlalchemy import Table, Text, any_, bindparam, select, text
+from sqlalchemy import Table, Text, any_, bindparam, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from parrot_parents.errors import LexicalIndexMissingError
 from parrot_parents.stores.context import Context, ContextPlan
-from parrot_parents.stores.filters import (
-    compile_filter,
-    filter_params,
-    named_keys,
-)
 from parrot_parents.stores.identifiers import CollectionName
-from parrot_parents.stores.partition_keys import PartitionValue, value_json
+from parrot_parents.stores.partition_keys import value_json
 from parrot_parents.stores.postgres.collections.filter_keys import FilterKeyLookup
 from parrot_parents.stores.postgres.collections.partitions import (
     FixedPartition,
     PartitionLookup,
     graphs_scale,
     partition_clause,
-    unindexed,
 )
 from parrot_parents.stores.postgres.connections.pools import Statements, through_catalog_change
 from parrot_parents.stores.postgres.connections.read_pool import ReadConnection, ReadPool
@@ -54,6 +47,7 @@ from parrot_parents.stores.postgres.search.filter_plan import (
     FilterPlan,
     widened,
 )
+from parrot_parents.stores.postgres.search.filter_shapes import FilterShapes
 from parrot_parents.stores.postgres.search.hybrid import (
     EXACT_CANDIDATES,
     CandidateRule,
@@ -69,12 +63,14 @@ from parrot_parents.stores.postgres.search.request import (
     check_limit_and_filter,
 )
 from parrot_parents.stores.postgres.search.settings import GraphSize, search_settings
-from parrot_parents.stores.postgres.search.target_filter import (
-    reads_hierarchy,
-    searched_filter,
+from parrot_parents.stores.postgres.search.target_filter import reads_hierarchy
+from parrot_parents.stores.postgres.search.where import (
+    compiled_where,
+    filter_where,
+    lexical_where,
 )
 from parrot_parents.stores.questions import check_question
-from parrot_parents.stores.records.markers import INDEXED_CONTAINMENT, SEARCH_PREDICATE
+from parrot_parents.stores.records.markers import INDEXED_CONTAINMENT
 from parrot_parents.stores.resolve import resolve_indexed
 from parrot_parents.stores.results import SearchResult, SearchResults
 from parrot_parents.stores.search_options import (
@@ -112,80 +108,6 @@ class SearchedStore(Protocol):
     async def close(self) -> None: ...
 
 
-def filter_where(
-    table: Table,
-    request: SearchRequest,
-    targets: bool = False,
-    few: bool = True,
-    partition: tuple[str, PartitionValue] | None = None,
-    keyed: AbstractSet[str] = frozenset(),
-    scanned: bool = False,
-    checked: AbstractSet[str] = frozenset(),
-    lists: dict[str, int] | None = None,
-) -> list[Any]:
-    """The search's predicates: the child predicate, the predicate of a partition key's
-    value (``partition``: the key and the value, written into the statement) and the
-    compiled filter (always last).
-
-    ``targets``: the filter reads hierarchy keys and the collection has indexed rows,
-    so an indexed row is judged by its target's metadata, in the form for few kept
-    rows or for an index scan (``few``;
-    :func:`~parrot_parents.stores.postgres.search.target_filter.searched_filter`).
-    With ``partition``, the filter is checked on the rows the value's indexes yield,
-    in a form no metadata index serves
-    (:func:`~parrot_parents.stores.postgres.collections.partitions.unindexed`). ``keyed``:
-    the collection's filter keys
-    (:mod:`~parrot_parents.stores.postgres.collections.filter_keys`). ``scanned``: the
-    predicates of a dense branch ranked through the HNSW index, the filter checked on the
-    rows it yields: in the form no metadata index serves, so that no bitmap scan of the
-    rows the filter keeps can replace the ranked scan. ``checked``: keys whose conditions
-    are in that form alone (``FilterPlan.checked``: an exact ranking reads the rows the
-    other keys' indexes yield, and checks them). ``lists``: filled with the compiled
-    filter's long lists (``compile_filter``'s), when it is compiled plainly."""
-    where: list[Any] = []
-    if not request.include_parents:
-        where.append(text(SEARCH_PREDICATE))
-    if partition is not None:
-        where.append(partition_clause(table.c.cmetadata, *partition))
-    if request.filter:
-        flt = dict(request.filter)
-        if partition is not None or (scanned and not targets):
-            # Compiled with the same keys: its parameters are the plain filter's.
-            where.append(compile_filter(unindexed(table.c.cmetadata), flt, keyed))
-        elif targets:
-            where.append(searched_filter(table, flt, few=few, keyed=keyed))
-        else:
-            where.append(
-                compile_filter(
-                    table.c.cmetadata,
-                    flt,
-                    keyed,
-                    checked=checked,
-                    checked_column=unindexed(table.c.cmetadata) if checked else None,
-                    lists=lists,
-                )
-            )
-    return where
-
-
-def lexical_where(
-    table: Table,
-    request: SearchRequest,
-    scanned: list[Any],
-    keyed: AbstractSet[str],
-    anded: AbstractSet[str] | tuple[str, ...],
-) -> list[Any]:
-    """The predicates of an index plan's lexical branch, checked on the children its
-    lexemes' GIN index yields: ``scanned`` (the dense branch's, in the form no metadata
-    index serves) without ``anded`` keys, else the filter with every key but those in
-    that form, so that the planner ANDs the ``anded`` keys' bitmaps with the lexemes'
-    (``FilterPlan.anded``)."""
-    if not anded:
-        return scanned
-    checked = named_keys(request.filter or {}) - set(anded)
-    return filter_where(table, request, keyed=keyed, checked=checked)
-
-
 class Searcher:
     """Runs a store's search requests.
 
@@ -203,6 +125,7 @@ class Searcher:
         self._wanted_backend = wanted_backend
         self._indexed_rows_seen = False
         self._partitions = PartitionLookup()
+        self._shapes = FilterShapes()
         self._graph = GraphSize()
         #: The collection's filter keys, read at most every ``LOOKUP_TTL_S`` seconds.
         self.filter_keys = FilterKeyLookup()
@@ -353,17 +276,24 @@ class Searcher:
             targets = hierarchy and await self._has_indexed_rows(conn)
             children = await self._children(conn, request)
             keyed = await self.filter_keys.keys(conn, store.name)
-            graphs = () if targets else await self._graphs_of(conn, request, keyed)
+            # The values whose own graphs the search ranks through.
+            graphs: tuple[FixedPartition, ...] = ()
+            if not targets:
+                graphs = await self._partitions.fixed(
+                    conn, store.name, request.filter, store.partition_key, keyed
+                )
             if len(graphs) > 1 and dense_free:
                 # Several values' graphs serve the dense branch; lexical search has none.
                 graphs = ()
             found = graphs[0] if len(graphs) == 1 else None
             part = found is not None
-            # The filter's long lists of values, which its estimate reads a few of.
-            lists: dict[str, int] = {}
-            where = self.where(table, request, targets=targets, keyed=keyed, lists=lists)
-            shape = str(where[-1].compile(dialect=engine.dialect))
-            params.update(filter_params(where[-1]))
+            # The filter's SQL (a statement's key), values, and long lists of values,
+            # which its estimate reads a few of.
+            where, compiled = compiled_where(
+                table, request, engine.dialect, self._shapes, targets, keyed
+            )
+            shape, lists = compiled.sql, compiled.lists
+            params.update(compiled.params)
 
             async def rank(
                 exact: bool,
@@ -495,10 +425,14 @@ class Searcher:
                     keyed,
                     lists,
                     store.lexical_candidates,
+                    self._shapes,
                 )
             if plan.checked:
-                where = self.where(table, request, keyed=keyed, checked=set(plan.checked))
-                shape = str(where[-1].compile(dialect=engine.dialect))
+                checked = set(plan.checked)
+                where, compiled = compiled_where(
+                    table, request, engine.dialect, self._shapes, False, keyed, checked
+                )
+                shape = compiled.sql
             if plan.exact:
                 # At most the threshold's rows read: the estimate may be a guess. (The
                 # lexical branch alone reads the children holding a query lexeme.)
@@ -521,16 +455,6 @@ class Searcher:
         return await store.read_pool.run(work, action=action)
 
     where = staticmethod(filter_where)
-
-    async def _graphs_of(
-        self, conn: ReadConnection, request: SearchRequest, keyed: AbstractSet[str]
-    ) -> tuple[FixedPartition, ...]:
-        """The values whose own graphs the search ranks through
-        (:meth:`~parrot_parents.stores.postgres.collections.partitions.PartitionLookup.fixed`)."""
-        store = self._store
-        return await self._partitions.fixed(
-            conn, store.name, request.filter, store.partition_key, keyed
-        )
 
     async def _has_indexed_rows(self, conn: ReadConnection) -> bool:
         """Whether the collection holds indexed rows (an ingestion strategy's): asked
@@ -645,20 +569,20 @@ class Searcher:
             ConfigurationError: a bad filter (before any read).
         """
         engine, table = await self._store.ready()
-        condition = compile_filter(table.c.cmetadata, filter)
+        compiled = self._shapes.compile(table, filter, engine.dialect)
         wanted = list(dict.fromkeys(str(i) for i in ids))
         if not wanted:
             return set()
-        key = ("ids_matching", str(condition.compile(dialect=engine.dialect)))
+        key = ("ids_matching", compiled.sql)
         statements = self._statements
         prepared = statements.get(key) or statements.compiled(
             key,
             select(table.c.id).where(
-                table.c.id == any_(bindparam("seed_ids", type_=ARRAY(Text))), condition
+                table.c.id == any_(bindparam("seed_ids", type_=ARRAY(Text))), compiled.where
             ),
             engine.dialect,
         )
-        params = {"seed_ids": wanted, **filter_params(condition)}
+        params = {"seed_ids": wanted, **compiled.params}
         action = f"read from {self._store.name.qualified}"
         return {str(r[0]) for r in await self._store.read_pool.fetch(action, prepared, params)}
 

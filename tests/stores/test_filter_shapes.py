@@ -116,22 +116,20 @@ def _outcome(compile: Any) -> tuple[str, Any]:
 
 
 def _fresh(flt: Any, keyed: frozenset[str], prefix: str, checked: frozenset[str]) -> Any:
-    def compile() -> CompiledFilter:
-        lists: dict[str, int] = {}
-        where = compile_filter(
-            TABLE.c.cmetadata,
-            flt,
-            keyed,
-            prefix,
-            checked=checked,
-            checked_column=unindexed(TABLE.c.cmetadata) if checked else None,
-            lists=lists,
-        )
-        return CompiledFilter(
-            where, str(where.compile(dialect=DIALECT)), filter_params(where), lists
-        )
+    """The compilation a store with no skeleton kept gives (compiled as it is)."""
+    return lambda: FilterShapes().compile(TABLE, flt, DIALECT, keyed, prefix, checked)
 
-    return compile
+
+def test_a_filter_first_met_is_compiled_as_compile_filter_compiles_it() -> None:
+    flt = {"rank": {"$in": [1, 2]}, "kind": "x", "other": {"$gte": 3}}
+    got = FilterShapes().compile(TABLE, flt, DIALECT, KEYED, "p_", frozenset({"kind"}))
+    lists: dict[str, int] = {}
+    column = unindexed(TABLE.c.cmetadata)
+    where = compile_filter(
+        TABLE.c.cmetadata, flt, KEYED, "p_", checked={"kind"}, checked_column=column, lists=lists
+    )
+    assert got.sql == str(where.compile(dialect=DIALECT))
+    assert got.params == filter_params(where) and got.lists == lists == {"p_1": 2}
 
 
 _SETTINGS = st.tuples(

@@ -139,7 +139,7 @@ _SETTINGS = st.tuples(
 )
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=st.one_of(_FILTERS, _WILD), setting=_SETTINGS, data=st.data())
 @example(
     first={"rank": {"$in": ["a", "b"]}, "kind": "x", "other": {"$like": "a%"}},
@@ -185,7 +185,7 @@ def _refusal(flt: Any) -> str | None:
     return got if state == "refused" else None
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(first=st.one_of(_FILTERS, _WILD), data=st.data())
 def test_a_filter_is_refused_exactly_when_its_compilation_is_and_in_its_words(
     first: Any, data: Any

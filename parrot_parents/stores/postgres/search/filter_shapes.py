@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table
 from sqlalchemy.engine import Dialect
 
+from parrot_parents.errors import ConfigurationError
 from parrot_parents.stores.filter_skeleton import (
     MARK,
     Leaf,
@@ -158,14 +159,15 @@ class FilterShapes:
     ) -> _Shape | None:
         """The skeleton's shape, from a probe; None when the probe does not compile as
         ``fresh`` did, or a value read off it would not be ``fresh``'s."""
+        probe_filter = probe(shape_of)
         try:
-            probed = self._fresh(table, probe(shape_of), dialect, keyed, prefix, checked)
-        except Exception:  # a probe the compiler refuses: this skeleton is never kept
+            probed = self._fresh(table, probe_filter, dialect, keyed, prefix, checked)
+        except (ConfigurationError, ValueError):  # refused: this skeleton is never kept
             return None
         if probed.sql != fresh.sql or probed.lists != fresh.lists:
             return None
         try:
-            marks = _marks(len(leaves), shape_of)
+            marks = _marks(len(leaves), probe_filter)
             parts = tuple((name, _part(value, marks)) for name, value in probed.params.items())
         except _Unread:
             return None
@@ -178,10 +180,11 @@ class _Unread(Exception):
     pass
 
 
-def _marks(count: int, shape_of: Hashable) -> dict[Any, _Part]:
-    """Each probe value of a skeleton of ``count`` leaves, and its JSON text, as parts."""
+def _marks(count: int, probe_filter: Any) -> dict[Any, _Part]:
+    """Each value of ``probe_filter`` (a probe of ``count`` leaves), and its JSON text,
+    as parts."""
     marks: dict[Any, _Part] = {}
-    filled = skeleton(probe(shape_of))
+    filled = skeleton(probe_filter)
     if filled is None or len(filled[1]) != count:
         raise _Unread
     for i, leaf in enumerate(filled[1]):

@@ -2,7 +2,8 @@
 
 The database is ``$PARROT_PARENTS_TEST_DSN`` when set, otherwise an embedded PostgreSQL
 (:func:`parrot_parents.embedded.server.get_server`) started once per test session in a
-temporary directory and deleted after.
+temporary directory and deleted after (under pytest-xdist, once per worker: each worker
+is a session of its own).
 Every test that writes to a collection gets its own uniquely named table; tests that
 only read the example corpus share one ingest of it (:func:`example_corpus`).
 """

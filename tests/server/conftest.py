@@ -20,6 +20,31 @@ from tests.migrations.support import (  # noqa: F401
 )
 
 TOKEN = "t0ken-for-tests"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give each operation schemathesis collects the node id its name implies.
+
+    Under pytest 9 a schemathesis item's node id leaves out the operation
+    (``test_x`` for ``test_x[GET /health]``), so all of a test's operations share one id;
+    pytest-xdist hands tests to its workers by id, and ran one operation of the sixteen.
+    """
+    from schemathesis.pytest.plugin import SchemathesisFunction
+
+    for item in items:
+        if not isinstance(item, SchemathesisFunction) or item.parent is None:
+            continue
+        wanted = f"{item.parent.nodeid}::{item.name}"
+        if item.nodeid == wanted:
+            continue
+        try:
+            from _pytest.nodeid import NodeId  # pytest 9: node ids are structured
+        except ImportError:  # pragma: no cover - pytest 8 keeps the string
+            item._nodeid = wanted  # type: ignore[attr-defined]
+        else:
+            item._id = NodeId.parse(wanted)
+        assert item.nodeid == wanted, f"pytest keeps node ids elsewhere now: {item.nodeid}"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 

@@ -183,3 +183,17 @@ def _integral_float(value: Any) -> bool:
     if isinstance(value, list):
         return any(_integral_float(v) for v in value)
     return False
+
+
+def test_each_operation_is_a_test_of_its_own(request: pytest.FixtureRequest) -> None:
+    """Every operation of the description is collected under a node id of its own, so that
+    a parallel run (pytest-xdist hands tests out by id) runs each of them."""
+    items = [
+        item
+        for item in request.session.items
+        if item.name.startswith("test_every_operation_holds_to_the_description[")
+    ]
+    if not items:
+        pytest.skip("the operations are not collected in this run (-k, or a node id)")
+    assert len({item.nodeid for item in items}) == len(items), sorted(i.nodeid for i in items)
+    assert all(item.nodeid.endswith(f"::{item.name}") for item in items)

@@ -20,6 +20,7 @@ from tests.migrations.support import (  # noqa: F401
 )
 
 TOKEN = "t0ken-for-tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.hookimpl(trylast=True)
@@ -45,7 +46,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         else:
             item._id = NodeId.parse(wanted)
         assert item.nodeid == wanted, f"pytest keeps node ids elsewhere now: {item.nodeid}"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture

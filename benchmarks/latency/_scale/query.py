@@ -40,6 +40,8 @@ class Stat:
     label: str
     samples: list[float] = field(default_factory=list)
     note: str = ""
+    #: The warm-up runs' latencies, in ms (not in the percentiles).
+    warm: list[float] = field(default_factory=list)
 
     @property
     def p50(self) -> float:
@@ -67,15 +69,18 @@ async def interleave(
     """Time every variant on queries ``0..queries-1``, query by query, order shuffled.
 
     Warm-up runs every variant on ``warmup`` other queries (from ``warmup_offset``, by
-    default right after the measured ones) and is not recorded.
+    default right after the measured ones); its latencies are kept apart
+    (:attr:`Stat.warm`), out of the percentiles.
     """
     rng = random.Random(seed)
     offset = queries if warmup_offset is None else warmup_offset
+    stats = {v.key: Stat(v.key, v.label, note=v.note) for v in variants}
     for i in range(warmup):
         for v in variants:
             if v.limit is None or i < min(warmup, 3):
+                t = time.perf_counter()
                 await v.run(offset + i)
-    stats = {v.key: Stat(v.key, v.label, note=v.note) for v in variants}
+                stats[v.key].warm.append((time.perf_counter() - t) * 1000.0)
     gc.collect()
     order = list(variants)
     for i in range(queries):

@@ -497,3 +497,43 @@ async def test_a_first_write_that_embeds_creates_the_collection(pg_dsn: str, emb
     finally:
         await store.drop()
         await store.close()
+
+
+async def test_a_collection_dropped_while_the_collections_are_listed_is_left_out(
+    pg_dsn: str,
+) -> None:
+    from parrot_parents.stores.postgres.collections.catalog import list_collections
+
+    schema = f"l_{uuid.uuid4().hex[:12]}"
+    stores = [PgVectorStore(dsn=pg_dsn, table=n, schema=schema, dimension=DIM) for n in "ab"]
+    engine = await make_engine(pg_dsn)
+    try:
+        for i, s in enumerate(stores):
+            await _add(s, f"doc{i}", [1.0, float(i), 2.0])
+            await s.close()
+        # Another client drops ``b`` in a transaction still open: the listing reads both
+        # names, then its count of ``b`` waits for the drop's lock.
+        async with engine.connect() as dropper:
+            oid = (
+                await dropper.execute(text(f"SELECT '\"{schema}\".\"b\"'::regclass::oid"))
+            ).scalar_one()
+            await dropper.execute(text(f'DROP TABLE "{schema}"."b" CASCADE'))
+            listing = asyncio.create_task(list_collections(engine, schema))
+            for _ in range(200):
+                waiting = await dropper.execute(
+                    text("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = :oid"),
+                    {"oid": oid},
+                )
+                if waiting.scalar_one():
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                pytest.fail("the listing never waited for the drop")
+            await dropper.commit()
+            found = await asyncio.wait_for(listing, 30)
+        assert [c.name for c in found] == ["a"]
+        assert found[0].children == 1
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        await engine.dispose()

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from parrot_parents.errors import CollectionNotFoundError
@@ -28,6 +29,7 @@ from parrot_parents.stores.postgres.collections.filter_keys import read_filter_k
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
 from parrot_parents.stores.postgres.collections.partitions import read_partition_key
 from parrot_parents.stores.postgres.collections.setup import stored_dimension
+from parrot_parents.stores.postgres.connections.engine import sqlstate_of
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.postgres.search.bm25_index import read_lexical_backend
 from parrot_parents.stores.postgres.search.lexical import read_text_search_config
@@ -234,9 +236,25 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
     )
 
 
+#: SQLSTATE undefined_table: a relation named by the catalog was dropped since.
+_DROPPED = "42P01"
+
+
+async def _info_if_kept(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo | None:
+    """``name``'s :class:`CollectionInfo`, or None when another client dropped it after
+    its name was read (its count waits for the drop's lock, then finds no table)."""
+    try:
+        return await _info(conn, schema, name)
+    except DBAPIError as exc:
+        if sqlstate_of(exc) == _DROPPED:
+            return None
+        raise
+
+
 async def list_collections(engine: AsyncEngine, schema: str = "public") -> list[CollectionInfo]:
     """Every collection of ``schema``, by name, with its row counts and settings; each
-    collection's rows are counted once.
+    collection's rows are counted once. A collection dropped by another client while it
+    is listed is left out.
 
     Raises:
         ConfigurationError: a bad schema name.
@@ -245,7 +263,8 @@ async def list_collections(engine: AsyncEngine, schema: str = "public") -> list[
     validate_identifier(schema, "schema")
 
     async def work(conn: AsyncConnection) -> list[CollectionInfo]:
-        return [await _info(conn, schema, name) for name in await _names(conn, schema)]
+        found = [await _info_if_kept(conn, schema, name) for name in await _names(conn, schema)]
+        return [info for info in found if info is not None]
 
     return await read(engine, f"listing the collections of {schema!r}", work)
 

@@ -515,7 +515,7 @@ async def test_a_collection_dropped_while_the_collections_are_listed_is_left_out
         # names, then its count of ``b`` waits for the drop's lock.
         async with engine.connect() as dropper:
             oid = (
-                await dropper.execute(text(f"SELECT '\"{schema}\".\"b\"'::regclass::oid"))
+                await dropper.execute(text(f'SELECT \'"{schema}"."b"\'::regclass::oid'))
             ).scalar_one()
             await dropper.execute(text(f'DROP TABLE "{schema}"."b" CASCADE'))
             listing = asyncio.create_task(list_collections(engine, schema))

@@ -39,12 +39,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         wanted = f"{item.parent.nodeid}::{item.name}"
         if item.nodeid == wanted:
             continue
-        try:
-            from _pytest.nodeid import NodeId  # pytest 9: node ids are structured
-        except ImportError:  # pragma: no cover - pytest 8 keeps the string
-            item._nodeid = wanted  # type: ignore[attr-defined]
-        else:
-            item._id = NodeId.parse(wanted)
+        # Only pytest 9 gets here (its node ids are structured; pytest 8 names them apart).
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(wanted)
         assert item.nodeid == wanted, f"pytest keeps node ids elsewhere now: {item.nodeid}"
 
 

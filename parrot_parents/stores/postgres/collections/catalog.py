@@ -29,7 +29,7 @@ from parrot_parents.stores.postgres.collections.filter_keys import read_filter_k
 from parrot_parents.stores.postgres.collections.model_contract import ModelContract
 from parrot_parents.stores.postgres.collections.partitions import read_partition_key
 from parrot_parents.stores.postgres.collections.setup import stored_dimension
-from parrot_parents.stores.postgres.connections.engine import sqlstate_of
+from parrot_parents.stores.postgres.connections.engine import UNDEFINED_TABLE, sqlstate_of
 from parrot_parents.stores.postgres.connections.reads import read
 from parrot_parents.stores.postgres.search.bm25_index import read_lexical_backend
 from parrot_parents.stores.postgres.search.lexical import read_text_search_config
@@ -236,17 +236,13 @@ async def _info(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo
     )
 
 
-#: SQLSTATE undefined_table: a relation named by the catalog was dropped since.
-_DROPPED = "42P01"
-
-
 async def _info_if_kept(conn: AsyncConnection, schema: str, name: str) -> CollectionInfo | None:
     """``name``'s :class:`CollectionInfo`, or None when another client dropped it after
     its name was read (its count waits for the drop's lock, then finds no table)."""
     try:
         return await _info(conn, schema, name)
     except DBAPIError as exc:
-        if sqlstate_of(exc) == _DROPPED:
+        if sqlstate_of(exc) == UNDEFINED_TABLE:
             return None
         raise
 

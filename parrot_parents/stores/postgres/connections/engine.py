@@ -34,6 +34,7 @@ from parrot_parents.stores.postgres.connections.vector_codec import install as i
 __all__ = [
     "POOL_SIZE",
     "UNAVAILABLE_SQLSTATE_CLASSES",
+    "UNDEFINED_TABLE",
     "causes",
     "connect_args",
     "engine_for_url",
@@ -215,7 +216,7 @@ def _escape(message: str) -> str:
 
 #: SQLSTATE of a relation that does not exist: a collection's table (or one of its own
 #: tables) dropped under a store that had it open.
-_UNDEFINED_TABLE = "42P01"
+UNDEFINED_TABLE = "42P01"
 
 
 def store_error(exc: BaseException, action: str) -> StoreError:
@@ -264,7 +265,7 @@ def store_error(exc: BaseException, action: str) -> StoreError:
         )
     detail = _escape(_driver_message(exc))
     text = f": {detail}" if detail else f": {type(exc).__name__}"
-    if code == _UNDEFINED_TABLE:
+    if code == UNDEFINED_TABLE:
         return CollectionNotFoundError(
             f"{action} failed: the collection no longer exists, it was dropped while in use "
             f"(the server said: {detail or 'a table is missing'}){suffix}",

@@ -339,13 +339,13 @@ def table_of(result: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"| {h.p50:.2f} ({h.p50 / base['defaults']:.2f}×) | {h.p95:.2f} ({h.p95 / h.p50:.2f}×) "
             f"| {dr:.3f} | {lr:.3f} | {plan(f'{k}/{s}/dense')}; {plan(f'{k}/{s}/defaults')} |"
         )
-    return [*lines, "", warm_up_line(result)]
+    return [*lines, "", warm_up_line(result, args.warmup)]
 
 
-def warm_up_line(result: dict[str, Any]) -> str:
-    """The warm-up's latencies beside the timed ones: the cells whose warm-up p50 is
-    furthest over their timed p50 (a filter value's first search reads its own graph from
-    outside the server's buffers)."""
+def warm_up_line(result: dict[str, Any], warmup: int) -> str:
+    """The warm-up's latencies (``warmup`` queries a cell) beside the timed ones: the
+    cells whose warm-up p50 is furthest over their timed p50 (a filter value's first
+    search reads its own graph from outside the server's buffers)."""
     stats = result["stats"]
     rows = []
     for k, s in result["cells"]:
@@ -356,13 +356,12 @@ def warm_up_line(result: dict[str, Any]) -> str:
                 rows.append((warm / st.p50, f"{k}, {_share(s)}, {m}", warm, max(st.warm), st.p50))
     if not rows:
         return "No warm-up."
-    n = len(stats[f"{result['cells'][0][0]}/{result['cells'][0][1]}/dense"].warm)
     worst = sorted(rows, reverse=True)[:3]
     said = "; ".join(
         f"{label}: p50 {warm:.2f} ms, max {top:.2f} ms ({ratio:.2f}× the timed p50 {p50:.2f})"
         for ratio, label, warm, top, p50 in worst
     )
-    return f"Warm-up ({n} queries per cell, timed apart, not in the table), furthest over the timed p50: {said}."
+    return f"Warm-up ({warmup} queries per cell, timed apart, not in the table), furthest over the timed p50: {said}."
 
 
 def render(results: list[dict[str, Any]], args: argparse.Namespace, argv: list[str]) -> str:
